@@ -1,0 +1,84 @@
+// qklab/records.h — plain data that leaves the engine: per-step metrics, probe statistics,
+// histograms, spikes and events. The trainer produces them, the store persists them, the GUI
+// plots them. No torch types here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qklab {
+
+enum class RunStatus { Running, Finished, Diverged, Stopped, Interrupted, Failed };
+const char* toString(RunStatus s);
+RunStatus runStatusFromString(const std::string& s);  // throws Error on an unknown name
+
+struct StepMetrics {
+    int64_t step = 0;
+    double loss = 0;                     // training loss of this step's batch (nats/token)
+    std::optional<double> valLoss;       // when validation ran at this step
+    double gradNorm = 0;                 // global L2 norm before clipping
+    double lr = 0;                       // LR used for this step (schedule x multipliers)
+    double alpha = 1;                    // QK-norm anneal weight (1 = fully normed)
+    double softcapC = 0;                 // attention softcap width in effect (0 = none)
+    int64_t seqLen = 0;                  // context length in effect
+    double tokensPerSec = 0;
+};
+
+// Attention statistics of one layer and head at one probed step. head = -1 is the whole layer.
+struct ProbeStats {
+    int64_t step = 0;
+    int32_t layer = 0;
+    int32_t head = -1;
+    double logitMaxRaw = 0, logitP99Raw = 0, logitMeanRaw = 0;        // before softcap
+    double logitMaxCapped = 0, logitP99Capped = 0, logitMeanCapped = 0;
+    double qNormP90 = 0, kNormP90 = 0;   // L2 norms of q, k as they enter the dot product
+    double qRawNormP90 = 0, kRawNormP90 = 0;  // ... and straight out of the projections
+    double entropy = 0;                  // mean attention entropy per query row (nats)
+    double fracAtCap = 0;                // share of raw logits with |logit| >= C
+};
+
+// Histogram of raw logits over fixed edges: bins equal-width over [lo, hi] in the configured
+// scale (linear, or symlog = sign(x)*log10(1+|x|)); values outside land in under/overflow.
+struct LogitHistogram {
+    int64_t step = 0;
+    int32_t layer = 0;
+    int32_t head = -1;
+    std::vector<int64_t> counts;
+    int64_t underflow = 0, overflow = 0;
+};
+
+// Softmax matrix of one sample sequence (row = query, column = key), for one layer and head.
+struct AttentionMap {
+    int64_t step = 0;
+    int32_t layer = 0;
+    int32_t head = 0;
+    int32_t size = 0;                    // T (rows = columns)
+    std::vector<float> weights;          // row-major size x size
+};
+
+enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation };
+const char* toString(SpikeKind k);
+SpikeKind spikeKindFromString(const std::string& s);
+
+struct Spike {
+    int64_t step = 0;
+    std::string metric;                  // "loss" or "grad_norm"
+    double value = 0, zScore = 0;
+    SpikeKind kind = SpikeKind::DataOrAccumulation;
+    int tier = 1;                        // prescription tier 1..4 (domain brief section 4)
+    int64_t probeStep = -1;              // the probe the diagnosis was read from (-1: none)
+    double probeMaxLogit = 0, baselineMaxLogit = 0;
+    double probeQkNorm = 0, baselineQkNorm = 0;
+    std::string diagnosis;               // one paragraph a user can read
+};
+
+struct EventRecord {
+    int64_t step = 0;
+    std::string kind;
+    std::string paramsJson;
+    std::string source = "config";       // config | user (an intervention)
+};
+
+}  // namespace qklab

@@ -1,0 +1,183 @@
+// qklab/run_config.h — the one aggregate that describes a training run.
+//
+// Defaults live in the structs (a small byte-level model that trains in about a minute on a
+// laptop CPU). JSON in and out goes through a field registry (configFields()) so that the
+// JSON reader, the CLI's `--set dotted.key=value`, the GUI form and the validator all agree
+// on the same dotted keys. Enumerated settings are stored as their JSON strings and checked
+// against the registry's choices; the engine turns them into enums once, at model build.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace qklab {
+
+struct OptimConfig {
+    double lr = 3e-3;                    // peak learning rate
+    double weightDecay = 0.1;            // decoupled (AdamW) decay, matrices only
+    std::vector<double> betas{0.9, 0.95};
+    double eps = 1e-8;
+    double gradClip = 1.0;               // global L2-norm clip; 0 = off
+    double zLoss = 0.0;                  // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
+};
+
+struct ScheduleConfig {
+    int64_t steps = 600;                 // optimizer steps in the run
+    int64_t warmupSteps = 30;            // linear warm-up from 0 to optim.lr
+    std::string decay = "cosine";        // constant | linear | cosine | wsd
+    double minLrRatio = 0.1;             // floor as a fraction of optim.lr
+    double wsdDecayFraction = 0.2;       // wsd: share of steps spent in the final decay
+};
+
+struct ModelConfig {
+    int64_t dModel = 128;
+    int64_t nLayers = 2;
+    int64_t nHeads = 4;                  // d_head = d_model / n_heads
+    int64_t seqLen = 128;                // context length T
+    bool rope = true;                    // rotary positions; false = learned absolute
+    double ropeBase = 10000.0;
+    int64_t mlpRatio = 4;                // MLP hidden = mlp_ratio * d_model
+    double outputSoftcap = 0.0;          // tanh cap on LM logits; 0 = off (Gemma 2: 30)
+    bool tieEmbeddings = false;
+    double initStd = 0.02;
+};
+
+struct SoftcapConfig {
+    std::string kind = "none";           // none | tanh | clamp
+    double c = 50.0;                     // cap width C (Gemma 2: 50)
+};
+
+struct AttentionConfig {
+    std::string qkNorm = "none";         // none | rms | rms_affine | layernorm | l2_scale | whole_rms
+    std::string qkNormOn = "qk";         // qk | k | qkv
+    std::string qkNormPlacement = "before_rope";  // before_rope | after_rope
+    bool qkGainPerHead = false;          // learnable gains per head (true) or shared (Qwen3)
+    std::optional<double> scale;         // logit scale s; empty = 1/sqrt(d_head) ("inv_sqrt_d")
+    SoftcapConfig softcap;
+};
+
+// Windows are fractions f = step / schedule.steps; start = end = 1 means "no anneal".
+struct QkNormAnneal {
+    double start = 1.0;
+    double end = 1.0;
+    std::string shape = "linear";        // linear | cosine | hard
+};
+
+struct SoftcapAnneal {
+    double start = 1.0;
+    double end = 1.0;
+    double cTo = 1000.0;                 // C reached at the end (1000 ~ off)
+};
+
+struct AnnealConfig {
+    QkNormAnneal qkNorm;
+    SoftcapAnneal softcap;
+};
+
+struct DataConfig {
+    std::string source = "builtin";      // "builtin" or a path to a UTF-8/byte text file
+    int64_t batchSize = 16;
+    double valFraction = 0.1;            // tail of the corpus held out for validation
+};
+
+struct EvalConfig {
+    int64_t every = 100;                 // validation loss every N steps; 0 = only at the end
+    int64_t batches = 4;
+};
+
+struct RunSettings {
+    int64_t seed = 1337;
+    std::string device = "cpu";          // cpu | cuda
+    std::string dtype = "fp32";          // fp32 | bf16 (bf16 is slow on Debian's CPU LibTorch)
+    int64_t threads = 0;                 // intra-op threads; 0 = all cores
+    int64_t checkpointEvery = 0;         // 0 = checkpoint only when stopped or finished
+};
+
+struct ProbeConfig {
+    int64_t every = 10;                  // probe attention every N steps; 0 = off
+    int64_t histBins = 128;
+    double histMin = -64.0;              // histogram range of raw logits (after hist_scale)
+    double histMax = 64.0;
+    std::string histScale = "linear";    // linear | symlog (sign(x)*log10(1+|x|))
+    int64_t attnMapEvery = 0;            // store one softmax map per layer/head every N steps; 0 = off
+};
+
+struct SpikeConfig {
+    int64_t window = 64;                 // rolling window of the z-score (llm.c uses 128)
+    double zThreshold = 5.0;             // a value more than this many sigmas above the mean
+    int64_t minHistory = 20;             // no verdict before this many samples
+};
+
+// A timed change to the run. Kinds and their parameters:
+//   lr_multiplier  {factor}            LR schedule multiplied by factor from `step` on
+//   context_length {seq_len}           train with this context length from `step` on
+//   dirty_batch    {text?}             the batch at `step` is heavily repeated text
+//   qk_norm        {variant}           switch QK-norm variant from `step` on
+//   qk_anneal      {steps, shape?}     anneal alpha 1 -> 0 over `steps` steps from `step`
+//   softcap        {kind, c}           switch the attention softcap from `step` on
+struct Event {
+    int64_t step = 0;
+    std::string kind;
+    nlohmann::json params = nlohmann::json::object();
+};
+
+struct RunConfig {
+    std::string why;                     // free text: what this preset/run demonstrates
+    OptimConfig optim;
+    ScheduleConfig schedule;
+    ModelConfig model;
+    AttentionConfig attention;
+    AnnealConfig anneal;
+    DataConfig data;
+    EvalConfig eval;
+    RunSettings run;
+    ProbeConfig probes;
+    SpikeConfig spikes;
+    std::vector<Event> events;
+
+    int64_t dHead() const { return model.dModel / model.nHeads; }
+    double logitScale() const;           // attention.scale or 1/sqrt(d_head)
+    int64_t maxSeqLen() const;           // over model.seq_len and context_length events
+};
+
+// ---- the field registry -------------------------------------------------------------------
+
+enum class FieldType { Float, Int, Bool, Choice, Text, FloatPair, Scale };
+
+struct FieldInfo {
+    std::string key;                     // dotted key, e.g. "optim.lr"
+    FieldType type;
+    std::string group;                   // GUI group, e.g. "Optimizer & LR schedule"
+    std::string help;                    // one line: meaning and unit
+    std::vector<std::string> choices;    // for Choice
+    double minValue = 0, maxValue = 0;   // advisory range for GUI widgets (Float/Int)
+    std::function<nlohmann::json(const RunConfig&)> get;
+    std::function<void(RunConfig&, const nlohmann::json&)> set;  // throws Error naming the key
+};
+
+const std::vector<FieldInfo>& configFields();
+const FieldInfo* findField(const std::string& dottedKey);
+
+// Parse a JSON object (defaults for absent keys). Unknown keys, wrong types and bad values
+// throw Error{InvalidConfig} naming the dotted key and the value.
+RunConfig configFromJson(const nlohmann::json& j);
+RunConfig configFromJsonText(const std::string& text, const std::string& origin);
+RunConfig loadPreset(const std::string& path);
+nlohmann::json configToJson(const RunConfig& c);
+
+// Apply `dotted.key=value`; value is parsed as JSON when it parses, else taken as a string.
+void applyOverride(RunConfig& c, const std::string& assignment);
+
+// Cross-field validation; throws Error{InvalidConfig} on the first problem found.
+void validate(const RunConfig& c);
+// All problems at once (for the GUI's inline validation); empty = valid.
+std::vector<std::string> validationProblems(const RunConfig& c);
+// Legal but inadvisable combinations, per the domain brief (e.g. annealing both fuses at once).
+std::vector<std::string> configWarnings(const RunConfig& c);
+
+}  // namespace qklab

@@ -1,0 +1,45 @@
+// qklab/run_session.h — one training run recorded in the store: the glue that the CLI and the
+// GUI worker share. It creates (or re-opens, to resume) the run row, forwards everything the
+// trainer reports to a RunWriter (and to an optional extra observer), saves checkpoints next
+// to the database, and writes the final status. A diverged run is an outcome, not an error.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "qklab/run_config.h"
+#include "qklab/trainer.h"
+
+namespace qklab {
+
+struct SessionOptions {
+    std::string dbPath;                  // the SQLite store
+    std::string name;                    // run name; empty = "run-<id>"
+    std::string checkpointRoot;          // empty = "<dbPath>.checkpoints"
+};
+
+class RunSession {
+public:
+    // New run. Validates the config and builds the model; throws Error on bad input (nothing
+    // is written to the store in that case).
+    RunSession(const RunConfig& config, const SessionOptions& options);
+    // Continue a stopped/interrupted run from its last checkpoint.
+    static std::unique_ptr<RunSession> resume(const std::string& dbPath, int64_t runId);
+    ~RunSession();
+
+    // Blocks until the run ends. `extra` (may be null) sees everything too, from this thread.
+    RunOutcome run(TrainingObserver* extra = nullptr);
+
+    int64_t runId() const;
+    Trainer& trainer();
+
+private:
+    RunSession() = default;
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+std::string defaultCheckpointRoot(const std::string& dbPath);
+
+}  // namespace qklab

@@ -1,0 +1,121 @@
+// qklab/run_store.h — the SQLite run store.
+//
+// One file holds many runs. WAL journal (checked at open), foreign keys on, schema migrated by
+// PRAGMA user_version, application_id marks the file as qklab's. One writer per run batches
+// rows per transaction (RunWriter); any number of readers (RunStore instances, other
+// processes) read alongside. A run whose writing process died shows as Interrupted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qklab/records.h"
+
+namespace qklab {
+
+class Database;  // sqlite_db.h
+
+struct RunInfo {
+    int64_t id = 0;
+    std::string name;
+    RunStatus status = RunStatus::Running;
+    std::string configJson;
+    int64_t seed = 0;
+    std::string device, torchVersion, appVersion;
+    std::string createdAt, finishedAt;   // ISO 8601 UTC
+    std::string notes, tags;             // tags: comma separated
+    int64_t stepsDone = 0;               // last step whose metrics are stored (+1)
+    std::optional<double> finalLoss;
+    std::optional<double> maxAttnLogitRaw, maxAttnLogitCapped;
+    int64_t spikes = 0;
+    std::string statusMessage;           // why it failed / diverged
+};
+
+struct CheckpointInfo {
+    int64_t step = 0;
+    std::string path;
+};
+
+class RunStore {
+public:
+    // Opens (creating and migrating when new or empty) the database at path; ":memory:" works.
+    // Throws Error{NotQklabDatabase} for a corrupt file or one written by another program.
+    explicit RunStore(const std::string& path);
+    ~RunStore();
+    RunStore(const RunStore&) = delete;
+    RunStore& operator=(const RunStore&) = delete;
+
+    const std::string& path() const;
+    int schemaVersion() const;
+
+    // Runs still marked running whose process is gone become Interrupted. Returns how many.
+    int markInterruptedRuns();
+
+    std::vector<RunInfo> listRuns();
+    RunInfo run(int64_t id);                       // throws Error{NotFound}
+    RunInfo findRun(const std::string& idOrName);  // id or unique name; throws NotFound
+    std::vector<StepMetrics> stepMetrics(int64_t runId, int64_t fromStep = 0);
+    std::vector<ProbeStats> probeStats(int64_t runId, std::optional<int32_t> head = std::nullopt,
+                                       int64_t fromStep = 0);
+    std::vector<LogitHistogram> histograms(int64_t runId, int32_t layer, int32_t head);
+    std::vector<int64_t> histogramSteps(int64_t runId);
+    std::vector<AttentionMap> attentionMaps(int64_t runId, int64_t step);
+    std::vector<int64_t> attentionMapSteps(int64_t runId);
+    std::vector<Spike> spikes(int64_t runId);
+    std::vector<EventRecord> events(int64_t runId);
+    std::vector<CheckpointInfo> checkpoints(int64_t runId);
+    int64_t maxRunId();                            // cheap change detection for the GUI
+
+    void renameRun(int64_t id, const std::string& name);
+    void setNotes(int64_t id, const std::string& notes);
+    void setTags(int64_t id, const std::string& tags);
+    void deleteRun(int64_t id);                    // all rows of the run (checkpoint files stay)
+
+    Database& database();
+
+private:
+    std::unique_ptr<Database> m_db;
+};
+
+struct NewRun {
+    std::string name;                    // empty = "run-<id>"
+    std::string configJson;
+    int64_t seed = 0;
+    std::string device, torchVersion, appVersion;
+};
+
+// The single writer of one run. Rows are buffered and committed together by flush() (the
+// trainer calls it at probe steps and at least every ~0.5 s), so a SIGKILL loses at most the
+// last uncommitted batch.
+class RunWriter {
+public:
+    // Creates the run row (status running, with this process's pid and host).
+    RunWriter(const std::string& dbPath, const NewRun& run);
+    // Re-opens an existing run to continue it (resume): rows after fromStep are deleted.
+    RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep);
+    ~RunWriter();                        // flushes; never throws
+    RunWriter(const RunWriter&) = delete;
+    RunWriter& operator=(const RunWriter&) = delete;
+
+    int64_t runId() const;
+    void addStep(const StepMetrics& m);
+    void addProbe(const ProbeStats& p);
+    void addHistogram(const LogitHistogram& h);
+    void addAttentionMap(const AttentionMap& m);
+    void addSpike(const Spike& s);
+    void addEvent(const EventRecord& e);
+    void addCheckpoint(const CheckpointInfo& c);
+    void flush();                        // one transaction for everything buffered
+    void finish(RunStatus status, const std::string& message = {});
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+std::string defaultDatabasePath();       // $XDG_DATA_HOME/qklab/runs.db or ~/.local/share/...
+
+}  // namespace qklab

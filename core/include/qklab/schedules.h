@@ -1,0 +1,38 @@
+// qklab/schedules.h — everything that changes with the step, as pure functions of
+// (config, step). Events in the config (and interventions recorded as events) are part of
+// the input, so a run is reproducible from its stored config and event list alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "qklab/run_config.h"
+
+namespace qklab {
+
+// Base LR schedule (no event multipliers): warm-up, then constant/linear/cosine/wsd decay to
+// optim.lr * schedule.min_lr_ratio at the last step.
+double scheduledLr(const RunConfig& c, int64_t step);
+
+// QK-norm anneal weight alpha in [0, 1] from the config window: 1 before start, 0 after end.
+double annealAlpha(const QkNormAnneal& a, int64_t step, int64_t totalSteps);
+
+// Softcap width from the config window: c before start, c_to after end, linear between.
+double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t step,
+                      int64_t totalSteps);
+
+// The settings in effect at one step: schedules with every event at or before it applied.
+struct StepSettings {
+    double lr = 0;
+    double alpha = 1;                    // 1 = normed path, 0 = raw path
+    bool annealing = false;              // 0 < alpha < 1 (or inside the window): freeze QK gains
+    std::string qkNorm;                  // variant in effect
+    std::string softcapKind;             // none | tanh | clamp
+    double softcapC = 0;
+    int64_t seqLen = 0;
+    bool dirtyBatch = false;
+    std::string dirtyText;
+};
+StepSettings settingsAt(const RunConfig& c, int64_t step);
+
+}  // namespace qklab

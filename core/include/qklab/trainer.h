@@ -1,0 +1,88 @@
+// qklab/trainer.h — trains one model described by a RunConfig and reports what happens.
+//
+// The training loop runs on the caller's thread (Trainer::run blocks). Control comes from
+// other threads through requestPause/Resume/Stop and postIntervention, which are checked once
+// per step. Progress leaves through a TrainingObserver; core knows nothing of any GUI. Torch
+// types stay behind the pimpl so that this header is cheap to include (and Qt-safe).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qklab/records.h"
+#include "qklab/run_config.h"
+
+namespace qklab {
+
+class TrainingObserver {
+public:
+    virtual ~TrainingObserver() = default;
+    virtual void onStep(const StepMetrics&) {}
+    virtual void onProbes(int64_t /*step*/, const std::vector<ProbeStats>&,
+                          const std::vector<LogitHistogram>&) {}
+    virtual void onAttentionMaps(const std::vector<AttentionMap>&) {}
+    virtual void onSpike(const Spike&) {}
+    virtual void onEvent(const EventRecord&) {}
+    virtual void onCheckpoint(const CheckpointInfo&) {}
+    // Called about every 0.5 s and at probe steps: a good moment to commit buffered rows.
+    virtual void onFlushPoint() {}
+};
+
+struct RunOutcome {
+    RunStatus status = RunStatus::Finished;  // Finished, Diverged or Stopped
+    int64_t stepsDone = 0;                   // steps completed (last good step + 1)
+    double finalLoss = 0;                    // last finite training loss
+    std::string message;                     // e.g. "loss became nan at step 143"
+};
+
+struct TrainerOptions {
+    std::string checkpointDir;               // empty = no checkpoints
+    std::string resumeFrom;                  // a checkpoint file to continue from
+};
+
+class Trainer {
+public:
+    // Validates the config, loads data, builds the model. Throws Error on bad input.
+    Trainer(const RunConfig& config, TrainerOptions options = {});
+    ~Trainer();
+    Trainer(const Trainer&) = delete;
+    Trainer& operator=(const Trainer&) = delete;
+
+    RunOutcome run(TrainingObserver& observer);
+
+    // Thread-safe controls.
+    void requestPause();
+    void requestResume();
+    void requestStop();
+    bool isPaused() const;
+    // Applied at the start of the next step (its step field is overwritten with that step);
+    // reported through onEvent with source "user" so a store can replay the run.
+    void postIntervention(const Event& event);
+
+    const RunConfig& config() const;
+    int64_t parameterCount() const;
+    int64_t startStep() const;               // > 0 when resumed from a checkpoint
+    std::string deviceDescription() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// Environment facts recorded with every run.
+std::string torchVersion();
+std::string appVersion();                    // version + git hash
+bool cudaAvailable();
+
+// A quick matmul to tell a fast BLAS from the reference one (Debian without
+// libopenblas0-openmp trains ~20x slower). Returns GFLOP/s and a warning when slow.
+struct BlasCheck {
+    double gflops = 0;
+    bool slow = false;
+    std::string message;
+};
+BlasCheck checkBlasSpeed();
+
+}  // namespace qklab
