@@ -1,1 +1,73 @@
-// (being written)
+// records.cpp — names of RunStatus and SpikeKind as stored in the database, shown by the CLI
+// and written in JSON. The names are part of the file format: never rename one.
+#include "qklab/records.h"
+
+#include <iterator>
+
+#include "qklab/error.h"
+
+namespace qklab {
+
+namespace {
+
+struct StatusName {
+    RunStatus status;
+    const char* name;
+};
+
+constexpr StatusName kStatusNames[] = {
+    {RunStatus::Running, "running"},   {RunStatus::Finished, "finished"},
+    {RunStatus::Diverged, "diverged"}, {RunStatus::Stopped, "stopped"},
+    {RunStatus::Interrupted, "interrupted"}, {RunStatus::Failed, "failed"},
+};
+
+struct KindName {
+    SpikeKind kind;
+    const char* name;
+};
+
+constexpr KindName kKindNames[] = {
+    {SpikeKind::QkRunaway, "qk_runaway"},
+    {SpikeKind::TokenSpike, "token_spike"},
+    {SpikeKind::DataOrAccumulation, "data_or_accumulation"},
+};
+
+template <typename Table>
+std::string allNames(const Table& table) {
+    std::string out;
+    for (const auto& entry : table) {
+        if (!out.empty()) out += ", ";
+        out += entry.name;
+    }
+    return out;
+}
+
+}  // namespace
+
+const char* toString(RunStatus s) {
+    for (const auto& entry : kStatusNames)
+        if (entry.status == s) return entry.name;
+    return "unknown";
+}
+
+RunStatus runStatusFromString(const std::string& s) {
+    for (const auto& entry : kStatusNames)
+        if (s == entry.name) return entry.status;
+    throw Error(ErrorCode::InvalidConfig,
+                "unknown run status '" + s + "' (expected one of " + allNames(kStatusNames) + ")");
+}
+
+const char* toString(SpikeKind k) {
+    for (const auto& entry : kKindNames)
+        if (entry.kind == k) return entry.name;
+    return "unknown";
+}
+
+SpikeKind spikeKindFromString(const std::string& s) {
+    for (const auto& entry : kKindNames)
+        if (s == entry.name) return entry.kind;
+    throw Error(ErrorCode::InvalidConfig,
+                "unknown spike kind '" + s + "' (expected one of " + allNames(kKindNames) + ")");
+}
+
+}  // namespace qklab

@@ -1,1 +1,549 @@
-// (being written)
+// run_store.cpp — qklab's schema, how a file is opened and migrated, and the read side of the
+// run store (RunStore). Writing a run lives in run_writer.cpp.
+//
+// Layout: one `runs` row per run; every per-step table is keyed (run_id, step, ...) so one
+// run's rows are contiguous in the primary-key b-tree and reading 100k steps is a range scan.
+// Small fixed-size tables are WITHOUT ROWID (the key *is* the storage order); tables with
+// blobs keep a rowid because WITHOUT ROWID suits rows smaller than ~1/20 of a page.
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <iterator>
+
+#include "qklab/error.h"
+#include "qklab/run_store.h"
+#include "sqlite_db.h"
+
+namespace qklab {
+
+namespace {
+
+// Migration i (0-based) takes the schema from user_version i to i + 1. Append only: a file
+// written by an older build replays exactly the entries it has not seen yet.
+const char* const kMigrations[] = {
+    // 1: initial schema
+    R"sql(
+CREATE TABLE runs(
+    id INTEGER PRIMARY KEY,
+    name TEXT UNIQUE NOT NULL,
+    status TEXT NOT NULL DEFAULT 'running',
+    config_json TEXT NOT NULL DEFAULT '',
+    seed INTEGER NOT NULL DEFAULT 0,
+    device TEXT NOT NULL DEFAULT '',
+    torch_version TEXT NOT NULL DEFAULT '',
+    app_version TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL DEFAULT '',
+    finished_at TEXT,
+    notes TEXT NOT NULL DEFAULT '',
+    tags TEXT NOT NULL DEFAULT '',
+    steps_done INTEGER NOT NULL DEFAULT 0,
+    final_loss REAL,
+    max_logit_raw REAL,
+    max_logit_capped REAL,
+    status_message TEXT NOT NULL DEFAULT '',
+    pid INTEGER,
+    host TEXT);
+CREATE INDEX runs_by_status ON runs(status);
+CREATE TABLE step_metrics(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL,
+    loss REAL,                -- NULL = NaN (a diverged step)
+    val_loss REAL,            -- NULL = not validated at this step, 'NaN' = validated, NaN
+    grad_norm REAL, lr REAL, alpha REAL, softcap_c REAL,
+    seq_len INTEGER, tokens_per_s REAL,
+    PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+CREATE TABLE probe_stats(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL,
+    logit_max_raw REAL, logit_p99_raw REAL, logit_mean_raw REAL,
+    logit_max_capped REAL, logit_p99_capped REAL, logit_mean_capped REAL,
+    q_norm_p90 REAL, k_norm_p90 REAL, q_raw_norm_p90 REAL, k_raw_norm_p90 REAL,
+    entropy REAL, frac_at_cap REAL,
+    PRIMARY KEY(run_id, step, layer, head)) WITHOUT ROWID;
+CREATE TABLE histograms(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL,
+    counts BLOB NOT NULL,     -- int64 little-endian per bin
+    underflow INTEGER NOT NULL DEFAULT 0, overflow INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY(run_id, step, layer, head));
+CREATE INDEX histograms_by_head ON histograms(run_id, layer, head, step);
+CREATE TABLE attention_maps(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    weights BLOB NOT NULL,    -- float32 little-endian, row-major size x size
+    PRIMARY KEY(run_id, step, layer, head));
+CREATE TABLE spikes(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, metric TEXT NOT NULL, value REAL, z_score REAL,
+    kind TEXT NOT NULL, tier INTEGER NOT NULL,
+    probe_step INTEGER NOT NULL DEFAULT -1,
+    probe_max_logit REAL, baseline_max_logit REAL,
+    probe_qk_norm REAL, baseline_qk_norm REAL,
+    diagnosis TEXT NOT NULL DEFAULT '');
+CREATE INDEX spikes_by_run ON spikes(run_id, step);
+CREATE TABLE events(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, kind TEXT NOT NULL,
+    params_json TEXT NOT NULL DEFAULT '{}', source TEXT NOT NULL DEFAULT 'config');
+CREATE INDEX events_by_run ON events(run_id, step);
+CREATE TABLE checkpoints(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, path TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY(run_id, step));
+)sql",
+};
+
+constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
+
+std::string hex32(int64_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08llX", static_cast<unsigned long long>(v) & 0xffffffffULL);
+    return buf;
+}
+
+// Refuses files that belong to someone else before anything is written to them.
+void checkIdentity(Database& db) {
+    int64_t appId = db.queryInt("PRAGMA application_id");  // SQLITE_NOTADB surfaces here
+    int64_t version = db.queryInt("PRAGMA user_version");
+    int64_t objects = db.queryInt("SELECT count(*) FROM sqlite_master");
+    if (appId == kQklabApplicationId) {
+        if (version > kLatestVersion)
+            throw Error(ErrorCode::Unsupported,
+                        db.path() + " has qklab schema version " + std::to_string(version) +
+                            " but this build knows versions up to " +
+                            std::to_string(kLatestVersion) + "; it was written by a newer qklab");
+        return;
+    }
+    if (appId == 0 && objects == 0 && version == 0) return;  // new or empty file: ours now
+    throw Error(ErrorCode::NotQklabDatabase,
+                db.path() + " is not a qklab database: its application_id is " + hex32(appId) +
+                    " (qklab's is " + hex32(kQklabApplicationId) + ") and it holds " +
+                    std::to_string(objects) + " schema objects");
+}
+
+void enableWal(Database& db) {
+    std::string mode = db.queryText("PRAGMA journal_mode=WAL");
+    // In-memory databases cannot use WAL and report "memory"; there is no second reader anyway.
+    if (mode == "wal" || (db.isMemory() && mode == "memory")) return;
+    throw Error(ErrorCode::Database,
+                "cannot enable WAL journaling on " + db.path() + " (journal_mode is '" + mode +
+                    "'); concurrent readers need it — is the file on a network filesystem?");
+}
+
+void migrate(Database& db) {
+    // Cheap check first: an up-to-date file must not take the write lock just to be opened.
+    if (db.queryInt("PRAGMA user_version") >= kLatestVersion) return;
+    Transaction tx(db);
+    // Re-read under the lock: another process may have migrated while we waited for it.
+    int64_t version = db.queryInt("PRAGMA user_version");
+    if (version == 0) db.exec("PRAGMA application_id=" + std::to_string(kQklabApplicationId));
+    for (int64_t v = version; v < kLatestVersion; ++v) db.exec(kMigrations[v]);
+    db.exec("PRAGMA user_version=" + std::to_string(kLatestVersion));
+    tx.commit();
+}
+
+std::vector<int64_t> decodeInt64s(const std::vector<unsigned char>& bytes) {
+    std::vector<int64_t> out(bytes.size() / 8);
+    for (size_t i = 0; i < out.size(); ++i) {
+        uint64_t v = 0;
+        for (int b = 7; b >= 0; --b) v = (v << 8) | bytes[i * 8 + b];
+        out[i] = static_cast<int64_t>(v);
+    }
+    return out;
+}
+
+std::vector<float> decodeFloats(const std::vector<unsigned char>& bytes) {
+    std::vector<float> out(bytes.size() / 4);
+    for (size_t i = 0; i < out.size(); ++i) {
+        uint32_t v = 0;
+        for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
+        std::memcpy(&out[i], &v, sizeof v);
+    }
+    return out;
+}
+
+const char* const kRunColumns =
+    "r.id, r.name, r.status, r.config_json, r.seed, r.device, r.torch_version, r.app_version, "
+    "r.created_at, r.finished_at, r.notes, r.tags, r.steps_done, r.final_loss, r.max_logit_raw, "
+    "r.max_logit_capped, r.status_message, "
+    "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id)";
+
+RunInfo readRun(const Statement& st) {
+    RunInfo r;
+    r.id = st.columnInt(0);
+    r.name = st.columnText(1);
+    r.status = runStatusFromString(st.columnText(2));
+    r.configJson = st.columnText(3);
+    r.seed = st.columnInt(4);
+    r.device = st.columnText(5);
+    r.torchVersion = st.columnText(6);
+    r.appVersion = st.columnText(7);
+    r.createdAt = st.columnText(8);
+    r.finishedAt = st.columnText(9);
+    r.notes = st.columnText(10);
+    r.tags = st.columnText(11);
+    r.stepsDone = st.columnInt(12);
+    r.finalLoss = st.columnOptReal(13);
+    r.maxAttnLogitRaw = st.columnOptReal(14);
+    r.maxAttnLogitCapped = st.columnOptReal(15);
+    r.statusMessage = st.columnText(16);
+    r.spikes = st.columnInt(17);
+    return r;
+}
+
+bool isInteger(const std::string& s) {
+    if (s.empty() || s.size() > 18) return false;
+    for (char c : s)
+        if (c < '0' || c > '9') return false;
+    return true;
+}
+
+}  // namespace
+
+// ---- shared helpers (declared in sqlite_db.h) ----
+
+std::unique_ptr<Database> openRunDatabase(const std::string& path) {
+    if (path.empty()) throw Error(ErrorCode::InvalidConfig, "the database path is empty");
+    if (path != ":memory:") {
+        std::filesystem::path parent = std::filesystem::path(path).parent_path();
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        if (ec)
+            throw Error(ErrorCode::Database,
+                        "cannot create directory " + parent.string() + " for " + path + ": " +
+                            ec.message());
+    }
+    auto db = std::make_unique<Database>(path);
+    checkIdentity(*db);
+    enableWal(*db);
+    // NORMAL is durable against a killed process in WAL mode (only power loss can drop the
+    // last commits), and avoids an fsync per flush.
+    db->exec("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL");
+    migrate(*db);
+    return db;
+}
+
+int latestSchemaVersion() {
+    return kLatestVersion;
+}
+
+std::string thisHostName() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+    return buf;
+}
+
+std::string utcNowIso8601() {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string defaultDatabasePath() {
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    // The XDG spec says to ignore a relative XDG_DATA_HOME.
+    if (xdg && xdg[0] == '/') return std::string(xdg) + "/qklab/runs.db";
+    std::string home;
+    if (const char* h = std::getenv("HOME"); h && h[0]) {
+        home = h;
+    } else if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) {
+        home = pw->pw_dir;
+    } else {
+        home = ".";
+    }
+    return home + "/.local/share/qklab/runs.db";
+}
+
+// ---- RunStore ----
+
+RunStore::RunStore(const std::string& path) : m_db(openRunDatabase(path)) {}
+
+RunStore::~RunStore() = default;
+
+const std::string& RunStore::path() const {
+    return m_db->path();
+}
+
+int RunStore::schemaVersion() const {
+    return static_cast<int>(m_db->queryInt("PRAGMA user_version"));
+}
+
+Database& RunStore::database() {
+    return *m_db;
+}
+
+int RunStore::markInterruptedRuns() {
+    std::vector<std::pair<int64_t, int64_t>> dead;  // (run id, pid)
+    {
+        Statement st(*m_db, "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?");
+        st.bindText(1, thisHostName());
+        while (st.step()) {
+            int64_t pid = st.isNull(1) ? 0 : st.columnInt(1);
+            // EPERM means the pid is alive but someone else's: only ESRCH proves it is gone.
+            bool gone = pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+            if (gone) dead.emplace_back(st.columnInt(0), pid);
+        }
+    }
+    if (dead.empty()) return 0;
+    Transaction tx(*m_db);
+    Statement upd(*m_db,
+                  "UPDATE runs SET status = 'interrupted', status_message = ? "
+                  "WHERE id = ? AND status = 'running'");
+    int changed = 0;
+    for (const auto& [id, pid] : dead) {
+        upd.bindText(1, "process " + std::to_string(pid) + " on " + thisHostName() +
+                            " ended without finishing the run");
+        upd.bindInt(2, id);
+        upd.exec();
+        changed += m_db->changes();
+    }
+    tx.commit();
+    return changed;
+}
+
+std::vector<RunInfo> RunStore::listRuns() {
+    Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r ORDER BY r.id");
+    std::vector<RunInfo> out;
+    while (st.step()) out.push_back(readRun(st));
+    return out;
+}
+
+RunInfo RunStore::run(int64_t id) {
+    Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.id = ?");
+    st.bindInt(1, id);
+    if (!st.step())
+        throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
+    return readRun(st);
+}
+
+RunInfo RunStore::findRun(const std::string& idOrName) {
+    if (isInteger(idOrName)) {
+        Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.id = ?");
+        st.bindInt(1, std::stoll(idOrName));
+        if (st.step()) return readRun(st);
+    }
+    Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.name = ?");
+    st.bindText(1, idOrName);
+    if (!st.step())
+        throw Error(ErrorCode::NotFound,
+                    "no run with id or name '" + idOrName + "' in " + path());
+    return readRun(st);
+}
+
+std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) {
+    Statement st(*m_db,
+                 "SELECT step, loss, val_loss, grad_norm, lr, alpha, softcap_c, seq_len, "
+                 "tokens_per_s FROM step_metrics WHERE run_id = ? AND step >= ? ORDER BY step");
+    st.bindInt(1, runId).bindInt(2, fromStep);
+    std::vector<StepMetrics> out;
+    while (st.step()) {
+        StepMetrics m;
+        m.step = st.columnInt(0);
+        m.loss = st.columnReal(1);
+        m.valLoss = st.columnOptReal(2);
+        m.gradNorm = st.columnReal(3);
+        m.lr = st.columnReal(4);
+        m.alpha = st.columnReal(5);
+        m.softcapC = st.columnReal(6);
+        m.seqLen = st.columnInt(7);
+        m.tokensPerSec = st.columnReal(8);
+        out.push_back(m);
+    }
+    return out;
+}
+
+std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_t> head,
+                                             int64_t fromStep) {
+    std::string sql =
+        "SELECT step, layer, head, logit_max_raw, logit_p99_raw, logit_mean_raw, "
+        "logit_max_capped, logit_p99_capped, logit_mean_capped, q_norm_p90, k_norm_p90, "
+        "q_raw_norm_p90, k_raw_norm_p90, entropy, frac_at_cap FROM probe_stats "
+        "WHERE run_id = ?1 AND step >= ?2";
+    if (head) sql += " AND head = ?3";
+    sql += " ORDER BY step, layer, head";
+    Statement st(*m_db, sql);
+    st.bindInt(1, runId).bindInt(2, fromStep);
+    if (head) st.bindInt(3, *head);
+    std::vector<ProbeStats> out;
+    while (st.step()) {
+        ProbeStats p;
+        p.step = st.columnInt(0);
+        p.layer = static_cast<int32_t>(st.columnInt(1));
+        p.head = static_cast<int32_t>(st.columnInt(2));
+        double* fields[] = {&p.logitMaxRaw,    &p.logitP99Raw, &p.logitMeanRaw,
+                            &p.logitMaxCapped, &p.logitP99Capped, &p.logitMeanCapped,
+                            &p.qNormP90,       &p.kNormP90,    &p.qRawNormP90,
+                            &p.kRawNormP90,    &p.entropy,     &p.fracAtCap};
+        for (int i = 0; i < 12; ++i) *fields[i] = st.columnReal(3 + i);
+        out.push_back(p);
+    }
+    return out;
+}
+
+std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, int32_t head) {
+    Statement st(*m_db,
+                 "SELECT step, counts, underflow, overflow FROM histograms "
+                 "WHERE run_id = ? AND layer = ? AND head = ? ORDER BY step");
+    st.bindInt(1, runId).bindInt(2, layer).bindInt(3, head);
+    std::vector<LogitHistogram> out;
+    while (st.step()) {
+        LogitHistogram h;
+        h.step = st.columnInt(0);
+        h.layer = layer;
+        h.head = head;
+        h.counts = decodeInt64s(st.columnBlob(1));
+        h.underflow = st.columnInt(2);
+        h.overflow = st.columnInt(3);
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
+std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
+    Statement st(*m_db,
+                 "SELECT DISTINCT step FROM histograms WHERE run_id = ? ORDER BY step");
+    st.bindInt(1, runId);
+    std::vector<int64_t> out;
+    while (st.step()) out.push_back(st.columnInt(0));
+    return out;
+}
+
+std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
+    Statement st(*m_db,
+                 "SELECT layer, head, size, weights FROM attention_maps "
+                 "WHERE run_id = ? AND step = ? ORDER BY layer, head");
+    st.bindInt(1, runId).bindInt(2, step);
+    std::vector<AttentionMap> out;
+    while (st.step()) {
+        AttentionMap m;
+        m.step = step;
+        m.layer = static_cast<int32_t>(st.columnInt(0));
+        m.head = static_cast<int32_t>(st.columnInt(1));
+        m.size = static_cast<int32_t>(st.columnInt(2));
+        m.weights = decodeFloats(st.columnBlob(3));
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
+    Statement st(*m_db,
+                 "SELECT DISTINCT step FROM attention_maps WHERE run_id = ? ORDER BY step");
+    st.bindInt(1, runId);
+    std::vector<int64_t> out;
+    while (st.step()) out.push_back(st.columnInt(0));
+    return out;
+}
+
+std::vector<Spike> RunStore::spikes(int64_t runId) {
+    Statement st(*m_db,
+                 "SELECT step, metric, value, z_score, kind, tier, probe_step, probe_max_logit, "
+                 "baseline_max_logit, probe_qk_norm, baseline_qk_norm, diagnosis FROM spikes "
+                 "WHERE run_id = ? ORDER BY step, id");
+    st.bindInt(1, runId);
+    std::vector<Spike> out;
+    while (st.step()) {
+        Spike s;
+        s.step = st.columnInt(0);
+        s.metric = st.columnText(1);
+        s.value = st.columnReal(2);
+        s.zScore = st.columnReal(3);
+        s.kind = spikeKindFromString(st.columnText(4));
+        s.tier = static_cast<int>(st.columnInt(5));
+        s.probeStep = st.columnInt(6);
+        s.probeMaxLogit = st.columnReal(7);
+        s.baselineMaxLogit = st.columnReal(8);
+        s.probeQkNorm = st.columnReal(9);
+        s.baselineQkNorm = st.columnReal(10);
+        s.diagnosis = st.columnText(11);
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::vector<EventRecord> RunStore::events(int64_t runId) {
+    Statement st(*m_db,
+                 "SELECT step, kind, params_json, source FROM events WHERE run_id = ? "
+                 "ORDER BY step, id");
+    st.bindInt(1, runId);
+    std::vector<EventRecord> out;
+    while (st.step()) {
+        EventRecord e;
+        e.step = st.columnInt(0);
+        e.kind = st.columnText(1);
+        e.paramsJson = st.columnText(2);
+        e.source = st.columnText(3);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::vector<CheckpointInfo> RunStore::checkpoints(int64_t runId) {
+    Statement st(*m_db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
+    st.bindInt(1, runId);
+    std::vector<CheckpointInfo> out;
+    while (st.step()) out.push_back({st.columnInt(0), st.columnText(1)});
+    return out;
+}
+
+int64_t RunStore::maxRunId() {
+    return m_db->queryInt("SELECT max(id) FROM runs");
+}
+
+int64_t RunStore::dataVersion() {
+    return m_db->queryInt("PRAGMA data_version");
+}
+
+void RunStore::renameRun(int64_t id, const std::string& name) {
+    if (name.empty()) throw Error(ErrorCode::InvalidConfig, "a run name cannot be empty");
+    Transaction tx(*m_db);
+    Statement taken(*m_db, "SELECT id FROM runs WHERE name = ? AND id != ?");
+    taken.bindText(1, name).bindInt(2, id);
+    if (taken.step())
+        throw Error(ErrorCode::InvalidConfig,
+                    "a run named '" + name + "' already exists (id " +
+                        std::to_string(taken.columnInt(0)) + ")");
+    Statement st(*m_db, "UPDATE runs SET name = ? WHERE id = ?");
+    st.bindText(1, name).bindInt(2, id).exec();
+    if (m_db->changes() == 0)
+        throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
+    tx.commit();
+}
+
+void RunStore::setNotes(int64_t id, const std::string& notes) {
+    Statement st(*m_db, "UPDATE runs SET notes = ? WHERE id = ?");
+    st.bindText(1, notes).bindInt(2, id).exec();
+    if (m_db->changes() == 0)
+        throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
+}
+
+void RunStore::setTags(int64_t id, const std::string& tags) {
+    Statement st(*m_db, "UPDATE runs SET tags = ? WHERE id = ?");
+    st.bindText(1, tags).bindInt(2, id).exec();
+    if (m_db->changes() == 0)
+        throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
+}
+
+void RunStore::deleteRun(int64_t id) {
+    // foreign_keys=ON (set at open) makes ON DELETE CASCADE remove every per-step row.
+    Statement st(*m_db, "DELETE FROM runs WHERE id = ?");
+    st.bindInt(1, id).exec();
+    if (m_db->changes() == 0)
+        throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
+}
+
+}  // namespace qklab

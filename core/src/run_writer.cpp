@@ -1,1 +1,352 @@
-// (being written)
+// run_writer.cpp — RunWriter, the single writer of one run.
+//
+// The trainer adds rows as it produces them; flush() commits everything buffered in one
+// transaction and keeps the run row's summary (steps_done, final_loss, max logits) current,
+// so the run list never has to aggregate per-step tables. A process killed between flushes
+// loses only its last uncommitted batch: WAL makes every committed batch durable and readable.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "qklab/error.h"
+#include "qklab/run_store.h"
+#include "sqlite_db.h"
+
+namespace qklab {
+
+namespace {
+
+std::vector<unsigned char> encodeInt64s(const std::vector<int64_t>& values) {
+    std::vector<unsigned char> out(values.size() * 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+        auto v = static_cast<uint64_t>(values[i]);
+        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    return out;
+}
+
+std::vector<unsigned char> encodeFloats(const std::vector<float>& values) {
+    std::vector<unsigned char> out(values.size() * 4);
+    for (size_t i = 0; i < values.size(); ++i) {
+        uint32_t v;
+        std::memcpy(&v, &values[i], sizeof v);
+        for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    return out;
+}
+
+// NaN never wins a maximum: one NaN probe must not hide the largest finite logit seen.
+void raiseMax(std::optional<double>& current, double value) {
+    if (std::isnan(value)) return;
+    if (!current || value > *current) current = value;
+}
+
+std::string defaultAppVersion() {
+#if defined(QKLAB_VERSION) && defined(QKLAB_GIT_HASH)
+    return std::string(QKLAB_VERSION) + "+" + QKLAB_GIT_HASH;
+#else
+    return {};
+#endif
+}
+
+constexpr const char* kFiniteLoss =
+    "loss IS NOT NULL AND loss BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308";
+
+}  // namespace
+
+struct RunWriter::Impl {
+    std::unique_ptr<Database> db;  // first member: statements below are finalized before it
+    int64_t runId = 0;
+    bool finished = false;
+
+    std::vector<StepMetrics> steps;
+    std::vector<ProbeStats> probes;
+    std::vector<LogitHistogram> histograms;
+    std::vector<AttentionMap> maps;
+    std::vector<Spike> spikes;
+    std::vector<EventRecord> events;
+    std::vector<CheckpointInfo> checkpoints;
+
+    // The run row's summary as last committed.
+    int64_t stepsDone = 0;
+    std::optional<double> finalLoss, maxRaw, maxCapped;
+
+    // Prepared once, reused by every flush.
+    std::unique_ptr<Statement> insStep, insProbe, insHist, insMap, insSpike, insEvent, insCkpt;
+    std::unique_ptr<Statement> updSummary;
+
+    Statement& prepared(std::unique_ptr<Statement>& slot, const char* sql) {
+        if (!slot) slot = std::make_unique<Statement>(*db, sql);
+        return *slot;
+    }
+
+    bool empty() const {
+        return steps.empty() && probes.empty() && histograms.empty() && maps.empty() &&
+               spikes.empty() && events.empty() && checkpoints.empty();
+    }
+
+    void writeRows();
+};
+
+void RunWriter::Impl::writeRows() {
+    // INSERT OR REPLACE: a step written twice (e.g. validation reported separately) must
+    // update the row rather than abort a long training run on a constraint error.
+    Statement& st = prepared(insStep,
+                             "INSERT OR REPLACE INTO step_metrics(run_id, step, loss, val_loss, "
+                             "grad_norm, lr, alpha, softcap_c, seq_len, tokens_per_s) "
+                             "VALUES(?,?,?,?,?,?,?,?,?,?)");
+    for (const StepMetrics& m : steps) {
+        st.bindInt(1, runId).bindInt(2, m.step).bindReal(3, m.loss).bindOptReal(4, m.valLoss);
+        st.bindReal(5, m.gradNorm).bindReal(6, m.lr).bindReal(7, m.alpha).bindReal(8, m.softcapC);
+        st.bindInt(9, m.seqLen).bindReal(10, m.tokensPerSec).exec();
+    }
+    Statement& sp = prepared(insProbe,
+                             "INSERT OR REPLACE INTO probe_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (const ProbeStats& p : probes) {
+        sp.bindInt(1, runId).bindInt(2, p.step).bindInt(3, p.layer).bindInt(4, p.head);
+        const double fields[] = {p.logitMaxRaw,    p.logitP99Raw,    p.logitMeanRaw,
+                                 p.logitMaxCapped, p.logitP99Capped, p.logitMeanCapped,
+                                 p.qNormP90,       p.kNormP90,       p.qRawNormP90,
+                                 p.kRawNormP90,    p.entropy,        p.fracAtCap};
+        for (int i = 0; i < 12; ++i) sp.bindReal(5 + i, fields[i]);
+        sp.exec();
+    }
+    Statement& sh = prepared(insHist, "INSERT OR REPLACE INTO histograms VALUES(?,?,?,?,?,?,?)");
+    for (const LogitHistogram& h : histograms) {
+        std::vector<unsigned char> blob = encodeInt64s(h.counts);
+        sh.bindInt(1, runId).bindInt(2, h.step).bindInt(3, h.layer).bindInt(4, h.head);
+        sh.bindBlob(5, blob.data(), blob.size()).bindInt(6, h.underflow).bindInt(7, h.overflow);
+        sh.exec();
+    }
+    Statement& sm = prepared(insMap, "INSERT OR REPLACE INTO attention_maps VALUES(?,?,?,?,?,?)");
+    for (const AttentionMap& m : maps) {
+        std::vector<unsigned char> blob = encodeFloats(m.weights);
+        sm.bindInt(1, runId).bindInt(2, m.step).bindInt(3, m.layer).bindInt(4, m.head);
+        sm.bindInt(5, m.size).bindBlob(6, blob.data(), blob.size()).exec();
+    }
+    Statement& ss = prepared(insSpike,
+                             "INSERT INTO spikes(run_id, step, metric, value, z_score, kind, tier, "
+                             "probe_step, probe_max_logit, baseline_max_logit, probe_qk_norm, "
+                             "baseline_qk_norm, diagnosis) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (const Spike& s : spikes) {
+        ss.bindInt(1, runId).bindInt(2, s.step).bindText(3, s.metric).bindReal(4, s.value);
+        ss.bindReal(5, s.zScore).bindText(6, toString(s.kind)).bindInt(7, s.tier);
+        ss.bindInt(8, s.probeStep).bindReal(9, s.probeMaxLogit).bindReal(10, s.baselineMaxLogit);
+        ss.bindReal(11, s.probeQkNorm).bindReal(12, s.baselineQkNorm).bindText(13, s.diagnosis);
+        ss.exec();
+    }
+    Statement& se = prepared(insEvent,
+                             "INSERT INTO events(run_id, step, kind, params_json, source) "
+                             "VALUES(?,?,?,?,?)");
+    for (const EventRecord& e : events) {
+        se.bindInt(1, runId).bindInt(2, e.step).bindText(3, e.kind).bindText(4, e.paramsJson);
+        se.bindText(5, e.source).exec();
+    }
+    Statement& sc = prepared(insCkpt, "INSERT OR REPLACE INTO checkpoints VALUES(?,?,?,?)");
+    for (const CheckpointInfo& c : checkpoints) {
+        sc.bindInt(1, runId).bindInt(2, c.step).bindText(3, c.path).bindText(4, utcNowIso8601());
+        sc.exec();
+    }
+}
+
+// ---- RunWriter ----
+
+RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new Impl) {
+    Impl& d = *m_impl;
+    d.db = openRunDatabase(dbPath);
+    // One write transaction: the uniqueness check and the insert see the same database.
+    Transaction tx(*d.db);
+    if (!run.name.empty()) {
+        Statement taken(*d.db, "SELECT id FROM runs WHERE name = ?");
+        taken.bindText(1, run.name);
+        if (taken.step())
+            throw Error(ErrorCode::InvalidConfig,
+                        "a run named '" + run.name + "' already exists in " + dbPath + " (id " +
+                            std::to_string(taken.columnInt(0)) + "); choose another name");
+    }
+    // An unnamed run is inserted under a placeholder (invisible until commit) and renamed
+    // "run-<id>" once its id is known.
+    Statement ins(*d.db,
+                  "INSERT INTO runs(name, status, config_json, seed, device, torch_version, "
+                  "app_version, created_at, pid, host) VALUES(?, 'running', ?,?,?,?,?,?,?,?)");
+    ins.bindText(1, run.name.empty() ? "\x01pending" : run.name).bindText(2, run.configJson);
+    ins.bindInt(3, run.seed).bindText(4, run.device).bindText(5, run.torchVersion);
+    ins.bindText(6, run.appVersion.empty() ? defaultAppVersion() : run.appVersion);
+    ins.bindText(7, utcNowIso8601()).bindInt(8, getpid()).bindText(9, thisHostName()).exec();
+    d.runId = d.db->lastInsertId();
+    if (run.name.empty()) {
+        Statement taken(*d.db, "SELECT 1 FROM runs WHERE name = ?");
+        std::string name = "run-" + std::to_string(d.runId);
+        for (int k = 2;; ++k) {  // someone may have named a run "run-7" by hand
+            taken.reset();
+            taken.bindText(1, name);
+            if (!taken.step()) break;
+            name = "run-" + std::to_string(d.runId) + "-" + std::to_string(k);
+        }
+        Statement rename(*d.db, "UPDATE runs SET name = ? WHERE id = ?");
+        rename.bindText(1, name).bindInt(2, d.runId).exec();
+    }
+    tx.commit();
+}
+
+RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
+    : m_impl(new Impl) {
+    Impl& d = *m_impl;
+    d.db = openRunDatabase(dbPath);
+    d.runId = runId;
+    Transaction tx(*d.db);
+    {
+        Statement exists(*d.db, "SELECT 1 FROM runs WHERE id = ?");
+        exists.bindInt(1, runId);
+        if (!exists.step())
+            throw Error(ErrorCode::NotFound,
+                        "cannot resume run " + std::to_string(runId) + ": no such run in " +
+                            dbPath);
+    }
+    auto run = [&](const std::string& sql) {
+        Statement st(*d.db, sql);
+        st.bindInt(1, runId).bindInt(2, fromStep).exec();
+    };
+    for (const char* table : {"step_metrics", "probe_stats", "histograms", "attention_maps",
+                              "spikes"})
+        run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
+    // Only the user's interventions before fromStep are history; the trainer re-records
+    // the config's scheduled events when it starts again.
+    run("DELETE FROM events WHERE run_id = ?1 AND (step >= ?2 OR source != 'user')");
+    // The checkpoint at fromStep is the one being resumed from: keep it.
+    run("DELETE FROM checkpoints WHERE run_id = ?1 AND step > ?2");
+
+    // Recompute the summary from what is left, so later flushes extend the right values.
+    {
+        Statement st(*d.db,
+                     std::string("SELECT (SELECT max(step) + 1 FROM step_metrics WHERE run_id = ?1),"
+                                 " (SELECT loss FROM step_metrics WHERE run_id = ?1 AND ") +
+                         kFiniteLoss +
+                         " ORDER BY step DESC LIMIT 1),"
+                         " (SELECT max(logit_max_raw) FROM probe_stats WHERE run_id = ?1 AND "
+                         "head = -1),"
+                         " (SELECT max(logit_max_capped) FROM probe_stats WHERE run_id = ?1 AND "
+                         "head = -1)");
+        st.bindInt(1, runId);
+        st.step();
+        d.stepsDone = st.isNull(0) ? 0 : st.columnInt(0);
+        d.finalLoss = st.columnOptReal(1);
+        d.maxRaw = st.columnOptReal(2);
+        d.maxCapped = st.columnOptReal(3);
+    }
+    Statement upd(*d.db,
+                  "UPDATE runs SET status = 'running', finished_at = NULL, status_message = '', "
+                  "pid = ?, host = ?, steps_done = ?, final_loss = ?, max_logit_raw = ?, "
+                  "max_logit_capped = ? WHERE id = ?");
+    upd.bindInt(1, getpid()).bindText(2, thisHostName()).bindInt(3, d.stepsDone);
+    upd.bindOptReal(4, d.finalLoss).bindOptReal(5, d.maxRaw).bindOptReal(6, d.maxCapped);
+    upd.bindInt(7, runId).exec();
+    tx.commit();
+}
+
+RunWriter::~RunWriter() {
+    try {
+        flush();
+        // A writer dropped without finish() (an exception unwound the trainer) would otherwise
+        // look "running" for as long as this process lives, e.g. the whole GUI session.
+        if (!m_impl->finished) {
+            Statement st(*m_impl->db,
+                         "UPDATE runs SET status = 'interrupted', status_message = "
+                         "'the writer was closed before the run finished' WHERE id = ? AND "
+                         "status = 'running'");
+            st.bindInt(1, m_impl->runId).exec();
+        }
+    } catch (...) {
+        // Destructors never throw; the rows stay buffered and are lost, as with a kill.
+    }
+}
+
+int64_t RunWriter::runId() const {
+    return m_impl->runId;
+}
+
+void RunWriter::addStep(const StepMetrics& m) {
+    m_impl->steps.push_back(m);
+}
+
+void RunWriter::addProbe(const ProbeStats& p) {
+    m_impl->probes.push_back(p);
+}
+
+void RunWriter::addHistogram(const LogitHistogram& h) {
+    m_impl->histograms.push_back(h);
+}
+
+void RunWriter::addAttentionMap(const AttentionMap& m) {
+    if (m.size < 0 || m.weights.size() != static_cast<size_t>(m.size) * m.size)
+        throw Error(ErrorCode::Internal,
+                    "attention map of step " + std::to_string(m.step) + " has " +
+                        std::to_string(m.weights.size()) + " weights for size " +
+                        std::to_string(m.size));
+    m_impl->maps.push_back(m);
+}
+
+void RunWriter::addSpike(const Spike& s) {
+    m_impl->spikes.push_back(s);
+}
+
+void RunWriter::addEvent(const EventRecord& e) {
+    m_impl->events.push_back(e);
+}
+
+void RunWriter::addCheckpoint(const CheckpointInfo& c) {
+    m_impl->checkpoints.push_back(c);
+}
+
+void RunWriter::flush() {
+    Impl& d = *m_impl;
+    if (d.empty()) return;
+
+    // The new summary is computed aside and adopted only after COMMIT succeeds: a failed
+    // flush leaves both the buffers and the summary as they were, ready for a retry.
+    int64_t stepsDone = d.stepsDone;
+    std::optional<double> finalLoss = d.finalLoss, maxRaw = d.maxRaw, maxCapped = d.maxCapped;
+    for (const StepMetrics& m : d.steps) {
+        stepsDone = std::max(stepsDone, m.step + 1);
+        if (std::isfinite(m.loss)) finalLoss = m.loss;
+    }
+    for (const ProbeStats& p : d.probes) {
+        if (p.head != -1) continue;  // the run's summary is over whole-layer rows
+        raiseMax(maxRaw, p.logitMaxRaw);
+        raiseMax(maxCapped, p.logitMaxCapped);
+    }
+
+    Transaction tx(*d.db);
+    d.writeRows();
+    Statement& st = d.prepared(d.updSummary,
+                               "UPDATE runs SET steps_done = ?, final_loss = ?, max_logit_raw = ?, "
+                               "max_logit_capped = ? WHERE id = ?");
+    st.bindInt(1, stepsDone).bindOptReal(2, finalLoss).bindOptReal(3, maxRaw);
+    st.bindOptReal(4, maxCapped).bindInt(5, d.runId).exec();
+    tx.commit();
+
+    d.stepsDone = stepsDone;
+    d.finalLoss = finalLoss;
+    d.maxRaw = maxRaw;
+    d.maxCapped = maxCapped;
+    d.steps.clear();
+    d.probes.clear();
+    d.histograms.clear();
+    d.maps.clear();
+    d.spikes.clear();
+    d.events.clear();
+    d.checkpoints.clear();
+}
+
+void RunWriter::finish(RunStatus status, const std::string& message) {
+    flush();
+    Statement st(*m_impl->db,
+                 "UPDATE runs SET status = ?, status_message = ?, finished_at = ? WHERE id = ?");
+    st.bindText(1, toString(status)).bindText(2, message).bindText(3, utcNowIso8601());
+    st.bindInt(4, m_impl->runId).exec();
+    m_impl->finished = true;
+}
+
+}  // namespace qklab

@@ -1,1 +1,110 @@
-// (being written)
+// schedules.cpp — LR, QK-norm alpha and softcap C as pure functions of the step, and the
+// event replay that yields the settings in effect at any step (llm.c's schedulers.h style).
+#include "qklab/schedules.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qklab/corpus.h"
+
+namespace qklab {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Position of `step` inside [start, end) as t in [0, 1]; fractions of total steps.
+double windowProgress(double start, double end, int64_t step, int64_t totalSteps) {
+    const double f = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(totalSteps, 1));
+    if (f < start) return 0.0;
+    if (f >= end) return 1.0;
+    return (f - start) / (end - start);
+}
+
+double alphaFromProgress(double t, const std::string& shape) {
+    if (shape == "hard") return t > 0 ? 0.0 : 1.0;
+    if (shape == "cosine") return 0.5 * (1.0 + std::cos(kPi * t));
+    return 1.0 - t;
+}
+
+}  // namespace
+
+double scheduledLr(const RunConfig& c, int64_t step) {
+    const double peak = c.optim.lr;
+    const double floorLr = peak * c.schedule.minLrRatio;
+    const int64_t total = c.schedule.steps, warm = c.schedule.warmupSteps;
+    if (step < warm) return peak * static_cast<double>(step + 1) / static_cast<double>(warm);
+    const std::string& d = c.schedule.decay;
+    if (d == "constant") return peak;
+    // Progress through the decay phase; reaches 1 at the last step.
+    const int64_t last = std::max<int64_t>(total - 1, warm);
+    if (d == "wsd") {
+        const int64_t decaySteps =
+            std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.schedule.wsdDecayFraction * total)));
+        const int64_t decayStart = std::max(warm, last - decaySteps);
+        if (step < decayStart) return peak;
+        const double t = last > decayStart ? static_cast<double>(step - decayStart) / (last - decayStart) : 1.0;
+        return peak + (floorLr - peak) * std::min(t, 1.0);
+    }
+    const double t = last > warm ? std::min(1.0, static_cast<double>(step - warm) / (last - warm)) : 1.0;
+    if (d == "linear") return peak + (floorLr - peak) * t;
+    return floorLr + 0.5 * (peak - floorLr) * (1.0 + std::cos(kPi * t));  // cosine
+}
+
+double annealAlpha(const QkNormAnneal& a, int64_t step, int64_t totalSteps) {
+    if (a.start >= 1.0) return 1.0;  // the default window [1, 1] means "no anneal"
+    const double f = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(totalSteps, 1));
+    if (f < a.start) return 1.0;
+    if (a.shape == "hard" || a.end <= a.start) return 0.0;
+    return alphaFromProgress(windowProgress(a.start, a.end, step, totalSteps), a.shape);
+}
+
+double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t step,
+                      int64_t totalSteps) {
+    if (a.start >= 1.0) return s.c;
+    const double t = a.end <= a.start
+                         ? (static_cast<double>(step) / std::max<int64_t>(totalSteps, 1) >= a.start ? 1.0 : 0.0)
+                         : windowProgress(a.start, a.end, step, totalSteps);
+    return s.c + (a.cTo - s.c) * t;
+}
+
+StepSettings settingsAt(const RunConfig& c, int64_t step) {
+    StepSettings s;
+    double lrFactor = 1.0;
+    s.qkNorm = c.attention.qkNorm;
+    s.softcapKind = c.attention.softcap.kind;
+    s.softcapC = annealSoftcapC(c.attention.softcap, c.anneal.softcap, step, c.schedule.steps);
+    s.seqLen = c.model.seqLen;
+    s.alpha = annealAlpha(c.anneal.qkNorm, step, c.schedule.steps);
+    // Events are sorted by step; later events override earlier ones.
+    for (const auto& e : c.events) {
+        if (e.step > step) break;
+        const auto& p = e.params;
+        if (e.kind == "lr_multiplier") {
+            lrFactor = p.value("factor", 1.0);
+        } else if (e.kind == "context_length") {
+            s.seqLen = p.value("seq_len", s.seqLen);
+        } else if (e.kind == "dirty_batch") {
+            if (e.step == step) {
+                s.dirtyBatch = true;
+                s.dirtyText = p.value("text", defaultDirtyText());
+            }
+        } else if (e.kind == "qk_norm") {
+            s.qkNorm = p.value("variant", s.qkNorm);
+            s.alpha = 1.0;  // switching a variant on means using it fully
+        } else if (e.kind == "qk_anneal") {
+            const int64_t n = std::max<int64_t>(1, p.value("steps", int64_t{1}));
+            const double t = std::min(1.0, static_cast<double>(step - e.step) / n);
+            s.alpha = alphaFromProgress(t, p.value("shape", std::string("linear")));
+        } else if (e.kind == "softcap") {
+            s.softcapKind = p.value("kind", s.softcapKind);
+            s.softcapC = p.value("c", s.softcapC);
+        }
+    }
+    s.lr = scheduledLr(c, step) * lrFactor;
+    if (s.qkNorm == "none") s.alpha = 0.0;  // nothing normalises: the raw path
+    s.annealing = s.qkNorm != "none" && s.alpha < 1.0;
+    if (s.softcapKind == "none") s.softcapC = 0.0;
+    return s;
+}
+
+}  // namespace qklab

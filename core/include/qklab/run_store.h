@@ -68,6 +68,9 @@ public:
     std::vector<EventRecord> events(int64_t runId);
     std::vector<CheckpointInfo> checkpoints(int64_t runId);
     int64_t maxRunId();                            // cheap change detection for the GUI
+    // Changes whenever another connection commits (PRAGMA data_version): with maxRunId() it
+    // tells a polling GUI whether anything needs re-reading, without reading any table.
+    int64_t dataVersion();
 
     void renameRun(int64_t id, const std::string& name);
     void setNotes(int64_t id, const std::string& notes);

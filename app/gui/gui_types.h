@@ -1,0 +1,58 @@
+// gui_types.h — the engine's plain records as Qt metatypes, and the batch the training worker
+// sends to the GUI thread.
+//
+// Engine callbacks arrive once per step on the training thread; sending each as its own
+// queued signal would flood the GUI event loop (a small model runs hundreds of steps per
+// second). The worker therefore collects them into a LiveBatch and emits at most one batch
+// every ~50 ms.
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+
+#include <cstdint>
+
+#include "qklab/records.h"
+#include "qklab/run_config.h"
+
+namespace qklab::gui {
+
+struct LiveBatch {
+    int64_t runId = 0;
+    QVector<StepMetrics> steps;
+    QVector<ProbeStats> probes;          // every row the probes produced (layer and head level)
+    QVector<Spike> spikes;
+    QVector<EventRecord> events;
+    bool newHistograms = false;          // the store will hold new histogram rows after flush
+    bool newAttentionMaps = false;
+
+    bool empty() const
+    {
+        return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && events.isEmpty()
+               && !newHistograms && !newAttentionMaps;
+    }
+};
+
+// Everything one queued run needs: the worker runs RunSession(config, {dbPath, name}).
+struct RunRequest {
+    RunConfig config;
+    QString dbPath;
+    QString name;
+};
+
+}  // namespace qklab::gui
+
+Q_DECLARE_METATYPE(qklab::StepMetrics)
+Q_DECLARE_METATYPE(qklab::ProbeStats)
+Q_DECLARE_METATYPE(qklab::Spike)
+Q_DECLARE_METATYPE(qklab::EventRecord)
+Q_DECLARE_METATYPE(qklab::Event)
+Q_DECLARE_METATYPE(qklab::RunConfig)
+Q_DECLARE_METATYPE(qklab::gui::LiveBatch)
+Q_DECLARE_METATYPE(qklab::gui::RunRequest)
+
+namespace qklab::gui {
+// Call once before any queued connection carries the types above (main() and the tests do).
+void registerGuiMetaTypes();
+}  // namespace qklab::gui

@@ -1,0 +1,185 @@
+// plot_style.cpp — shared plot look and the items drawn over data (thresholds, markers, cursor).
+#include "plot_style.h"
+
+#include <qcustomplot.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "hist_bins.h"
+
+namespace qklab::gui {
+
+namespace {
+const char* kRole = "qklabRole";
+
+void removeItemsWithRole(QCustomPlot* plot, const QString& role)
+{
+    for (int i = plot->itemCount() - 1; i >= 0; --i) {
+        QCPAbstractItem* item = plot->item(i);
+        if (item->property(kRole).toString() == role) plot->removeItem(item);
+    }
+}
+}  // namespace
+
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend)
+{
+    QFont small = plot->font();
+    small.setPointSizeF(std::max(7.0, small.pointSizeF() - 1));
+    plot->setNoAntialiasingOnDrag(true);
+    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot->axisRect()->setRangeDrag(Qt::Horizontal);
+    plot->axisRect()->setRangeZoom(Qt::Horizontal);
+    plot->yAxis->setLabel(yLabel);
+    plot->yAxis->setLabelFont(small);
+    plot->xAxis->setLabelFont(small);
+    plot->xAxis->setTickLabelFont(small);
+    plot->yAxis->setTickLabelFont(small);
+    plot->axisRect()->setMinimumMargins(QMargins(60, 4, 8, 4));
+    plot->legend->setVisible(legend);
+    plot->legend->setFont(small);
+    plot->legend->setBrush(QColor(255, 255, 255, 200));
+    plot->legend->setRowSpacing(-3);
+    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    plot->setMinimumHeight(120);
+}
+
+void setLogAxis(QCPAxis* axis, bool log)
+{
+    if (log) {
+        axis->setScaleType(QCPAxis::stLogarithmic);
+        QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+        ticker->setLogBase(10);
+        axis->setTicker(ticker);
+        axis->setNumberFormat(QStringLiteral("eb"));
+        axis->setNumberPrecision(0);
+    } else {
+        axis->setScaleType(QCPAxis::stLinear);
+        axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        axis->setNumberFormat(QStringLiteral("gb"));
+        axis->setNumberPrecision(4);
+    }
+}
+
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label)
+{
+    auto* line = new QCPItemStraightLine(plot);
+    line->setProperty(kRole, QStringLiteral("threshold"));
+    line->point1->setCoords(0, y);
+    line->point2->setCoords(1, y);
+    line->setPen(QPen(color, 1.2, Qt::DashLine));
+    line->setSelectable(false);
+    auto* text = new QCPItemText(plot);
+    text->setProperty(kRole, QStringLiteral("threshold"));
+    text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    text->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    text->position->setCoords(0.995, y);
+    text->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    text->setText(label);
+    text->setColor(color);
+    QFont f = plot->font();
+    f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
+    text->setFont(f);
+    text->setSelectable(false);
+}
+
+QString eventLabel(const EventRecord& e)
+{
+    QString label = QString::fromStdString(e.kind);
+    try {
+        const auto p = nlohmann::json::parse(e.paramsJson.empty() ? "{}" : e.paramsJson);
+        if (e.kind == "lr_multiplier" && p.contains("factor")) {
+            label = QStringLiteral("lr x%1").arg(p["factor"].get<double>());
+        } else if (e.kind == "context_length" && p.contains("seq_len")) {
+            label = QStringLiteral("ctx %1").arg(p["seq_len"].get<long long>());
+        } else if (e.kind == "qk_norm" && p.contains("variant")) {
+            label = QStringLiteral("qk_norm %1")
+                        .arg(QString::fromStdString(p["variant"].get<std::string>()));
+        } else if (e.kind == "qk_anneal" && p.contains("steps")) {
+            label = QStringLiteral("anneal %1 steps").arg(p["steps"].get<long long>());
+        } else if (e.kind == "softcap" && p.contains("kind")) {
+            label = QStringLiteral("softcap %1").arg(
+                QString::fromStdString(p["kind"].get<std::string>()));
+            if (p.contains("c")) label += QStringLiteral(" C=%1").arg(p["c"].get<double>());
+        } else if (e.kind == "dirty_batch") {
+            label = QStringLiteral("dirty batch");
+        }
+    } catch (...) {
+        // An unparsable parameter blob still gets a marker with the bare kind.
+    }
+    return label;
+}
+
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events)
+{
+    removeItemsWithRole(plot, QStringLiteral("event"));
+    QFont f = plot->font();
+    f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
+    int lane = 0;
+    for (const auto& e : events) {
+        const bool user = e.source == "user";
+        const QColor color = user ? QColor(200, 40, 160) : QColor(120, 120, 120);
+        auto* line = new QCPItemStraightLine(plot);
+        line->setProperty(kRole, QStringLiteral("event"));
+        line->point1->setCoords(double(e.step), 0);
+        line->point2->setCoords(double(e.step), 1);
+        line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->setPen(QPen(color, user ? 1.5 : 1.0, Qt::DashDotLine));
+        line->setSelectable(false);
+        auto* text = new QCPItemText(plot);
+        text->setProperty(kRole, QStringLiteral("event"));
+        text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        // Stagger labels vertically so markers a few steps apart stay readable.
+        text->position->setCoords(double(e.step), 0.02 + 0.12 * (lane++ % 3));
+        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        text->setText(QStringLiteral(" ") + eventLabel(e));
+        text->setColor(color);
+        text->setFont(f);
+        text->setSelectable(false);
+    }
+}
+
+void setStepCursor(QCustomPlot* plot, double step)
+{
+    removeItemsWithRole(plot, QStringLiteral("cursor"));
+    if (step < 0) return;
+    auto* line = new QCPItemStraightLine(plot);
+    line->setProperty(kRole, QStringLiteral("cursor"));
+    line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    line->point1->setCoords(step, 0);
+    line->point2->setCoords(step, 1);
+    line->setPen(QPen(QColor(230, 120, 0), 1.5));
+    line->setSelectable(false);
+}
+
+void setHistogramTicker(QCPAxis* axis, const HistBins& bins)
+{
+    if (!bins.symlog) {
+        axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        return;
+    }
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const double raws[] = {-1e6, -1e4, -1e3, -100, -30, -10, -3, 0,
+                           3,    10,   30,   100,  1e3, 1e4,  1e6};
+    for (double r : raws) {
+        const double x = bins.fromRaw(r);
+        if (!bins.edges.empty() && (x < bins.edges.front() || x > bins.edges.back())) continue;
+        ticker->addTick(x, std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
+    }
+    axis->setTicker(ticker);
+}
+
+QColor layerColor(int layer)
+{
+    static const QColor colors[] = {QColor(31, 119, 180), QColor(214, 39, 40),
+                                    QColor(44, 160, 44),  QColor(148, 103, 189),
+                                    QColor(255, 127, 14), QColor(140, 86, 75),
+                                    QColor(227, 119, 194), QColor(23, 190, 207)};
+    return colors[layer % 8];
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,46 @@
+// plot_style.h — what every qklab plot shares: look, interactions, log axes, the domain's
+// threshold lines, intervention/event markers and the "jump to step" cursor.
+//
+// Kept as free functions over QCustomPlot so each panel stays a thin owner of its plots, and
+// markers look the same on every plot (a user learns one visual language).
+#pragma once
+
+#include <QColor>
+#include <QString>
+
+#include <vector>
+
+#include "qklab/records.h"
+
+class QCustomPlot;
+class QCPAxis;
+class QCPAxisRect;
+
+namespace qklab::gui {
+
+struct HistBins;
+
+// Fonts, margins, x-drag/zoom (y stays auto-scaled), legend in the top-left.
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend = true);
+void setLogAxis(QCPAxis* axis, bool log);
+
+// Horizontal reference line with a small label at the right edge (thresholds 20 and 30).
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label);
+
+// Replace the event markers (vertical dashed lines with the event kind as a label); user
+// interventions are drawn in a stronger colour than config events.
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events);
+
+// A vertical cursor at `step` (negative hides it).
+void setStepCursor(QCustomPlot* plot, double step);
+
+// Tick labels in raw logit units on a symlog histogram axis.
+void setHistogramTicker(QCPAxis* axis, const HistBins& bins);
+
+// Palette for per-layer series.
+QColor layerColor(int layer);
+
+// Short label for an event ("lr x0.5", "qk_norm rms").
+QString eventLabel(const EventRecord& e);
+
+}  // namespace qklab::gui

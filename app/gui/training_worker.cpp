@@ -1,0 +1,166 @@
+// training_worker.cpp — the bridge between the blocking engine and the GUI event loop.
+#include "training_worker.h"
+
+#include <QElapsedTimer>
+
+#include <cmath>
+#include <exception>
+
+#include "qklab/error.h"
+#include "qklab/run_session.h"
+
+namespace qklab::gui {
+
+// Sees every engine callback on the training thread. Rows are appended to one batch and the
+// batch leaves as a single queued signal when the interval has passed, so the GUI gets ~20
+// updates per second however fast the model trains.
+class TrainingWorker::Observer : public TrainingObserver {
+public:
+    Observer(TrainingWorker* worker, int64_t runId, int64_t totalSteps)
+        : m_worker(worker), m_totalSteps(totalSteps)
+    {
+        m_batch.runId = runId;
+        m_timer.start();
+    }
+
+    void onStep(const StepMetrics& m) override
+    {
+        m_batch.steps.push_back(m);
+        m_lastStep = m.step;
+        if (std::isfinite(m.tokensPerSec)) m_tokensPerSec = m.tokensPerSec;
+        maybeEmit();
+    }
+    void onProbes(int64_t, const std::vector<ProbeStats>& rows,
+                  const std::vector<LogitHistogram>& hists) override
+    {
+        for (const auto& r : rows) m_batch.probes.push_back(r);
+        if (!hists.empty()) m_batch.newHistograms = true;
+        maybeEmit();
+    }
+    void onAttentionMaps(const std::vector<AttentionMap>& maps) override
+    {
+        if (!maps.empty()) m_batch.newAttentionMaps = true;
+    }
+    void onSpike(const Spike& s) override { m_batch.spikes.push_back(s); }
+    void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
+    void onFlushPoint() override { maybeEmit(); }
+
+    void emitNow()
+    {
+        if (!m_batch.empty()) {
+            const int64_t runId = m_batch.runId;
+            emit m_worker->batchReady(m_batch);
+            m_batch = LiveBatch{};
+            m_batch.runId = runId;
+        }
+        if (m_lastStep >= 0) {
+            emit m_worker->progress(m_batch.runId, m_lastStep + 1, m_totalSteps, m_tokensPerSec);
+        }
+        m_timer.restart();
+    }
+
+private:
+    void maybeEmit()
+    {
+        if (m_timer.elapsed() >= m_worker->m_batchIntervalMs) emitNow();
+    }
+
+    TrainingWorker* m_worker;
+    int64_t m_totalSteps;
+    LiveBatch m_batch;
+    QElapsedTimer m_timer;
+    int64_t m_lastStep = -1;
+    double m_tokensPerSec = 0;
+};
+
+TrainingWorker::TrainingWorker(QObject* parent) : QObject(parent) {}
+
+TrainingWorker::~TrainingWorker() = default;
+
+void TrainingWorker::pause()
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_session) m_session->trainer().requestPause();
+}
+
+void TrainingWorker::resume()
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_session) m_session->trainer().requestResume();
+}
+
+void TrainingWorker::stop()
+{
+    m_stopRequested = true;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_session) {
+        // A paused trainer must wake up to see the stop flag.
+        m_session->trainer().requestStop();
+        m_session->trainer().requestResume();
+    }
+}
+
+bool TrainingWorker::isPaused() const
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_session && m_session->trainer().isPaused();
+}
+
+bool TrainingWorker::intervene(const Event& event)
+{
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (!m_session) return false;
+    m_session->trainer().postIntervention(event);
+    return true;
+}
+
+void TrainingWorker::runOne(const RunRequest& request)
+{
+    // m_stopRequested is cleared at the end, not here: a stop pressed between queueing and
+    // this slot running must still stop the run.
+    m_running = true;
+    int64_t runId = 0;
+    try {
+        SessionOptions options;
+        options.dbPath = request.dbPath.toStdString();
+        options.name = request.name.toStdString();
+        RunSession session(request.config, options);
+        runId = session.runId();
+        m_runId = runId;
+        {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            m_session = &session;
+            if (m_stopRequested) session.trainer().requestStop();
+        }
+        emit started(runId, request.name, request.config.schedule.steps);
+
+        Observer observer(this, runId, request.config.schedule.steps);
+        RunOutcome outcome;
+        try {
+            outcome = session.run(&observer);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            m_session = nullptr;
+            throw;
+        }
+        {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            m_session = nullptr;
+        }
+        observer.emitNow();
+        const QString message = QString::fromStdString(outcome.message);
+        if (outcome.status == RunStatus::Diverged) emit diverged(runId, message);
+        emit finished(runId, QString::fromLatin1(toString(outcome.status)), message);
+    } catch (const Error& e) {
+        emit failed(runId, QString::fromStdString(e.what()));
+    } catch (const std::exception& e) {
+        emit failed(runId, QStringLiteral("Training crashed: %1").arg(e.what()));
+    } catch (...) {
+        emit failed(runId, QStringLiteral("Training crashed with an unknown error"));
+    }
+    m_runId = 0;
+    m_stopRequested = false;
+    m_running = false;
+}
+
+}  // namespace qklab::gui
