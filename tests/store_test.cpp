@@ -1,1 +1,651 @@
+// store_test.cpp — the SQLite run store: records round-trip bit for bit (NaN losses and
+// histogram counts included), files are created, migrated and refused as they should be, a
+// reader and the writer coexist, and a killed writer leaves its committed batches behind.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "../core/src/sqlite_db.h"  // the RAII layer is internal to core; tested here too
+#include "qklab/error.h"
+#include "qklab/run_store.h"
+
+namespace fs = std::filesystem;
+using namespace qklab;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+class StoreTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::string tmpl = (fs::temp_directory_path() / "qklab-store-XXXXXX").string();
+        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+        m_dir = tmpl;
+        m_path = (m_dir / "runs.db").string();
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(m_dir, ec);
+    }
+
+    // A second, raw connection: the tests check the file itself, not only the store's view.
+    int64_t rawInt(const std::string& sql, const std::string& path = {}) {
+        sqlite3* db = nullptr;
+        EXPECT_EQ(sqlite3_open((path.empty() ? m_path : path).c_str(), &db), SQLITE_OK);
+        sqlite3_stmt* st = nullptr;
+        EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+        int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+    }
+    std::string rawText(const std::string& sql, const std::string& path = {}) {
+        sqlite3* db = nullptr;
+        EXPECT_EQ(sqlite3_open((path.empty() ? m_path : path).c_str(), &db), SQLITE_OK);
+        sqlite3_stmt* st = nullptr;
+        EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+        std::string v;
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+    }
+    void rawExec(const std::string& sql, const std::string& path) {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+        sqlite3_close(db);
+    }
+
+    static StepMetrics step(int64_t s, double loss) {
+        StepMetrics m;
+        m.step = s;
+        m.loss = loss;
+        m.gradNorm = 1.0 + s;
+        m.lr = 3e-4;
+        m.seqLen = 64;
+        return m;
+    }
+    static ProbeStats probe(int64_t s, int32_t layer, int32_t head, double maxRaw) {
+        ProbeStats p;
+        p.step = s;
+        p.layer = layer;
+        p.head = head;
+        p.logitMaxRaw = maxRaw;
+        p.logitMaxCapped = maxRaw / 2;
+        return p;
+    }
+
+    fs::path m_dir;
+    std::string m_path;
+};
+
+template <typename F>
+ErrorCode errorCodeOf(F&& f, std::string* message = nullptr) {
+    try {
+        f();
+    } catch (const Error& e) {
+        if (message) *message = e.what();
+        return e.code();
+    }
+    ADD_FAILURE() << "expected a qklab::Error";
+    return ErrorCode::Internal;
+}
+
+}  // namespace
+
+TEST(RecordsTest, StatusAndSpikeKindNamesRoundTrip) {
+    for (RunStatus s : {RunStatus::Running, RunStatus::Finished, RunStatus::Diverged,
+                        RunStatus::Stopped, RunStatus::Interrupted, RunStatus::Failed})
+        EXPECT_EQ(runStatusFromString(toString(s)), s);
+    EXPECT_STREQ(toString(RunStatus::Interrupted), "interrupted");
+    EXPECT_STREQ(toString(SpikeKind::QkRunaway), "qk_runaway");
+    EXPECT_STREQ(toString(SpikeKind::DataOrAccumulation), "data_or_accumulation");
+    for (SpikeKind k : {SpikeKind::QkRunaway, SpikeKind::TokenSpike, SpikeKind::DataOrAccumulation})
+        EXPECT_EQ(spikeKindFromString(toString(k)), k);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([] { runStatusFromString("exploded"); }, &msg), ErrorCode::InvalidConfig);
+    EXPECT_NE(msg.find("exploded"), std::string::npos) << msg;
+    EXPECT_EQ(errorCodeOf([] { spikeKindFromString("Token_Spike"); }), ErrorCode::InvalidConfig);
+}
+
+TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
+    NewRun nr;
+    nr.name = "roundtrip";
+    nr.configJson = R"({"model":{"layers":2}})";
+    nr.seed = 1234;
+    nr.device = "cpu";
+    nr.torchVersion = "2.1.0";
+    nr.appVersion = "0.1.0+abc";
+    int64_t id;
+    {
+        RunWriter w(m_path, nr);
+        id = w.runId();
+        StepMetrics a = step(0, 2.5);
+        a.valLoss = 2.75;
+        a.alpha = 0.25;
+        a.softcapC = 30;
+        a.tokensPerSec = 12345.5;
+        StepMetrics b = step(1, 2.25);
+        b.valLoss = kNaN;  // validated, and it diverged
+        StepMetrics c = step(2, kNaN);
+        c.gradNorm = kInf;
+        w.addStep(a);
+        w.addStep(b);
+        w.addStep(c);
+
+        ProbeStats p = probe(2, 1, -1, 40.0);
+        double v = 0.5;
+        for (double* f :
+             {&p.logitP99Raw, &p.logitMeanRaw, &p.logitP99Capped, &p.logitMeanCapped, &p.qNormP90,
+              &p.kNormP90, &p.qRawNormP90, &p.kRawNormP90, &p.entropy, &p.fracAtCap})
+            *f = (v += 1.25);
+        w.addProbe(p);
+        w.addProbe(probe(2, 1, 3, 99.0));  // a head row: must not count in the run's maximum
+
+        LogitHistogram h;
+        h.step = 2;
+        h.layer = 1;
+        h.head = -1;
+        h.counts = {0, 1, 255, 256, int64_t(1) << 40, -7, std::numeric_limits<int64_t>::max()};
+        h.underflow = 3;
+        h.overflow = 9;
+        w.addHistogram(h);
+
+        AttentionMap am;
+        am.step = 2;
+        am.layer = 0;
+        am.head = 1;
+        am.size = 2;
+        am.weights = {1.0f, 0.0f, 0.3f, 0.7f};
+        w.addAttentionMap(am);
+
+        Spike s;
+        s.step = 2;
+        s.metric = "loss";
+        s.value = 9.5;
+        s.zScore = 7.25;
+        s.kind = SpikeKind::QkRunaway;
+        s.tier = 3;
+        s.probeStep = 2;
+        s.probeMaxLogit = 40;
+        s.baselineMaxLogit = 12;
+        s.probeQkNorm = 8;
+        s.baselineQkNorm = 4;
+        s.diagnosis = "logits ran away";
+        w.addSpike(s);
+        w.addEvent({1, "lr_scale", R"({"factor":0.5})", "user"});
+        w.addCheckpoint({2, "/ckpt/step2.pt"});
+        w.finish(RunStatus::Diverged, "loss is NaN at step 2");
+    }
+
+    RunStore store(m_path);
+    RunInfo r = store.run(id);
+    EXPECT_EQ(r.name, "roundtrip");
+    EXPECT_EQ(r.status, RunStatus::Diverged);
+    EXPECT_EQ(r.statusMessage, "loss is NaN at step 2");
+    EXPECT_EQ(r.configJson, nr.configJson);
+    EXPECT_EQ(r.seed, 1234);
+    EXPECT_EQ(r.device, "cpu");
+    EXPECT_EQ(r.torchVersion, "2.1.0");
+    EXPECT_EQ(r.appVersion, "0.1.0+abc");
+    EXPECT_FALSE(r.createdAt.empty());
+    EXPECT_FALSE(r.finishedAt.empty());
+    EXPECT_EQ(r.stepsDone, 3);
+    ASSERT_TRUE(r.finalLoss.has_value());
+    EXPECT_DOUBLE_EQ(*r.finalLoss, 2.25);  // the last *finite* loss
+    ASSERT_TRUE(r.maxAttnLogitRaw.has_value());
+    EXPECT_DOUBLE_EQ(*r.maxAttnLogitRaw, 40.0);
+    EXPECT_DOUBLE_EQ(*r.maxAttnLogitCapped, 20.0);
+    EXPECT_EQ(r.spikes, 1);
+
+    auto ms = store.stepMetrics(id);
+    ASSERT_EQ(ms.size(), 3u);
+    EXPECT_DOUBLE_EQ(ms[0].loss, 2.5);
+    EXPECT_EQ(ms[0].valLoss, std::optional<double>(2.75));
+    EXPECT_DOUBLE_EQ(ms[0].alpha, 0.25);
+    EXPECT_DOUBLE_EQ(ms[0].softcapC, 30);
+    EXPECT_DOUBLE_EQ(ms[0].tokensPerSec, 12345.5);
+    EXPECT_DOUBLE_EQ(ms[0].gradNorm, 1.0);
+    EXPECT_EQ(ms[0].seqLen, 64);
+    ASSERT_TRUE(ms[1].valLoss.has_value());
+    EXPECT_TRUE(std::isnan(*ms[1].valLoss));
+    EXPECT_TRUE(std::isnan(ms[2].loss));
+    EXPECT_FALSE(ms[2].valLoss.has_value());
+    EXPECT_TRUE(std::isinf(ms[2].gradNorm));
+    EXPECT_EQ(store.stepMetrics(id, 2).size(), 1u);
+
+    auto ps = store.probeStats(id);
+    ASSERT_EQ(ps.size(), 2u);
+    EXPECT_EQ(ps[0].head, -1);
+    EXPECT_EQ(ps[0].layer, 1);
+    EXPECT_DOUBLE_EQ(ps[0].logitMaxRaw, 40.0);
+    EXPECT_DOUBLE_EQ(ps[0].logitP99Raw, 1.75);
+    EXPECT_DOUBLE_EQ(ps[0].fracAtCap, 0.5 + 10 * 1.25);
+    EXPECT_DOUBLE_EQ(ps[0].entropy, 0.5 + 9 * 1.25);
+    EXPECT_EQ(ps[1].head, 3);
+
+    auto hs = store.histograms(id, 1, -1);
+    ASSERT_EQ(hs.size(), 1u);
+    EXPECT_EQ(hs[0].counts, (std::vector<int64_t>{0, 1, 255, 256, int64_t(1) << 40, -7,
+                                                  std::numeric_limits<int64_t>::max()}));
+    EXPECT_EQ(hs[0].underflow, 3);
+    EXPECT_EQ(hs[0].overflow, 9);
+    EXPECT_EQ(store.histograms(id, 1, 0).size(), 0u);
+    EXPECT_EQ(store.histogramSteps(id), std::vector<int64_t>{2});
+    // The blob is little-endian int64, 8 bytes per bin, whatever the host's byte order.
+    EXPECT_EQ(rawInt("SELECT length(counts) FROM histograms"), 7 * 8);
+    EXPECT_EQ(rawText("SELECT hex(substr(counts, 17, 8)) FROM histograms"), "FF00000000000000");
+
+    auto maps = store.attentionMaps(id, 2);
+    ASSERT_EQ(maps.size(), 1u);
+    EXPECT_EQ(maps[0].size, 2);
+    EXPECT_EQ(maps[0].head, 1);
+    EXPECT_EQ(maps[0].weights, (std::vector<float>{1.0f, 0.0f, 0.3f, 0.7f}));
+    EXPECT_EQ(store.attentionMapSteps(id), std::vector<int64_t>{2});
+
+    auto sp = store.spikes(id);
+    ASSERT_EQ(sp.size(), 1u);
+    EXPECT_EQ(sp[0].kind, SpikeKind::QkRunaway);
+    EXPECT_EQ(sp[0].tier, 3);
+    EXPECT_EQ(sp[0].metric, "loss");
+    EXPECT_DOUBLE_EQ(sp[0].zScore, 7.25);
+    EXPECT_DOUBLE_EQ(sp[0].baselineQkNorm, 4);
+    EXPECT_EQ(sp[0].diagnosis, "logits ran away");
+
+    auto ev = store.events(id);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].kind, "lr_scale");
+    EXPECT_EQ(ev[0].paramsJson, R"({"factor":0.5})");
+    EXPECT_EQ(ev[0].source, "user");
+    auto ck = store.checkpoints(id);
+    ASSERT_EQ(ck.size(), 1u);
+    EXPECT_EQ(ck[0].path, "/ckpt/step2.pt");
+}
+
+TEST_F(StoreTest, SummaryIsKeptAcrossFlushesAndProbesFilter) {
+    RunWriter w(m_path, NewRun{});
+    w.addStep(step(0, 3.0));
+    w.addProbe(probe(0, 0, -1, 10));
+    w.addProbe(probe(0, 1, -1, 12));
+    w.addProbe(probe(0, 0, 0, 50));
+    w.flush();
+    w.addStep(step(1, 2.0));
+    w.addStep(step(2, kNaN));  // a NaN last step leaves the final loss at the last finite one
+    w.addProbe(probe(2, 0, -1, 7));
+    w.addProbe(probe(2, 0, 1, 8));
+    w.flush();
+
+    RunStore store(m_path);
+    RunInfo r = store.run(w.runId());
+    EXPECT_EQ(r.name, "run-" + std::to_string(w.runId()));
+    EXPECT_EQ(r.stepsDone, 3);
+    EXPECT_DOUBLE_EQ(r.finalLoss.value(), 2.0);
+    EXPECT_DOUBLE_EQ(r.maxAttnLogitRaw.value(), 12);
+    EXPECT_EQ(store.probeStats(w.runId()).size(), 5u);
+    auto layers = store.probeStats(w.runId(), -1);
+    ASSERT_EQ(layers.size(), 3u);
+    EXPECT_EQ(layers[0].layer, 0);
+    EXPECT_EQ(layers[1].layer, 1);
+    EXPECT_EQ(layers[2].step, 2);
+    EXPECT_EQ(store.probeStats(w.runId(), 1).size(), 1u);
+    EXPECT_EQ(store.probeStats(w.runId(), std::nullopt, 1).size(), 2u);
+}
+
+TEST_F(StoreTest, EmptyFileIsMigrated) {
+    std::ofstream(m_path).close();
+    ASSERT_EQ(fs::file_size(m_path), 0u);
+    {
+        RunStore store(m_path);
+        EXPECT_EQ(store.schemaVersion(), 1);
+        EXPECT_TRUE(store.listRuns().empty());
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), 1);
+    EXPECT_EQ(rawInt("PRAGMA application_id"), 0x514B4C42);
+    EXPECT_EQ(rawText("PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(rawInt("SELECT count(*) FROM sqlite_master WHERE name = 'step_metrics'"), 1);
+    RunStore again(m_path);  // reopening a current file is a no-op
+    EXPECT_EQ(again.schemaVersion(), 1);
+}
+
+TEST_F(StoreTest, InMemoryDatabaseWorks) {
+    RunStore store(":memory:");
+    EXPECT_EQ(store.schemaVersion(), 1);
+    EXPECT_EQ(store.maxRunId(), 0);
+    EXPECT_EQ(store.markInterruptedRuns(), 0);
+}
+
+TEST_F(StoreTest, MissingDirectoryIsCreated) {
+    std::string nested = (m_dir / "a" / "b" / "runs.db").string();
+    RunStore store(nested);
+    EXPECT_TRUE(fs::exists(nested));
+    EXPECT_EQ(store.path(), nested);
+}
+
+TEST_F(StoreTest, ForeignSqliteFileIsRefusedAndLeftAlone) {
+    std::string other = (m_dir / "other.sqlite").string();
+    rawExec("CREATE TABLE songs(title TEXT); INSERT INTO songs VALUES('x')", other);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { RunStore s(other); }, &msg), ErrorCode::NotQklabDatabase);
+    EXPECT_NE(msg.find(other + " is not a qklab database"), std::string::npos) << msg;
+    EXPECT_EQ(rawText("PRAGMA journal_mode", other), "delete");  // not switched to WAL
+    EXPECT_EQ(rawInt("PRAGMA user_version", other), 0);
+    EXPECT_EQ(errorCodeOf([&] { RunWriter w(other, NewRun{}); }), ErrorCode::NotQklabDatabase);
+}
+
+TEST_F(StoreTest, GarbageFileIsRefused) {
+    std::string junk = (m_dir / "junk.db").string();
+    {
+        std::ofstream out(junk);
+        for (int i = 0; i < 300; ++i) out << "this is a text file, not a database\n";
+    }
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { RunStore s(junk); }, &msg), ErrorCode::NotQklabDatabase);
+    EXPECT_NE(msg.find(junk), std::string::npos) << msg;
+}
+
+TEST_F(StoreTest, NewerSchemaIsRefused) {
+    { RunStore s(m_path); }
+    rawExec("PRAGMA user_version = 99", m_path);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { RunStore s(m_path); }, &msg), ErrorCode::Unsupported);
+    EXPECT_NE(msg.find("99"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+}
+
+TEST_F(StoreTest, NamesAreUniqueAndFindRunTakesIdOrName) {
+    NewRun a;
+    a.name = "alpha";
+    RunWriter wa(m_path, a);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { RunWriter dup(m_path, a); }, &msg), ErrorCode::InvalidConfig);
+    EXPECT_NE(msg.find("'alpha'"), std::string::npos) << msg;
+
+    NewRun b;
+    b.name = "7";  // a numeric name that is not an id: found by name
+    RunWriter wb(m_path, b);
+    RunStore store(m_path);
+    EXPECT_EQ(store.findRun("alpha").id, wa.runId());
+    EXPECT_EQ(store.findRun(std::to_string(wa.runId())).name, "alpha");
+    EXPECT_EQ(store.findRun("7").id, wb.runId());
+    EXPECT_EQ(errorCodeOf([&] { store.findRun("beta"); }, &msg), ErrorCode::NotFound);
+    EXPECT_NE(msg.find("beta"), std::string::npos) << msg;
+    EXPECT_EQ(errorCodeOf([&] { store.run(424242); }), ErrorCode::NotFound);
+
+    EXPECT_EQ(errorCodeOf([&] { store.renameRun(wb.runId(), "alpha"); }, &msg),
+              ErrorCode::InvalidConfig);
+    EXPECT_NE(msg.find("alpha"), std::string::npos) << msg;
+    store.renameRun(wb.runId(), "bravo");
+    store.setNotes(wb.runId(), "note");
+    store.setTags(wb.runId(), "qk,baseline");
+    RunInfo r = store.findRun("bravo");
+    EXPECT_EQ(r.notes, "note");
+    EXPECT_EQ(r.tags, "qk,baseline");
+    EXPECT_EQ(store.maxRunId(), wb.runId());
+}
+
+TEST_F(StoreTest, DeleteCascadesToEveryTable) {
+    RunWriter keep(m_path, NewRun{});
+    keep.addStep(step(0, 1));
+    keep.flush();
+    int64_t id;
+    {
+        RunWriter w(m_path, NewRun{});
+        id = w.runId();
+        w.addStep(step(0, 1));
+        w.addProbe(probe(0, 0, -1, 1));
+        w.addHistogram({0, 0, -1, {1, 2}, 0, 0});
+        w.addAttentionMap({0, 0, 0, 1, {1.0f}});
+        w.addSpike(Spike{});
+        w.addEvent({0, "e", "{}", "user"});
+        w.addCheckpoint({0, "p"});
+        w.finish(RunStatus::Stopped);
+    }
+    RunStore store(m_path);
+    store.deleteRun(id);
+    EXPECT_EQ(errorCodeOf([&] { store.run(id); }), ErrorCode::NotFound);
+    for (const char* t : {"step_metrics", "probe_stats", "histograms", "attention_maps", "spikes",
+                          "events", "checkpoints"})
+        EXPECT_EQ(rawInt(std::string("SELECT count(*) FROM ") + t +
+                         " WHERE run_id = " + std::to_string(id)),
+                  0)
+            << t;
+    EXPECT_EQ(store.stepMetrics(keep.runId()).size(), 1u);
+    EXPECT_EQ(errorCodeOf([&] { store.deleteRun(id); }), ErrorCode::NotFound);
+}
+
+TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
+    int64_t id;
+    {
+        RunWriter w(m_path, NewRun{});
+        id = w.runId();
+        for (int s = 0; s < 10; ++s) {
+            w.addStep(step(s, 10.0 - s));
+            w.addProbe(probe(s, 0, -1, s * 10.0));
+            w.addHistogram({s, 0, -1, {s}, 0, 0});
+            w.addAttentionMap({s, 0, 0, 1, {1.0f}});
+            Spike sp;
+            sp.step = s;
+            w.addSpike(sp);
+        }
+        w.addEvent({2, "lr_scale", "{}", "user"});
+        w.addEvent({3, "warmup_end", "{}", "config"});
+        w.addEvent({7, "lr_scale", "{}", "user"});
+        w.addCheckpoint({5, "c5"});
+        w.addCheckpoint({8, "c8"});
+        w.finish(RunStatus::Stopped, "stopped by user");
+    }
+    {
+        RunWriter w(m_path, id, 5);
+        RunStore store(m_path);
+        RunInfo r = store.run(id);
+        EXPECT_EQ(r.status, RunStatus::Running);
+        EXPECT_EQ(r.statusMessage, "");
+        EXPECT_TRUE(r.finishedAt.empty());
+        EXPECT_EQ(r.stepsDone, 5);
+        EXPECT_DOUBLE_EQ(r.finalLoss.value(), 6.0);
+        EXPECT_DOUBLE_EQ(r.maxAttnLogitRaw.value(), 40.0);
+        EXPECT_EQ(store.stepMetrics(id).size(), 5u);
+        EXPECT_EQ(store.stepMetrics(id).back().step, 4);
+        EXPECT_EQ(store.probeStats(id).size(), 5u);
+        EXPECT_EQ(store.histogramSteps(id).back(), 4);
+        EXPECT_EQ(store.attentionMapSteps(id).back(), 4);
+        EXPECT_EQ(store.spikes(id).size(), 5u);
+        auto ev = store.events(id);
+        ASSERT_EQ(ev.size(), 1u);  // only the user's intervention before step 5
+        EXPECT_EQ(ev[0].step, 2);
+        auto ck = store.checkpoints(id);
+        ASSERT_EQ(ck.size(), 1u);
+        EXPECT_EQ(ck[0].path, "c5");
+
+        w.addStep(step(5, 1.5));
+        w.finish(RunStatus::Finished);
+        r = store.run(id);
+        EXPECT_EQ(r.status, RunStatus::Finished);
+        EXPECT_EQ(r.stepsDone, 6);
+        EXPECT_DOUBLE_EQ(r.finalLoss.value(), 1.5);
+    }
+    EXPECT_EQ(errorCodeOf([&] { RunWriter w(m_path, id + 100, 0); }), ErrorCode::NotFound);
+}
+
+TEST_F(StoreTest, LiveRunsStayRunningAndAnAbandonedWriterIsInterrupted) {
+    RunStore store(m_path);
+    int64_t abandoned;
+    {
+        RunWriter live(m_path, NewRun{});
+        EXPECT_EQ(store.markInterruptedRuns(), 0);  // this process is alive
+        EXPECT_EQ(store.run(live.runId()).status, RunStatus::Running);
+        {
+            RunWriter w(m_path, NewRun{});
+            abandoned = w.runId();
+            w.addStep(step(0, 1));
+        }  // destroyed without finish(): flushed, then marked interrupted
+        EXPECT_EQ(store.run(abandoned).status, RunStatus::Interrupted);
+        EXPECT_EQ(store.stepMetrics(abandoned).size(), 1u);
+        live.finish(RunStatus::Finished);
+    }
+    EXPECT_EQ(store.listRuns().front().status, RunStatus::Finished);
+}
+
+TEST_F(StoreTest, ConcurrentReaderSeesOnlyGrowthAndNoLockErrors) {
+    constexpr int kBatches = 150, kPerBatch = 20;
+    RunWriter w(m_path, NewRun{});
+    RunStore reader(m_path);
+    int64_t id = w.runId();
+    std::atomic<bool> done{false};
+    std::string writerError;
+    std::thread writer([&] {
+        try {
+            for (int b = 0; b < kBatches; ++b) {
+                for (int i = 0; i < kPerBatch; ++i) {
+                    int64_t s = int64_t(b) * kPerBatch + i;
+                    w.addStep(step(s, 1.0));
+                    w.addProbe(probe(s, 0, -1, 1.0));
+                }
+                w.flush();
+            }
+        } catch (const std::exception& e) {
+            writerError = e.what();
+        }
+        done = true;
+    });
+    size_t last = 0;
+    int64_t lastDone = 0, versionBefore = reader.dataVersion();
+    EXPECT_EQ(reader.dataVersion(), versionBefore);  // nothing committed yet: unchanged
+    int reads = 0, partialReads = 0;
+    try {
+        while (!done) {
+            size_t n = reader.stepMetrics(id).size();
+            RunInfo r = reader.run(id);
+            EXPECT_GE(n, last);
+            EXPECT_GE(r.stepsDone, lastDone);
+            EXPECT_EQ(n % kPerBatch, 0u) << "a reader saw half a batch";
+            last = n;
+            lastDone = r.stepsDone;
+            partialReads += n > 0 && n < size_t(kBatches * kPerBatch);
+            ++reads;
+        }
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "reader failed: " << e.what();
+    }
+    writer.join();
+    EXPECT_EQ(writerError, "");
+    EXPECT_GT(reads, 0);
+    EXPECT_EQ(reader.stepMetrics(id).size(), size_t(kBatches * kPerBatch));
+    EXPECT_EQ(reader.run(id).stepsDone, kBatches * kPerBatch);
+    EXPECT_NE(reader.dataVersion(), versionBefore);  // the GUI's cue that something changed
+    RecordProperty("reads", reads);
+    RecordProperty("partialReads", partialReads);
+}
+
+// A writer killed mid-run: every committed batch survives, the buffered one is lost, and the
+// run reads as running until markInterruptedRuns() sees that its process is gone.
+TEST_F(StoreTest, SigkilledWriterKeepsCommittedRows) {
+    constexpr int kBatches = 4, kPerBatch = 25;
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        close(fds[0]);
+        try {
+            RunWriter w(m_path, NewRun{});
+            for (int b = 0; b < kBatches; ++b) {
+                for (int i = 0; i < kPerBatch; ++i) w.addStep(step(b * kPerBatch + i, 1.0));
+                w.flush();
+            }
+            w.addStep(step(kBatches * kPerBatch, 1.0));  // buffered, never committed
+            int64_t id = w.runId();
+            if (write(fds[1], &id, sizeof id) != sizeof id) _exit(2);
+            for (;;) pause();
+        } catch (...) {
+            _exit(1);
+        }
+    }
+    close(fds[1]);
+    int64_t id = 0;
+    ssize_t got = read(fds[0], &id, sizeof id);
+    close(fds[0]);
+    ASSERT_EQ(kill(child, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped: no zombie that kill(pid, 0) sees
+    ASSERT_EQ(got, ssize_t(sizeof id)) << "the child failed before signalling";
+    ASSERT_TRUE(WIFSIGNALED(status));
+
+    RunStore store(m_path);
+    EXPECT_EQ(store.stepMetrics(id).size(), size_t(kBatches * kPerBatch));
+    RunInfo r = store.run(id);
+    EXPECT_EQ(r.stepsDone, kBatches * kPerBatch);
+    EXPECT_EQ(r.status, RunStatus::Running);
+    EXPECT_EQ(rawInt("SELECT pid FROM runs WHERE id = " + std::to_string(id)), child);
+    EXPECT_EQ(store.markInterruptedRuns(), 1);
+    r = store.run(id);
+    EXPECT_EQ(r.status, RunStatus::Interrupted);
+    EXPECT_NE(r.statusMessage.find(std::to_string(child)), std::string::npos) << r.statusMessage;
+    EXPECT_EQ(store.markInterruptedRuns(), 0);
+}
+
+TEST_F(StoreTest, DefaultPathFollowsXdg) {
+    std::string oldXdg = std::getenv("XDG_DATA_HOME") ? std::getenv("XDG_DATA_HOME") : "";
+    std::string oldHome = std::getenv("HOME") ? std::getenv("HOME") : "";
+    setenv("XDG_DATA_HOME", "/data/x", 1);
+    EXPECT_EQ(defaultDatabasePath(), "/data/x/qklab/runs.db");
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/someone", 1);
+    EXPECT_EQ(defaultDatabasePath(), "/home/someone/.local/share/qklab/runs.db");
+    if (oldXdg.empty())
+        unsetenv("XDG_DATA_HOME");
+    else
+        setenv("XDG_DATA_HOME", oldXdg.c_str(), 1);
+    setenv("HOME", oldHome.c_str(), 1);
+}
+
+// ---- the RAII layer itself ----
+
+TEST_F(StoreTest, TransactionRollsBackUnlessCommitted) {
+    Database db(m_path);
+    db.exec("CREATE TABLE t(x INTEGER)");
+    {
+        Transaction tx(db);
+        db.exec("INSERT INTO t VALUES(1)");
+    }
+    EXPECT_EQ(db.queryInt("SELECT count(*) FROM t"), 0);
+    {
+        Transaction tx(db);
+        db.exec("INSERT INTO t VALUES(1)");
+        tx.commit();
+    }
+    EXPECT_EQ(db.queryInt("SELECT count(*) FROM t"), 1);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { Statement st(db, "SELECT nope FROM t"); }, &msg),
+              ErrorCode::Database);
+    EXPECT_NE(msg.find("SELECT nope FROM t"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(m_path), std::string::npos) << msg;
+}
+
+TEST_F(StoreTest, LockedDatabaseGivesAClearError) {
+    { RunStore s(m_path); }
+    Database holder(m_path);
+    Transaction lock(holder);  // holds the write lock
+    holder.exec("INSERT INTO runs(name) VALUES('holder')");
+    Database impatient(m_path, /*busyTimeoutMs=*/50);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { Transaction tx(impatient); }, &msg), ErrorCode::Database);
+    EXPECT_NE(msg.find("locked"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(m_path), std::string::npos) << msg;
+    // Reading alongside the writer still works: that is what WAL is for.
+    EXPECT_EQ(impatient.queryInt("SELECT count(*) FROM runs"), 0);
+}

@@ -16,8 +16,8 @@ struct StatusName {
 };
 
 constexpr StatusName kStatusNames[] = {
-    {RunStatus::Running, "running"},   {RunStatus::Finished, "finished"},
-    {RunStatus::Diverged, "diverged"}, {RunStatus::Stopped, "stopped"},
+    {RunStatus::Running, "running"},         {RunStatus::Finished, "finished"},
+    {RunStatus::Diverged, "diverged"},       {RunStatus::Stopped, "stopped"},
     {RunStatus::Interrupted, "interrupted"}, {RunStatus::Failed, "failed"},
 };
 

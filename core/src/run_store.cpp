@@ -5,6 +5,8 @@
 // run's rows are contiguous in the primary-key b-tree and reading 100k steps is a range scan.
 // Small fixed-size tables are WITHOUT ROWID (the key *is* the storage order); tables with
 // blobs keep a rowid because WITHOUT ROWID suits rows smaller than ~1/20 of a page.
+#include "qklab/run_store.h"
+
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
@@ -19,7 +21,6 @@
 #include <iterator>
 
 #include "qklab/error.h"
-#include "qklab/run_store.h"
 #include "sqlite_db.h"
 
 namespace qklab {
@@ -220,9 +221,8 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
         std::error_code ec;
         if (!parent.empty()) std::filesystem::create_directories(parent, ec);
         if (ec)
-            throw Error(ErrorCode::Database,
-                        "cannot create directory " + parent.string() + " for " + path + ": " +
-                            ec.message());
+            throw Error(ErrorCode::Database, "cannot create directory " + parent.string() +
+                                                 " for " + path + ": " + ec.message());
     }
     auto db = std::make_unique<Database>(path);
     checkIdentity(*db);
@@ -339,8 +339,7 @@ RunInfo RunStore::findRun(const std::string& idOrName) {
     Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.name = ?");
     st.bindText(1, idOrName);
     if (!st.step())
-        throw Error(ErrorCode::NotFound,
-                    "no run with id or name '" + idOrName + "' in " + path());
+        throw Error(ErrorCode::NotFound, "no run with id or name '" + idOrName + "' in " + path());
     return readRun(st);
 }
 
@@ -384,10 +383,10 @@ std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_
         p.step = st.columnInt(0);
         p.layer = static_cast<int32_t>(st.columnInt(1));
         p.head = static_cast<int32_t>(st.columnInt(2));
-        double* fields[] = {&p.logitMaxRaw,    &p.logitP99Raw, &p.logitMeanRaw,
+        double* fields[] = {&p.logitMaxRaw,    &p.logitP99Raw,    &p.logitMeanRaw,
                             &p.logitMaxCapped, &p.logitP99Capped, &p.logitMeanCapped,
-                            &p.qNormP90,       &p.kNormP90,    &p.qRawNormP90,
-                            &p.kRawNormP90,    &p.entropy,     &p.fracAtCap};
+                            &p.qNormP90,       &p.kNormP90,       &p.qRawNormP90,
+                            &p.kRawNormP90,    &p.entropy,        &p.fracAtCap};
         for (int i = 0; i < 12; ++i) *fields[i] = st.columnReal(3 + i);
         out.push_back(p);
     }
@@ -414,8 +413,7 @@ std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, i
 }
 
 std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
-    Statement st(*m_db,
-                 "SELECT DISTINCT step FROM histograms WHERE run_id = ? ORDER BY step");
+    Statement st(*m_db, "SELECT DISTINCT step FROM histograms WHERE run_id = ? ORDER BY step");
     st.bindInt(1, runId);
     std::vector<int64_t> out;
     while (st.step()) out.push_back(st.columnInt(0));
@@ -441,8 +439,7 @@ std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
 }
 
 std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
-    Statement st(*m_db,
-                 "SELECT DISTINCT step FROM attention_maps WHERE run_id = ? ORDER BY step");
+    Statement st(*m_db, "SELECT DISTINCT step FROM attention_maps WHERE run_id = ? ORDER BY step");
     st.bindInt(1, runId);
     std::vector<int64_t> out;
     while (st.step()) out.push_back(st.columnInt(0));
@@ -514,9 +511,8 @@ void RunStore::renameRun(int64_t id, const std::string& name) {
     Statement taken(*m_db, "SELECT id FROM runs WHERE name = ? AND id != ?");
     taken.bindText(1, name).bindInt(2, id);
     if (taken.step())
-        throw Error(ErrorCode::InvalidConfig,
-                    "a run named '" + name + "' already exists (id " +
-                        std::to_string(taken.columnInt(0)) + ")");
+        throw Error(ErrorCode::InvalidConfig, "a run named '" + name + "' already exists (id " +
+                                                  std::to_string(taken.columnInt(0)) + ")");
     Statement st(*m_db, "UPDATE runs SET name = ? WHERE id = ?");
     st.bindText(1, name).bindInt(2, id).exec();
     if (m_db->changes() == 0)

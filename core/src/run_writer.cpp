@@ -102,8 +102,8 @@ void RunWriter::Impl::writeRows() {
         st.bindReal(5, m.gradNorm).bindReal(6, m.lr).bindReal(7, m.alpha).bindReal(8, m.softcapC);
         st.bindInt(9, m.seqLen).bindReal(10, m.tokensPerSec).exec();
     }
-    Statement& sp = prepared(insProbe,
-                             "INSERT OR REPLACE INTO probe_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Statement& sp = prepared(
+        insProbe, "INSERT OR REPLACE INTO probe_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (const ProbeStats& p : probes) {
         sp.bindInt(1, runId).bindInt(2, p.step).bindInt(3, p.layer).bindInt(4, p.head);
         const double fields[] = {p.logitMaxRaw,    p.logitP99Raw,    p.logitMeanRaw,
@@ -201,16 +201,15 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
         Statement exists(*d.db, "SELECT 1 FROM runs WHERE id = ?");
         exists.bindInt(1, runId);
         if (!exists.step())
-            throw Error(ErrorCode::NotFound,
-                        "cannot resume run " + std::to_string(runId) + ": no such run in " +
-                            dbPath);
+            throw Error(ErrorCode::NotFound, "cannot resume run " + std::to_string(runId) +
+                                                 ": no such run in " + dbPath);
     }
     auto run = [&](const std::string& sql) {
         Statement st(*d.db, sql);
         st.bindInt(1, runId).bindInt(2, fromStep).exec();
     };
-    for (const char* table : {"step_metrics", "probe_stats", "histograms", "attention_maps",
-                              "spikes"})
+    for (const char* table :
+         {"step_metrics", "probe_stats", "histograms", "attention_maps", "spikes"})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
     // Only the user's interventions before fromStep are history; the trainer re-records
     // the config's scheduled events when it starts again.
@@ -220,15 +219,15 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
 
     // Recompute the summary from what is left, so later flushes extend the right values.
     {
-        Statement st(*d.db,
-                     std::string("SELECT (SELECT max(step) + 1 FROM step_metrics WHERE run_id = ?1),"
-                                 " (SELECT loss FROM step_metrics WHERE run_id = ?1 AND ") +
-                         kFiniteLoss +
-                         " ORDER BY step DESC LIMIT 1),"
-                         " (SELECT max(logit_max_raw) FROM probe_stats WHERE run_id = ?1 AND "
-                         "head = -1),"
-                         " (SELECT max(logit_max_capped) FROM probe_stats WHERE run_id = ?1 AND "
-                         "head = -1)");
+        Statement st(
+            *d.db, std::string("SELECT (SELECT max(step) + 1 FROM step_metrics WHERE run_id = ?1),"
+                               " (SELECT loss FROM step_metrics WHERE run_id = ?1 AND ") +
+                       kFiniteLoss +
+                       " ORDER BY step DESC LIMIT 1),"
+                       " (SELECT max(logit_max_raw) FROM probe_stats WHERE run_id = ?1 AND "
+                       "head = -1),"
+                       " (SELECT max(logit_max_capped) FROM probe_stats WHERE run_id = ?1 AND "
+                       "head = -1)");
         st.bindInt(1, runId);
         st.step();
         d.stepsDone = st.isNull(0) ? 0 : st.columnInt(0);
@@ -281,10 +280,9 @@ void RunWriter::addHistogram(const LogitHistogram& h) {
 
 void RunWriter::addAttentionMap(const AttentionMap& m) {
     if (m.size < 0 || m.weights.size() != static_cast<size_t>(m.size) * m.size)
-        throw Error(ErrorCode::Internal,
-                    "attention map of step " + std::to_string(m.step) + " has " +
-                        std::to_string(m.weights.size()) + " weights for size " +
-                        std::to_string(m.size));
+        throw Error(ErrorCode::Internal, "attention map of step " + std::to_string(m.step) +
+                                             " has " + std::to_string(m.weights.size()) +
+                                             " weights for size " + std::to_string(m.size));
     m_impl->maps.push_back(m);
 }
 

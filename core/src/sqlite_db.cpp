@@ -24,8 +24,8 @@ bool isBusy(int rc) {
 
 Database::Database(const std::string& path, int busyTimeoutMs)
     : m_path(path), m_busyTimeoutMs(busyTimeoutMs) {
-    int rc = sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                             nullptr);
+    int rc =
+        sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
         sqlite3_close_v2(m_db);
@@ -55,7 +55,8 @@ void Database::fail(int rc, const std::string& sql) const {
         throw Error(ErrorCode::Database,
                     "database " + m_path + " is locked by another connection (gave up after " +
                         std::to_string(m_busyTimeoutMs) + " ms) running `" + sql + "`: " + msg);
-    throw Error(ErrorCode::Database, "SQLite error on " + m_path + " running `" + sql + "`: " + msg);
+    throw Error(ErrorCode::Database,
+                "SQLite error on " + m_path + " running `" + sql + "`: " + msg);
 }
 
 void Database::exec(const std::string& sql) {

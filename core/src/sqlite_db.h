@@ -22,7 +22,7 @@ struct sqlite3_stmt;
 namespace qklab {
 
 class Database {
-public:
+  public:
     // Opens (creating when missing) the file; ":memory:" gives a private in-memory database.
     // The busy timeout lets readers and the single writer of other connections wait for each
     // other briefly instead of failing at once with "database is locked".
@@ -47,7 +47,7 @@ public:
     // Throws the Error describing the connection's last failure (rc = the failing code).
     [[noreturn]] void fail(int rc, const std::string& sql) const;
 
-private:
+  private:
     sqlite3* m_db = nullptr;
     std::string m_path;
     int m_busyTimeoutMs;
@@ -55,7 +55,7 @@ private:
 
 // Parameter indexes are 1-based and column indexes 0-based, as in the C API.
 class Statement {
-public:
+  public:
     Statement(Database& db, const std::string& sql);
     ~Statement();
     Statement(const Statement&) = delete;
@@ -69,20 +69,20 @@ public:
     Statement& bindBlob(int index, const void* data, size_t bytes);
     Statement& bindNull(int index);
 
-    bool step();     // true while a row is available
-    void exec();     // steps to completion, then resets so the statement can be reused
-    void reset();    // rewinds; bindings stay until rebound
+    bool step();   // true while a row is available
+    void exec();   // steps to completion, then resets so the statement can be reused
+    void reset();  // rewinds; bindings stay until rebound
 
     bool isNull(int col) const;
     int64_t columnInt(int col) const;
-    double columnReal(int col) const;  // NULL (how NaN comes back) reads as NaN
+    double columnReal(int col) const;                    // NULL (how NaN comes back) reads as NaN
     std::optional<double> columnOptReal(int col) const;  // NULL -> nullopt, 'NaN' -> NaN
-    std::string columnText(int col) const;  // NULL -> ""
+    std::string columnText(int col) const;               // NULL -> ""
     std::vector<unsigned char> columnBlob(int col) const;
 
     const std::string& sql() const { return m_sql; }
 
-private:
+  private:
     Database& m_db;
     sqlite3_stmt* m_stmt = nullptr;
     std::string m_sql;
@@ -91,7 +91,7 @@ private:
 // BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that later upgrades
 // to a write can fail with SQLITE_BUSY without the busy handler ever being consulted.
 class Transaction {
-public:
+  public:
     explicit Transaction(Database& db);
     ~Transaction();  // rolls back unless committed; never throws
     Transaction(const Transaction&) = delete;
@@ -99,7 +99,7 @@ public:
 
     void commit();
 
-private:
+  private:
     Database& m_db;
     bool m_done = false;
 };
