@@ -23,6 +23,11 @@ void removeItemsWithRole(QCustomPlot* plot, const QString& role)
 }
 }  // namespace
 
+void clearItems(QCustomPlot* plot, const QString& role)
+{
+    removeItemsWithRole(plot, role);
+}
+
 void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend)
 {
     QFont small = plot->font();

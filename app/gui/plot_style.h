@@ -37,6 +37,9 @@ void setStepCursor(QCustomPlot* plot, double step);
 // Tick labels in raw logit units on a symlog histogram axis.
 void setHistogramTicker(QCPAxis* axis, const HistBins& bins);
 
+// Remove the items a function above added ("threshold", "event", "cursor").
+void clearItems(QCustomPlot* plot, const QString& role);
+
 // Palette for per-layer series.
 QColor layerColor(int layer);
 

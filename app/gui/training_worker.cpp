@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "qklab/error.h"
+#include "qklab/run_store.h"  // before run_session.h: trainer.h uses CheckpointInfo from it
 #include "qklab/run_session.h"
 
 namespace qklab::gui {

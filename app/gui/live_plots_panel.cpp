@@ -1,0 +1,422 @@
+// live_plots_panel.cpp — building the six plots, appending rows, coalesced replots, spike tips.
+#include "live_plots_panel.h"
+
+#include <QCheckBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QTimer>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include <cmath>
+
+#include "plot_export.h"
+#include "plot_style.h"
+#include "qklab/spikes.h"
+
+namespace qklab::gui {
+
+namespace {
+
+bool finite(double v)
+{
+    return std::isfinite(v);
+}
+
+QString spikeHtml(const Spike& s)
+{
+    return QStringLiteral("<b>Spike at step %1</b> (%2 = %3, z = %4)<br>"
+                          "<b>%5</b>, prescription tier %6<br>"
+                          "probe max logit %7 (baseline %8), q/k norm %9 (baseline %10)<br>%11")
+        .arg(s.step)
+        .arg(QString::fromStdString(s.metric), formatNumber(s.value), formatNumber(s.zScore),
+             QString::fromLatin1(toString(s.kind)))
+        .arg(s.tier)
+        .arg(formatNumber(s.probeMaxLogit), formatNumber(s.baselineMaxLogit),
+             formatNumber(s.probeQkNorm), formatNumber(s.baselineQkNorm),
+             QString::fromStdString(s.diagnosis).toHtmlEscaped());
+}
+
+}  // namespace
+
+LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    auto* top = new QHBoxLayout;
+    m_header = new QLabel(tr("No run shown. Start a run or pick one in the run list."));
+    m_header->setObjectName(QStringLiteral("liveHeader"));
+    m_follow = new QCheckBox(tr("Follow"));
+    m_follow->setToolTip(tr("Keep the whole run in view as it grows (off after you zoom or drag)"));
+    m_follow->setChecked(true);
+    m_logLogits = new QCheckBox(tr("Log logits"));
+    m_logLogits->setChecked(true);
+    m_logLogits->setToolTip(tr("Raw logits without QK-norm reach 10^3 and more: log scale shows both regimes"));
+    top->addWidget(m_header, 1);
+    top->addWidget(m_logLogits);
+    top->addWidget(m_follow);
+    layout->addLayout(top);
+
+    auto* grid = new QGridLayout;
+    grid->setSpacing(2);
+    layout->addLayout(grid, 1);
+
+    m_loss = makePlot(tr("Loss (train, validation, spikes)"), tr("loss (nats/token)"));
+    m_trainLoss = m_loss->addGraph();
+    m_trainLoss->setName(tr("train"));
+    m_trainLoss->setPen(QPen(QColor(31, 119, 180), 1.2));
+    m_valLoss = m_loss->addGraph();
+    m_valLoss->setName(tr("validation"));
+    m_valLoss->setPen(QPen(QColor(44, 160, 44), 2));
+    m_valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    m_lossSpikes = m_loss->addGraph();
+    m_lossSpikes->setName(tr("spike (hover)"));
+    m_lossSpikes->setLineStyle(QCPGraph::lsNone);
+    m_lossSpikes->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssDiamond, QColor(200, 0, 0), QColor(255, 80, 80), 11));
+
+    m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"));
+    setLogAxis(m_grad->yAxis, true);
+    m_gradNorm = m_grad->addGraph();
+    m_gradNorm->setName(tr("grad norm"));
+    m_gradNorm->setPen(QPen(QColor(148, 103, 189), 1.2));
+    m_gradSpikes = m_grad->addGraph();
+    m_gradSpikes->setName(tr("spike (hover)"));
+    m_gradSpikes->setLineStyle(QCPGraph::lsNone);
+    m_gradSpikes->setScatterStyle(m_lossSpikes->scatterStyle());
+
+    // Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so
+    // an intervention's effect on each is visible at the same x.
+    m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"));
+    m_lr = m_lanes->addGraph();
+    m_lr->setName(tr("LR"));
+    m_lr->setPen(QPen(QColor(31, 119, 180), 1.5));
+    m_lanes->yAxis2->setVisible(true);
+    m_lanes->yAxis2->setLabel(tr("alpha"));
+    m_lanes->yAxis2->setRange(-0.05, 1.05);
+    m_alpha = m_lanes->addGraph(m_lanes->xAxis, m_lanes->yAxis2);
+    m_alpha->setName(tr("alpha (1 = normed)"));
+    m_alpha->setPen(QPen(QColor(44, 160, 44), 1.5));
+    QCPAxis* capAxis = m_lanes->axisRect()->addAxis(QCPAxis::atRight);
+    capAxis->setLabel(tr("softcap C"));
+    capAxis->setTickLabelFont(m_lanes->yAxis->tickLabelFont());
+    capAxis->setLabelFont(m_lanes->yAxis->labelFont());
+    m_softcapC = m_lanes->addGraph(m_lanes->xAxis, capAxis);
+    m_softcapC->setName(tr("softcap C (0 = off)"));
+    m_softcapC->setPen(QPen(QColor(214, 39, 40), 1.5));
+
+    m_logits = makePlot(tr("Attention logits per layer: raw max, p99 (capped max dashed)"),
+                        tr("logit"));
+    setLogAxis(m_logits->yAxis, true);
+    m_norms = makePlot(tr("q / k norm p90 per layer (raw projections)"), tr("L2 norm"));
+    setLogAxis(m_norms->yAxis, true);
+    m_entropy = makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"),
+                         tr("entropy (nats)"));
+
+    grid->addWidget(m_loss, 0, 0);
+    grid->addWidget(m_logits, 0, 1);
+    grid->addWidget(m_grad, 1, 0);
+    grid->addWidget(m_norms, 1, 1);
+    grid->addWidget(m_lanes, 2, 0);
+    grid->addWidget(m_entropy, 2, 1);
+
+    m_replotTimer = new QTimer(this);
+    m_replotTimer->setSingleShot(true);
+    m_replotTimer->setInterval(50);
+    connect(m_replotTimer, &QTimer::timeout, this, &LivePlotsPanel::replotNow);
+    connect(m_follow, &QCheckBox::toggled, this, [this](bool on) {
+        if (on) scheduleReplot();
+    });
+    connect(m_logLogits, &QCheckBox::toggled, this, [this](bool on) {
+        setLogAxis(m_logits->yAxis, on);
+        scheduleReplot();
+    });
+    setupThresholds();
+}
+
+QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel)
+{
+    auto* plot = new QCustomPlot(this);
+    stylePlot(plot, yLabel);
+    plot->plotLayout()->insertRow(0);
+    QFont f = font();
+    f.setBold(true);
+    f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
+    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    plot->setMouseTracking(true);
+    installExportMenu(plot, [this] { return &m_run; });
+    connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            [this, plot] { syncXRanges(plot); });
+    // Any manual zoom or drag means the user wants to look somewhere: stop following.
+    connect(plot, &QCustomPlot::mousePress, this, [this, plot](QMouseEvent* e) {
+        if (!showSpikeTip(plot, e->pos(), true)) m_follow->setChecked(false);
+    });
+    connect(plot, &QCustomPlot::mouseWheel, this, [this] { m_follow->setChecked(false); });
+    connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* e) {
+        showSpikeTip(plot, e->pos(), false);
+    });
+    m_plots << plot;
+    return plot;
+}
+
+QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer)
+{
+    const QString key = QStringLiteral("%1/%2/%3").arg(quintptr(plot)).arg(metric).arg(layer);
+    if (QCPGraph* g = m_layerGraphs.value(key)) return g;
+    QCPGraph* g = plot->addGraph();
+    QPen pen(layerColor(layer), 1.3);
+    if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k")) pen.setStyle(Qt::DotLine);
+    if (metric == QLatin1String("max_capped")) pen.setStyle(Qt::DashLine);
+    g->setPen(pen);
+    g->setName(QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' ')));
+    m_layerGraphs.insert(key, g);
+    return g;
+}
+
+void LivePlotsPanel::setupThresholds()
+{
+    clearItems(m_logits, QStringLiteral("threshold"));
+    addThresholdLine(m_logits, kHealthyMaxLogit, QColor(230, 150, 0),
+                     tr("healthy max < %1").arg(kHealthyMaxLogit));
+    addThresholdLine(m_logits, kInterveneMaxLogit, QColor(200, 0, 0),
+                     tr("intervene > %1").arg(kInterveneMaxLogit));
+    // With RMS QK-norm and s = 1/sqrt(d_head), |logit| <= sqrt(d_head): draw the bound the
+    // normed run must stay under.
+    const RunConfig& c = m_run.config;
+    if (c.attention.qkNorm != "none" && c.model.nHeads > 0 && !c.attention.scale)
+        addThresholdLine(m_logits, std::sqrt(double(c.dHead())), QColor(90, 90, 90),
+                         tr("QK-norm bound √d_head"));
+}
+
+void LivePlotsPanel::clear()
+{
+    for (QCustomPlot* p : m_plots) {
+        for (int i = 0; i < p->graphCount(); ++i) p->graph(i)->data()->clear();
+        clearItems(p, QStringLiteral("event"));
+        clearItems(p, QStringLiteral("cursor"));
+    }
+    for (QCPGraph* g : m_layerGraphs) g->parentPlot()->removeGraph(g);
+    m_layerGraphs.clear();
+    m_run = RunSnapshot{};
+    m_cursorStep = -1;
+    m_follow->setChecked(true);
+}
+
+void LivePlotsPanel::showRun(RunSnapshot snapshot)
+{
+    clear();
+    m_run = std::move(snapshot);
+    m_header->setText(tr("Run %1 “%2” — %3 · %4")
+                          .arg(m_run.runId)
+                          .arg(QString::fromStdString(m_run.info.name),
+                               QString::fromLatin1(toString(m_run.info.status)),
+                               keySettings(m_run.config)));
+    addSteps(m_run.steps, 0);
+    addProbes(m_run.probes, 0);
+    setupThresholds();
+    refreshSpikes();
+    m_markersDirty = true;
+    replotNow();
+}
+
+void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QString& name)
+{
+    clear();
+    m_run.runId = runId;
+    m_run.config = config;
+    m_run.info.id = runId;
+    m_run.info.name = name.toStdString();
+    m_header->setText(tr("Run %1 “%2” — training · %3")
+                          .arg(runId)
+                          .arg(name.isEmpty() ? QStringLiteral("run-%1").arg(runId) : name,
+                               keySettings(config)));
+    setupThresholds();
+    m_markersDirty = true;
+    replotNow();
+}
+
+void LivePlotsPanel::appendBatch(const LiveBatch& batch)
+{
+    if (batch.runId != m_run.runId || m_run.runId == 0) return;
+    const size_t stepFrom = m_run.steps.size();
+    m_run.steps.insert(m_run.steps.end(), batch.steps.begin(), batch.steps.end());
+    addSteps(m_run.steps, stepFrom);
+    const size_t probeFrom = m_run.probes.size();
+    for (const ProbeStats& p : batch.probes)
+        if (p.head < 0) m_run.probes.push_back(p);
+    addProbes(m_run.probes, probeFrom);
+    if (!batch.spikes.isEmpty()) {
+        m_run.spikes.insert(m_run.spikes.end(), batch.spikes.begin(), batch.spikes.end());
+        refreshSpikes();
+    }
+    if (!batch.events.isEmpty()) {
+        m_run.events.insert(m_run.events.end(), batch.events.begin(), batch.events.end());
+        m_markersDirty = true;
+    }
+    scheduleReplot();
+}
+
+void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from)
+{
+    const int n = int(steps.size() - from);
+    if (n <= 0) return;
+    QVector<double> x, loss, grad, lr, alpha, cap, vx, vy;
+    x.reserve(n);
+    loss.reserve(n);
+    grad.reserve(n);
+    lr.reserve(n);
+    alpha.reserve(n);
+    cap.reserve(n);
+    for (size_t i = from; i < steps.size(); ++i) {
+        const StepMetrics& m = steps[i];
+        const double s = double(m.step);
+        x << s;
+        // NaN/inf (a diverged step) become gaps rather than poisoning the axis range.
+        loss << (finite(m.loss) ? m.loss : qQNaN());
+        grad << (finite(m.gradNorm) && m.gradNorm > 0 ? m.gradNorm : qQNaN());
+        lr << m.lr;
+        alpha << m.alpha;
+        cap << m.softcapC;
+        if (m.valLoss && finite(*m.valLoss)) {
+            vx << s;
+            vy << *m.valLoss;
+        }
+    }
+    m_trainLoss->addData(x, loss, true);
+    m_gradNorm->addData(x, grad, true);
+    m_lr->addData(x, lr, true);
+    m_alpha->addData(x, alpha, true);
+    m_softcapC->addData(x, cap, true);
+    if (!vx.isEmpty()) m_valLoss->addData(vx, vy, true);
+}
+
+void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t from)
+{
+    const bool capped = m_run.config.attention.softcap.kind != "none";
+    for (size_t i = from; i < probes.size(); ++i) {
+        const ProbeStats& p = probes[i];
+        if (p.head >= 0) continue;
+        const double s = double(p.step);
+        const int l = p.layer;
+        auto add = [&](QCustomPlot* plot, const char* metric, double v) {
+            if (finite(v)) layerGraph(plot, QString::fromLatin1(metric), l)->addData(s, v);
+        };
+        add(m_logits, "max_raw", p.logitMaxRaw);
+        add(m_logits, "p99_raw", p.logitP99Raw);
+        if (capped || p.logitMaxCapped != p.logitMaxRaw) add(m_logits, "max_capped", p.logitMaxCapped);
+        add(m_norms, "q", p.qRawNormP90);
+        add(m_norms, "k", p.kRawNormP90);
+        add(m_entropy, "entropy", p.entropy);
+    }
+}
+
+void LivePlotsPanel::refreshSpikes()
+{
+    m_lossSpikes->data()->clear();
+    m_gradSpikes->data()->clear();
+    for (const Spike& s : m_run.spikes) {
+        if (!finite(s.value)) continue;
+        (s.metric == "grad_norm" ? m_gradSpikes : m_lossSpikes)->addData(double(s.step), s.value);
+    }
+    scheduleReplot();
+}
+
+void LivePlotsPanel::refreshMarkers()
+{
+    for (QCustomPlot* p : m_plots) {
+        setEventMarkers(p, m_run.events);
+        setStepCursor(p, m_cursorStep);
+    }
+    m_markersDirty = false;
+}
+
+int LivePlotsPanel::lossPointCount() const
+{
+    return m_trainLoss->dataCount();
+}
+
+void LivePlotsPanel::scheduleReplot()
+{
+    // Not restarted when already pending: under a steady stream of batches the plots still
+    // refresh every 50 ms instead of waiting for a pause in the stream.
+    if (!m_replotTimer->isActive()) m_replotTimer->start();
+}
+
+void LivePlotsPanel::replotNow()
+{
+    m_replotTimer->stop();
+    if (m_markersDirty) refreshMarkers();
+    const bool follow = m_follow->isChecked();
+    double maxStep = 1;
+    if (!m_run.steps.empty()) maxStep = std::max(1.0, double(m_run.steps.back().step) + 1);
+    m_syncing = true;
+    for (QCustomPlot* p : m_plots) {
+        if (follow) p->xAxis->setRange(0, maxStep);
+        for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
+            if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
+            if (!axis->graphs().isEmpty()) axis->rescale(true);
+            // A flat series (constant LR, C) would otherwise get a zero-height range.
+            QCPRange r = axis->range();
+            if (r.size() <= 1e-12 * std::max(1.0, std::fabs(r.upper))) {
+                const double pad = std::max(1e-9, std::fabs(r.upper) * 0.1);
+                axis->setRange(r.lower - pad, r.upper + pad);
+            } else if (axis->scaleType() == QCPAxis::stLinear) {
+                axis->scaleRange(1.08, r.center());
+            } else {
+                axis->setRange(r.lower / 1.3, r.upper * 1.3);
+            }
+        }
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+    m_syncing = false;
+}
+
+void LivePlotsPanel::syncXRanges(QCustomPlot* source)
+{
+    if (m_syncing) return;
+    m_syncing = true;
+    for (QCustomPlot* p : m_plots) {
+        if (p == source) continue;
+        p->xAxis->setRange(source->xAxis->range());
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+    m_syncing = false;
+}
+
+void LivePlotsPanel::jumpToStep(qint64 step)
+{
+    m_follow->setChecked(false);
+    m_cursorStep = double(step);
+    const double total = m_run.steps.empty() ? 100.0 : double(m_run.steps.back().step + 1);
+    double width = m_loss->xAxis->range().size();
+    if (width >= total * 0.9) width = std::max(40.0, total / 5);
+    m_syncing = true;
+    for (QCustomPlot* p : m_plots) p->xAxis->setRange(step - width / 2, step + width / 2);
+    m_syncing = false;
+    m_markersDirty = true;
+    replotNow();
+    // replotNow() rescaled y only; keep the x window we just chose.
+}
+
+bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click)
+{
+    QCPGraph* graph = plot == m_loss ? m_lossSpikes : plot == m_grad ? m_gradSpikes : nullptr;
+    if (!graph) return false;
+    const std::string metric = plot == m_grad ? "grad_norm" : "loss";
+    for (const Spike& s : m_run.spikes) {
+        if ((s.metric == "grad_norm") != (metric == "grad_norm") || !finite(s.value)) continue;
+        const QPointF px = graph->coordsToPixels(double(s.step), s.value);
+        if (QLineF(px, QPointF(pos)).length() <= 8) {
+            QToolTip::showText(plot->mapToGlobal(pos), spikeHtml(s), plot);
+            if (click) emit stepSelected(s.step);
+            return true;
+        }
+    }
+    if (!click) QToolTip::hideText();
+    return false;
+}
+
+}  // namespace qklab::gui

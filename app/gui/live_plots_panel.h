@@ -1,0 +1,87 @@
+// live_plots_panel.h — the training dashboard: loss, grad norm, LR/alpha/softcap lanes,
+// max/p99 logits per layer against the 20/30 thresholds, q/k norms and attention entropy.
+//
+// Data arrives either as a whole RunSnapshot (a stored run) or as live batches from the
+// worker. Appending never replots directly: a 50 ms single-shot timer coalesces all batches
+// into one queued replot per plot (PlotJuggler's pattern), so a fast run cannot starve the
+// event loop. Spike markers explain themselves on hover; clicking one emits stepSelected.
+#pragma once
+
+#include <QMap>
+#include <QWidget>
+
+#include "gui_types.h"
+#include "run_data.h"
+
+class QCheckBox;
+class QCPGraph;
+class QCustomPlot;
+class QLabel;
+class QTimer;
+
+namespace qklab::gui {
+
+class LivePlotsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit LivePlotsPanel(QWidget* parent = nullptr);
+
+    void showRun(RunSnapshot snapshot);                  // replaces everything shown
+    void startLive(int64_t runId, const RunConfig& config, const QString& name);
+    void appendBatch(const LiveBatch& batch);            // ignored unless batch.runId is shown
+    void clear();
+
+    int64_t runId() const { return m_run.runId; }
+    const RunSnapshot& run() const { return m_run; }
+    int lossPointCount() const;
+    QList<QCustomPlot*> plots() const { return m_plots; }
+    QCustomPlot* lossPlot() const { return m_loss; }
+    QCustomPlot* logitPlot() const { return m_logits; }
+
+public slots:
+    void jumpToStep(qint64 step);
+    void replotNow();
+
+signals:
+    void stepSelected(qint64 step);
+
+private:
+    QCustomPlot* makePlot(const QString& title, const QString& yLabel);
+    QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
+    void addSteps(const std::vector<StepMetrics>& steps, size_t from);
+    void addProbes(const std::vector<ProbeStats>& probes, size_t from);
+    void refreshSpikes();
+    void refreshMarkers();
+    void setupThresholds();
+    void scheduleReplot();
+    void syncXRanges(QCustomPlot* source);
+    bool showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click);
+
+    RunSnapshot m_run;
+    QString m_title;
+    QLabel* m_header = nullptr;
+    QCheckBox* m_follow = nullptr;
+    QCheckBox* m_logLogits = nullptr;
+    QTimer* m_replotTimer = nullptr;
+    QList<QCustomPlot*> m_plots;
+    QCustomPlot* m_loss = nullptr;
+    QCustomPlot* m_grad = nullptr;
+    QCustomPlot* m_lanes = nullptr;
+    QCustomPlot* m_logits = nullptr;
+    QCustomPlot* m_norms = nullptr;
+    QCustomPlot* m_entropy = nullptr;
+    QCPGraph* m_trainLoss = nullptr;
+    QCPGraph* m_valLoss = nullptr;
+    QCPGraph* m_lossSpikes = nullptr;
+    QCPGraph* m_gradNorm = nullptr;
+    QCPGraph* m_gradSpikes = nullptr;
+    QCPGraph* m_lr = nullptr;
+    QCPGraph* m_alpha = nullptr;
+    QCPGraph* m_softcapC = nullptr;
+    QMap<QString, QCPGraph*> m_layerGraphs;              // "<plot>/<metric>/<layer>"
+    bool m_syncing = false;
+    bool m_markersDirty = false;
+    double m_cursorStep = -1;
+};
+
+}  // namespace qklab::gui
