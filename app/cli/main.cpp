@@ -1,0 +1,210 @@
+// qklab-cli — train, list, show, export and resume runs without the GUI.
+//
+//   qklab-cli run PRESET.json [--set k=v]... [--db FILE] [--name NAME]
+//   qklab-cli resume RUN [--db FILE]
+//   qklab-cli list [--json] [--db FILE]
+//   qklab-cli show RUN [--json] [--db FILE]
+//   qklab-cli export RUN --format csv|json [--output FILE] [--db FILE]
+//   qklab-cli check-blas
+//
+// Exit status: 0 when a run finished or diverged (divergence is a result), 2 for bad input
+// (message names the problem), 3 when stopped by Ctrl-C (resumable), 1 for other failures.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "progress_bar.h"
+#include "qklab/error.h"
+#include "qklab/run_export.h"
+#include "qklab/run_session.h"
+#include "qklab/run_store.h"
+#include "qklab/trainer.h"
+
+using namespace qklab;
+
+namespace {
+
+std::atomic<Trainer*> g_activeTrainer{nullptr};
+
+void onInterrupt(int) {
+    if (Trainer* t = g_activeTrainer.load()) t->requestStop();  // atomic flag: signal-safe
+}
+
+class CliObserver : public TrainingObserver {
+public:
+    explicit CliObserver(cli::ProgressBar& bar) : m_bar(bar) {}
+    void onStep(const StepMetrics& m) override { m_bar.update(m.step, m.loss, m.tokensPerSec, m_maxLogit); }
+    void onProbes(int64_t, const std::vector<ProbeStats>& stats, const std::vector<LogitHistogram>&) override {
+        m_maxLogit = 0;
+        for (const auto& s : stats)
+            if (s.head == -1) m_maxLogit = std::max(m_maxLogit, s.logitMaxRaw);
+    }
+
+private:
+    cli::ProgressBar& m_bar;
+    double m_maxLogit = 0;
+};
+
+int exitCodeFor(RunStatus s) {
+    switch (s) {
+        case RunStatus::Finished:
+        case RunStatus::Diverged: return 0;
+        case RunStatus::Stopped: return 3;
+        default: return 1;
+    }
+}
+
+int trainSession(RunSession& session, const std::string& dbPath) {
+    const auto& cfg = session.trainer().config();
+    const BlasCheck blas = checkBlasSpeed();
+    if (blas.slow) std::cerr << "warning: " << blas.message << "\n";
+    for (const auto& w : configWarnings(cfg)) std::cerr << "warning: " << w << "\n";
+    std::cerr << "run " << session.runId() << " in " << dbPath << ": "
+              << session.trainer().parameterCount() << " parameters, "
+              << session.trainer().deviceDescription() << "\n";
+    cli::ProgressBar bar(session.trainer().startStep(), cfg.schedule.steps, isatty(STDERR_FILENO));
+    CliObserver observer(bar);
+    g_activeTrainer = &session.trainer();
+    std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
+    const RunOutcome outcome = session.run(&observer);
+    g_activeTrainer = nullptr;
+    bar.finish();
+    std::cerr << "run " << session.runId() << " " << toString(outcome.status) << " after "
+              << outcome.stepsDone << " steps";
+    if (!outcome.message.empty()) std::cerr << " (" << outcome.message << ")";
+    std::cerr << "\n";
+    std::cout << session.runId() << "\n";  // scripts read the run id from stdout
+    return exitCodeFor(outcome.status);
+}
+
+void printRunTable(const std::vector<RunInfo>& runs) {
+    std::printf("%-5s %-24s %-12s %8s %10s %12s %6s  %s\n", "id", "name", "status", "steps",
+                "loss", "max logit", "spikes", "created");
+    for (const auto& r : runs) {
+        auto num = [](const std::optional<double>& v, const char* f) {
+            char b[32] = "-";
+            if (v) std::snprintf(b, sizeof b, f, *v);
+            return std::string(b);
+        };
+        std::printf("%-5lld %-24s %-12s %8lld %10s %12s %6lld  %s\n", static_cast<long long>(r.id),
+                    r.name.c_str(), toString(r.status), static_cast<long long>(r.stepsDone),
+                    num(r.finalLoss, "%.4f").c_str(), num(r.maxAttnLogitRaw, "%.4g").c_str(),
+                    static_cast<long long>(r.spikes), r.createdAt.c_str());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"qklab-cli: train small transformers and watch their attention logits"};
+    app.require_subcommand(1);
+    std::string dbPath;
+    app.add_option("--db", dbPath, "run database (default: " + defaultDatabasePath() + ")");
+
+    std::string presetPath, name;
+    std::vector<std::string> overrides;
+    auto* run = app.add_subcommand("run", "train a preset and record it");
+    run->add_option("preset", presetPath, "preset JSON (e.g. experiments/default.json; {} = defaults)")->required();
+    run->add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
+    run->add_option("--name", name, "run name (unique in the database)");
+    run->add_option("--db", dbPath, "run database");
+
+    std::string runRef;
+    bool asJson = false;
+    auto* resume = app.add_subcommand("resume", "continue a stopped or interrupted run from its last checkpoint");
+    resume->add_option("run", runRef, "run id or name")->required();
+    resume->add_option("--db", dbPath, "run database");
+
+    auto* list = app.add_subcommand("list", "list stored runs");
+    list->add_flag("--json", asJson, "machine-readable output");
+    list->add_option("--db", dbPath, "run database");
+
+    auto* show = app.add_subcommand("show", "config and summary of one run");
+    show->add_option("run", runRef, "run id or name")->required();
+    show->add_flag("--json", asJson, "machine-readable output");
+    show->add_option("--db", dbPath, "run database");
+
+    std::string format = "csv", output;
+    auto* exportCmd = app.add_subcommand("export", "all recorded data of one run");
+    exportCmd->add_option("run", runRef, "run id or name")->required();
+    exportCmd->add_option("--format", format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
+    exportCmd->add_option("--output,-o", output, "file to write (default: standard output)");
+    exportCmd->add_option("--db", dbPath, "run database");
+
+    auto* blas = app.add_subcommand("check-blas", "measure matmul speed and warn about a slow BLAS");
+
+    CLI11_PARSE(app, argc, argv);
+    if (dbPath.empty()) dbPath = defaultDatabasePath();
+
+    try {
+        if (*run) {
+            RunConfig config = loadPreset(presetPath);
+            for (const auto& o : overrides) applyOverride(config, o);
+            validate(config);
+            RunSession session(config, SessionOptions{dbPath, name, {}});
+            return trainSession(session, dbPath);
+        }
+        if (*resume) {
+            RunStore store(dbPath);
+            store.markInterruptedRuns();
+            const int64_t id = store.findRun(runRef).id;
+            auto session = RunSession::resume(dbPath, id);
+            return trainSession(*session, dbPath);
+        }
+        if (*blas) {
+            const BlasCheck r = checkBlasSpeed();
+            std::printf("matmul: %.1f GFLOP/s%s\n", r.gflops, r.slow ? " (slow)" : "");
+            if (r.slow) std::fprintf(stderr, "warning: %s\n", r.message.c_str());
+            return 0;
+        }
+        RunStore store(dbPath);
+        store.markInterruptedRuns();
+        if (*list) {
+            const auto runs = store.listRuns();
+            if (asJson) {
+                auto arr = nlohmann::json::array();
+                for (const auto& r : runs) arr.push_back(runSummaryJson(store, r.id));
+                std::cout << arr.dump(2) << "\n";
+            } else {
+                printRunTable(runs);
+            }
+            return 0;
+        }
+        const int64_t id = store.findRun(runRef).id;
+        if (*show) {
+            nlohmann::json j;
+            j["summary"] = runSummaryJson(store, id);
+            j["config"] = nlohmann::json::parse(store.run(id).configJson);
+            if (asJson) {
+                std::cout << j.dump(2) << "\n";
+            } else {
+                std::cout << "summary:\n" << j["summary"].dump(2) << "\nconfig:\n" << j["config"].dump(2) << "\n";
+            }
+            return 0;
+        }
+        if (*exportCmd) {
+            const std::string text = format == "csv" ? runExportCsv(store, id) : runExportJson(store, id).dump(1) + "\n";
+            if (output.empty()) {
+                std::cout << text;
+            } else {
+                std::ofstream out(output, std::ios::binary);
+                if (!out) throw Error(ErrorCode::MissingFile, "cannot write " + output);
+                out << text;
+            }
+            return 0;
+        }
+    } catch (const Error& e) {
+        std::cerr << "qklab-cli: " << e.what() << "\n";
+        return e.code() == ErrorCode::Internal || e.code() == ErrorCode::Database ? 1 : 2;
+    } catch (const std::exception& e) {
+        std::cerr << "qklab-cli: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

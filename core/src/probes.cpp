@@ -1,1 +1,178 @@
-// (being written)
+// probes.cpp — reduces the captured attention tensors of a probe step to a few numbers per
+// layer and head. All reductions run on the tensors' device; one transfer per probe step.
+#include "probes.h"
+
+#include <cmath>
+#include <map>
+
+namespace qklab {
+namespace {
+
+// Flat indices (into T*T) of the causal lower triangle, diagonal included: the logits that
+// softmax actually sees. Masked entries must not count in max/mean/percentiles.
+torch::Tensor causalIndices(int64_t T, const torch::Device& device) {
+    static thread_local std::map<std::pair<int64_t, std::string>, torch::Tensor> cache;
+    auto key = std::make_pair(T, device.str());
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    auto rows = torch::arange(T, torch::kInt64).unsqueeze(1).expand({T, T});
+    auto cols = torch::arange(T, torch::kInt64).unsqueeze(0).expand({T, T});
+    auto idx = (rows * T + cols).masked_select(cols <= rows).to(device);
+    cache[key] = idx;
+    return idx;
+}
+
+// Evenly strided columns so that kthvalue sees at most `limit` values per row.
+torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
+    const int64_t n = x.size(1);
+    if (n <= limit) return x;
+    auto idx = torch::linspace(0, static_cast<double>(n - 1), limit, x.options().dtype(torch::kFloat64))
+                   .to(torch::kInt64);
+    return x.index_select(1, idx);
+}
+
+// Per-row quantile q of x (R, N) via kthvalue, as a (R) tensor.
+torch::Tensor rowQuantile(const torch::Tensor& x, double q) {
+    auto s = sampleColumns(x, kMaxExactSamples);
+    const int64_t n = s.size(1);
+    const int64_t k = std::max<int64_t>(1, std::min<int64_t>(n, static_cast<int64_t>(std::ceil(q * n))));
+    return std::get<0>(torch::kthvalue(s, k, 1));
+}
+
+torch::Tensor wholeQuantile(const torch::Tensor& x, double q) {
+    return rowQuantile(x.reshape({1, -1}), q).squeeze(0);
+}
+
+// (B, H, T, T) -> (H, B * T(T+1)/2): the valid logits of each head.
+torch::Tensor validByHead(const torch::Tensor& m, const torch::Tensor& idx) {
+    const int64_t B = m.size(0), H = m.size(1), T = m.size(2);
+    return m.to(torch::kFloat32).transpose(0, 1).reshape({H, B, T * T}).index_select(2, idx).reshape({H, -1});
+}
+
+// (B, H, T, D) -> (H, B * T) L2 norms per token.
+torch::Tensor normsByHead(const torch::Tensor& x) {
+    return x.to(torch::kFloat32).norm(2, -1).transpose(0, 1).reshape({x.size(1), -1});
+}
+
+enum Column {
+    kMaxRaw, kP99Raw, kMeanRaw, kMaxCap, kP99Cap, kMeanCap, kQNorm, kKNorm, kQRawNorm, kKRawNorm,
+    kEntropy, kFracCap, kColumns
+};
+
+}  // namespace
+
+void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
+                   const ProbeSettings& settings, std::vector<ProbeStats>& stats,
+                   std::vector<LogitHistogram>& histograms) {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> tables, hists, outside;
+    for (const auto& cap : captures) {
+        const int64_t H = cap.raw.size(1), T = cap.raw.size(2);
+        auto idx = causalIndices(T, cap.raw.device());
+        auto raw = validByHead(cap.raw, idx);        // (H, N)
+        auto capped = validByHead(cap.capped, idx);  // (H, N)
+        auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
+        auto qrn = normsByHead(cap.qRaw), krn = normsByHead(cap.kRaw);
+        // Entropy of each query row; xlogy(0, 0) = 0 for the masked (zero) probabilities.
+        auto probs = cap.probs.to(torch::kFloat32);
+        auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
+        auto frac = settings.softcap == Softcap::None
+                        ? torch::zeros({H}, raw.options())
+                        : (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1);
+
+        auto perHead = torch::stack(std::vector<torch::Tensor>{raw.amax(1), rowQuantile(raw, 0.99), raw.mean(1),
+                                     capped.amax(1), rowQuantile(capped, 0.99), capped.mean(1),
+                                     rowQuantile(qn, 0.9), rowQuantile(kn, 0.9),
+                                     rowQuantile(qrn, 0.9), rowQuantile(krn, 0.9), entropy, frac},
+                                    1);  // (H, kColumns)
+        auto layer = torch::stack(std::vector<torch::Tensor>{raw.max(), wholeQuantile(raw, 0.99), raw.mean(), capped.max(),
+                                   wholeQuantile(capped, 0.99), capped.mean(),
+                                   wholeQuantile(qn, 0.9), wholeQuantile(kn, 0.9),
+                                   wholeQuantile(qrn, 0.9), wholeQuantile(krn, 0.9),
+                                   entropy.mean(), frac.mean()});
+        tables.push_back(torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0));  // row 0 = layer
+
+        // Histograms of raw logits; non-finite values (a diverging step) land in the overflow.
+        auto v = torch::nan_to_num(raw, 0.0, 3e38, -3e38);
+        if (settings.symlog) v = torch::sign(v) * torch::log1p(v.abs()) / std::log(10.0);
+        std::vector<torch::Tensor> rows;
+        for (int64_t h = 0; h < H; ++h) rows.push_back(torch::histc(v[h], settings.bins, settings.lo, settings.hi));
+        hists.push_back(torch::stack(rows));  // (H, bins)
+        outside.push_back(torch::stack(std::vector<torch::Tensor>{(v < settings.lo).sum(1), (v > settings.hi).sum(1)}, 1));  // (H, 2)
+    }
+    // One device-to-host transfer for everything.
+    auto table = torch::stack(tables).to(torch::kCPU, torch::kFloat64).contiguous();
+    auto hist = torch::stack(hists).to(torch::kCPU, torch::kInt64).contiguous();
+    auto out = torch::stack(outside).to(torch::kCPU, torch::kInt64).contiguous();
+    const int64_t L = table.size(0), rowsPerLayer = table.size(1), bins = settings.bins;
+    const double* t = table.data_ptr<double>();
+    const int64_t* hc = hist.data_ptr<int64_t>();
+    const int64_t* oc = out.data_ptr<int64_t>();
+    for (int64_t l = 0; l < L; ++l) {
+        const int64_t H = rowsPerLayer - 1;
+        LogitHistogram layerHist;
+        layerHist.step = step;
+        layerHist.layer = static_cast<int32_t>(l);
+        layerHist.head = -1;
+        layerHist.counts.assign(bins, 0);
+        for (int64_t r = 0; r < rowsPerLayer; ++r) {
+            const double* row = t + (l * rowsPerLayer + r) * kColumns;
+            ProbeStats s;
+            s.step = step;
+            s.layer = static_cast<int32_t>(l);
+            s.head = static_cast<int32_t>(r - 1);
+            s.logitMaxRaw = row[kMaxRaw];
+            s.logitP99Raw = row[kP99Raw];
+            s.logitMeanRaw = row[kMeanRaw];
+            s.logitMaxCapped = row[kMaxCap];
+            s.logitP99Capped = row[kP99Cap];
+            s.logitMeanCapped = row[kMeanCap];
+            s.qNormP90 = row[kQNorm];
+            s.kNormP90 = row[kKNorm];
+            s.qRawNormP90 = row[kQRawNorm];
+            s.kRawNormP90 = row[kKRawNorm];
+            s.entropy = row[kEntropy];
+            s.fracAtCap = row[kFracCap];
+            stats.push_back(s);
+        }
+        for (int64_t h = 0; h < H; ++h) {
+            LogitHistogram hh;
+            hh.step = step;
+            hh.layer = static_cast<int32_t>(l);
+            hh.head = static_cast<int32_t>(h);
+            const int64_t* src = hc + (l * H + h) * bins;
+            hh.counts.assign(src, src + bins);
+            hh.underflow = oc[(l * H + h) * 2];
+            hh.overflow = oc[(l * H + h) * 2 + 1];
+            for (int64_t b = 0; b < bins; ++b) layerHist.counts[b] += hh.counts[b];
+            layerHist.underflow += hh.underflow;
+            layerHist.overflow += hh.overflow;
+            histograms.push_back(std::move(hh));
+        }
+        histograms.push_back(std::move(layerHist));
+    }
+}
+
+std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<AttentionCapture>& captures,
+                                        int64_t maxSize) {
+    torch::NoGradGuard noGrad;
+    std::vector<AttentionMap> maps;
+    for (size_t l = 0; l < captures.size(); ++l) {
+        const auto& p = captures[l].probs;  // (B, H, T, T)
+        const int64_t H = p.size(1), S = std::min<int64_t>(p.size(2), maxSize);
+        auto block = p[0].narrow(1, 0, S).narrow(2, 0, S).to(torch::kCPU, torch::kFloat32).contiguous();
+        for (int64_t h = 0; h < H; ++h) {
+            AttentionMap m;
+            m.step = step;
+            m.layer = static_cast<int32_t>(l);
+            m.head = static_cast<int32_t>(h);
+            m.size = static_cast<int32_t>(S);
+            const float* src = block[h].data_ptr<float>();
+            m.weights.assign(src, src + S * S);
+            maps.push_back(std::move(m));
+        }
+    }
+    return maps;
+}
+
+}  // namespace qklab

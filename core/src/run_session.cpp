@@ -1,1 +1,154 @@
-// (being written)
+// run_session.cpp — a Trainer whose every report is recorded in the run store.
+#include "qklab/run_session.h"
+
+#include <algorithm>
+
+#include "qklab/error.h"
+#include "qklab/run_store.h"
+
+namespace qklab {
+namespace {
+
+// Forwards the trainer's reports to the store's writer and to an optional extra observer.
+class Recorder : public TrainingObserver {
+public:
+    Recorder(RunWriter& writer, TrainingObserver* extra) : m_writer(writer), m_extra(extra) {}
+    void onStep(const StepMetrics& m) override {
+        m_writer.addStep(m);
+        if (m_extra) m_extra->onStep(m);
+    }
+    void onProbes(int64_t step, const std::vector<ProbeStats>& stats,
+                  const std::vector<LogitHistogram>& hists) override {
+        for (const auto& s : stats) m_writer.addProbe(s);
+        for (const auto& h : hists) m_writer.addHistogram(h);
+        if (m_extra) m_extra->onProbes(step, stats, hists);
+    }
+    void onAttentionMaps(const std::vector<AttentionMap>& maps) override {
+        for (const auto& m : maps) m_writer.addAttentionMap(m);
+        if (m_extra) m_extra->onAttentionMaps(maps);
+    }
+    void onSpike(const Spike& s) override {
+        m_writer.addSpike(s);
+        if (m_extra) m_extra->onSpike(s);
+    }
+    void onEvent(const EventRecord& e) override {
+        m_writer.addEvent(e);
+        if (m_extra) m_extra->onEvent(e);
+    }
+    void onCheckpoint(const CheckpointInfo& c) override {
+        m_writer.addCheckpoint(c);
+        if (m_extra) m_extra->onCheckpoint(c);
+    }
+    void onFlushPoint() override {
+        m_writer.flush();  // commit before the GUI hears about it, so its reads see the rows
+        if (m_extra) m_extra->onFlushPoint();
+    }
+
+private:
+    RunWriter& m_writer;
+    TrainingObserver* m_extra;
+};
+
+}  // namespace
+
+struct RunSession::Impl {
+    std::string dbPath;
+    std::unique_ptr<Trainer> trainer;
+    std::unique_ptr<RunWriter> writer;
+};
+
+std::string defaultCheckpointRoot(const std::string& dbPath) {
+    return dbPath == ":memory:" ? std::string() : dbPath + ".checkpoints";
+}
+
+static std::string checkpointDirFor(const std::string& root, int64_t runId) {
+    return root.empty() ? std::string() : root + "/run-" + std::to_string(runId);
+}
+
+RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
+    : m_impl(std::make_unique<Impl>()) {
+    auto& d = *m_impl;
+    d.dbPath = options.dbPath;
+    // Build the trainer first: a bad config or a missing data file throws before the store
+    // gets a run row.
+    d.trainer = std::make_unique<Trainer>(config);
+    NewRun run;
+    run.name = options.name;
+    run.configJson = configToJson(config).dump();
+    run.seed = config.run.seed;
+    run.device = d.trainer->deviceDescription();
+    run.torchVersion = torchVersion();
+    run.appVersion = appVersion();
+    d.writer = std::make_unique<RunWriter>(options.dbPath, run);
+    const std::string root =
+        options.checkpointRoot.empty() ? defaultCheckpointRoot(options.dbPath) : options.checkpointRoot;
+    d.trainer->setCheckpointDir(checkpointDirFor(root, d.writer->runId()));
+}
+
+std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_t runId) {
+    RunStore store(dbPath);
+    const RunInfo info = store.run(runId);
+    if (info.status == RunStatus::Running)
+        throw Error(ErrorCode::InvalidConfig, "run " + std::to_string(runId) +
+                                                  " is still running; stop it before resuming");
+    if (info.status == RunStatus::Finished)
+        throw Error(ErrorCode::InvalidConfig, "run " + std::to_string(runId) + " already finished");
+    const auto checkpoints = store.checkpoints(runId);
+    if (checkpoints.empty())
+        throw Error(ErrorCode::NotFound, "run " + std::to_string(runId) + " has no checkpoint to resume from");
+    const CheckpointInfo last = *std::max_element(
+        checkpoints.begin(), checkpoints.end(),
+        [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
+
+    // The stored config plus the user's interventions before the checkpoint reproduce the
+    // run up to there; the checkpoint holds weights, optimizer and sampler state.
+    RunConfig config = configFromJsonText(info.configJson, "run " + std::to_string(runId) + " config");
+    for (const auto& e : store.events(runId)) {
+        if (e.source != "user" || e.step >= last.step) continue;
+        Event ev;
+        ev.step = e.step;
+        ev.kind = e.kind;
+        ev.params = nlohmann::json::parse(e.paramsJson);
+        ev.params["_intervention"] = true;
+        config.events.push_back(ev);
+    }
+    std::stable_sort(config.events.begin(), config.events.end(),
+                     [](const Event& a, const Event& b) { return a.step < b.step; });
+
+    std::unique_ptr<RunSession> session(new RunSession());
+    session->m_impl = std::make_unique<Impl>();
+    auto& d = *session->m_impl;
+    d.dbPath = dbPath;
+    TrainerOptions options;
+    options.resumeFrom = last.path;
+    options.checkpointDir = checkpointDirFor(defaultCheckpointRoot(dbPath), runId);
+    d.trainer = std::make_unique<Trainer>(config, options);
+    d.writer = std::make_unique<RunWriter>(dbPath, runId, last.step);
+    return session;
+}
+
+RunSession::~RunSession() = default;
+
+RunOutcome RunSession::run(TrainingObserver* extra) {
+    auto& d = *m_impl;
+    Recorder recorder(*d.writer, extra);
+    try {
+        RunOutcome outcome = d.trainer->run(recorder);
+        d.writer->finish(outcome.status, outcome.message);
+        return outcome;
+    } catch (const std::exception& e) {
+        // Anything the engine throws mid-run (out of memory, a disk error) fails the run but
+        // keeps every committed row.
+        try {
+            d.writer->finish(RunStatus::Failed, e.what());
+        } catch (...) {
+        }
+        if (const auto* err = dynamic_cast<const Error*>(&e)) throw *err;
+        throw Error(ErrorCode::Internal, std::string("training failed: ") + e.what());
+    }
+}
+
+int64_t RunSession::runId() const { return m_impl->writer->runId(); }
+Trainer& RunSession::trainer() { return *m_impl->trainer; }
+
+}  // namespace qklab

@@ -211,9 +211,9 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     for (const char* table :
          {"step_metrics", "probe_stats", "histograms", "attention_maps", "spikes"})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
-    // Only the user's interventions before fromStep are history; the trainer re-records
-    // the config's scheduled events when it starts again.
-    run("DELETE FROM events WHERE run_id = ?1 AND (step >= ?2 OR source != 'user')");
+    // Events before fromStep are history (the trainer reports config events only when they
+    // take effect, so those at or after fromStep are reported again as the run reaches them).
+    run("DELETE FROM events WHERE run_id = ?1 AND step >= ?2");
     // The checkpoint at fromStep is the one being resumed from: keep it.
     run("DELETE FROM checkpoints WHERE run_id = ?1 AND step > ?2");
 

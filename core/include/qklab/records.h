@@ -81,4 +81,9 @@ struct EventRecord {
     std::string source = "config";       // config | user (an intervention)
 };
 
+struct CheckpointInfo {
+    int64_t step = 0;                    // the step a resumed run starts at
+    std::string path;
+};
+
 }  // namespace qklab

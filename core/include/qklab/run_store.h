@@ -34,11 +34,6 @@ struct RunInfo {
     std::string statusMessage;           // why it failed / diverged
 };
 
-struct CheckpointInfo {
-    int64_t step = 0;
-    std::string path;
-};
-
 class RunStore {
 public:
     // Opens (creating and migrating when new or empty) the database at path; ":memory:" works.

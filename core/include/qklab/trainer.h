@@ -61,6 +61,9 @@ public:
     // reported through onEvent with source "user" so a store can replay the run.
     void postIntervention(const Event& event);
 
+    // Where checkpoints go (set before run(); empty = none).
+    void setCheckpointDir(const std::string& dir);
+
     const RunConfig& config() const;
     int64_t parameterCount() const;
     int64_t startStep() const;               // > 0 when resumed from a checkpoint

@@ -1,0 +1,25 @@
+// qklab/run_export.h — a stored run as CSV or JSON (for `qklab-cli export/show` and the GUI).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "qklab/run_store.h"
+
+namespace qklab {
+
+// Summary of one run: status, steps_done, final_loss, final_val_loss, max_attn_logit (raw),
+// max_attn_logit_capped, spikes, and identification (id, name, seed, device, versions).
+nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
+
+// {"run": summary, "config": ..., "steps": [...], "probes": [...], "spikes": [...],
+//  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
+nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
+
+// One row per step: the step metrics, then per layer the probe columns (empty on steps
+// without a probe).
+std::string runExportCsv(RunStore& store, int64_t runId);
+
+}  // namespace qklab

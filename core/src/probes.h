@@ -1,0 +1,33 @@
+// probes.h — attention statistics from one probed forward pass (private to core).
+#pragma once
+
+#include <vector>
+
+#include "model.h"
+#include "qklab/records.h"
+
+namespace qklab {
+
+struct ProbeSettings {
+    int64_t bins = 128;
+    double lo = -64, hi = 64;
+    bool symlog = false;
+    Softcap softcap = Softcap::None;
+    double softcapC = 0;
+};
+
+// Per layer and head (+ head = -1 for the whole layer): logit max/p99/mean raw and capped,
+// q/k norm p90 (effective and raw), entropy, share at the cap, and raw-logit histograms.
+// Percentiles use kthvalue (torch::quantile fails above 2^24 elements and is slow) on at most
+// kMaxExactSamples values per head; above that on an evenly strided sample.
+void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
+                   const ProbeSettings& settings, std::vector<ProbeStats>& stats,
+                   std::vector<LogitHistogram>& histograms);
+
+// Softmax maps of the first sequence in the batch, top-left block of at most maxSize tokens.
+std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<AttentionCapture>& captures,
+                                        int64_t maxSize = 128);
+
+constexpr int64_t kMaxExactSamples = int64_t{1} << 20;
+
+}  // namespace qklab
