@@ -202,6 +202,8 @@ void LivePlotsPanel::clear()
     m_layerGraphs.clear();
     m_run = RunSnapshot{};
     m_cursorStep = -1;
+    m_stepLimit = -1;
+    m_probeLimit = -1;
     m_follow->setChecked(true);
 }
 
@@ -214,6 +216,8 @@ void LivePlotsPanel::showRun(RunSnapshot snapshot)
                           .arg(QString::fromStdString(m_run.info.name),
                                QString::fromLatin1(toString(m_run.info.status)),
                                keySettings(m_run.config)));
+    m_stepLimit = m_run.steps.empty() ? -1 : m_run.steps.back().step;
+    for (const ProbeStats& p : m_run.probes) m_probeLimit = std::max(m_probeLimit, p.step);
     addSteps(m_run.steps, 0);
     addProbes(m_run.probes, 0);
     setupThresholds();
@@ -242,11 +246,12 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch)
 {
     if (batch.runId != m_run.runId || m_run.runId == 0) return;
     const size_t stepFrom = m_run.steps.size();
-    m_run.steps.insert(m_run.steps.end(), batch.steps.begin(), batch.steps.end());
+    for (const StepMetrics& m : batch.steps)
+        if (m.step > m_stepLimit) m_run.steps.push_back(m);
     addSteps(m_run.steps, stepFrom);
     const size_t probeFrom = m_run.probes.size();
     for (const ProbeStats& p : batch.probes)
-        if (p.head < 0) m_run.probes.push_back(p);
+        if (p.head < 0 && p.step > m_probeLimit) m_run.probes.push_back(p);
     addProbes(m_run.probes, probeFrom);
     if (!batch.spikes.isEmpty()) {
         m_run.spikes.insert(m_run.spikes.end(), batch.spikes.begin(), batch.spikes.end());

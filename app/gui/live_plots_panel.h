@@ -79,6 +79,10 @@ private:
     QCPGraph* m_alpha = nullptr;
     QCPGraph* m_softcapC = nullptr;
     QMap<QString, QCPGraph*> m_layerGraphs;              // "<plot>/<metric>/<layer>"
+    // When a stored snapshot of the training run is shown, live rows up to these steps are
+    // already in it and must not be drawn twice.
+    int64_t m_stepLimit = -1;
+    int64_t m_probeLimit = -1;
     bool m_syncing = false;
     bool m_markersDirty = false;
     double m_cursorStep = -1;

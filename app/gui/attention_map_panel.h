@@ -1,0 +1,70 @@
+// attention_map_panel.h — the softmax matrix of one sample sequence (query rows x key
+// columns) for a chosen layer/head at a probed step.
+//
+// This is where a blow-up becomes visible to a student: a healthy head spreads weight over
+// many keys, a collapsed one puts ~1.0 on a single key per row (one-hot). Next to the map the
+// panel reports the mean row maximum and mean row entropy, the numbers behind that picture.
+#pragma once
+
+#include <QWidget>
+
+#include <vector>
+
+#include "qklab/records.h"
+#include "qklab/run_config.h"
+
+class QCheckBox;
+class QComboBox;
+class QCPColorMap;
+class QCPColorScale;
+class QCustomPlot;
+class QLabel;
+class QSlider;
+class QTimer;
+
+namespace qklab::gui {
+
+class AttentionMapPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttentionMapPanel(QWidget* parent = nullptr);
+
+    void setRun(int64_t runId, const RunConfig& config, const QString& dbPath);
+    void clear();
+    void notifyNewData(int64_t runId);   // live run stored new maps: refresh the step list
+
+    int stepCount() const { return int(m_steps.size()); }
+    QCustomPlot* plot() const { return m_plot; }
+
+    // Mean over rows of max_j w_ij (1 = one-hot) and of the row entropy (nats).
+    static double meanRowMax(const AttentionMap& m);
+    static double meanRowEntropy(const AttentionMap& m);
+
+public slots:
+    void jumpToStep(qint64 step);
+    void reloadSteps();
+
+private:
+    void loadStep();
+    void showMap();
+
+    int64_t m_runId = 0;
+    RunConfig m_config;
+    QString m_dbPath;
+    std::vector<int64_t> m_steps;
+    std::vector<AttentionMap> m_maps;    // every layer/head of the shown step
+    uint64_t m_generation = 0;
+
+    QComboBox* m_layer = nullptr;
+    QComboBox* m_head = nullptr;
+    QSlider* m_step = nullptr;
+    QLabel* m_stepLabel = nullptr;
+    QCheckBox* m_logColour = nullptr;
+    QLabel* m_info = nullptr;
+    QCustomPlot* m_plot = nullptr;
+    QCPColorMap* m_map = nullptr;
+    QCPColorScale* m_scale = nullptr;
+    QTimer* m_reloadTimer = nullptr;
+};
+
+}  // namespace qklab::gui

@@ -1,0 +1,221 @@
+// automation.cpp — option parsing and the scripted start / stop / screenshot / quit sequence.
+#include "automation.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QSettings>
+#include <QTabWidget>
+#include <QTimer>
+
+#include <iostream>
+
+#include "attention_map_panel.h"
+#include "histogram_panel.h"
+#include "latency_monitor.h"
+#include "live_plots_panel.h"
+#include "main_window.h"
+#include "qklab/run_store.h"
+#include "run_controller.h"
+#include "run_controls_panel.h"
+
+namespace qklab::gui {
+
+bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode)
+{
+    QCommandLineParser p;
+    p.setApplicationDescription(QStringLiteral("qklab: see why attention logits blow up and how QK-norm and softcap stop it"));
+    p.addHelpOption();
+    p.addVersionOption();
+    const QCommandLineOption preset(QStringLiteral("preset"), QStringLiteral("Load this preset JSON."), QStringLiteral("FILE"));
+    const QCommandLineOption set(QStringLiteral("set"), QStringLiteral("Override a config key (repeatable)."), QStringLiteral("key=value"));
+    const QCommandLineOption db(QStringLiteral("db"), QStringLiteral("Run database (default: the user's data dir)."), QStringLiteral("FILE"));
+    const QCommandLineOption autostart(QStringLiteral("autostart"), QStringLiteral("Start training the form's config at once."));
+    const QCommandLineOption name(QStringLiteral("name"), QStringLiteral("Name of the autostarted run."), QStringLiteral("NAME"));
+    const QCommandLineOption quitSteps(QStringLiteral("quit-after-steps"), QStringLiteral("Stop the run after N steps, then quit."), QStringLiteral("N"));
+    const QCommandLineOption quitMs(QStringLiteral("quit-after-ms"), QStringLiteral("Quit after this many milliseconds."), QStringLiteral("MS"));
+    const QCommandLineOption shot(QStringLiteral("screenshot"), QStringLiteral("Save a window screenshot before quitting."), QStringLiteral("PNG"));
+    const QCommandLineOption shots(QStringLiteral("view-shots"), QStringLiteral("Save one screenshot per view into DIR before quitting."), QStringLiteral("DIR"));
+    const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Show this view: live, histograms, attention, spikes."), QStringLiteral("NAME"));
+    const QCommandLineOption openRun(QStringLiteral("open-run"), QStringLiteral("Show this stored run."), QStringLiteral("ID"));
+    const QCommandLineOption latency(QStringLiteral("latency-report"), QStringLiteral("Write GUI-thread stall statistics here at quit."), QStringLiteral("FILE"));
+    const QCommandLineOption quiet(QStringLiteral("quiet"), QStringLiteral("No modal dialogs; errors go to stderr."));
+    p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun, latency, quiet});
+    if (!p.parse(args)) {
+        std::cerr << "qklab: " << p.errorText().toStdString() << "\n";
+        *exitCode = 2;
+        return false;
+    }
+    if (p.isSet(QStringLiteral("help"))) {
+        std::cout << p.helpText().toStdString();
+        *exitCode = 0;
+        return false;
+    }
+    if (p.isSet(QStringLiteral("version"))) {
+        std::cout << "qklab " << QCoreApplication::applicationVersion().toStdString() << "\n";
+        *exitCode = 0;
+        return false;
+    }
+    o->presetPath = p.value(preset);
+    o->overrides = p.values(set);
+    o->dbPath = p.value(db);
+    o->autostart = p.isSet(autostart);
+    o->runName = p.value(name);
+    o->quitAfterSteps = p.isSet(quitSteps) ? p.value(quitSteps).toLongLong() : -1;
+    o->quitAfterMs = p.isSet(quitMs) ? p.value(quitMs).toInt() : -1;
+    o->screenshotPath = p.value(shot);
+    if (p.isSet(shots)) o->plotShots << p.value(shots);
+    o->tab = p.value(tab);
+    o->openRunId = p.value(openRun).toLongLong();
+    o->latencyReport = p.value(latency);
+    // Scripted runs must never wait for a click on a dialog.
+    o->quiet = p.isSet(quiet) || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
+               !o->screenshotPath.isEmpty();
+    return true;
+}
+
+AutomationDriver::AutomationDriver(MainWindow* window, const LaunchOptions& options, QObject* parent)
+    : QObject(parent), m_window(window), m_options(options)
+{
+    m_latency = new LatencyMonitor(this);
+}
+
+bool AutomationDriver::begin()
+{
+    m_window->setQuiet(m_options.quiet);
+    QString db = m_options.dbPath;
+    if (db.isEmpty()) {
+        db = QString::fromStdString(defaultDatabasePath());
+        QDir().mkpath(QFileInfo(db).absolutePath());
+    }
+    if (!m_window->openDatabase(db)) {
+        m_exitCode = 2;
+        return false;
+    }
+    QString preset = m_options.presetPath;
+    if (preset.isEmpty()) {
+        // The last preset is a convenience: silently skipped when it has gone away.
+        const QString last = QSettings().value(QStringLiteral("lastPreset")).toString();
+        if (!last.isEmpty() && QFileInfo::exists(last)) m_window->loadPreset(last);
+    } else if (!m_window->loadPreset(preset)) {
+        m_exitCode = 2;
+        return false;
+    }
+    QString error;
+    if (!m_window->applyOverrides(m_options.overrides, &error)) {
+        std::cerr << "qklab: " << error.toStdString() << "\n";
+        m_exitCode = 2;
+        return false;
+    }
+    if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
+    m_latency->start();
+
+    RunController* c = m_window->controller();
+    connect(c, &RunController::progress, this,
+            [this](qint64 id, qint64 step, qint64, double) { onProgress(id, step); });
+    connect(c, &RunController::idle, this, &AutomationDriver::onRunEnded);
+    connect(c, &RunController::failed, this, [this] { m_exitCode = 1; });
+
+    if (m_options.autostart) {
+        QTimer::singleShot(0, this, [this] {
+            m_window->runControls()->startRun();
+            if (!m_window->controller()->isBusy()) {
+                std::cerr << "qklab: the run could not be started\n";
+                m_exitCode = 2;
+                finishAndQuit();
+            }
+        });
+    } else if (m_options.openRunId > 0) {
+        openRequestedRun();
+    }
+    if (m_options.quitAfterMs > 0) QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);
+    if (!m_options.autostart && m_options.quitAfterMs <= 0 && !m_options.screenshotPath.isEmpty()) {
+        // Only a screenshot of a stored run: give the async load a moment.
+        QTimer::singleShot(2000, this, &AutomationDriver::finishAndQuit);
+    }
+    return true;
+}
+
+void AutomationDriver::openRequestedRun()
+{
+    if (m_openedRun || m_options.openRunId <= 0) return;
+    m_openedRun = true;
+    m_window->openRun(m_options.openRunId);
+    if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
+}
+
+void AutomationDriver::onProgress(qint64, qint64 step)
+{
+    // A run to show next to the training one (benchmark: a big run loaded while another trains).
+    if (m_options.openRunId > 0 && !m_openedRun) openRequestedRun();
+    if (m_options.quitAfterSteps > 0 && step >= m_options.quitAfterSteps && !m_stopping) {
+        m_stopping = true;
+        m_window->controller()->stopAll();
+    }
+}
+
+void AutomationDriver::onRunEnded()
+{
+    if (m_options.autostart && (m_options.quitAfterSteps > 0 || !m_options.screenshotPath.isEmpty() ||
+                                !m_options.plotShots.isEmpty()) && m_options.quitAfterMs <= 0) {
+        finishAndQuit();
+    }
+}
+
+void AutomationDriver::finishAndQuit()
+{
+    if (m_quitting) return;
+    m_quitting = true;
+    // Views that read the store (histograms, attention maps) reload once more so the shots
+    // include the rows the writer flushed at the end of the run.
+    m_window->histograms()->reload();
+    m_window->attentionMaps()->reloadSteps();
+    QTimer::singleShot(1200, this, [this] {
+        m_window->livePlots()->replotNow();
+        QApplication::processEvents();
+        if (!m_options.plotShots.isEmpty()) {
+            const QString dir = m_options.plotShots.first();
+            QDir().mkpath(dir);
+            auto* tabs = m_window->findChild<QTabWidget*>();
+            const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"),
+                                    QStringLiteral("attention"), QStringLiteral("spikes")};
+            for (int i = 0; tabs && i < tabs->count() && i < names.size(); ++i) {
+                tabs->setCurrentIndex(i);
+                QApplication::processEvents();
+                m_window->grab().save(QDir(dir).filePath(names[i] + QStringLiteral(".png")));
+            }
+            if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
+            QApplication::processEvents();
+        }
+        if (!m_options.screenshotPath.isEmpty()) {
+            if (!m_window->grab().save(m_options.screenshotPath)) {
+                std::cerr << "qklab: could not save " << m_options.screenshotPath.toStdString() << "\n";
+                m_exitCode = m_exitCode ? m_exitCode : 4;
+            }
+        }
+        const int points = m_window->livePlots()->lossPointCount();
+        std::cout << "loss points: " << points << "\n"
+                  << "run shown: " << m_window->livePlots()->runId() << "\n"
+                  << m_latency->summary().toStdString() << std::endl;
+        if (!m_options.latencyReport.isEmpty()) {
+            QFile f(m_options.latencyReport);
+            if (f.open(QIODevice::WriteOnly | QIODevice::Text)) {
+                const LatencyStats s = m_latency->stats();
+                f.write(QStringLiteral("{\"seconds\": %1, \"samples\": %2, \"max_stall_ms\": %3, "
+                                       "\"p99_stall_ms\": %4, \"stalls_over_50ms\": %5}\n")
+                            .arg(s.seconds)
+                            .arg(s.samples)
+                            .arg(s.maxStallMs)
+                            .arg(s.p99StallMs)
+                            .arg(s.stallsOver50Ms)
+                            .toUtf8());
+            }
+        }
+        if (m_options.quitAfterSteps > 0 && points == 0 && m_exitCode == 0) m_exitCode = 3;
+        QCoreApplication::exit(m_exitCode);
+    });
+}
+
+}  // namespace qklab::gui

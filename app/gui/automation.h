@@ -1,0 +1,63 @@
+// automation.h — command-line options and the driver that scripts the app for the smoke test,
+// the screenshots in docs/ and the responsiveness benchmark.
+//
+//   qklab --preset FILE --set key=value --db FILE --autostart --quit-after-steps N
+//         --screenshot OUT.png --tab histograms --open-run ID --latency-report FILE
+//
+// The driver only uses what a user could do through the panels (load preset, start, open a
+// run, switch tab) so a passing smoke test means the real path works.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+namespace qklab::gui {
+
+class LatencyMonitor;
+class MainWindow;
+
+struct LaunchOptions {
+    QString presetPath;
+    QStringList overrides;               // --set key=value, applied after the preset
+    QString dbPath;
+    bool autostart = false;
+    QString runName;
+    qint64 quitAfterSteps = -1;          // stop the run and quit once this many steps trained
+    int quitAfterMs = -1;                // quit after this long regardless (benchmarks)
+    QString screenshotPath;              // window grab taken just before quitting
+    QStringList plotShots;               // extra PNGs: "<dir>" gets one file per view
+    QString tab;                         // live | histograms | attention | spikes
+    qint64 openRunId = 0;                // show this stored run (after autostart, if both)
+    QString latencyReport;               // write LatencyMonitor stats here at quit
+    bool quiet = false;                  // no modal dialogs
+};
+
+// Parses argv; on --help or a bad option prints and returns false with *exitCode set.
+bool parseLaunchOptions(const QStringList& args, LaunchOptions* options, int* exitCode);
+
+class AutomationDriver : public QObject {
+    Q_OBJECT
+public:
+    AutomationDriver(MainWindow* window, const LaunchOptions& options, QObject* parent = nullptr);
+
+    // Loads preset/overrides/db and schedules the rest; false when setup failed (message printed).
+    bool begin();
+    int exitCode() const { return m_exitCode; }
+
+private:
+    void onProgress(qint64 runId, qint64 step);
+    void onRunEnded();
+    void finishAndQuit();
+    void openRequestedRun();
+
+    MainWindow* m_window;
+    LaunchOptions m_options;
+    LatencyMonitor* m_latency = nullptr;
+    bool m_stopping = false;
+    bool m_quitting = false;
+    bool m_openedRun = false;
+    int m_exitCode = 0;
+};
+
+}  // namespace qklab::gui

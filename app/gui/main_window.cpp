@@ -1,0 +1,329 @@
+// main_window.cpp — layout of docks/tabs, menus, and the wiring between panels.
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QFileDialog>
+#include <QGroupBox>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include <iostream>
+#include <memory>
+
+#include "async_store.h"
+#include "attention_map_panel.h"
+#include "config_form.h"
+#include "histogram_panel.h"
+#include "intervention_panel.h"
+#include "live_plots_panel.h"
+#include "plot_export.h"
+#include "preset_picker.h"
+#include "run_browser_panel.h"
+#include "run_controller.h"
+#include "run_controls_panel.h"
+#include "schedule_preview.h"
+#include "spikes_panel.h"
+
+namespace qklab::gui {
+
+namespace {
+QDockWidget* makeDock(QMainWindow* window, const QString& title, const QString& name, QWidget* content)
+{
+    auto* dock = new QDockWidget(title, window);
+    dock->setObjectName(name);  // saveState() needs stable object names
+    dock->setWidget(content);
+    return dock;
+}
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
+{
+    registerGuiMetaTypes();
+    setWindowTitle(tr("qklab — attention-logit stability lab"));
+    m_controller = new RunController(this);
+
+    // Set-up dock: preset, form, schedule previews.
+    auto* setup = new QWidget;
+    auto* setupLayout = new QVBoxLayout(setup);
+    setupLayout->setContentsMargins(4, 4, 4, 4);
+    m_presets = new PresetPicker;
+    m_form = new ConfigForm;
+    m_preview = new SchedulePreview;
+    setupLayout->addWidget(m_presets);
+    setupLayout->addWidget(m_form, 1);
+    setupLayout->addWidget(m_preview);
+    addDockWidget(Qt::LeftDockWidgetArea, makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), setup));
+
+    // Run dock: controls and interventions.
+    auto* runBox = new QWidget;
+    auto* runLayout = new QVBoxLayout(runBox);
+    runLayout->setContentsMargins(4, 4, 4, 4);
+    m_controls = new RunControlsPanel(m_controller);
+    auto* interventionBox = new QGroupBox(tr("Intervene mid-run"));
+    auto* ivLayout = new QVBoxLayout(interventionBox);
+    ivLayout->setContentsMargins(2, 2, 2, 2);
+    m_interventions = new InterventionPanel(m_controller);
+    ivLayout->addWidget(m_interventions);
+    runLayout->addWidget(m_controls);
+    runLayout->addWidget(interventionBox);
+    runLayout->addStretch(1);
+    addDockWidget(Qt::LeftDockWidgetArea, makeDock(this, tr("Train"), QStringLiteral("runDock"), runBox));
+
+    // Centre: the views of one run.
+    m_tabs = new QTabWidget;
+    m_live = new LivePlotsPanel;
+    m_histograms = new HistogramPanel;
+    m_attention = new AttentionMapPanel;
+    m_spikes = new SpikesPanel;
+    m_tabs->addTab(m_live, tr("Live plots"));
+    m_tabs->addTab(m_histograms, tr("Logit histograms"));
+    m_tabs->addTab(m_attention, tr("Attention maps"));
+    m_tabs->addTab(m_spikes, tr("Spikes"));
+    setCentralWidget(m_tabs);
+
+    m_browser = new RunBrowserPanel;
+    addDockWidget(Qt::BottomDockWidgetArea, makeDock(this, tr("Runs"), QStringLiteral("runsDock"), m_browser));
+
+    buildMenus();
+    connectPanels();
+    m_preview->setConfig(m_form->config());
+    statusBar()->showMessage(tr("Ready"));
+    restoreLayout();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open database…"), QKeySequence::Open, m_browser, &RunBrowserPanel::chooseDatabase);
+    file->addAction(tr("Load &preset…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Load preset"),
+                                                          PresetPicker::defaultDirectory(), tr("Presets (*.json)"));
+        if (!path.isEmpty()) loadPreset(path);
+    });
+    file->addAction(tr("Export shown run as &CSV…"), this, [this] {
+        if (m_live->runId() == 0) return showError(tr("Export"), tr("No run is shown."));
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Export run data"), QStringLiteral("run-%1.csv").arg(m_live->runId()), tr("CSV (*.csv)"));
+        QString error;
+        if (!path.isEmpty() && !saveRunCsv(m_live->run(), path, &error)) showError(tr("Export failed"), error);
+    });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(tr("&Start / queue"), QKeySequence(Qt::CTRL | Qt::Key_R), m_controls, &RunControlsPanel::startRun);
+    run->addAction(tr("&Pause"), m_controller, &RunController::pause);
+    run->addAction(tr("&Resume"), m_controller, &RunController::resume);
+    run->addAction(tr("S&top"), m_controller, &RunController::stop);
+    run->addAction(tr("Stop &all (clear queue)"), m_controller, &RunController::stopAll);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+}
+
+void MainWindow::connectPanels()
+{
+    m_controls->setConfigSource([this](QStringList* problems) {
+        // The form's own list has parse errors and the cross-field validationProblems().
+        m_form->revalidateNow();
+        if (problems) *problems << m_form->problems();
+        return m_form->config();
+    });
+    m_controls->setDatabaseSource([this] { return m_browser->databasePath(); });
+    m_presets->setConfigSource([this](QStringList* problems) { return m_form->config(problems); });
+
+    connect(m_form, &ConfigForm::configChanged, this, [this] { m_preview->setConfig(m_form->config()); });
+    connect(m_form, &ConfigForm::validityChanged, m_controls, &RunControlsPanel::setStartEnabled);
+    connect(m_presets, &PresetPicker::presetLoaded, this, [this](const RunConfig& c, const QString& path) {
+        m_form->setConfig(c);
+        QSettings().setValue(QStringLiteral("lastPreset"), path);
+        statusBar()->showMessage(tr("Loaded preset %1").arg(path), 5000);
+    });
+
+    connect(m_presets, &PresetPicker::error, this, &MainWindow::showError);
+    connect(m_controls, &RunControlsPanel::error, this, &MainWindow::showError);
+    connect(m_browser, &RunBrowserPanel::error, this, &MainWindow::showError);
+
+    connect(m_controller, &RunController::started, this,
+            [this](qint64 id, const QString& name, qint64) { onRunStarted(id, name); });
+    connect(m_controller, &RunController::batchReady, this, &MainWindow::onBatch);
+    connect(m_controller, &RunController::finished, this,
+            [this](qint64 id, const QString& status, const QString& message) {
+        onRunEnded(id, status, message, false);
+    });
+    connect(m_controller, &RunController::failed, this,
+            [this](qint64 id, const QString& message) { onRunEnded(id, QStringLiteral("failed"), message, true); });
+
+    connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
+    connect(m_browser, &RunBrowserPanel::databaseChanged, this, [this](const QString& path) {
+        setWindowTitle(tr("qklab — %1").arg(path));
+        m_live->clear();
+        m_histograms->clear();
+        m_attention->clear();
+        m_spikes->clear();
+    });
+    connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
+    connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
+    connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);
+}
+
+void MainWindow::showError(const QString& title, const QString& message)
+{
+    statusBar()->showMessage(title + QStringLiteral(": ") + message.section(QLatin1Char('\n'), 0, 0), 15000);
+    if (m_quiet) {
+        std::cerr << "qklab: " << title.toStdString() << ": " << message.toStdString() << std::endl;
+        return;
+    }
+    QMessageBox::warning(this, title, message);
+}
+
+bool MainWindow::openDatabase(const QString& path)
+{
+    return m_browser->openDatabase(path);
+}
+
+bool MainWindow::loadPreset(const QString& path)
+{
+    return m_presets->loadPath(path);
+}
+
+bool MainWindow::applyOverrides(const QStringList& assignments, QString* error)
+{
+    RunConfig c = m_form->config();
+    for (const QString& a : assignments) {
+        try {
+            applyOverride(c, a.toStdString());
+        } catch (const std::exception& e) {
+            if (error) *error = QStringLiteral("--set %1: %2").arg(a, QString::fromStdString(e.what()));
+            return false;
+        }
+    }
+    m_form->setConfig(c);
+    return true;
+}
+
+void MainWindow::showTab(const QString& name)
+{
+    const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"), QStringLiteral("attention"),
+                            QStringLiteral("spikes")};
+    const int index = names.indexOf(name.toLower());
+    if (index >= 0) m_tabs->setCurrentIndex(index);
+}
+
+void MainWindow::openRun(int64_t runId)
+{
+    // The training run is already shown live: reloading it would only repeat what is there.
+    if (runId == m_live->runId() && runId == m_controller->activeRunId()) return;
+    const uint64_t generation = ++m_openGeneration;
+    const QString db = m_browser->databasePath();
+    auto clock = std::make_shared<QElapsedTimer>();
+    clock->start();
+    statusBar()->showMessage(tr("Opening run %1…").arg(runId));
+    readStoreAsync<RunSnapshot>(
+        this, db, [runId](RunStore& store) { return loadRunSnapshot(store, runId); },
+        [this, generation, db, clock](RunSnapshot snap) {
+            if (generation != m_openGeneration) return;  // the user picked another run meanwhile
+            const int64_t id = snap.runId;
+            const RunConfig config = snap.config;
+            m_spikes->setSpikes(id, snap.spikes);
+            const double readSeconds = snap.loadSeconds;
+            const size_t steps = snap.steps.size();
+            m_live->showRun(std::move(snap));
+            m_histograms->setRun(id, config, db);
+            m_attention->setRun(id, config, db);
+            const double seconds = clock->nsecsElapsed() / 1e9;
+            statusBar()->showMessage(tr("Opened run %1: %2 steps in %3 s (store read %4 s)")
+                                         .arg(id)
+                                         .arg(steps)
+                                         .arg(seconds, 0, 'f', 3)
+                                         .arg(readSeconds, 0, 'f', 3),
+                                     10000);
+            emit runOpened(id, seconds);
+        },
+        [this, runId](const QString& error) { showError(tr("Cannot open run %1").arg(runId), error); });
+}
+
+void MainWindow::onRunStarted(qint64 runId, const QString& name)
+{
+    const RunRequest& request = m_controller->activeRequest();
+    ++m_openGeneration;  // a stored run still loading must not replace the new live run
+    m_live->startLive(runId, request.config, name);
+    m_histograms->setRun(runId, request.config, request.dbPath);
+    m_attention->setRun(runId, request.config, request.dbPath);
+    m_spikes->setSpikes(runId, {});
+    m_browser->refresh();
+    {
+        // Select the new run in the list without triggering a reload of it.
+        QSignalBlocker block(m_browser);
+        m_browser->selectRun(runId);
+    }
+    statusBar()->showMessage(tr("Run %1 started").arg(runId), 5000);
+}
+
+void MainWindow::onBatch(const LiveBatch& batch)
+{
+    m_live->appendBatch(batch);
+    if (!batch.spikes.isEmpty())
+        m_spikes->addSpikes(batch.runId, std::vector<Spike>(batch.spikes.begin(), batch.spikes.end()));
+    if (batch.newHistograms) m_histograms->notifyNewData(batch.runId);
+    if (batch.newAttentionMaps) m_attention->notifyNewData(batch.runId);
+}
+
+void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed)
+{
+    m_browser->refresh();
+    m_histograms->notifyNewData(runId);
+    m_attention->notifyNewData(runId);
+    if (failed) {
+        showError(tr("Run failed"), runId > 0 ? tr("Run %1 failed:\n%2").arg(runId).arg(message) : message);
+        return;
+    }
+    statusBar()->showMessage(tr("Run %1 %2 %3").arg(runId).arg(status, message), 20000);
+}
+
+void MainWindow::jumpAll(qint64 step)
+{
+    m_live->jumpToStep(step);
+    m_histograms->jumpToStep(step);
+    m_attention->jumpToStep(step);
+}
+
+void MainWindow::restoreLayout()
+{
+    QSettings settings;
+    if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray())) resize(1560, 960);
+    restoreState(settings.value(QStringLiteral("windowState")).toByteArray());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (m_controller->isBusy() && !m_quiet) {
+        const auto answer = QMessageBox::question(
+            this, tr("A run is training"),
+            tr("Stop the training run and quit? The run is kept, marked stopped."),
+            QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+        if (answer != QMessageBox::Yes) {
+            event->ignore();
+            return;
+        }
+    }
+    QSettings settings;
+    settings.setValue(QStringLiteral("geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("windowState"), saveState());
+    m_controller->stopAll();
+    event->accept();
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,86 @@
+// main_window.h — assembles the panels into docks and tabs and wires their signals.
+//
+// Deliberately thin (PlotJuggler's 3,700-line mainwindow.cpp is the thing not to copy): every
+// behaviour lives in a panel; this class decides where panels sit, which panel hears which
+// signal, and which run the views show.
+#pragma once
+
+#include <QMainWindow>
+
+#include "gui_types.h"
+#include "run_data.h"
+
+class QTabWidget;
+
+namespace qklab::gui {
+
+class AttentionMapPanel;
+class ConfigForm;
+class HistogramPanel;
+class InterventionPanel;
+class LivePlotsPanel;
+class PresetPicker;
+class RunBrowserPanel;
+class RunControlsPanel;
+class RunController;
+class SchedulePreview;
+class SpikesPanel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Without modal dialogs (automation, tests): errors go to stderr and the status bar.
+    void setQuiet(bool quiet) { m_quiet = quiet; }
+    bool openDatabase(const QString& path);
+    bool loadPreset(const QString& path);
+    // Applies `dotted.key=value` overrides to the form; false (and a message) on a bad one.
+    bool applyOverrides(const QStringList& assignments, QString* error);
+    void showTab(const QString& name);     // live | histograms | attention | spikes
+    void openRun(int64_t runId);           // loads a stored run into every view (async)
+
+    RunController* controller() const { return m_controller; }
+    ConfigForm* configForm() const { return m_form; }
+    RunControlsPanel* runControls() const { return m_controls; }
+    LivePlotsPanel* livePlots() const { return m_live; }
+    HistogramPanel* histograms() const { return m_histograms; }
+    AttentionMapPanel* attentionMaps() const { return m_attention; }
+    SpikesPanel* spikes() const { return m_spikes; }
+    RunBrowserPanel* runBrowser() const { return m_browser; }
+    InterventionPanel* interventions() const { return m_interventions; }
+
+signals:
+    void runOpened(qint64 runId, double seconds);  // a stored run is shown in every view
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void connectPanels();
+    void showError(const QString& title, const QString& message);
+    void onRunStarted(qint64 runId, const QString& name);
+    void onBatch(const LiveBatch& batch);
+    void onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed);
+    void jumpAll(qint64 step);
+    void restoreLayout();
+
+    RunController* m_controller = nullptr;
+    PresetPicker* m_presets = nullptr;
+    ConfigForm* m_form = nullptr;
+    SchedulePreview* m_preview = nullptr;
+    RunControlsPanel* m_controls = nullptr;
+    InterventionPanel* m_interventions = nullptr;
+    LivePlotsPanel* m_live = nullptr;
+    HistogramPanel* m_histograms = nullptr;
+    AttentionMapPanel* m_attention = nullptr;
+    SpikesPanel* m_spikes = nullptr;
+    RunBrowserPanel* m_browser = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    uint64_t m_openGeneration = 0;
+    bool m_quiet = false;
+};
+
+}  // namespace qklab::gui

@@ -1,0 +1,272 @@
+// run_browser_panel.cpp — table, filter, edit actions and change polling.
+#include "run_browser_panel.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "run_list_model.h"
+
+namespace qklab::gui {
+
+RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    auto* top = new QHBoxLayout;
+    m_search = new QLineEdit;
+    m_search->setPlaceholderText(tr("Filter runs (name, status, settings, tags)…"));
+    m_search->setClearButtonEnabled(true);
+    m_search->setObjectName(QStringLiteral("runFilter"));
+    top->addWidget(m_search, 1);
+    auto addButton = [&](const QString& text, const QString& tip, auto slot) {
+        auto* b = new QToolButton;
+        b->setText(text);
+        b->setToolTip(tip);
+        connect(b, &QToolButton::clicked, this, slot);
+        top->addWidget(b);
+    };
+    addButton(tr("Rename"), tr("Rename the selected run"), &RunBrowserPanel::renameSelected);
+    addButton(tr("Notes"), tr("Edit the selected run's notes"), &RunBrowserPanel::editNotesSelected);
+    addButton(tr("Tags"), tr("Edit the selected run's tags (comma separated)"), &RunBrowserPanel::editTagsSelected);
+    addButton(tr("Delete"), tr("Delete the selected run and all its rows"), &RunBrowserPanel::deleteSelected);
+    addButton(tr("Open DB…"), tr("Open or create another run database"), &RunBrowserPanel::chooseDatabase);
+    layout->addLayout(top);
+
+    m_model = new RunListModel(this);
+    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(RunListModel::SortRole);
+    m_proxy->setFilterKeyColumn(-1);
+    m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    m_view = new QTableView;
+    m_view->setObjectName(QStringLiteral("runTable"));
+    m_view->setModel(m_proxy);
+    m_view->setSortingEnabled(true);
+    m_view->sortByColumn(RunListModel::ColId, Qt::DescendingOrder);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->verticalHeader()->setVisible(false);
+    m_view->verticalHeader()->setDefaultSectionSize(20);
+    m_view->horizontalHeader()->setStretchLastSection(true);
+    m_view->setColumnWidth(RunListModel::ColId, 40);
+    m_view->setColumnWidth(RunListModel::ColName, 140);
+    m_view->setColumnWidth(RunListModel::ColSettings, 260);
+    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    layout->addWidget(m_view, 1);
+    auto* bottom = new QHBoxLayout;
+    m_details = new QLabel;
+    m_details->setWordWrap(true);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_dbLabel = new QLabel;
+    m_dbLabel->setStyleSheet(QStringLiteral("color: #666;"));
+    bottom->addWidget(m_details, 1);
+    bottom->addWidget(m_dbLabel);
+    layout->addLayout(bottom);
+
+    connect(m_search, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+        showDetails();
+        const int64_t id = selectedRunId();
+        if (id > 0) emit runActivated(id);
+    });
+    connect(m_view, &QTableView::doubleClicked, this, &RunBrowserPanel::renameSelected);
+
+    m_poll = new QTimer(this);
+    m_poll->setInterval(1000);
+    connect(m_poll, &QTimer::timeout, this, &RunBrowserPanel::poll);
+}
+
+RunBrowserPanel::~RunBrowserPanel() = default;
+
+void RunBrowserPanel::setPollInterval(int ms)
+{
+    m_poll->setInterval(ms);
+}
+
+bool RunBrowserPanel::openDatabase(const QString& path)
+{
+    try {
+        auto store = std::make_unique<RunStore>(path.toStdString());
+        // Runs whose writer died (crash, kill, power loss) would otherwise show "running" forever.
+        store->markInterruptedRuns();
+        m_store = std::move(store);
+    } catch (const std::exception& e) {
+        emit error(tr("Cannot open the run database"),
+                   tr("%1\n\n%2\n\nThe previous database stays open.")
+                       .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what())));
+        return false;
+    }
+    m_path = QFileInfo(path).absoluteFilePath();
+    m_dbLabel->setText(QFileInfo(path).fileName());
+    m_dbLabel->setToolTip(m_path);
+    m_lastMaxId = -1;
+    m_model->setRuns({});
+    refresh();
+    m_poll->start();
+    emit databaseChanged(m_path);
+    return true;
+}
+
+void RunBrowserPanel::chooseDatabase()
+{
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Open or create a run database"), m_path, tr("qklab databases (*.db);;All files (*)"),
+        nullptr, QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty()) openDatabase(path);
+}
+
+void RunBrowserPanel::poll()
+{
+    if (!m_store) return;
+    try {
+        const int64_t maxId = m_store->maxRunId();
+        bool anyRunning = false;
+        for (const RunInfo& r : m_model->runs()) anyRunning = anyRunning || r.status == RunStatus::Running;
+        if (maxId != m_lastMaxId || anyRunning) refresh();
+    } catch (const std::exception&) {
+        // A locked or briefly unavailable database: try again at the next tick.
+    }
+}
+
+void RunBrowserPanel::refresh()
+{
+    if (!m_store) return;
+    try {
+        const int64_t keep = selectedRunId();
+        m_lastMaxId = m_store->maxRunId();
+        const size_t before = m_model->runs().size();
+        QSignalBlocker block(m_view->selectionModel());
+        m_model->setRuns(m_store->listRuns());
+        if (keep > 0) selectRun(keep);
+        showDetails();
+        if (m_model->runs().size() != before) emit runsChanged();
+    } catch (const std::exception& e) {
+        m_details->setText(tr("Could not read runs: %1").arg(QString::fromStdString(e.what())));
+    }
+}
+
+int64_t RunBrowserPanel::selectedRunId() const
+{
+    const QModelIndex current = m_view->currentIndex();
+    return current.isValid() ? current.data(RunListModel::RunIdRole).toLongLong() : 0;
+}
+
+void RunBrowserPanel::selectRun(int64_t id)
+{
+    const int row = m_model->rowOf(id);
+    if (row < 0) return;
+    const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
+    if (!index.isValid()) return;
+    m_view->selectionModel()->setCurrentIndex(
+        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+void RunBrowserPanel::showDetails()
+{
+    const RunInfo* r = m_model->runById(selectedRunId());
+    if (!r) {
+        m_details->setText(tr("%n run(s)", nullptr, int(m_model->runs().size())));
+        return;
+    }
+    QString text = tr("<b>%1</b> · %2 · seed %3 · %4 · %5")
+                       .arg(QString::fromStdString(r->name).toHtmlEscaped(),
+                            QString::fromLatin1(toString(r->status)))
+                       .arg(r->seed)
+                       .arg(QString::fromStdString(r->device).toHtmlEscaped(),
+                            QString::fromStdString(r->appVersion).toHtmlEscaped());
+    if (!r->statusMessage.empty())
+        text += QStringLiteral("<br>") + QString::fromStdString(r->statusMessage).toHtmlEscaped();
+    if (!r->notes.empty())
+        text += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(r->notes).toHtmlEscaped());
+    m_details->setText(text);
+}
+
+void RunBrowserPanel::renameSelected()
+{
+    const RunInfo* r = m_model->runById(selectedRunId());
+    if (!r || !m_store) return;
+    const int64_t id = r->id;
+    bool ok = false;
+    const QString name = QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
+                                               QString::fromStdString(r->name), &ok);
+    if (!ok || name.trimmed().isEmpty()) return;
+    try {
+        m_store->renameRun(id, name.trimmed().toStdString());
+    } catch (const std::exception& e) {
+        emit error(tr("Rename failed"), QString::fromStdString(e.what()));
+    }
+    refresh();
+}
+
+void RunBrowserPanel::editNotesSelected()
+{
+    const RunInfo* r = m_model->runById(selectedRunId());
+    if (!r || !m_store) return;
+    const int64_t id = r->id;
+    bool ok = false;
+    const QString notes = QInputDialog::getMultiLineText(this, tr("Run notes"), tr("Notes:"),
+                                                         QString::fromStdString(r->notes), &ok);
+    if (!ok) return;
+    try {
+        m_store->setNotes(id, notes.toStdString());
+    } catch (const std::exception& e) {
+        emit error(tr("Saving notes failed"), QString::fromStdString(e.what()));
+    }
+    refresh();
+}
+
+void RunBrowserPanel::editTagsSelected()
+{
+    const RunInfo* r = m_model->runById(selectedRunId());
+    if (!r || !m_store) return;
+    const int64_t id = r->id;
+    bool ok = false;
+    const QString tags = QInputDialog::getText(this, tr("Run tags"), tr("Tags (comma separated):"),
+                                               QLineEdit::Normal, QString::fromStdString(r->tags), &ok);
+    if (!ok) return;
+    try {
+        m_store->setTags(id, tags.toStdString());
+    } catch (const std::exception& e) {
+        emit error(tr("Saving tags failed"), QString::fromStdString(e.what()));
+    }
+    refresh();
+}
+
+void RunBrowserPanel::deleteSelected()
+{
+    const RunInfo* r = m_model->runById(selectedRunId());
+    if (!r || !m_store) return;
+    const int64_t id = r->id;
+    if (r->status == RunStatus::Running) {
+        emit error(tr("Run is training"), tr("Stop run %1 before deleting it.").arg(id));
+        return;
+    }
+    const auto answer = QMessageBox::question(
+        this, tr("Delete run"),
+        tr("Delete run %1 “%2” and all its metrics, probes and histograms?\nThis cannot be undone.")
+            .arg(id)
+            .arg(QString::fromStdString(r->name)),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) return;
+    try {
+        m_store->deleteRun(id);
+    } catch (const std::exception& e) {
+        emit error(tr("Delete failed"), QString::fromStdString(e.what()));
+    }
+    refresh();
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,72 @@
+// run_browser_panel.h — the run list of one SQLite store: search/filter, rename, notes, tags,
+// delete with confirmation, open another database.
+//
+// It owns the GUI thread's RunStore connection. A 1 s poll of maxRunId() (plus a list
+// refresh while any run is still running) makes runs written by qklab-cli or another app
+// instance appear without restarting; listRuns() on a store of hundreds of runs takes a few
+// milliseconds, well inside the GUI thread's budget.
+#pragma once
+
+#include <QWidget>
+
+#include <memory>
+
+#include "qklab/run_store.h"
+
+class QLabel;
+class QLineEdit;
+class QSortFilterProxyModel;
+class QTableView;
+class QTimer;
+
+namespace qklab::gui {
+
+class RunListModel;
+
+class RunBrowserPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunBrowserPanel(QWidget* parent = nullptr);
+    ~RunBrowserPanel() override;
+
+    // Opens (creating if new) a store; on failure keeps the previous one and emits error.
+    bool openDatabase(const QString& path);
+    QString databasePath() const { return m_path; }
+    RunStore* store() const { return m_store.get(); }
+    RunListModel* model() const { return m_model; }
+
+    int64_t selectedRunId() const;
+    void selectRun(int64_t id);
+    void setPollInterval(int ms);
+
+public slots:
+    void refresh();
+    void chooseDatabase();
+    void renameSelected();
+    void editNotesSelected();
+    void editTagsSelected();
+    void deleteSelected();
+
+signals:
+    void runActivated(qint64 runId);                   // the user picked a run to look at
+    void databaseChanged(const QString& path);
+    void runsChanged();                                // the list was reloaded with changes
+    void error(const QString& title, const QString& message);
+
+private:
+    void poll();
+    void showDetails();
+
+    std::unique_ptr<RunStore> m_store;
+    QString m_path;
+    int64_t m_lastMaxId = -1;
+    RunListModel* m_model = nullptr;
+    QSortFilterProxyModel* m_proxy = nullptr;
+    QTableView* m_view = nullptr;
+    QLineEdit* m_search = nullptr;
+    QLabel* m_dbLabel = nullptr;
+    QLabel* m_details = nullptr;
+    QTimer* m_poll = nullptr;
+};
+
+}  // namespace qklab::gui

@@ -1,0 +1,167 @@
+// spikes_panel.cpp — the spike table and the diagnosis text of the selected spike.
+#include "spikes_panel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include "run_data.h"
+
+namespace qklab::gui {
+
+namespace {
+enum Column { ColStep, ColMetric, ColValue, ColZ, ColKind, ColTier, ColMaxLogit, ColQkNorm, ColCount };
+
+QTableWidgetItem* item(const QString& text, const QVariant& sortKey = {})
+{
+    auto* it = new QTableWidgetItem(text);
+    it->setFlags(it->flags() & ~Qt::ItemIsEditable);
+    if (sortKey.isValid()) it->setData(Qt::UserRole, sortKey);
+    return it;
+}
+
+QString kindText(SpikeKind k)
+{
+    switch (k) {
+    case SpikeKind::QkRunaway: return QObject::tr("Q/K length runaway");
+    case SpikeKind::TokenSpike: return QObject::tr("token/position spike");
+    case SpikeKind::DataOrAccumulation: return QObject::tr("data or accumulation bug");
+    }
+    return QString();
+}
+}  // namespace
+
+QString SpikesPanel::tierText(int tier)
+{
+    switch (tier) {
+    case 1: return tr("Tier 1: logits healthy, spikes rare → change nothing; check the sampler and the loss.");
+    case 2: return tr("Tier 2: max logit occasionally > 30, norms stable → tanh softcap C = 50, watch 500 "
+                      "steps, then C = 30 and/or grad clip 1.0.");
+    case 3: return tr("Tier 3: q/k norms inflating, frequent spikes → QK-norm with s = 1/sqrt(d_head); give "
+                      "it 1000 steps before judging.");
+    case 4: return tr("Tier 4: still spiking with QK-norm → look at init, LR, batch size and schedule.");
+    }
+    return tr("Tier %1").arg(tier);
+}
+
+SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    m_summary = new QLabel;
+    m_summary->setObjectName(QStringLiteral("spikeSummary"));
+    layout->addWidget(m_summary);
+    auto* splitter = new QSplitter(Qt::Vertical);
+    layout->addWidget(splitter, 1);
+    m_table = new QTableWidget(0, ColCount);
+    m_table->setObjectName(QStringLiteral("spikeTable"));
+    m_table->setHorizontalHeaderLabels({tr("step"), tr("metric"), tr("value"), tr("z"),
+                                        tr("classification"), tr("tier"),
+                                        tr("max logit (baseline)"), tr("q/k norm (baseline)")});
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->setToolTip(tr("Click a spike to move every plot to its step"));
+    splitter->addWidget(m_table);
+    m_details = new QTextBrowser;
+    m_details->setObjectName(QStringLiteral("spikeDetails"));
+    splitter->addWidget(m_details);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 1);
+
+    connect(m_table, &QTableWidget::currentCellChanged, this,
+            [this](int row, int, int, int) { showDetails(row); });
+    connect(m_table, &QTableWidget::cellClicked, this, [this](int row, int) {
+        showDetails(row);
+        if (QTableWidgetItem* it = m_table->item(row, ColStep))
+            emit stepSelected(it->data(Qt::UserRole).toLongLong());
+    });
+    clear();
+}
+
+void SpikesPanel::clear()
+{
+    m_runId = 0;
+    m_spikes.clear();
+    m_table->setRowCount(0);
+    m_summary->setText(tr("No spikes."));
+    m_details->setHtml(QStringLiteral("<p>%1</p><p>%2</p><p>%3</p><p>%4</p>")
+                           .arg(tierText(1), tierText(2), tierText(3), tierText(4)));
+}
+
+int SpikesPanel::rowCount() const
+{
+    return m_table->rowCount();
+}
+
+void SpikesPanel::setSpikes(int64_t runId, const std::vector<Spike>& spikes)
+{
+    clear();
+    addSpikes(runId, spikes);
+}
+
+void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes)
+{
+    if (runId != m_runId) {
+        m_runId = runId;
+        m_spikes.clear();
+        m_table->setRowCount(0);
+    }
+    m_table->setUpdatesEnabled(false);
+    for (const Spike& s : spikes) {
+        m_spikes.push_back(s);
+        addRow(s);
+    }
+    m_table->setUpdatesEnabled(true);
+    int worst = 0;
+    for (const Spike& s : m_spikes) worst = std::max(worst, s.tier);
+    m_summary->setText(m_spikes.empty()
+                           ? tr("No spikes.")
+                           : tr("%1 spike(s); highest prescription tier %2. %3")
+                                 .arg(m_spikes.size())
+                                 .arg(worst)
+                                 .arg(tierText(worst)));
+}
+
+void SpikesPanel::addRow(const Spike& s)
+{
+    const int row = m_table->rowCount();
+    m_table->insertRow(row);
+    m_table->setItem(row, ColStep, item(QString::number(s.step), qlonglong(s.step)));
+    m_table->setItem(row, ColMetric, item(QString::fromStdString(s.metric)));
+    m_table->setItem(row, ColValue, item(formatNumber(s.value)));
+    m_table->setItem(row, ColZ, item(formatNumber(s.zScore)));
+    m_table->setItem(row, ColKind, item(kindText(s.kind)));
+    m_table->setItem(row, ColTier, item(QString::number(s.tier)));
+    m_table->setItem(row, ColMaxLogit,
+                     item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeMaxLogit),
+                                                                          formatNumber(s.baselineMaxLogit))
+                                           : tr("no probe")));
+    m_table->setItem(row, ColQkNorm,
+                     item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeQkNorm),
+                                                                          formatNumber(s.baselineQkNorm))
+                                           : tr("no probe")));
+    const QColor tint = s.tier >= 3 ? QColor(255, 225, 225) : s.tier == 2 ? QColor(255, 242, 215)
+                                                                          : QColor(235, 245, 235);
+    for (int c = 0; c < ColCount; ++c) m_table->item(row, c)->setBackground(tint);
+}
+
+void SpikesPanel::showDetails(int row)
+{
+    if (row < 0 || row >= int(m_spikes.size())) return;
+    const Spike& s = m_spikes[row];
+    m_details->setHtml(
+        tr("<h3>Step %1: %2</h3><p>%3</p><p><b>Probe</b> at step %4: max logit %5 vs baseline %6; "
+           "q/k norm %7 vs baseline %8.</p><p><b>%9</b></p>")
+            .arg(s.step)
+            .arg(kindText(s.kind), QString::fromStdString(s.diagnosis).toHtmlEscaped())
+            .arg(s.probeStep)
+            .arg(formatNumber(s.probeMaxLogit), formatNumber(s.baselineMaxLogit),
+                 formatNumber(s.probeQkNorm), formatNumber(s.baselineQkNorm), tierText(s.tier)));
+}
+
+}  // namespace qklab::gui

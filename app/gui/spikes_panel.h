@@ -1,0 +1,47 @@
+// spikes_panel.h — every detected loss/grad-norm spike with the probes read before it, the
+// classification (Q/K runaway, token spike, data/accumulation) and the prescription tier.
+//
+// Clicking a row emits stepSelected so the main window can move every plot to that step: the
+// point of the panel is to go from "a spike happened" to "this is what the logits did".
+#pragma once
+
+#include <QWidget>
+
+#include <vector>
+
+#include "qklab/records.h"
+
+class QLabel;
+class QTableWidget;
+class QTextBrowser;
+
+namespace qklab::gui {
+
+class SpikesPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SpikesPanel(QWidget* parent = nullptr);
+
+    void setSpikes(int64_t runId, const std::vector<Spike>& spikes);
+    void addSpikes(int64_t runId, const std::vector<Spike>& spikes);
+    void clear();
+    int rowCount() const;
+
+    // What each tier means, from the domain brief (shown under the table).
+    static QString tierText(int tier);
+
+signals:
+    void stepSelected(qint64 step);
+
+private:
+    void addRow(const Spike& s);
+    void showDetails(int row);
+
+    int64_t m_runId = 0;
+    std::vector<Spike> m_spikes;
+    QLabel* m_summary = nullptr;
+    QTableWidget* m_table = nullptr;
+    QTextBrowser* m_details = nullptr;
+};
+
+}  // namespace qklab::gui
