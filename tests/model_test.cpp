@@ -1,1 +1,228 @@
+// model_test.cpp — the attention invariants: QK-norm and softcap bounds, alpha = 0 is the raw
+// path, RoPE keeps norms, causality, and probe statistics against hand-computed values.
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model.h"
+#include "probes.h"
+
+using namespace qklab;
+
+namespace {
+
+RunConfig smallConfig() {
+    RunConfig c;
+    c.model.dModel = 64;
+    c.model.nLayers = 2;
+    c.model.nHeads = 4;  // d_head 16: bound sqrt(16) = 4
+    c.model.seqLen = 32;
+    return c;
+}
+
+AttentionSwitches switchesFor(const RunConfig& c, QkNorm norm, double alpha = 1.0,
+                              Softcap cap = Softcap::None, double capC = 50) {
+    AttentionSwitches sw;
+    sw.qkNorm = norm;
+    sw.alpha = alpha;
+    sw.scale = c.logitScale();
+    sw.softcap = cap;
+    sw.softcapC = capC;
+    return sw;
+}
+
+struct Probe {
+    ForwardResult result;
+    std::vector<AttentionCapture> captures;
+};
+
+// A model whose q/k projections are blown up, as after a long attention-logit growth.
+Probe forwardInflated(const RunConfig& c, const AttentionSwitches& sw, double inflate = 30.0) {
+    torch::manual_seed(7);
+    Transformer model(c);
+    {
+        torch::NoGradGuard g;
+        for (auto& item : model->named_parameters())
+            if (item.key().find("qkv") != std::string::npos) item.value().mul_(inflate);
+    }
+    auto tokens = torch::randint(0, 256, {3, c.model.seqLen}, torch::kInt64);
+    Probe p;
+    p.result = model->forward(tokens, tokens, sw, &p.captures);
+    return p;
+}
+
+double maxAbs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
+
+}  // namespace
+
+TEST(Attention, WithoutQkNormInflatedProjectionsGiveHugeLogits) {
+    const RunConfig c = smallConfig();
+    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None));
+    EXPECT_GT(maxAbs(p.captures[0].raw), 100.0);  // the control for the bound below
+}
+
+TEST(Attention, RmsQkNormBoundsEveryLogitBySqrtDHead) {
+    const RunConfig c = smallConfig();
+    const double bound = std::sqrt(static_cast<double>(c.dHead()));
+    for (bool afterRope : {false, true}) {
+        auto sw = switchesFor(c, QkNorm::Rms);
+        sw.normAfterRope = afterRope;
+        const Probe p = forwardInflated(c, sw);
+        for (const auto& cap : p.captures) {
+            const double m = maxAbs(cap.raw);
+            EXPECT_LE(m, bound * (1 + 1e-5));
+            EXPECT_GT(m, 0.5 * bound);  // the bound is approached, not trivially met
+            // |q| = sqrt(d_head) for every token and head (RMS without gain).
+            EXPECT_NEAR(cap.q.norm(2, -1).max().item<double>(), bound, 1e-3);
+        }
+    }
+}
+
+TEST(Attention, L2NormLogitsAreBoundedByTheLearnableScale) {
+    RunConfig c = smallConfig();
+    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::L2Scale));
+    const double g = std::log2(32.0 * 32 - 32);  // Henry et al. init, T = 32
+    EXPECT_LE(maxAbs(p.captures[0].raw), g * (1 + 1e-5));
+}
+
+TEST(Attention, TanhSoftcapKeepsLogitsStrictlyBelowC) {
+    const RunConfig c = smallConfig();
+    for (double C : {5.0, 30.0}) {
+        const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None, 1.0, Softcap::Tanh, C), 100.0);
+        const auto& raw = p.captures[0].raw;
+        const auto& capped = p.captures[0].capped;
+        EXPECT_GT(maxAbs(raw), 10 * C);  // the raw logits do exceed C, by far
+        // |C tanh(x / C)| < C exactly; in fp32, tanh rounds to 1 once |x| > ~8.3 C, so the
+        // strict bound is checked where fp32 can represent it and <= C everywhere.
+        EXPECT_LE(maxAbs(capped), C);
+        auto representable = raw.abs() < 8 * C;
+        EXPECT_GT(representable.sum().item<int64_t>(), 0);
+        EXPECT_LT(capped.abs().masked_select(representable).max().item<double>(), C);
+        EXPECT_GT((raw.abs() > C).logical_and(representable).sum().item<int64_t>(), 0);
+        // Far below C the cap is nearly the identity.
+        auto small = p.captures[0].raw.abs() < 0.1 * C;
+        auto diff = (p.captures[0].capped - p.captures[0].raw).abs().masked_select(small);
+        EXPECT_LT(diff.max().item<double>(), 0.01 * C);
+    }
+}
+
+TEST(Attention, ClampSoftcapPilesLogitsOnTheBoundary) {
+    const RunConfig c = smallConfig();
+    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None, 1.0, Softcap::Clamp, 20.0), 100.0);
+    EXPECT_LE(maxAbs(p.captures[0].capped), 20.0);
+    EXPECT_GT((p.captures[0].capped.abs() == 20.0).sum().item<int64_t>(), 0);
+}
+
+TEST(Attention, AlphaZeroIsExactlyTheRawPath) {
+    const RunConfig c = smallConfig();
+    for (QkNorm norm : {QkNorm::Rms, QkNorm::RmsAffine, QkNorm::LayerNorm, QkNorm::L2Scale, QkNorm::WholeRms}) {
+        const Probe raw = forwardInflated(c, switchesFor(c, QkNorm::None), 3.0);
+        const Probe off = forwardInflated(c, switchesFor(c, norm, 0.0), 3.0);
+        const Probe on = forwardInflated(c, switchesFor(c, norm, 1.0), 3.0);
+        EXPECT_TRUE(torch::equal(raw.captures[1].raw, off.captures[1].raw));
+        EXPECT_EQ(raw.result.loss.item<double>(), off.result.loss.item<double>());
+        EXPECT_FALSE(torch::allclose(raw.captures[1].raw, on.captures[1].raw));
+    }
+}
+
+TEST(Attention, HalfAlphaMixesTheVectors) {
+    const RunConfig c = smallConfig();
+    const Probe half = forwardInflated(c, switchesFor(c, QkNorm::Rms, 0.5), 3.0);
+    const auto& cap = half.captures[0];
+    auto normed = cap.kRaw * torch::rsqrt(cap.kRaw.pow(2).mean(-1, true) + 1e-6);
+    auto expectK = 0.5 * normed + 0.5 * cap.kRaw;  // before RoPE: compare norms (RoPE keeps them)
+    EXPECT_TRUE(torch::allclose(cap.k.norm(2, -1), expectK.norm(2, -1), 1e-4, 1e-4));
+}
+
+TEST(Attention, RopeKeepsNormsAndCausalityHolds) {
+    const RunConfig c = smallConfig();
+    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None), 1.0);
+    EXPECT_TRUE(torch::allclose(p.captures[0].q.norm(2, -1), p.captures[0].qRaw.norm(2, -1), 1e-4, 1e-5));
+    // Softmax rows put zero weight on the future.
+    auto future = p.captures[0].probs.triu(1);
+    EXPECT_EQ(future.abs().max().item<double>(), 0.0);
+    auto rowSums = p.captures[0].probs.sum(-1);
+    EXPECT_TRUE(torch::allclose(rowSums, torch::ones_like(rowSums), 1e-5, 1e-5));
+}
+
+TEST(Probes, StatisticsMatchHandComputedValues) {
+    // One layer, B = 1, H = 2, T = 2: valid (causal) logits are [0,0], [1,0], [1,1].
+    AttentionCapture cap;
+    cap.raw = torch::tensor({1.0f, 99.0f, 2.0f, 3.0f, -4.0f, 99.0f, 10.0f, 40.0f}).view({1, 2, 2, 2});
+    cap.capped = cap.raw.clamp(-30, 30);
+    cap.probs = torch::tensor({1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0.0f, 0.25f, 0.75f}).view({1, 2, 2, 2});
+    cap.q = torch::tensor({3.0f, 4.0f, 0.0f, 1.0f, 6.0f, 8.0f, 0.0f, 2.0f}).view({1, 2, 2, 2});  // norms 5,1 | 10,2
+    cap.k = cap.q;
+    cap.qRaw = cap.q * 2;
+    cap.kRaw = cap.q * 2;
+    ProbeSettings s;
+    s.bins = 4;
+    s.lo = -8;
+    s.hi = 8;  // edges -8,-4,0,4,8
+    s.softcap = Softcap::Clamp;
+    s.softcapC = 30;
+    std::vector<ProbeStats> stats;
+    std::vector<LogitHistogram> hists;
+    computeProbes(5, {cap}, s, stats, hists);
+    ASSERT_EQ(stats.size(), 3u);  // layer row + 2 heads
+    const ProbeStats& layer = stats[0];
+    const ProbeStats& h0 = stats[1];
+    const ProbeStats& h1 = stats[2];
+    EXPECT_EQ(layer.head, -1);
+    EXPECT_DOUBLE_EQ(h0.logitMaxRaw, 3.0);           // the masked 99 is ignored
+    EXPECT_DOUBLE_EQ(h0.logitMeanRaw, 2.0);          // (1 + 2 + 3) / 3
+    EXPECT_DOUBLE_EQ(h0.logitP99Raw, 3.0);           // ceil(0.99 * 3) = 3rd smallest
+    EXPECT_DOUBLE_EQ(h1.logitMaxRaw, 40.0);
+    EXPECT_DOUBLE_EQ(h1.logitMaxCapped, 30.0);
+    EXPECT_NEAR(h1.fracAtCap, 1.0 / 3.0, 1e-6);      // |40| >= 30
+    EXPECT_DOUBLE_EQ(layer.logitMaxRaw, 40.0);
+    EXPECT_NEAR(layer.logitMeanRaw, (6.0 + 46.0) / 6.0, 1e-6);
+    EXPECT_DOUBLE_EQ(h0.qNormP90, 5.0);              // ceil(0.9 * 2) = 2nd of {1, 5}
+    EXPECT_DOUBLE_EQ(h1.qRawNormP90, 20.0);
+    // Entropy: head 0 rows (1, 0) and (.5, .5) -> (0 + ln 2) / 2.
+    EXPECT_NEAR(h0.entropy, std::log(2.0) / 2, 1e-6);
+    const double h75 = -(0.25 * std::log(0.25) + 0.75 * std::log(0.75));
+    EXPECT_NEAR(h1.entropy, h75 / 2, 1e-6);
+    // Histograms: head 0 {1,2,3} all in bin [0,4); head 1 {-4, 10, 40}: -4 in bin 1, 2 over.
+    ASSERT_EQ(hists.size(), 3u);
+    EXPECT_EQ(hists[0].counts, (std::vector<int64_t>{0, 0, 3, 0}));
+    EXPECT_EQ(hists[1].counts, (std::vector<int64_t>{0, 1, 0, 0}));
+    EXPECT_EQ(hists[1].overflow, 2);
+    EXPECT_EQ(hists[2].head, -1);
+    EXPECT_EQ(hists[2].counts, (std::vector<int64_t>{0, 1, 3, 0}));
+    EXPECT_EQ(hists[2].overflow, 2);
+}
+
+TEST(Probes, SymlogHistogramSeesHugeLogits) {
+    AttentionCapture cap;
+    cap.raw = torch::tensor({1e5f, 0.0f, -1e3f, 9.0f}).view({1, 1, 2, 2});
+    cap.capped = cap.raw;
+    cap.probs = torch::tensor({1.0f, 0.0f, 0.0f, 1.0f}).view({1, 1, 2, 2});
+    cap.q = cap.k = cap.qRaw = cap.kRaw = torch::ones({1, 1, 2, 2});
+    ProbeSettings s;
+    s.bins = 12;
+    s.lo = -6;
+    s.hi = 6;
+    s.symlog = true;
+    std::vector<ProbeStats> stats;
+    std::vector<LogitHistogram> hists;
+    computeProbes(0, {cap}, s, stats, hists);
+    // log10(1 + 1e5) = 5.00 -> bin 11; -log10(1001) = -3.0 -> bin 3; log10(10) = 1 -> bin 7.
+    EXPECT_EQ(hists[0].counts[11], 1);
+    EXPECT_EQ(hists[0].counts[2] + hists[0].counts[3], 1);
+    EXPECT_EQ(hists[0].counts[7], 1);
+    EXPECT_EQ(hists[0].overflow + hists[0].underflow, 0);
+}
+
+TEST(Probes, AttentionMapIsTheSoftmaxOfTheFirstSequence) {
+    const RunConfig c = smallConfig();
+    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None), 1.0);
+    const auto maps = attentionMaps(3, p.captures, 16);
+    ASSERT_EQ(maps.size(), 8u);  // 2 layers x 4 heads
+    EXPECT_EQ(maps[5].layer, 1);
+    EXPECT_EQ(maps[5].head, 1);
+    EXPECT_EQ(maps[5].size, 16);
+    EXPECT_FLOAT_EQ(maps[5].weights[0], 1.0f);  // the first query sees only itself
+    EXPECT_FLOAT_EQ(maps[5].weights[1], 0.0f);
+    EXPECT_FLOAT_EQ(maps[5].weights[16 * 3 + 2], p.captures[1].probs[0][1][3][2].item<float>());
+}

@@ -1,1 +1,104 @@
+// schedules_test.cpp — LR, alpha and softcap-C schedules at their endpoints, and event replay.
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "qklab/schedules.h"
+
+using namespace qklab;
+
+namespace {
+RunConfig base() {
+    RunConfig c;
+    c.optim.lr = 1.0;
+    c.schedule.steps = 101;
+    c.schedule.warmupSteps = 10;
+    c.schedule.minLrRatio = 0.1;
+    return c;
+}
+}  // namespace
+
+TEST(Schedules, WarmupIsLinearFromZero) {
+    const RunConfig c = base();
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 0), 0.1);
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 4), 0.5);
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 9), 1.0);
+}
+
+TEST(Schedules, DecayShapesReachTheFloorAtTheLastStep) {
+    RunConfig c = base();
+    c.schedule.decay = "cosine";
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 10), 1.0);
+    EXPECT_NEAR(scheduledLr(c, 55), 0.55, 1e-12);  // halfway: (1 + 0.1) / 2
+    EXPECT_NEAR(scheduledLr(c, 100), 0.1, 1e-12);
+    c.schedule.decay = "linear";
+    EXPECT_NEAR(scheduledLr(c, 55), 0.55, 1e-12);
+    EXPECT_NEAR(scheduledLr(c, 100), 0.1, 1e-12);
+    c.schedule.decay = "constant";
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 100), 1.0);
+    c.schedule.decay = "wsd";
+    c.schedule.wsdDecayFraction = 0.2;  // 20 decay steps: 80 .. 100
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 79), 1.0);
+    EXPECT_DOUBLE_EQ(scheduledLr(c, 80), 1.0);
+    EXPECT_NEAR(scheduledLr(c, 90), 0.55, 1e-12);
+    EXPECT_NEAR(scheduledLr(c, 100), 0.1, 1e-12);
+}
+
+TEST(Schedules, AlphaEndpoints) {
+    QkNormAnneal none;  // default window [1, 1]: no anneal
+    for (int64_t s : {0, 50, 99}) EXPECT_EQ(annealAlpha(none, s, 100), 1.0);
+    QkNormAnneal a{0.5, 1.0, "linear"};
+    EXPECT_EQ(annealAlpha(a, 0, 100), 1.0);
+    EXPECT_EQ(annealAlpha(a, 49, 100), 1.0);
+    EXPECT_DOUBLE_EQ(annealAlpha(a, 50, 100), 1.0);  // the descent starts here
+    EXPECT_DOUBLE_EQ(annealAlpha(a, 75, 100), 0.5);
+    EXPECT_NEAR(annealAlpha(a, 99, 100), 0.02, 1e-12);
+    QkNormAnneal early{0.2, 0.6, "linear"};
+    EXPECT_EQ(annealAlpha(early, 60, 100), 0.0);  // 0 after the end
+    EXPECT_EQ(annealAlpha(early, 99, 100), 0.0);
+    QkNormAnneal hard{0.9, 1.0, "hard"};
+    EXPECT_EQ(annealAlpha(hard, 89, 100), 1.0);
+    EXPECT_EQ(annealAlpha(hard, 90, 100), 0.0);
+    QkNormAnneal cosine{0.0, 1.0, "cosine"};
+    EXPECT_NEAR(annealAlpha(cosine, 50, 100), 0.5, 1e-12);
+    EXPECT_NEAR(annealAlpha(cosine, 25, 100), 0.5 * (1 + std::cos(M_PI * 0.25)), 1e-12);
+}
+
+TEST(Schedules, SoftcapAnnealMovesCToTarget) {
+    SoftcapConfig s{"tanh", 30};
+    SoftcapAnneal a{0.5, 1.0, 1000};
+    EXPECT_EQ(annealSoftcapC(s, a, 10, 100), 30);
+    EXPECT_DOUBLE_EQ(annealSoftcapC(s, a, 75, 100), 515);
+    EXPECT_EQ(annealSoftcapC(s, SoftcapAnneal{}, 99, 100), 30);
+}
+
+TEST(Schedules, EventsApplyFromTheirStep) {
+    RunConfig c = base();
+    c.attention.qkNorm = "rms";
+    c.events = {Event{20, "lr_multiplier", {{"factor", 10.0}}},
+                Event{30, "context_length", {{"seq_len", 256}}},
+                Event{40, "dirty_batch", nlohmann::json::object()},
+                Event{50, "softcap", {{"cap", "clamp"}, {"c", 20.0}}},
+                Event{60, "qk_anneal", {{"steps", 10}}},
+                Event{80, "qk_norm", {{"variant", "layernorm"}}}};
+    EXPECT_DOUBLE_EQ(settingsAt(c, 19).lr, scheduledLr(c, 19));
+    EXPECT_DOUBLE_EQ(settingsAt(c, 20).lr, 10 * scheduledLr(c, 20));
+    EXPECT_EQ(settingsAt(c, 29).seqLen, 128);
+    EXPECT_EQ(settingsAt(c, 30).seqLen, 256);
+    EXPECT_FALSE(settingsAt(c, 39).dirtyBatch);
+    EXPECT_TRUE(settingsAt(c, 40).dirtyBatch);
+    EXPECT_FALSE(settingsAt(c, 41).dirtyBatch);  // one batch only
+    EXPECT_EQ(settingsAt(c, 49).softcapKind, "none");
+    EXPECT_EQ(settingsAt(c, 49).softcapC, 0.0);
+    EXPECT_EQ(settingsAt(c, 50).softcapKind, "clamp");
+    EXPECT_EQ(settingsAt(c, 50).softcapC, 20.0);
+    EXPECT_EQ(settingsAt(c, 59).alpha, 1.0);
+    EXPECT_DOUBLE_EQ(settingsAt(c, 65).alpha, 0.5);
+    EXPECT_TRUE(settingsAt(c, 65).annealing);
+    EXPECT_EQ(settingsAt(c, 75).alpha, 0.0);
+    EXPECT_EQ(settingsAt(c, 80).qkNorm, "layernorm");
+    EXPECT_EQ(settingsAt(c, 80).alpha, 1.0);
+    c.attention.qkNorm = "none";
+    c.events.clear();
+    EXPECT_EQ(settingsAt(c, 0).alpha, 0.0);  // no norm: the raw path
+}

@@ -144,9 +144,13 @@ int main(int argc, char** argv) {
 
     try {
         if (*run) {
-            RunConfig config = loadPreset(presetPath);
+            RunConfig config = loadPreset(presetPath, /*checkValues=*/false);
             for (const auto& o : overrides) applyOverride(config, o);
-            validate(config);
+            try {
+                validate(config);
+            } catch (const Error& e) {
+                throw Error(e.code(), presetPath + (overrides.empty() ? ": " : " with --set overrides: ") + e.what());
+            }
             RunSession session(config, SessionOptions{dbPath, name, {}});
             return trainSession(session, dbPath);
         }

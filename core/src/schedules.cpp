@@ -77,7 +77,7 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     s.alpha = annealAlpha(c.anneal.qkNorm, step, c.schedule.steps);
     // Events are sorted by step; later events override earlier ones.
     for (const auto& e : c.events) {
-        if (e.step > step) break;
+        if (e.step > step) continue;  // in list order: later entries override earlier ones
         const auto& p = e.params;
         if (e.kind == "lr_multiplier") {
             lrFactor = p.value("factor", 1.0);
@@ -96,7 +96,7 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
             const double t = std::min(1.0, static_cast<double>(step - e.step) / n);
             s.alpha = alphaFromProgress(t, p.value("shape", std::string("linear")));
         } else if (e.kind == "softcap") {
-            s.softcapKind = p.value("kind", s.softcapKind);
+            s.softcapKind = p.value("cap", s.softcapKind);
             s.softcapC = p.value("c", s.softcapC);
         }
     }

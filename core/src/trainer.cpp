@@ -197,6 +197,8 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options) : m_impl(std::
     validate(config);
     auto& d = *m_impl;
     d.config = config;
+    std::stable_sort(d.config.events.begin(), d.config.events.end(),
+                     [](const Event& a, const Event& b) { return a.step < b.step; });
     d.options = std::move(options);
     if (config.run.device == "cuda") {
         if (!torch::cuda::is_available())

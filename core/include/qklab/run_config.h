@@ -119,7 +119,7 @@ struct SpikeConfig {
 //   dirty_batch    {text?}             the batch at `step` is heavily repeated text
 //   qk_norm        {variant}           switch QK-norm variant from `step` on
 //   qk_anneal      {steps, shape?}     anneal alpha 1 -> 0 over `steps` steps from `step`
-//   softcap        {kind, c}           switch the attention softcap from `step` on
+//   softcap        {cap, c}            switch the attention softcap (cap: none|tanh|clamp)
 struct Event {
     int64_t step = 0;
     std::string kind;
@@ -164,10 +164,13 @@ const std::vector<FieldInfo>& configFields();
 const FieldInfo* findField(const std::string& dottedKey);
 
 // Parse a JSON object (defaults for absent keys). Unknown keys, wrong types and bad values
-// throw Error{InvalidConfig} naming the dotted key and the value.
-RunConfig configFromJson(const nlohmann::json& j);
-RunConfig configFromJsonText(const std::string& text, const std::string& origin);
-RunConfig loadPreset(const std::string& path);
+// throw Error{InvalidConfig} naming the dotted key and the value. With checkValues = false only
+// keys and types are checked (for a preset that `--set` overrides will complete; call
+// validate() afterwards).
+RunConfig configFromJson(const nlohmann::json& j, bool checkValues = true);
+RunConfig configFromJsonText(const std::string& text, const std::string& origin,
+                             bool checkValues = true);
+RunConfig loadPreset(const std::string& path, bool checkValues = true);
 nlohmann::json configToJson(const RunConfig& c);
 
 // Apply `dotted.key=value`; value is parsed as JSON when it parses, else taken as a string.
