@@ -98,6 +98,13 @@ TEST(Schedules, EventsApplyFromTheirStep) {
     EXPECT_EQ(settingsAt(c, 75).alpha, 0.0);
     EXPECT_EQ(settingsAt(c, 80).qkNorm, "layernorm");
     EXPECT_EQ(settingsAt(c, 80).alpha, 1.0);
+    RunConfig w = base();
+    w.attention.qkNorm = "rms_affine";
+    w.schedule.steps = 100;
+    w.anneal.qkNorm = {0.5, 1.0, "linear"};
+    EXPECT_FALSE(settingsAt(w, 49).annealing);
+    EXPECT_TRUE(settingsAt(w, 50).annealing);  // the window's first step: alpha 1, gains frozen
+    EXPECT_EQ(settingsAt(w, 50).alpha, 1.0);
     c.attention.qkNorm = "none";
     c.events.clear();
     EXPECT_EQ(settingsAt(c, 0).alpha, 0.0);  // no norm: the raw path

@@ -75,6 +75,9 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     s.softcapC = annealSoftcapC(c.attention.softcap, c.anneal.softcap, step, c.schedule.steps);
     s.seqLen = c.model.seqLen;
     s.alpha = annealAlpha(c.anneal.qkNorm, step, c.schedule.steps);
+    // Inside an anneal window (from its first step, where alpha is still 1) QK gains freeze.
+    bool inWindow = c.anneal.qkNorm.start < 1.0 &&
+                    static_cast<double>(step) >= c.anneal.qkNorm.start * static_cast<double>(c.schedule.steps);
     // Events are sorted by step; later events override earlier ones.
     for (const auto& e : c.events) {
         if (e.step > step) continue;  // in list order: later entries override earlier ones
@@ -91,10 +94,12 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
         } else if (e.kind == "qk_norm") {
             s.qkNorm = p.value("variant", s.qkNorm);
             s.alpha = 1.0;  // switching a variant on means using it fully
+            inWindow = false;
         } else if (e.kind == "qk_anneal") {
             const int64_t n = std::max<int64_t>(1, p.value("steps", int64_t{1}));
             const double t = std::min(1.0, static_cast<double>(step - e.step) / n);
             s.alpha = alphaFromProgress(t, p.value("shape", std::string("linear")));
+            inWindow = true;
         } else if (e.kind == "softcap") {
             s.softcapKind = p.value("cap", s.softcapKind);
             s.softcapC = p.value("c", s.softcapC);
@@ -102,7 +107,7 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     }
     s.lr = scheduledLr(c, step) * lrFactor;
     if (s.qkNorm == "none") s.alpha = 0.0;  // nothing normalises: the raw path
-    s.annealing = s.qkNorm != "none" && s.alpha < 1.0;
+    s.annealing = s.qkNorm != "none" && (inWindow || s.alpha < 1.0);
     if (s.softcapKind == "none") s.softcapC = 0.0;
     return s;
 }

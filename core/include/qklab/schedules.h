@@ -25,7 +25,7 @@ double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t st
 struct StepSettings {
     double lr = 0;
     double alpha = 1;                    // 1 = normed path, 0 = raw path
-    bool annealing = false;              // 0 < alpha < 1 (or inside the window): freeze QK gains
+    bool annealing = false;              // inside an anneal window (alpha may still be 1): freeze QK gains
     std::string qkNorm;                  // variant in effect
     std::string softcapKind;             // none | tanh | clamp
     double softcapC = 0;

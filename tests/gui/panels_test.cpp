@@ -1,0 +1,248 @@
+// panels_test.cpp — the views on a stored run: live plots from a snapshot (and de-duplicated
+// live appends), exact histogram bins, attention maps, the spikes panel, CSV/PNG export.
+// The run is written with RunWriter so the data are known exactly.
+#include <QFile>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <qcustomplot.h>
+
+#include <cmath>
+
+#include "attention_map_panel.h"
+#include "gui_test_util.h"
+#include "hist_bins.h"
+#include "histogram_panel.h"
+#include "live_plots_panel.h"
+#include "plot_export.h"
+#include "qklab/run_store.h"
+#include "run_data.h"
+#include "run_list_model.h"
+#include "spikes_panel.h"
+
+using namespace qklab;
+using namespace qklab::gui;
+
+class PanelsTest : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+    QString m_db;
+    int64_t m_runId = 0;
+    RunConfig m_config;
+
+private slots:
+    void initTestCase()
+    {
+        registerGuiMetaTypes();
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath(QStringLiteral("panels.db"));
+        m_config = test::tinyConfig(200);
+        NewRun nr;
+        nr.name = "synthetic";
+        nr.configJson = configToJson(m_config).dump();
+        RunWriter w(m_db.toStdString(), nr);
+        m_runId = w.runId();
+        for (int s = 0; s < 200; ++s) {
+            StepMetrics m;
+            m.step = s;
+            m.loss = 5.0 - s * 0.01;
+            m.gradNorm = 1.0 + (s == 120 ? 50 : 0);
+            m.lr = 3e-3;
+            m.softcapC = 0;
+            m.seqLen = 32;
+            if (s % 10 == 0) m.valLoss = m.loss + 0.1;
+            w.addStep(m);
+            if (s % 5 == 0) {
+                ProbeStats p;
+                p.step = s;
+                p.layer = 0;
+                p.head = -1;
+                p.logitMaxRaw = 2.0 + s;  // climbs through the 20/30 thresholds
+                p.logitP99Raw = 1.0 + s / 2.0;
+                p.logitMaxCapped = p.logitMaxRaw;
+                p.qRawNormP90 = 5 + s * 0.1;
+                p.kRawNormP90 = 5 + s * 0.1;
+                p.qNormP90 = p.qRawNormP90;
+                p.kNormP90 = p.kRawNormP90;
+                p.entropy = 3.0 - s * 0.01;
+                w.addProbe(p);
+                LogitHistogram h;
+                h.step = s;
+                h.layer = 0;
+                h.head = -1;
+                h.counts.assign(32, 0);
+                h.counts[s % 32] = 100 + s;
+                h.underflow = 1;
+                h.overflow = s;
+                w.addHistogram(h);
+            }
+        }
+        AttentionMap map;
+        map.step = 50;
+        map.layer = 0;
+        map.head = 1;
+        map.size = 4;
+        map.weights = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};  // collapsed onto key 0
+        w.addAttentionMap(map);
+        Spike sp;
+        sp.step = 120;
+        sp.metric = "grad_norm";
+        sp.value = 51;
+        sp.zScore = 9;
+        sp.kind = SpikeKind::QkRunaway;
+        sp.tier = 3;
+        sp.probeStep = 120;
+        sp.diagnosis = "q/k norms rose with the max logit";
+        w.addSpike(sp);
+        w.addEvent(EventRecord{100, "lr_multiplier", "{\"factor\":0.5}", "user"});
+        w.flush();
+        w.finish(RunStatus::Finished);
+    }
+
+    void histogramBinsMatchTheConfig()
+    {
+        ProbeConfig p;
+        p.histBins = 4;
+        p.histMin = -2;
+        p.histMax = 2;
+        const HistBins lin = histBinsOf(p);
+        QCOMPARE(lin.count(), 4);
+        QCOMPARE(lin.edges.front(), -2.0);
+        QCOMPARE(lin.edges.back(), 2.0);
+        QCOMPARE(lin.center(0), -1.5);
+        p.histScale = "symlog";
+        const HistBins sym = histBinsOf(p);
+        QVERIFY(sym.symlog);
+        QCOMPARE(sym.toRaw(2.0), 99.0);
+        QVERIFY(std::fabs(sym.fromRaw(-999.0) + 3.0) < 1e-12);
+    }
+
+    void livePlotsShowAStoredRun()
+    {
+        RunStore store(m_db.toStdString());
+        RunSnapshot snap = loadRunSnapshot(store, m_runId);
+        QCOMPARE(int(snap.steps.size()), 200);
+        QCOMPARE(int(snap.probes.size()), 40);
+        LivePlotsPanel panel;
+        panel.resize(1200, 800);
+        panel.showRun(std::move(snap));
+        QCOMPARE(panel.lossPointCount(), 200);
+        QVERIFY(panel.logitPlot()->graphCount() >= 2);
+        QCOMPARE(panel.logitPlot()->graph(0)->dataCount(), 40);
+        QVERIFY(panel.logitPlot()->yAxis->scaleType() == QCPAxis::stLogarithmic);
+        // One user event: a marker line and label on every plot; thresholds on the logit plot.
+        for (QCustomPlot* p : panel.plots()) QVERIFY(p->itemCount() >= 2);
+        QVERIFY(panel.logitPlot()->itemCount() >= 6);
+
+        // Live rows already in the snapshot are not drawn twice.
+        LiveBatch batch;
+        batch.runId = m_runId;
+        for (int s = 190; s < 250; ++s) {
+            StepMetrics m;
+            m.step = s;
+            m.loss = 3;
+            m.gradNorm = 1;
+            batch.steps << m;
+        }
+        panel.appendBatch(batch);
+        QCOMPARE(panel.lossPointCount(), 250);
+        batch.runId = m_runId + 1;  // another run's batch is ignored
+        panel.appendBatch(batch);
+        QCOMPARE(panel.lossPointCount(), 250);
+
+        QSignalSpy jumped(&panel, &LivePlotsPanel::stepSelected);
+        panel.jumpToStep(120);
+        QVERIFY(panel.lossPlot()->xAxis->range().contains(120));
+    }
+
+    void histogramPanelUsesTheStoredBins()
+    {
+        HistogramPanel panel;
+        panel.setRun(m_runId, m_config, m_db);
+        QTRY_COMPARE_WITH_TIMEOUT(panel.loadedSteps(), 40, 10000);
+        auto* bars = qobject_cast<QCPBars*>(panel.histogramPlot()->plottable(0));
+        QVERIFY(bars);
+        QCOMPARE(bars->dataCount(), 32);  // one bar per stored bin, no rebinning
+        const HistBins bins = histBinsOf(m_config.probes);
+        QCOMPARE(bars->width(), bins.width());
+        panel.jumpToStep(52);  // nearest probed step is 50
+        double total = 0;
+        for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) total += it->value;
+        QCOMPARE(total, 150.0);
+        auto* map = qobject_cast<QCPColorMap*>(panel.heatMapPlot()->plottable(0));
+        QVERIFY(map);
+        QCOMPARE(map->data()->keySize(), 40);
+        QCOMPARE(map->data()->valueSize(), 32);
+    }
+
+    void attentionPanelShowsTheCollapse()
+    {
+        AttentionMapPanel panel;
+        panel.setRun(m_runId, m_config, m_db);
+        QTRY_COMPARE_WITH_TIMEOUT(panel.stepCount(), 1, 10000);
+        AttentionMap m;
+        m.size = 2;
+        m.weights = {1, 0, 0.5, 0.5};
+        QCOMPARE(AttentionMapPanel::meanRowMax(m), 0.75);
+        QVERIFY(std::fabs(AttentionMapPanel::meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
+    }
+
+    void spikesPanelListsAndJumps()
+    {
+        RunStore store(m_db.toStdString());
+        SpikesPanel panel;
+        panel.setSpikes(m_runId, store.spikes(m_runId));
+        QCOMPARE(panel.rowCount(), 1);
+        QSignalSpy jumped(&panel, &SpikesPanel::stepSelected);
+        auto* table = panel.findChild<QTableWidget*>(QStringLiteral("spikeTable"));
+        emit table->cellClicked(0, 0);
+        QCOMPARE(jumped.count(), 1);
+        QCOMPARE(jumped.at(0).at(0).toLongLong(), qint64(120));
+        QVERIFY(SpikesPanel::tierText(3).contains(QStringLiteral("QK-norm")));
+    }
+
+    void exportsCsvAndPlots()
+    {
+        RunStore store(m_db.toStdString());
+        const RunSnapshot snap = loadRunSnapshot(store, m_runId);
+        const QString csv = m_dir.filePath(QStringLiteral("run.csv"));
+        QString error;
+        QVERIFY2(saveRunCsv(snap, csv, &error), qPrintable(error));
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = f.readAll().split('\n');
+        QCOMPARE(lines.size(), 202);  // header + 200 rows + trailing newline
+        QVERIFY(lines[0].startsWith("step,loss,val_loss"));
+        QVERIFY(lines[0].contains("L0_logit_max_raw"));
+        LivePlotsPanel panel;
+        panel.resize(1000, 700);
+        panel.showRun(snap);
+        const QString png = m_dir.filePath(QStringLiteral("loss.png"));
+        const QString pdf = m_dir.filePath(QStringLiteral("loss.pdf"));
+        QVERIFY(savePlot(panel.lossPlot(), png, &error));
+        QVERIFY(savePlot(panel.lossPlot(), pdf, &error));
+        QVERIFY(QFile(png).size() > 1000);
+        QVERIFY(QFile(pdf).size() > 500);
+        QVERIFY(!savePlot(panel.lossPlot(), QStringLiteral("/nonexistent-dir/x.png"), &error));
+        QVERIFY(!error.isEmpty());
+    }
+
+    void runListModelShowsKeySettings()
+    {
+        RunStore store(m_db.toStdString());
+        RunListModel model;
+        model.setRuns(store.listRuns());
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.data(model.index(0, RunListModel::ColStatus), Qt::DisplayRole).toString(),
+                 QStringLiteral("finished"));
+        QVERIFY(model.data(model.index(0, RunListModel::ColSettings), Qt::DisplayRole)
+                    .toString()
+                    .contains(QStringLiteral("qk_norm=none")));
+    }
+};
+
+QTEST_MAIN(PanelsTest)
+#include "panels_test.moc"

@@ -1,0 +1,120 @@
+// run_browser_test.cpp — the run list is backed by SQLite, refreshes when another process adds
+// a run, edits names/notes/tags, and reports a bad database clearly.
+#include <QFile>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "gui_test_util.h"
+#include "qklab/run_store.h"
+#include "run_browser_panel.h"
+#include "run_data.h"
+#include "run_list_model.h"
+
+using namespace qklab;
+using namespace qklab::gui;
+
+class RunBrowserTest : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase()
+    {
+        registerGuiMetaTypes();
+        QVERIFY(m_dir.isValid());
+    }
+
+    void newRunFromAnotherProcessAppears()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("shared.db"));
+        RunBrowserPanel browser;
+        browser.setPollInterval(200);
+        QVERIFY(browser.openDatabase(db));
+        QCOMPARE(browser.model()->rowCount(), 0);
+        QSignalSpy changed(&browser, &RunBrowserPanel::runsChanged);
+
+        // The real CLI, as a separate process writing to the same file.
+        QProcess cli;
+        QStringList args{QStringLiteral("run"), QStringLiteral("{}"), QStringLiteral("--db"), db,
+                         QStringLiteral("--name"), QStringLiteral("from-cli")};
+        for (const QString& s : test::tinyOverrides(20)) args << QStringLiteral("--set") << s;
+        cli.start(QStringLiteral(QKLAB_CLI_PATH), args);
+        QVERIFY2(cli.waitForStarted(10000), qPrintable(cli.errorString()));
+        // The row appears while the CLI is still training or right after, without any refresh call.
+        QTRY_COMPARE_WITH_TIMEOUT(browser.model()->rowCount(), 1, 60000);
+        QVERIFY(changed.count() >= 1);
+        QCOMPARE(QString::fromStdString(browser.model()->runs()[0].name), QStringLiteral("from-cli"));
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 0);
+        // Status follows the other process to the end.
+        QTRY_VERIFY_WITH_TIMEOUT(browser.model()->runs()[0].status == RunStatus::Finished, 10000);
+    }
+
+    void newRunFromAnotherConnectionAppears()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("writer.db"));
+        RunBrowserPanel browser;
+        browser.setPollInterval(100);
+        QVERIFY(browser.openDatabase(db));
+        NewRun nr;
+        nr.name = "writer";
+        nr.configJson = configToJson(test::tinyConfig()).dump();
+        RunWriter w(db.toStdString(), nr);
+        QTRY_COMPARE_WITH_TIMEOUT(browser.model()->rowCount(), 1, 5000);
+        QCOMPARE(browser.model()->runs()[0].status, RunStatus::Running);
+        w.finish(RunStatus::Diverged, "loss became nan");
+        QTRY_VERIFY_WITH_TIMEOUT(browser.model()->runs()[0].status == RunStatus::Diverged, 5000);
+    }
+
+    void renameNotesTagsAndDeleteThroughTheStore()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("edit.db"));
+        int64_t id = 0;
+        {
+            NewRun nr;
+            nr.name = "old";
+            nr.configJson = configToJson(test::tinyConfig()).dump();
+            RunWriter w(db.toStdString(), nr);
+            id = w.runId();
+            w.finish(RunStatus::Finished);
+        }
+        RunBrowserPanel browser;
+        QVERIFY(browser.openDatabase(db));
+        browser.store()->renameRun(id, "new");
+        browser.store()->setNotes(id, "blew up at step 40");
+        browser.store()->setTags(id, "lesson,blowup");
+        browser.refresh();
+        const RunInfo* r = browser.model()->runById(id);
+        QVERIFY(r);
+        QCOMPARE(QString::fromStdString(r->name), QStringLiteral("new"));
+        QCOMPARE(QString::fromStdString(r->tags), QStringLiteral("lesson,blowup"));
+        browser.selectRun(id);
+        QCOMPARE(browser.selectedRunId(), id);
+        browser.store()->deleteRun(id);
+        browser.refresh();
+        QCOMPARE(browser.model()->rowCount(), 0);
+    }
+
+    void badDatabaseIsReportedAndPreviousKept()
+    {
+        const QString good = m_dir.filePath(QStringLiteral("good.db"));
+        const QString bad = m_dir.filePath(QStringLiteral("bad.db"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(8192, 'x'));
+        f.close();
+        RunBrowserPanel browser;
+        QVERIFY(browser.openDatabase(good));
+        QSignalSpy errors(&browser, &RunBrowserPanel::error);
+        QVERIFY(!browser.openDatabase(bad));
+        QCOMPARE(errors.count(), 1);
+        QVERIFY(errors.at(0).at(1).toString().contains(QStringLiteral("bad.db")));
+        QCOMPARE(browser.databasePath(), good);
+    }
+};
+
+QTEST_MAIN(RunBrowserTest)
+#include "run_browser_test.moc"

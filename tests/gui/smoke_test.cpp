@@ -1,0 +1,49 @@
+// smoke_test.cpp — launches the real qklab binary with a tiny config, lets it train ~50 steps,
+// and checks the exit code, the screenshot file and that the loss plot had data points.
+#include <QFileInfo>
+#include <QImage>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "gui_test_util.h"
+
+class SmokeTest : public QObject {
+    Q_OBJECT
+private slots:
+    void appTrainsAndScreenshots()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString shot = dir.filePath(QStringLiteral("smoke.png"));
+        QStringList args{QStringLiteral("--preset"),
+                         qklab::gui::test::sourceDir() + QStringLiteral("/experiments/blowup_no_qknorm.json"),
+                         QStringLiteral("--db"), dir.filePath(QStringLiteral("smoke.db")),
+                         QStringLiteral("--autostart"), QStringLiteral("--quit-after-steps"), QStringLiteral("50"),
+                         QStringLiteral("--screenshot"), shot};
+        for (const QString& s : qklab::gui::test::tinyOverrides(60)) args << QStringLiteral("--set") << s;
+        QProcess app;
+        app.setProcessChannelMode(QProcess::MergedChannels);
+        // Settings of this test must not leak into a user's QSettings.
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("config")));
+        if (!env.contains(QStringLiteral("QT_QPA_PLATFORM")))
+            env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        app.setProcessEnvironment(env);
+        app.start(QStringLiteral(QKLAB_APP_PATH), args);
+        QVERIFY2(app.waitForStarted(10000), qPrintable(app.errorString()));
+        QVERIFY2(app.waitForFinished(300000), "qklab did not quit");
+        const QString out = QString::fromLocal8Bit(app.readAll());
+        QVERIFY2(app.exitStatus() == QProcess::NormalExit && app.exitCode() == 0, qPrintable(out));
+        const auto m = QRegularExpression(QStringLiteral("loss points: (\\d+)")).match(out);
+        QVERIFY2(m.hasMatch(), qPrintable(out));
+        QVERIFY2(m.captured(1).toInt() >= 50, qPrintable(out));
+        QVERIFY(QFileInfo(shot).size() > 10000);
+        const QImage image(shot);
+        QVERIFY(image.width() >= 800 && image.height() >= 500);
+    }
+};
+
+QTEST_MAIN(SmokeTest)
+#include "smoke_test.moc"
