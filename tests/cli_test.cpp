@@ -1,1 +1,161 @@
+// cli_test.cpp — qklab-cli end to end: run/list/show/export on a tiny preset, exit codes and
+// messages for bad input, a corrupt database, divergence, and SIGKILL mid-run (committed rows
+// stay, the run shows as interrupted).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "qklab/run_store.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+    int status = -1;
+    std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/qklab-cli-XXXXXX";
+        m_dir = mkdtemp(tmpl);
+        m_db = m_dir + "/runs.db";
+        m_preset = m_dir + "/tiny.json";
+        std::ofstream(m_preset) << R"({"why": "tiny", "model": {"d_model": 32, "n_layers": 1,
+            "n_heads": 2, "seq_len": 32}, "schedule": {"steps": 12, "warmup_steps": 2},
+            "data": {"batch_size": 4}, "probes": {"every": 4}, "eval": {"every": 0, "batches": 1}})";
+    }
+    void TearDown() override { fs::remove_all(m_dir); }
+
+    Result cli(const std::string& args) {
+        const std::string errFile = m_dir + "/stderr.txt";
+        const std::string cmd = std::string(QKLAB_CLI_PATH) + " " + args + " 2>" + errFile;
+        Result r;
+        FILE* p = popen(cmd.c_str(), "r");
+        std::array<char, 4096> buf{};
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+        r.status = WEXITSTATUS(pclose(p));
+        std::ifstream e(errFile);
+        r.err.assign(std::istreambuf_iterator<char>(e), {});
+        return r;
+    }
+
+    std::string m_dir, m_db, m_preset;
+};
+
+}  // namespace
+
+TEST_F(CliTest, RunListShowExport) {
+    const Result run = cli("run " + m_preset + " --db " + m_db + " --name first --set optim.lr=0.01");
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "1\n");  // the run id on stdout
+    const Result show = cli("show first --json --db " + m_db);
+    ASSERT_EQ(show.status, 0) << show.err;
+    const json j = json::parse(show.out);
+    EXPECT_EQ(j["summary"]["status"], "finished");
+    EXPECT_EQ(j["summary"]["steps_done"], 12);
+    EXPECT_LT(j["summary"]["final_loss"].get<double>(), 5.6);
+    EXPECT_GT(j["summary"]["max_attn_logit"].get<double>(), 0.0);
+    EXPECT_EQ(j["summary"]["max_attn_logit_capped"], j["summary"]["max_attn_logit"]);  // no cap
+    EXPECT_EQ(j["summary"]["spikes"], 0);
+    EXPECT_EQ(j["config"]["optim"]["lr"], 0.01);
+    EXPECT_EQ(j["config"]["why"], "tiny");
+
+    const Result list = cli("list --json --db " + m_db);
+    ASSERT_EQ(list.status, 0);
+    EXPECT_EQ(json::parse(list.out).size(), 1u);
+
+    const Result csv = cli("export 1 --format csv --db " + m_db);
+    ASSERT_EQ(csv.status, 0);
+    EXPECT_EQ(csv.out.rfind("step,loss,val_loss,grad_norm", 0), 0u);
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 13);  // header + 12 steps
+    EXPECT_NE(csv.out.find("layer0_max_raw"), std::string::npos);
+    const Result js = cli("export first --format json --db " + m_db);
+    const json e = json::parse(js.out);
+    EXPECT_EQ(e["steps"].size(), 12u);
+    EXPECT_EQ(e["probes"].size(), 3u);  // steps 0, 4, 8; one layer row each
+}
+
+TEST_F(CliTest, BadInputNamesTheProblem) {
+    Result r = cli("run " + m_preset + " --db " + m_db + " --set optim.lr=-1");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("optim.lr = -1"), std::string::npos) << r.err;
+    r = cli("run " + m_preset + " --db " + m_db + " --set model.n_heads=3");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("model.n_heads = 3"), std::string::npos) << r.err;
+    r = cli("run " + m_dir + "/missing.json --db " + m_db);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
+    std::ofstream(m_dir + "/broken.json") << "{\"optim\": ";
+    r = cli("run " + m_dir + "/broken.json --db " + m_db);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("broken.json is not valid JSON"), std::string::npos) << r.err;
+    r = cli("show nosuchrun --db " + m_db);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("nosuchrun"), std::string::npos) << r.err;
+    EXPECT_TRUE(qklab::RunStore(m_db).listRuns().empty());  // nothing half-written
+}
+
+TEST_F(CliTest, CorruptDatabaseIsReportedAndLeftAlone) {
+    const std::string garbage = m_dir + "/garbage.db";
+    std::ofstream(garbage) << std::string(4096, 'x');
+    const Result r = cli("list --db " + garbage);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("is not a qklab database"), std::string::npos) << r.err;
+    EXPECT_EQ(fs::file_size(garbage), 4096u);
+}
+
+TEST_F(CliTest, DivergedRunExitsZeroAndIsMarked) {
+    const Result r = cli("run " + m_preset + " --db " + m_db +
+                         " --set optim.lr=1000 --set optim.grad_clip=0 --set schedule.warmup_steps=0");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+    const auto info = qklab::RunStore(m_db).run(1);
+    EXPECT_EQ(info.status, qklab::RunStatus::Diverged);
+    EXPECT_NE(info.statusMessage.find("became"), std::string::npos);
+}
+
+TEST_F(CliTest, SigkillMidRunKeepsCommittedRowsAndShowsInterrupted) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const std::string steps = "schedule.steps=100000";
+        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "run", m_preset.c_str(), "--db", m_db.c_str(),
+              "--set", steps.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // Wait until at least 20 steps are committed, then kill without warning.
+    int64_t committed = 0;
+    for (int i = 0; i < 600 && committed < 20; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!fs::exists(m_db)) continue;
+        try {
+            qklab::RunStore store(m_db);
+            if (!store.listRuns().empty()) committed = static_cast<int64_t>(store.stepMetrics(1).size());
+        } catch (const std::exception&) {
+        }
+    }
+    ASSERT_GE(committed, 20);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    qklab::RunStore store(m_db);
+    EXPECT_GE(static_cast<int64_t>(store.stepMetrics(1).size()), committed);
+    EXPECT_FALSE(store.probeStats(1).empty());
+    const Result list = cli("list --json --db " + m_db);  // list reconciles dead writers
+    const json runs = json::parse(list.out);
+    EXPECT_EQ(runs[0]["status"], "interrupted");
+    EXPECT_GE(runs[0]["steps_done"].get<int64_t>(), committed);
+}
