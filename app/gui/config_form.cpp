@@ -69,7 +69,8 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
             scroll->setWidget(page);
             scroll->setWidgetResizable(true);
             scroll->setFrameShape(QFrame::NoFrame);
-            m_toolBox->addItem(scroll, group);
+            // '&' would become a mnemonic underline ("Data _events").
+            m_toolBox->addItem(scroll, QString(group).replace(QLatin1Char('&'), QStringLiteral("&&")));
         }
         const QString key = QString::fromStdString(f.key);
         QWidget* editor = createEditor(f);
@@ -94,7 +95,7 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
     if (!form) {
         auto* page = new QWidget;
         form = new QFormLayout(page);
-        m_toolBox->addItem(page, eventsGroup);
+        m_toolBox->addItem(page, QStringLiteral("Data && events"));
     }
     m_events = new QPlainTextEdit;
     m_events->setObjectName(QStringLiteral("events"));

@@ -18,6 +18,7 @@
 #include "async_store.h"
 #include "plot_export.h"
 #include "plot_style.h"
+#include "qklab/spikes.h"
 #include "run_data.h"
 
 namespace qklab::gui {
@@ -143,6 +144,17 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
     setHistogramTicker(m_hist->xAxis, m_bins);
     setHistogramTicker(m_heat->yAxis, m_bins);
     m_hist->xAxis->setLabel(m_bins.axisLabel());
+    // The domain's thresholds (|logit| 20 healthy, 30 intervene) drawn on the heat map in the
+    // histogram's own scale, so a blow-up is seen crossing them.
+    clearItems(m_heat, QStringLiteral("threshold"));
+    for (double t : {kHealthyMaxLogit, kInterveneMaxLogit}) {
+        const QColor color = t == kHealthyMaxLogit ? QColor(230, 150, 0) : QColor(200, 0, 0);
+        for (double sign : {1.0, -1.0}) {
+            const double y = m_bins.fromRaw(sign * t);
+            if (y > m_bins.edges.front() && y < m_bins.edges.back())
+                addThresholdLine(m_heat, y, color, sign > 0 ? QStringLiteral("%1").arg(t) : QString());
+        }
+    }
     if (!same) {
         m_rows.clear();
         rebuildSelectors();

@@ -128,7 +128,7 @@ Event InterventionPanel::annealEvent() const
 Event InterventionPanel::softcapEvent() const
 {
     return Event{0, "softcap",
-                 {{"kind", m_capKind->currentText().toStdString()}, {"c", m_capC->value()}}};
+                 {{"cap", m_capKind->currentText().toStdString()}, {"c", m_capC->value()}}};
 }
 
 Event InterventionPanel::dirtyBatchEvent() const

@@ -110,8 +110,11 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
 
     m_logits = makePlot(tr("Attention logits per layer: raw max, p99 (capped max dashed)"),
                         tr("logit"));
+    // Rising series: keep the legend out of their way.
+    m_logits->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     setLogAxis(m_logits->yAxis, true);
     m_norms = makePlot(tr("q / k norm p90 per layer (raw projections)"), tr("L2 norm"));
+    m_norms->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     setLogAxis(m_norms->yAxis, true);
     m_entropy = makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"),
                          tr("entropy (nats)"));
@@ -180,7 +183,7 @@ void LivePlotsPanel::setupThresholds()
 {
     clearItems(m_logits, QStringLiteral("threshold"));
     addThresholdLine(m_logits, kHealthyMaxLogit, QColor(230, 150, 0),
-                     tr("healthy max < %1").arg(kHealthyMaxLogit));
+                     tr("healthy max < %1").arg(kHealthyMaxLogit), /*labelBelow=*/true);
     addThresholdLine(m_logits, kInterveneMaxLogit, QColor(200, 0, 0),
                      tr("intervene > %1").arg(kInterveneMaxLogit));
     // With RMS QK-norm and s = 1/sqrt(d_head), |logit| <= sqrt(d_head): draw the bound the
@@ -188,7 +191,7 @@ void LivePlotsPanel::setupThresholds()
     const RunConfig& c = m_run.config;
     if (c.attention.qkNorm != "none" && c.model.nHeads > 0 && !c.attention.scale)
         addThresholdLine(m_logits, std::sqrt(double(c.dHead())), QColor(90, 90, 90),
-                         tr("QK-norm bound √d_head"));
+                         tr("QK-norm bound √d_head"), /*labelBelow=*/true);
 }
 
 void LivePlotsPanel::clear()
@@ -366,7 +369,7 @@ void LivePlotsPanel::replotNow()
             // A flat series (constant LR, C) would otherwise get a zero-height range.
             QCPRange r = axis->range();
             if (r.size() <= 1e-12 * std::max(1.0, std::fabs(r.upper))) {
-                const double pad = std::max(1e-9, std::fabs(r.upper) * 0.1);
+                const double pad = r.upper != 0 ? std::fabs(r.upper) * 0.1 : 1.0;
                 axis->setRange(r.lower - pad, r.upper + pad);
             } else if (axis->scaleType() == QCPAxis::stLinear) {
                 axis->scaleRange(1.08, r.center());
@@ -376,7 +379,24 @@ void LivePlotsPanel::replotNow()
         }
         p->replot(QCustomPlot::rpQueuedReplot);
     }
+    // Both thresholds stay in view so a healthy run is seen to be *below* them.
+    QCPRange lr = m_logits->yAxis->range();
+    if (lr.upper < kInterveneMaxLogit * 2.5) {
+        m_logits->yAxis->setRange(lr.lower, kInterveneMaxLogit * 2.5);
+        m_logits->replot(QCustomPlot::rpQueuedReplot);
+    }
     m_syncing = false;
+}
+
+void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status)
+{
+    if (runId != m_run.runId) return;
+    m_header->setText(tr("Run %1 “%2” — %3 · %4")
+                          .arg(runId)
+                          .arg(QString::fromStdString(m_run.info.name).isEmpty()
+                                   ? QStringLiteral("run-%1").arg(runId)
+                                   : QString::fromStdString(m_run.info.name),
+                               status, keySettings(m_run.config)));
 }
 
 void LivePlotsPanel::syncXRanges(QCustomPlot* source)

@@ -30,6 +30,7 @@ public:
     void startLive(int64_t runId, const RunConfig& config, const QString& name);
     void appendBatch(const LiveBatch& batch);            // ignored unless batch.runId is shown
     void clear();
+    void setRunStatus(int64_t runId, const QString& status);  // header text after the run ends
 
     int64_t runId() const { return m_run.runId; }
     const RunSnapshot& run() const { return m_run; }

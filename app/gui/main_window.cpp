@@ -7,7 +7,6 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFileDialog>
-#include <QGroupBox>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScrollArea>
@@ -62,22 +61,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     setupLayout->addWidget(m_presets);
     setupLayout->addWidget(m_form, 1);
     setupLayout->addWidget(m_preview);
-    addDockWidget(Qt::LeftDockWidgetArea, makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), setup));
+    m_setupDock = makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), setup);
+    addDockWidget(Qt::LeftDockWidgetArea, m_setupDock);
 
-    // Run dock: controls and interventions.
-    auto* runBox = new QWidget;
-    auto* runLayout = new QVBoxLayout(runBox);
-    runLayout->setContentsMargins(4, 4, 4, 4);
+    // Controls as a strip over the views; interventions share the left column with the
+    // set-up form (tabbed), and come to the front when a run starts.
     m_controls = new RunControlsPanel(m_controller);
-    auto* interventionBox = new QGroupBox(tr("Intervene mid-run"));
-    auto* ivLayout = new QVBoxLayout(interventionBox);
-    ivLayout->setContentsMargins(2, 2, 2, 2);
+    auto* controlsDock = makeDock(this, tr("Train"), QStringLiteral("runDock"), m_controls);
+    controlsDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::TopDockWidgetArea, controlsDock);
+    auto* ivBox = new QWidget;
+    auto* ivLayout = new QVBoxLayout(ivBox);
     m_interventions = new InterventionPanel(m_controller);
     ivLayout->addWidget(m_interventions);
-    runLayout->addWidget(m_controls);
-    runLayout->addWidget(interventionBox);
-    runLayout->addStretch(1);
-    addDockWidget(Qt::LeftDockWidgetArea, makeDock(this, tr("Train"), QStringLiteral("runDock"), runBox));
+    ivLayout->addStretch(1);
+    m_interventionDock = makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"), ivBox);
+    addDockWidget(Qt::LeftDockWidgetArea, m_interventionDock);
+    tabifyDockWidget(m_setupDock, m_interventionDock);
+    m_setupDock->raise();
 
     // Centre: the views of one run.
     m_tabs = new QTabWidget;
@@ -269,6 +270,7 @@ void MainWindow::onRunStarted(qint64 runId, const QString& name)
         QSignalBlocker block(m_browser);
         m_browser->selectRun(runId);
     }
+    m_interventionDock->raise();
     statusBar()->showMessage(tr("Run %1 started").arg(runId), 5000);
 }
 
@@ -284,13 +286,16 @@ void MainWindow::onBatch(const LiveBatch& batch)
 void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed)
 {
     m_browser->refresh();
+    m_live->setRunStatus(runId, status);
     m_histograms->notifyNewData(runId);
     m_attention->notifyNewData(runId);
     if (failed) {
         showError(tr("Run failed"), runId > 0 ? tr("Run %1 failed:\n%2").arg(runId).arg(message) : message);
         return;
     }
-    statusBar()->showMessage(tr("Run %1 %2 %3").arg(runId).arg(status, message), 20000);
+    statusBar()->showMessage(message.isEmpty() ? tr("Run %1 %2").arg(runId).arg(status)
+                                               : tr("Run %1 %2: %3").arg(runId).arg(status, message),
+                             20000);
 }
 
 void MainWindow::jumpAll(qint64 step)
@@ -304,7 +309,12 @@ void MainWindow::restoreLayout()
 {
     QSettings settings;
     if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray())) resize(1560, 960);
-    restoreState(settings.value(QStringLiteral("windowState")).toByteArray());
+    if (!restoreState(settings.value(QStringLiteral("windowState")).toByteArray())) {
+        // First start: most of the height to the views, a short run list, a readable form.
+        if (auto* runs = findChild<QDockWidget*>(QStringLiteral("runsDock")))
+            resizeDocks({runs}, {170}, Qt::Vertical);
+        resizeDocks({m_setupDock}, {400}, Qt::Horizontal);
+    }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

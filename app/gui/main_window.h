@@ -10,6 +10,7 @@
 #include "gui_types.h"
 #include "run_data.h"
 
+class QDockWidget;
 class QTabWidget;
 
 namespace qklab::gui {
@@ -79,6 +80,8 @@ private:
     SpikesPanel* m_spikes = nullptr;
     RunBrowserPanel* m_browser = nullptr;
     QTabWidget* m_tabs = nullptr;
+    QDockWidget* m_setupDock = nullptr;
+    QDockWidget* m_interventionDock = nullptr;
     uint64_t m_openGeneration = 0;
     bool m_quiet = false;
 };

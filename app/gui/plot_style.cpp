@@ -28,7 +28,7 @@ void clearItems(QCustomPlot* plot, const QString& role)
     removeItemsWithRole(plot, role);
 }
 
-void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend)
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignment legendAt)
 {
     QFont small = plot->font();
     small.setPointSizeF(std::max(7.0, small.pointSizeF() - 1));
@@ -46,7 +46,7 @@ void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend)
     plot->legend->setFont(small);
     plot->legend->setBrush(QColor(255, 255, 255, 200));
     plot->legend->setRowSpacing(-3);
-    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    plot->axisRect()->insetLayout()->setInsetAlignment(0, legendAt);
     plot->setMinimumHeight(120);
 }
 
@@ -57,8 +57,10 @@ void setLogAxis(QCPAxis* axis, bool log)
         QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
         ticker->setLogBase(10);
         axis->setTicker(ticker);
-        axis->setNumberFormat(QStringLiteral("eb"));
-        axis->setNumberPrecision(0);
+        ticker->setSubTickCount(8);
+        // "gb": 0.1, 1, 10, 100, 1e+03 — readable without superscripts at small font sizes.
+        axis->setNumberFormat(QStringLiteral("g"));
+        axis->setNumberPrecision(3);
     } else {
         axis->setScaleType(QCPAxis::stLinear);
         axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
@@ -67,7 +69,8 @@ void setLogAxis(QCPAxis* axis, bool log)
     }
 }
 
-void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label)
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
+                      bool labelBelow)
 {
     auto* line = new QCPItemStraightLine(plot);
     line->setProperty(kRole, QStringLiteral("threshold"));
@@ -80,7 +83,7 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
     text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
     text->position->setTypeY(QCPItemPosition::ptPlotCoords);
     text->position->setCoords(0.995, y);
-    text->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    text->setPositionAlignment(Qt::AlignRight | (labelBelow ? Qt::AlignTop : Qt::AlignBottom));
     text->setText(label);
     text->setColor(color);
     QFont f = plot->font();
@@ -103,9 +106,9 @@ QString eventLabel(const EventRecord& e)
                         .arg(QString::fromStdString(p["variant"].get<std::string>()));
         } else if (e.kind == "qk_anneal" && p.contains("steps")) {
             label = QStringLiteral("anneal %1 steps").arg(p["steps"].get<long long>());
-        } else if (e.kind == "softcap" && p.contains("kind")) {
+        } else if (e.kind == "softcap" && p.contains("cap")) {
             label = QStringLiteral("softcap %1").arg(
-                QString::fromStdString(p["kind"].get<std::string>()));
+                QString::fromStdString(p["cap"].get<std::string>()));
             if (p.contains("c")) label += QStringLiteral(" C=%1").arg(p["c"].get<double>());
         } else if (e.kind == "dirty_batch") {
             label = QStringLiteral("dirty batch");

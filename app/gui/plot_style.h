@@ -21,11 +21,13 @@ namespace qklab::gui {
 struct HistBins;
 
 // Fonts, margins, x-drag/zoom (y stays auto-scaled), legend in the top-left.
-void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend = true);
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend = true,
+               Qt::Alignment legendAt = Qt::AlignTop | Qt::AlignRight);
 void setLogAxis(QCPAxis* axis, bool log);
 
 // Horizontal reference line with a small label at the right edge (thresholds 20 and 30).
-void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label);
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
+                      bool labelBelow = false);
 
 // Replace the event markers (vertical dashed lines with the event kind as a label); user
 // interventions are drawn in a stronger colour than config events.

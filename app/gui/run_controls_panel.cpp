@@ -1,11 +1,10 @@
 // run_controls_panel.cpp — buttons, progress and queue display.
 #include "run_controls_panel.h"
 
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QListWidget>
+#include <QComboBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -29,16 +28,15 @@ QString formatDuration(double seconds)
 RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     : QWidget(parent), m_controller(controller)
 {
-    auto* layout = new QVBoxLayout(this);
-    auto* nameRow = new QHBoxLayout;
-    nameRow->addWidget(new QLabel(tr("Run name")));
+    // One horizontal strip (top of the window): the controls stay visible whatever view or
+    // set-up page is open.
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(4, 2, 4, 2);
     m_name = new QLineEdit;
-    m_name->setPlaceholderText(tr("(automatic: run-<id>)"));
+    m_name->setPlaceholderText(tr("run name (automatic)"));
     m_name->setObjectName(QStringLiteral("runName"));
-    nameRow->addWidget(m_name, 1);
-    layout->addLayout(nameRow);
-
-    auto* buttons = new QHBoxLayout;
+    m_name->setMaximumWidth(170);
+    layout->addWidget(m_name);
     m_start = new QPushButton(tr("▶ Start"));
     m_start->setObjectName(QStringLiteral("startButton"));
     m_start->setToolTip(tr("Train the form's config (queued if a run is training)"));
@@ -47,30 +45,29 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     m_stop = new QPushButton(tr("■ Stop"));
     m_stop->setObjectName(QStringLiteral("stopButton"));
     m_stop->setToolTip(tr("Stop the training run (it is kept, marked stopped, and can be browsed)"));
-    buttons->addWidget(m_start);
-    buttons->addWidget(m_pause);
-    buttons->addWidget(m_stop);
-    layout->addLayout(buttons);
+    layout->addWidget(m_start);
+    layout->addWidget(m_pause);
+    layout->addWidget(m_stop);
 
     m_progress = new QProgressBar;
     m_progress->setObjectName(QStringLiteral("runProgress"));
     m_progress->setRange(0, 1);
     m_progress->setValue(0);
     m_progress->setFormat(QStringLiteral("%v / %m steps"));
-    layout->addWidget(m_progress);
+    m_progress->setMinimumWidth(200);
+    layout->addWidget(m_progress, 2);
     m_status = new QLabel(tr("Idle"));
     m_status->setObjectName(QStringLiteral("runStatus"));
-    m_status->setWordWrap(true);
-    layout->addWidget(m_status);
+    m_status->setMinimumWidth(200);
+    layout->addWidget(m_status, 3);
 
-    auto* queueRow = new QHBoxLayout;
-    m_queue = new QListWidget;
-    m_queue->setMaximumHeight(60);
+    m_queue = new QComboBox;
     m_queue->setToolTip(tr("Runs waiting to train, in order"));
-    m_removeQueued = new QPushButton(tr("Remove"));
-    queueRow->addWidget(m_queue, 1);
-    queueRow->addWidget(m_removeQueued, 0, Qt::AlignTop);
-    layout->addLayout(queueRow);
+    m_queue->setMinimumContentsLength(18);
+    m_queue->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_removeQueued = new QPushButton(tr("Unqueue"));
+    layout->addWidget(m_queue);
+    layout->addWidget(m_removeQueued);
 
     connect(m_start, &QPushButton::clicked, this, &RunControlsPanel::startRun);
     connect(m_pause, &QPushButton::clicked, this, [this] {
@@ -81,7 +78,7 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     });
     connect(m_stop, &QPushButton::clicked, m_controller, &RunController::stop);
     connect(m_removeQueued, &QPushButton::clicked, this, [this] {
-        m_controller->removeQueued(m_queue->currentRow());
+        m_controller->removeQueued(m_queue->currentIndex());
     });
     connect(m_controller, &RunController::progress, this, &RunControlsPanel::onProgress);
     connect(m_controller, &RunController::started, this, &RunControlsPanel::onStarted);
@@ -92,12 +89,13 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     connect(m_controller, &RunController::queueChanged, this, &RunControlsPanel::refreshQueue);
     connect(m_controller, &RunController::finished, this,
             [this](qint64 id, const QString& status, const QString& message) {
-        onEnded(tr("Run %1 %2. %3").arg(id).arg(status, message));
+        onEnded(message.isEmpty() ? tr("Run %1 %2.").arg(id).arg(status)
+                                  : tr("Run %1 %2: %3").arg(id).arg(status, message));
     });
     connect(m_controller, &RunController::failed, this, [this](qint64, const QString& message) {
         onEnded(tr("Run failed: %1").arg(message));
     });
-    refreshButtons();
+    refreshQueue();
 }
 
 void RunControlsPanel::setStartEnabled(bool enabled)
@@ -190,7 +188,9 @@ void RunControlsPanel::refreshQueue()
                              .arg(r.name.isEmpty() ? tr("(unnamed)") : r.name,
                                   keySettings(r.config)));
     }
-    m_removeQueued->setEnabled(n > 0);
+    // Hidden when empty: most of the time nothing is queued.
+    m_queue->setVisible(n > 0);
+    m_removeQueued->setVisible(n > 0);
     refreshButtons();
 }
 

@@ -14,7 +14,7 @@
 
 class QLabel;
 class QLineEdit;
-class QListWidget;
+class QComboBox;
 class QProgressBar;
 class QPushButton;
 
@@ -57,7 +57,7 @@ private:
     QPushButton* m_stop = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_status = nullptr;
-    QListWidget* m_queue = nullptr;
+    QComboBox* m_queue = nullptr;
     QPushButton* m_removeQueued = nullptr;
     QElapsedTimer m_runClock;
     int64_t m_stepAtClockStart = 0;

@@ -75,7 +75,8 @@ void SchedulePreview::setConfig(const RunConfig& config)
         QCPRange r = g->getValueRange(found);
         if (!found) r = QCPRange(0, 1);
         // A constant lane still needs a visible band around its value.
-        const double pad = std::max({1e-12, (r.upper - r.lower) * 0.1, std::fabs(r.upper) * 0.05});
+        const double pad = r.size() > 0 ? r.size() * 0.1
+                                         : (r.upper != 0 ? std::fabs(r.upper) * 0.1 : 1.0);
         g->valueAxis()->setRange(r.lower - pad, r.upper + pad);
     }
     m_plot->graph(2)->valueAxis()->setLabel(config.attention.softcap.kind == "none"

@@ -117,6 +117,7 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes)
         addRow(s);
     }
     m_table->setUpdatesEnabled(true);
+    m_table->resizeColumnsToContents();
     int worst = 0;
     for (const Spike& s : m_spikes) worst = std::max(worst, s.tier);
     m_summary->setText(m_spikes.empty()
