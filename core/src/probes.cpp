@@ -33,7 +33,7 @@ torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
 
 // Per-row quantile q of x (R, N) via kthvalue, as a (R) tensor.
 torch::Tensor rowQuantile(const torch::Tensor& x, double q) {
-    auto s = sampleColumns(x, kMaxExactSamples);
+    auto s = sampleColumns(x, kMaxQuantileSamples);
     const int64_t n = s.size(1);
     const int64_t k = std::max<int64_t>(1, std::min<int64_t>(n, static_cast<int64_t>(std::ceil(q * n))));
     return std::get<0>(torch::kthvalue(s, k, 1));
@@ -69,8 +69,9 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
     for (const auto& cap : captures) {
         const int64_t H = cap.raw.size(1), T = cap.raw.size(2);
         auto idx = causalIndices(T, cap.raw.device());
-        auto raw = validByHead(cap.raw, idx);        // (H, N)
-        auto capped = validByHead(cap.capped, idx);  // (H, N)
+        auto raw = validByHead(cap.raw, idx);  // (H, N)
+        const bool hasCap = settings.softcap != Softcap::None;
+        auto capped = hasCap ? validByHead(cap.capped, idx) : raw;  // (H, N)
         auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
         auto qrn = normsByHead(cap.qRaw), krn = normsByHead(cap.kRaw);
         // Entropy of each query row; xlogy(0, 0) = 0 for the masked (zero) probabilities.
@@ -80,13 +81,20 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
                         ? torch::zeros({H}, raw.options())
                         : (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1);
 
-        auto perHead = torch::stack(std::vector<torch::Tensor>{raw.amax(1), rowQuantile(raw, 0.99), raw.mean(1),
-                                     capped.amax(1), rowQuantile(capped, 0.99), capped.mean(1),
+        auto rawMax = raw.amax(1), rawP99 = rowQuantile(raw, 0.99), rawMean = raw.mean(1);
+        auto rawWholeP99 = wholeQuantile(raw, 0.99);
+        // Without a cap the capped statistics equal the raw ones: do not compute them twice.
+        auto perHead = torch::stack(std::vector<torch::Tensor>{rawMax, rawP99, rawMean,
+                                     hasCap ? capped.amax(1) : rawMax,
+                                     hasCap ? rowQuantile(capped, 0.99) : rawP99,
+                                     hasCap ? capped.mean(1) : rawMean,
                                      rowQuantile(qn, 0.9), rowQuantile(kn, 0.9),
                                      rowQuantile(qrn, 0.9), rowQuantile(krn, 0.9), entropy, frac},
                                     1);  // (H, kColumns)
-        auto layer = torch::stack(std::vector<torch::Tensor>{raw.max(), wholeQuantile(raw, 0.99), raw.mean(), capped.max(),
-                                   wholeQuantile(capped, 0.99), capped.mean(),
+        auto layer = torch::stack(std::vector<torch::Tensor>{rawMax.max(), rawWholeP99, rawMean.mean(),
+                                   hasCap ? capped.max() : rawMax.max(),
+                                   hasCap ? wholeQuantile(capped, 0.99) : rawWholeP99,
+                                   hasCap ? capped.mean() : rawMean.mean(),
                                    wholeQuantile(qn, 0.9), wholeQuantile(kn, 0.9),
                                    wholeQuantile(qrn, 0.9), wholeQuantile(krn, 0.9),
                                    entropy.mean(), frac.mean()});

@@ -1,0 +1,116 @@
+// bench_train — training throughput of the C++ engine, for scripts/bench.sh.
+//
+//   bench_train --config tiny|10m|PRESET.json [--steps N] [--warmup W] [--probes-every P]
+//               [--threads T] [--set k=v]...
+//
+// Prints one JSON line: steps/s, tokens/s, model FLOP/s (6N + 12*L*T*d per token, the PaLM
+// count) and the machine's measured matmul FLOP/s, so results can be read against the peak.
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "qklab/trainer.h"
+
+using namespace qklab;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+RunConfig benchConfig(const std::string& name) {
+    RunConfig c;
+    if (name == "tiny") {  // the tiny config: d 128, 2 layers, 4 heads, T 128, batch 16
+        return c;
+    }
+    if (name == "10m") {  // ~10.8M parameters: d 384, 6 layers, 6 heads (d_head 64)
+        c.model.dModel = 384;
+        c.model.nLayers = 6;
+        c.model.nHeads = 6;
+        c.model.seqLen = 256;
+        c.data.batchSize = 8;
+        return c;
+    }
+    return loadPreset(name);
+}
+
+struct Timer : TrainingObserver {
+    int64_t warmup = 0;
+    Clock::time_point start;
+    int64_t measured = 0;
+    void onStep(const StepMetrics& m) override {
+        if (m.step + 1 == warmup) start = Clock::now();
+        if (m.step + 1 > warmup) ++measured;
+    }
+};
+
+double matmulGflops() {
+    torch::NoGradGuard g;
+    const int64_t n = 1024;
+    auto a = torch::randn({n, n}), b = torch::randn({n, n});
+    torch::mm(a, b);
+    const auto t0 = Clock::now();
+    int reps = 0;
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < 1.0) {
+        torch::mm(a, b);
+        ++reps;
+    }
+    return 2.0 * n * n * n * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bench_train: steps/s of the qklab engine"};
+    std::string configName = "tiny";
+    int64_t steps = 60, warmup = 10, probesEvery = 10, threads = 0;
+    std::vector<std::string> overrides;
+    std::string profilePath;
+    app.add_option("--profile", profilePath, "write a chrome://tracing profile of the run here");
+    app.add_option("--config", configName, "tiny, 10m or a preset file");
+    app.add_option("--steps", steps, "measured steps");
+    app.add_option("--warmup", warmup, "untimed steps first");
+    app.add_option("--probes-every", probesEvery, "probes.every (0 = off)");
+    app.add_option("--threads", threads, "CPU threads (0 = all)");
+    app.add_option("--set", overrides, "config override");
+    CLI11_PARSE(app, argc, argv);
+
+    RunConfig c = benchConfig(configName);
+    c.schedule.steps = warmup + steps;
+    c.schedule.warmupSteps = std::min<int64_t>(c.schedule.warmupSteps, warmup);
+    c.probes.every = probesEvery;
+    c.probes.attnMapEvery = 0;
+    c.eval.every = 0;          // validation is not part of a training step
+    c.eval.batches = 1;
+    c.run.threads = threads;
+    for (const auto& o : overrides) applyOverride(c, o);
+    Trainer trainer(c);
+    Timer timer;
+    timer.warmup = warmup;
+    {
+        std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+        if (!profilePath.empty())
+            profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profilePath);
+        trainer.run(timer);
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - timer.start).count();
+    const double stepsPerSec = static_cast<double>(timer.measured) / seconds;
+    const double tokens = static_cast<double>(c.data.batchSize * c.model.seqLen);
+    const double nonEmbedding = 12.0 * c.model.nLayers * c.model.dModel * c.model.dModel;
+    const double flopsPerToken = 6.0 * (nonEmbedding + 256.0 * c.model.dModel) +
+                                 12.0 * c.model.nLayers * c.model.seqLen * c.model.dModel;
+    nlohmann::json r;
+    r["impl"] = "cpp";
+    r["config"] = configName;
+    r["params"] = trainer.parameterCount();
+    r["threads"] = torch::get_num_threads();
+    r["probes_every"] = probesEvery;
+    r["steps_per_s"] = stepsPerSec;
+    r["tokens_per_s"] = stepsPerSec * tokens;
+    r["model_gflops"] = stepsPerSec * tokens * flopsPerToken / 1e9;
+    r["matmul_gflops"] = matmulGflops();
+    r["torch"] = torchVersion();
+    std::cout << r.dump() << std::endl;
+    return 0;
+}
