@@ -102,7 +102,15 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     grid->addWidget(m_status, row++, 0, 1, 4);
     grid->setColumnStretch(1, 1);
 
-    connect(m_controller, &RunController::started, this, &InterventionPanel::refreshEnabled);
+    connect(m_controller, &RunController::started, this, [this] {
+        // A context switch cannot exceed what the model's positions were built for.
+        const RunConfig& c = m_controller->activeRequest().config;
+        m_seqLen->setRange(2, int(std::max<int64_t>(2, c.maxSeqLen())));
+        m_seqLen->setValue(int(std::max<int64_t>(2, c.model.seqLen / 2)));
+        m_seqLen->setToolTip(tr("Up to %1 (the longest context this model was built for); "
+                                "longer switches belong in the preset's events").arg(c.maxSeqLen()));
+        refreshEnabled();
+    });
     connect(m_controller, &RunController::queueChanged, this, &InterventionPanel::refreshEnabled);
     connect(m_controller, &RunController::finished, this, [this] { refreshEnabled(); });
     refreshEnabled();
@@ -146,8 +154,9 @@ Event InterventionPanel::contextEvent() const
 bool InterventionPanel::post(const Event& event)
 {
     EventRecord shown{0, event.kind, event.params.dump(), "user"};
-    if (!m_controller->intervene(event)) {
-        m_status->setText(tr("Nothing is training: start a run first."));
+    QString error;
+    if (!m_controller->intervene(event, &error)) {
+        m_status->setText(tr("<span style='color:#b00000'>Not applied: %1</span>").arg(error.toHtmlEscaped()));
         return false;
     }
     m_status->setText(tr("Posted: %1 (applies at the next step, stored as an event)")

@@ -95,9 +95,13 @@ void RunController::stopAll()
     stop();
 }
 
-bool RunController::intervene(const Event& event)
+bool RunController::intervene(const Event& event, QString* error)
 {
-    return m_busy && m_worker->intervene(event);
+    if (!m_busy) {
+        if (error) *error = tr("Nothing is training: start a run first.");
+        return false;
+    }
+    return m_worker->intervene(event, error);
 }
 
 void RunController::startNext()

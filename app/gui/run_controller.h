@@ -34,7 +34,7 @@ public:
     void resume();
     void stop();                          // the active run only; the queue continues
     void stopAll();                       // the active run and everything queued
-    bool intervene(const Event& event);
+    bool intervene(const Event& event, QString* error = nullptr);
 
     TrainingWorker* worker() const { return m_worker; }
 

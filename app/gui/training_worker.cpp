@@ -107,11 +107,21 @@ bool TrainingWorker::isPaused() const
     return m_session && m_session->trainer().isPaused();
 }
 
-bool TrainingWorker::intervene(const Event& event)
+bool TrainingWorker::intervene(const Event& event, QString* error)
 {
     std::lock_guard<std::mutex> lock(m_mutex);
-    if (!m_session) return false;
-    m_session->trainer().postIntervention(event);
+    if (!m_session) {
+        if (error) *error = tr("Nothing is training: start a run first.");
+        return false;
+    }
+    // The trainer validates the event on the caller's (GUI) thread and throws on a bad one;
+    // an exception escaping here would take the whole app down.
+    try {
+        m_session->trainer().postIntervention(event);
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return false;
+    }
     return true;
 }
 

@@ -33,8 +33,9 @@ public:
     void pause();
     void resume();
     void stop();
-    // Posts an intervention to the running trainer; false when nothing is running.
-    bool intervene(const Event& event);
+    // Posts an intervention to the running trainer; false (with *error) when nothing is
+    // running or the trainer rejects it (e.g. a context longer than the model was built for).
+    bool intervene(const Event& event, QString* error = nullptr);
     bool isRunning() const { return m_running.load(); }
     bool isPaused() const;
     int64_t currentRunId() const { return m_runId.load(); }

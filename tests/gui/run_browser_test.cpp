@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include "gui_test_util.h"
+#include "gui_types.h"
 #include "qklab/run_store.h"
 #include "run_browser_panel.h"
 #include "run_data.h"
@@ -38,7 +39,8 @@ private slots:
 
         // The real CLI, as a separate process writing to the same file.
         QProcess cli;
-        QStringList args{QStringLiteral("run"), QStringLiteral("{}"), QStringLiteral("--db"), db,
+        QStringList args{QStringLiteral("run"), test::sourceDir() + QStringLiteral("/experiments/default.json"),
+                         QStringLiteral("--db"), db,
                          QStringLiteral("--name"), QStringLiteral("from-cli")};
         for (const QString& s : test::tinyOverrides(20)) args << QStringLiteral("--set") << s;
         cli.start(QStringLiteral(QKLAB_CLI_PATH), args);

@@ -1,5 +1,6 @@
 // worker_test.cpp — the worker/GUI bridge: queued signals for progress, batches, finished,
 // diverged and failed; pause/resume/stop; queued runs; interventions stored as events.
+#include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -93,7 +94,13 @@ private slots:
     {
         RunController controller;
         QSignalSpy failed(&controller, &RunController::failed);
-        controller.enqueue(request(test::tinyConfig(5), QStringLiteral("/nonexistent-dir/x/runs.db")));
+        // A database "inside" a regular file cannot be created, even by root (who may create
+        // any missing directory).
+        const QString file = db("plain-file");
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.close();
+        controller.enqueue(request(test::tinyConfig(5), file + QStringLiteral("/x/runs.db")));
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
         QVERIFY(!failed.at(0).at(1).toString().isEmpty());
     }
@@ -105,8 +112,8 @@ private slots:
         QSignalSpy diverged(&controller, &RunController::diverged);
         QSignalSpy failed(&controller, &RunController::failed);
         RunConfig c = test::tinyConfig(200);
-        // No clipping, a huge LR and a huge init: the loss leaves the finite range quickly.
-        c.optim.lr = 1.0;
+        // No clipping, an absurd LR (1e3) and a huge init: the loss leaves the finite range quickly.
+        c.optim.lr = 1e3;
         c.optim.gradClip = 0;
         c.model.initStd = 1.0;
         c.schedule.warmupSteps = 0;
@@ -170,7 +177,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 1, 60000);
         QVERIFY(controller.intervene(Event{0, "lr_multiplier", {{"factor", 0.5}}}));
         QVERIFY(controller.intervene(Event{0, "qk_norm", {{"variant", "rms"}}}));
-        QVERIFY(controller.intervene(Event{0, "softcap", {{"kind", "tanh"}, {"c", 30.0}}}));
+        QVERIFY(controller.intervene(Event{0, "softcap", {{"cap", "tanh"}, {"c", 30.0}}}));
         const int at = progress.count();
         QTRY_VERIFY_WITH_TIMEOUT(progress.count() > at + 2, 30000);
         controller.stop();
