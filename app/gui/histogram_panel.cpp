@@ -124,6 +124,8 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent)
     clear();
 }
 
+HistogramPanel::~HistogramPanel() = default;
+
 void HistogramPanel::clear()
 {
     m_runId = 0;
@@ -184,20 +186,27 @@ void HistogramPanel::reload()
     const int32_t layer = m_layer->currentData().toInt();
     const int32_t head = m_head->currentData().isValid() ? m_head->currentData().toInt() : -1;
     const uint64_t generation = ++m_generation;
-    readStoreAsync<std::vector<LogitHistogram>>(
+    const HistBins bins = m_bins;
+    readStoreAsync<HistogramLoad>(
         this, m_dbPath,
-        [runId, layer, head](RunStore& store) {
-            auto rows = store.histograms(runId, layer, head);
-            std::sort(rows.begin(), rows.end(),
+        [runId, layer, head, bins](RunStore& store) {
+            HistogramLoad load;
+            load.rows = store.histograms(runId, layer, head);
+            std::sort(load.rows.begin(), load.rows.end(),
                       [](const LogitHistogram& a, const LogitHistogram& b) { return a.step < b.step; });
-            return rows;
+            // The heat map's cells are filled here, on the pool thread: for a 100k-step run
+            // that is 10k x 128 cells, too many to fill on the GUI thread inside 50 ms.
+            load.heat = buildHeatData(load.rows, bins, &load.maxCount);
+            return load;
         },
-        [this, generation](std::vector<LogitHistogram> rows) {
+        [this, generation](HistogramLoad load) {
             if (generation != m_generation) return;  // a newer selection is on its way
             // Stay on the newest step while a live run grows, unless the user moved away.
             const bool atEnd = m_rows.empty() || m_step->value() >= int(m_rows.size()) - 1;
             const int64_t shownStep = m_rows.empty() ? -1 : m_rows[m_step->value()].step;
-            m_rows = std::move(rows);
+            m_rows = std::move(load.rows);
+            m_pendingHeat = std::move(load.heat);
+            m_heatMax = load.maxCount;
             const int last = std::max(0, int(m_rows.size()) - 1);
             QSignalBlocker b1(m_step), b2(m_step2);
             m_step->setRange(0, last);
@@ -302,40 +311,62 @@ void HistogramPanel::showStep()
     m_heat->replot(QCustomPlot::rpQueuedReplot);
 }
 
+std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(const std::vector<LogitHistogram>& rows,
+                                                               const HistBins& config, double* maxCount)
+{
+    *maxCount = 1;
+    if (rows.empty()) return nullptr;
+    const int nx = int(rows.size());
+    const int ny = int(rows.front().counts.size());
+    if (ny == 0) return nullptr;
+    HistBins bins = config;
+    if (bins.count() != ny) {
+        bins.edges.resize(ny + 1);
+        for (int i = 0; i <= ny; ++i) bins.edges[i] = i;
+    }
+    const double first = double(rows.front().step);
+    const double last = nx > 1 ? double(rows.back().step) : first + 1;
+    // Probes run every N steps, so cells are equally spaced in step; the grid is exactly one
+    // cell per stored histogram and one per stored bin.
+    auto data = std::make_unique<QCPColorMapData>(
+        nx, ny, QCPRange(first, last), QCPRange(bins.center(0), bins.center(std::max(0, ny - 1))));
+    for (int x = 0; x < nx; ++x) {
+        const auto& counts = rows[x].counts;
+        for (int y = 0; y < ny; ++y) {
+            const double c = y < int(counts.size()) ? double(counts[y]) : 0;
+            data->setCell(x, y, c > 0 ? c : qQNaN());
+            *maxCount = std::max(*maxCount, c);
+        }
+    }
+    return data;
+}
+
+void HistogramPanel::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    if (m_pendingHeat) rebuildHeatMap();
+}
+
 void HistogramPanel::rebuildHeatMap()
 {
-    m_map->data()->clear();
     if (m_rows.empty()) {
+        m_pendingHeat.reset();
         m_map->data()->setSize(1, 1);
         m_map->data()->fill(qQNaN());
         m_heat->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
-    const int nx = int(m_rows.size());
-    const int ny = int(m_rows.front().counts.size());
-    HistBins bins = m_bins;
-    if (bins.count() != ny) {
-        bins.edges.resize(ny + 1);
-        for (int i = 0; i <= ny; ++i) bins.edges[i] = i;
-    }
-    const double first = double(m_rows.front().step);
-    const double last = nx > 1 ? double(m_rows.back().step) : first + 1;
-    // Probes run every N steps, so cells are equally spaced in step; the colour map's cell
-    // grid is exactly one cell per stored histogram and one per stored bin.
-    m_map->data()->setSize(nx, ny);
-    m_map->data()->setRange(QCPRange(first, last), QCPRange(bins.center(0), bins.center(ny - 1)));
-    double maxCount = 1;
-    for (int x = 0; x < nx; ++x) {
-        const auto& counts = m_rows[x].counts;
-        for (int y = 0; y < ny; ++y) {
-            const double c = y < int(counts.size()) ? double(counts[y]) : 0;
-            m_map->data()->setCell(x, y, c > 0 ? c : qQNaN());
-            maxCount = std::max(maxCount, c);
-        }
-    }
-    m_map->setDataRange(QCPRange(1, std::max(2.0, maxCount)));
-    m_heat->xAxis->setRange(first, last);
-    m_heat->yAxis->setRange(bins.edges.front(), bins.edges.back());
+    // Colouring a 10k x 128 image is the expensive part of a replot: only do it when the
+    // view can be seen (showEvent applies what was loaded meanwhile).
+    if (!isVisible() || !m_pendingHeat) return;
+    const QCPRange keys = m_pendingHeat->keyRange();
+    m_map->setData(m_pendingHeat.release(), /*copy=*/false);
+    m_map->setDataRange(QCPRange(1, std::max(2.0, m_heatMax)));
+    m_heat->xAxis->setRange(keys);
+    if (!m_bins.edges.empty() && m_bins.count() == m_map->data()->valueSize())
+        m_heat->yAxis->setRange(m_bins.edges.front(), m_bins.edges.back());
+    else
+        m_heat->yAxis->setRange(m_map->data()->valueRange());
     m_heat->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -9,6 +9,7 @@
 
 #include <QWidget>
 
+#include <memory>
 #include <vector>
 
 #include "hist_bins.h"
@@ -19,6 +20,7 @@ class QCheckBox;
 class QComboBox;
 class QCPBars;
 class QCPColorMap;
+class QCPColorMapData;
 class QCPColorScale;
 class QCPGraph;
 class QCustomPlot;
@@ -32,6 +34,7 @@ class HistogramPanel : public QWidget {
     Q_OBJECT
 public:
     explicit HistogramPanel(QWidget* parent = nullptr);
+    ~HistogramPanel() override;
 
     void setRun(int64_t runId, const RunConfig& config, const QString& dbPath);
     void clear();
@@ -50,7 +53,17 @@ public slots:
 signals:
     void stepSelected(qint64 step);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    struct HistogramLoad {
+        std::vector<LogitHistogram> rows;
+        std::unique_ptr<QCPColorMapData> heat;
+        double maxCount = 1;
+    };
+    static std::unique_ptr<QCPColorMapData> buildHeatData(const std::vector<LogitHistogram>& rows,
+                                                          const HistBins& bins, double* maxCount);
     void rebuildSelectors();
     void showStep();
     void rebuildHeatMap();
@@ -80,6 +93,8 @@ private:
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
     QTimer* m_reloadTimer = nullptr;
+    std::unique_ptr<QCPColorMapData> m_pendingHeat;      // loaded, not yet given to the map
+    double m_heatMax = 1;
 };
 
 }  // namespace qklab::gui
