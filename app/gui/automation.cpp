@@ -14,6 +14,7 @@
 
 #include "attention_map_panel.h"
 #include "histogram_panel.h"
+#include "intervention_panel.h"
 #include "latency_monitor.h"
 #include "live_plots_panel.h"
 #include "main_window.h"
@@ -41,8 +42,12 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
     const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Show this view: live, histograms, attention, spikes."), QStringLiteral("NAME"));
     const QCommandLineOption openRun(QStringLiteral("open-run"), QStringLiteral("Show this stored run."), QStringLiteral("ID"));
     const QCommandLineOption latency(QStringLiteral("latency-report"), QStringLiteral("Write GUI-thread stall statistics here at quit."), QStringLiteral("FILE"));
+    const QCommandLineOption intervene(QStringLiteral("intervene"),
+                                       QStringLiteral("Post an intervention once STEP is trained (repeatable), e.g. "
+                                                      "100:{\"kind\":\"qk_norm\",\"params\":{\"variant\":\"rms\"}}"),
+                                       QStringLiteral("STEP:JSON"));
     const QCommandLineOption quiet(QStringLiteral("quiet"), QStringLiteral("No modal dialogs; errors go to stderr."));
-    p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun, latency, quiet});
+    p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun, latency, intervene, quiet});
     if (!p.parse(args)) {
         std::cerr << "qklab: " << p.errorText().toStdString() << "\n";
         *exitCode = 2;
@@ -70,6 +75,7 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
     o->tab = p.value(tab);
     o->openRunId = p.value(openRun).toLongLong();
     o->latencyReport = p.value(latency);
+    o->interventions = p.values(intervene);
     // Scripted runs must never wait for a click on a dialog.
     o->quiet = p.isSet(quiet) || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
                !o->screenshotPath.isEmpty();
@@ -156,6 +162,19 @@ void AutomationDriver::onProgress(qint64, qint64 step)
 {
     // A run to show next to the training one (benchmark: a big run loaded while another trains).
     if (m_options.openRunId > 0 && !m_openedRun) openRequestedRun();
+    // Scripted interventions go through the same panel path as a click would.
+    while (m_nextIntervention < m_options.interventions.size()) {
+        const QString spec = m_options.interventions[m_nextIntervention];
+        if (step < spec.section(QLatin1Char(':'), 0, 0).toLongLong()) break;
+        ++m_nextIntervention;
+        try {
+            const auto j = nlohmann::json::parse(spec.section(QLatin1Char(':'), 1).toStdString());
+            Event e{0, j.at("kind").get<std::string>(), j.value("params", nlohmann::json::object())};
+            if (!m_window->interventions()->post(e)) std::cerr << "qklab: intervention not applied: " << spec.toStdString() << "\n";
+        } catch (const std::exception& ex) {
+            std::cerr << "qklab: bad --intervene " << spec.toStdString() << ": " << ex.what() << "\n";
+        }
+    }
     if (m_options.quitAfterSteps > 0 && step >= m_options.quitAfterSteps && !m_stopping) {
         m_stopping = true;
         m_window->controller()->stopAll();
@@ -211,12 +230,15 @@ void AutomationDriver::finishAndQuit()
             if (f.open(QIODevice::WriteOnly | QIODevice::Text)) {
                 const LatencyStats s = m_latency->stats();
                 f.write(QStringLiteral("{\"seconds\": %1, \"samples\": %2, \"max_stall_ms\": %3, "
-                                       "\"p99_stall_ms\": %4, \"stalls_over_50ms\": %5}\n")
+                                       "\"p99_stall_ms\": %4, \"stalls_over_50ms\": %5, "
+                                       "\"max_busy_ms\": %6, \"busy_over_50ms\": %7}\n")
                             .arg(s.seconds)
                             .arg(s.samples)
                             .arg(s.maxStallMs)
                             .arg(s.p99StallMs)
                             .arg(s.stallsOver50Ms)
+                            .arg(s.maxBusyMs)
+                            .arg(s.busyOver50Ms)
                             .toUtf8());
             }
         }

@@ -30,6 +30,7 @@ struct LaunchOptions {
     QString tab;                         // live | histograms | attention | spikes
     qint64 openRunId = 0;                // show this stored run (after autostart, if both)
     QString latencyReport;               // write LatencyMonitor stats here at quit
+    QStringList interventions;           // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
     bool quiet = false;                  // no modal dialogs
 };
 
@@ -57,6 +58,7 @@ private:
     bool m_stopping = false;
     bool m_quitting = false;
     bool m_openedRun = false;
+    int m_nextIntervention = 0;
     int m_exitCode = 0;
 };
 

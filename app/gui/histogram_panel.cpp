@@ -326,15 +326,25 @@ std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(const std::vector
     }
     const double first = double(rows.front().step);
     const double last = nx > 1 ? double(rows.back().step) : first + 1;
-    // Probes run every N steps, so cells are equally spaced in step; the grid is exactly one
-    // cell per stored histogram and one per stored bin.
+    // Bins (the value axis) are always the stored ones. Along steps, more columns than a
+    // screen has pixels only make the colouring slow (10k columns cost ~50 ms of GUI thread),
+    // so beyond kMaxColumns consecutive probes share a column showing their per-bin maximum:
+    // a one-probe burst stays visible.
+    constexpr int kMaxColumns = 3000;
+    const int group = (nx + kMaxColumns - 1) / kMaxColumns;
+    const int columns = (nx + group - 1) / group;
+    const double lastKey = group == 1 ? last : first + (last - first) * double((columns - 1) * group) / std::max(1, nx - 1);
     auto data = std::make_unique<QCPColorMapData>(
-        nx, ny, QCPRange(first, last), QCPRange(bins.center(0), bins.center(std::max(0, ny - 1))));
-    for (int x = 0; x < nx; ++x) {
-        const auto& counts = rows[x].counts;
+        columns, ny, QCPRange(first, columns > 1 ? lastKey : first + 1),
+        QCPRange(bins.center(0), bins.center(std::max(0, ny - 1))));
+    for (int col = 0; col < columns; ++col) {
         for (int y = 0; y < ny; ++y) {
-            const double c = y < int(counts.size()) ? double(counts[y]) : 0;
-            data->setCell(x, y, c > 0 ? c : qQNaN());
+            double c = 0;
+            for (int x = col * group; x < std::min(nx, (col + 1) * group); ++x) {
+                const auto& counts = rows[x].counts;
+                if (y < int(counts.size())) c = std::max(c, double(counts[y]));
+            }
+            data->setCell(col, y, c > 0 ? c : qQNaN());
             *maxCount = std::max(*maxCount, c);
         }
     }
