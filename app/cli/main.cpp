@@ -6,6 +6,7 @@
 //   qklab-cli show RUN [--json] [--db FILE]
 //   qklab-cli export RUN --format csv|json [--output FILE] [--db FILE]
 //   qklab-cli check-blas
+//   qklab-cli keys [--markdown]
 //
 // Exit status: 0 when a run finished or diverged (divergence is a result), 2 for bad input
 // (message names the problem), 3 when stopped by Ctrl-C (resumable), 1 for other failures.
@@ -138,6 +139,9 @@ int main(int argc, char** argv) {
     exportCmd->add_option("--db", dbPath, "run database");
 
     auto* blas = app.add_subcommand("check-blas", "measure matmul speed and warn about a slow BLAS");
+    bool markdown = false;
+    auto* keys = app.add_subcommand("keys", "every config key with its default and meaning");
+    keys->add_flag("--markdown", markdown, "as a Markdown table");
 
     CLI11_PARSE(app, argc, argv);
     if (dbPath.empty()) dbPath = defaultDatabasePath();
@@ -160,6 +164,27 @@ int main(int argc, char** argv) {
             const int64_t id = store.findRun(runRef).id;
             auto session = RunSession::resume(dbPath, id);
             return trainSession(*session, dbPath);
+        }
+        if (*keys) {
+            const RunConfig defaults;
+            if (markdown) std::printf("| key | default | meaning |\n|---|---|---|\n");
+            for (const auto& f : configFields()) {
+                std::string meaning = f.help;
+                if (!f.choices.empty()) {
+                    meaning += " (";
+                    for (size_t i = 0; i < f.choices.size(); ++i) meaning += (i ? " | " : "") + f.choices[i];
+                    meaning += ")";
+                }
+                const std::string def = f.get(defaults).dump();
+                if (markdown)
+                    std::printf("| `%s` | `%s` | %s |\n", f.key.c_str(), def.c_str(), meaning.c_str());
+                else
+                    std::printf("%-28s %-14s %s\n", f.key.c_str(), def.c_str(), meaning.c_str());
+            }
+            if (markdown)
+                std::printf("| `events` | `[]` | timed changes: lr_multiplier {factor}, context_length {seq_len}, "
+                            "dirty_batch {text?}, qk_norm {variant}, qk_anneal {steps, shape?}, softcap {cap, c} |\n");
+            return 0;
         }
         if (*blas) {
             const BlasCheck r = checkBlasSpeed();

@@ -3,6 +3,9 @@
 // final norm, LM head, cross-entropy with optional z-loss and output softcap.
 #include "model.h"
 
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
 #include <cmath>
 
 #include "qklab/error.h"
@@ -26,6 +29,23 @@ Softcap softcapFromString(const std::string& s) {
     if (s == "tanh") return Softcap::Tanh;
     if (s == "clamp") return Softcap::Clamp;
     throw Error(ErrorCode::InvalidConfig, "attention.softcap.kind: unknown kind \"" + s + "\"");
+}
+
+// Guarded across LibTorch 1.13 (Debian) and 2.4+, where a per-device API replaced
+// set_enabled/set_cpu_enabled.
+void setBf16Autocast(const torch::Device& device, bool on) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(device.type(), on);
+    if (on) at::autocast::set_autocast_dtype(device.type(), at::kBFloat16);
+#else
+    if (device.is_cuda()) {
+        at::autocast::set_enabled(on);
+        if (on) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    } else {
+        at::autocast::set_cpu_enabled(on);
+        if (on) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    }
+#endif
 }
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

@@ -108,4 +108,8 @@ TORCH_MODULE(Transformer);
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps = 1e-6);
 
+// bf16 autocast on (matmuls in bf16, fp32 master weights) or off for this thread. Call
+// at::autocast::clear_cache() after the backward pass: cached bf16 weights go stale.
+void setBf16Autocast(const torch::Device& device, bool on);
+
 }  // namespace qklab

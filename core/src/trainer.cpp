@@ -40,23 +40,6 @@ double seconds(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
 }
 
-// bf16 autocast, guarded across LibTorch 1.13 (Debian) and 2.x (where the per-device API
-// replaced set_enabled/set_cpu_enabled).
-void setAutocast(const torch::Device& device, bool on) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(device.type(), on);
-    if (on) at::autocast::set_autocast_dtype(device.type(), at::kBFloat16);
-#else
-    if (device.is_cuda()) {
-        at::autocast::set_enabled(on);
-        if (on) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    } else {
-        at::autocast::set_cpu_enabled(on);
-        if (on) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    }
-#endif
-}
-
 // A training step allocates and frees the same few-MB activation buffers every step. glibc
 // serves such sizes with fresh mmap()s and returns them on free(), so every step pays page
 // faults and zeroing on first touch: on the tiny config that halved the step rate. Keeping
@@ -291,14 +274,16 @@ RunOutcome Trainer::run(TrainingObserver& observer) {
         const bool mapping = probing && cfg.probes.attnMapEvery > 0 && step % cfg.probes.attnMapEvery == 0;
         std::vector<AttentionCapture> captures;
 
-        if (d.bf16) setAutocast(d.device, true);
+        // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
+        // backward follows the forward's dtypes. Probes convert to fp32 themselves.
+        if (d.bf16) setBf16Autocast(d.device, true);
         auto result = d.model->forward(x, y, sw, probing ? &captures : nullptr);
-        for (auto& p : params) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
-        result.loss.backward();
         if (d.bf16) {
-            setAutocast(d.device, false);
+            setBf16Autocast(d.device, false);
             at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
         }
+        for (auto& p : params) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
+        result.loss.backward();
         const double clipTo = cfg.optim.gradClip > 0 ? cfg.optim.gradClip : std::numeric_limits<double>::infinity();
         const double gradNorm = torch::nn::utils::clip_grad_norm_(params, clipTo);
         const double loss = result.loss.item<double>();

@@ -14,6 +14,15 @@
 
 #include "qklab/trainer.h"
 
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && defined(QKLAB_WITH_CUDA_HEADERS)
+#include <c10/cuda/CUDACachingAllocator.h>
+static int64_t cudaPeakMemoryBytes() {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
+}
+#else
+static int64_t cudaPeakMemoryBytes() { return 0; }  // CPU-only LibTorch
+#endif
+
 using namespace qklab;
 using Clock = std::chrono::steady_clock;
 
@@ -32,6 +41,17 @@ RunConfig benchConfig(const std::string& name) {
         c.data.batchSize = 8;
         return c;
     }
+    if (name == "300m") {  // the guide's baseline: d 768, 12 layers, 12 heads (d_head 64), T 1024
+        c.model.dModel = 768;
+        c.model.nLayers = 12;
+        c.model.nHeads = 12;
+        c.model.seqLen = 1024;
+        c.data.batchSize = 16;
+        c.attention.qkNorm = "rms";
+        c.attention.softcap = {"tanh", 50};
+        c.probes.every = 50;
+        return c;
+    }
     return loadPreset(name);
 }
 
@@ -45,16 +65,26 @@ struct Timer : TrainingObserver {
     }
 };
 
-double matmulGflops() {
+// The machine's matmul rate in the run's dtype on the run's device: the MFU denominator.
+double matmulGflops(const RunConfig& c) {
     torch::NoGradGuard g;
-    const int64_t n = 1024;
-    auto a = torch::randn({n, n}), b = torch::randn({n, n});
+    const bool cuda = c.run.device == "cuda";
+    const int64_t n = cuda ? 8192 : 1024;
+    auto opts = torch::TensorOptions()
+                    .device(cuda ? torch::kCUDA : torch::kCPU)
+                    .dtype(c.run.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32);
+    auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+    auto sync = [&] {
+        if (cuda) torch::cuda::synchronize();
+    };
     torch::mm(a, b);
+    sync();
     const auto t0 = Clock::now();
     int reps = 0;
     while (std::chrono::duration<double>(Clock::now() - t0).count() < 1.0) {
         torch::mm(a, b);
         ++reps;
+        sync();
     }
     return 2.0 * n * n * n * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
 }
@@ -94,6 +124,7 @@ int main(int argc, char** argv) {
             profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profilePath);
         trainer.run(timer);
     }
+    if (c.run.device == "cuda") torch::cuda::synchronize();
     const double seconds = std::chrono::duration<double>(Clock::now() - timer.start).count();
     const double stepsPerSec = static_cast<double>(timer.measured) / seconds;
     const double tokens = static_cast<double>(c.data.batchSize * c.model.seqLen);
@@ -109,7 +140,11 @@ int main(int argc, char** argv) {
     r["steps_per_s"] = stepsPerSec;
     r["tokens_per_s"] = stepsPerSec * tokens;
     r["model_gflops"] = stepsPerSec * tokens * flopsPerToken / 1e9;
-    r["matmul_gflops"] = matmulGflops();
+    r["matmul_gflops"] = matmulGflops(c);
+    r["device"] = c.run.device;
+    r["dtype"] = c.run.dtype;
+    if (c.run.device == "cuda")
+        r["peak_mem_gb"] = static_cast<double>(cudaPeakMemoryBytes()) / 1e9;
     r["torch"] = torchVersion();
     std::cout << r.dump() << std::endl;
     return 0;

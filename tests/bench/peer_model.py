@@ -24,7 +24,28 @@ import torch.nn.functional as F
 CONFIGS = {
     "tiny": dict(d_model=128, n_layers=2, n_heads=4, seq_len=128, batch_size=16),
     "10m": dict(d_model=384, n_layers=6, n_heads=6, seq_len=256, batch_size=8),
+    "300m": dict(d_model=768, n_layers=12, n_heads=12, seq_len=1024, batch_size=16, qk_norm=True, softcap=50.0),
 }
+
+
+def matmul_gflops(device, dtype):
+    """The machine's matmul rate in this dtype: the MFU denominator."""
+    n = 8192 if device == "cuda" else 1024
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    a @ b
+    sync(device)
+    t, reps = time.perf_counter(), 0
+    while time.perf_counter() - t < 1.0:
+        a @ b
+        sync(device)
+        reps += 1
+    return 2.0 * n ** 3 * reps / (time.perf_counter() - t) / 1e9
+
+
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
 
 
 def rms_norm(x, weight, eps=1e-6):
@@ -38,9 +59,9 @@ def rope(x, cos, sin):
 
 
 class Attention(nn.Module):
-    def __init__(self, d, h, qk_norm):
+    def __init__(self, d, h, qk_norm, softcap):
         super().__init__()
-        self.h, self.dh, self.qk_norm = h, d // h, qk_norm
+        self.h, self.dh, self.qk_norm, self.softcap = h, d // h, qk_norm, softcap
         self.qkv = nn.Linear(d, 3 * d, bias=False)
         self.proj = nn.Linear(d, d, bias=False)
 
@@ -53,7 +74,8 @@ class Attention(nn.Module):
             k = k * torch.rsqrt(k.pow(2).mean(-1, keepdim=True) + 1e-6)
         q, k = rope(q, cos, sin), rope(k, cos, sin)
         raw = (q * (1.0 / math.sqrt(self.dh))) @ k.transpose(-2, -1)  # (B,H,T,T)
-        probs = torch.softmax(raw + mask, dim=-1)
+        capped = torch.tanh(raw / self.softcap) * self.softcap if self.softcap > 0 else raw
+        probs = torch.softmax(capped + mask, dim=-1)
         if capture is not None:
             capture.append(dict(raw=raw.detach(), probs=probs.detach(), q=q.detach(), k=k.detach(),
                                 q_raw=q_raw.detach(), k_raw=k_raw.detach()))
@@ -62,9 +84,9 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d, h, qk_norm):
+    def __init__(self, d, h, qk_norm, softcap):
         super().__init__()
-        self.attn = Attention(d, h, qk_norm)
+        self.attn = Attention(d, h, qk_norm, softcap)
         self.norm1 = nn.Parameter(torch.ones(d))
         self.norm2 = nn.Parameter(torch.ones(d))
         self.fc = nn.Linear(d, 4 * d, bias=False)
@@ -76,10 +98,10 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, d_model, n_layers, n_heads, seq_len, qk_norm=False, **_):
+    def __init__(self, d_model, n_layers, n_heads, seq_len, qk_norm=False, softcap=0.0, **_):
         super().__init__()
         self.tokens = nn.Embedding(256, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, qk_norm) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, qk_norm, softcap) for _ in range(n_layers))
         self.final_norm = nn.Parameter(torch.ones(d_model))
         self.head = nn.Linear(d_model, 256, bias=False)
         dh = d_model // n_heads
@@ -145,12 +167,17 @@ def main():
     ap.add_argument("--probes-every", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--data", default="")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2.x)")
     args = ap.parse_args()
+    dev = args.device
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     cfg = CONFIGS[args.config]
     torch.manual_seed(1337)
-    model = Transformer(**cfg)
+    model = Transformer(**cfg).to(dev)
+    step_model = torch.compile(model) if args.compile else model
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -172,11 +199,13 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         offsets = torch.randint(0, data.numel() - T - 1, (B, 1))
-        rows = data[offsets + ar].long()
+        rows = data[offsets + ar].long().to(dev)
         x, y = rows[:, :-1], rows[:, 1:]
         probing = args.probes_every > 0 and step % args.probes_every == 0
         captures = [] if probing else None
-        loss = model(x, y, captures)
+        with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
+            # torch.compile cannot trace the Python-list capture: probe steps run eagerly.
+            loss = (model if probing else step_model)(x, y, captures)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -184,14 +213,17 @@ def main():
         if probing:
             probes(captures)
         opt.step()
+    sync(dev)
     seconds = time.perf_counter() - start
     sps = args.steps / seconds
     d, L = cfg["d_model"], cfg["n_layers"]
     flops_per_token = 6.0 * (12 * L * d * d + 256 * d) + 12.0 * L * T * d
-    print(json.dumps(dict(impl="python", config=args.config, params=sum(p.numel() for p in model.parameters()),
+    print(json.dumps(dict(impl="python-compile" if args.compile else "python", config=args.config, params=sum(p.numel() for p in model.parameters()),
                           threads=torch.get_num_threads(), probes_every=args.probes_every, steps_per_s=sps,
                           tokens_per_s=sps * B * T, model_gflops=sps * B * T * flops_per_token / 1e9,
-                          torch=torch.__version__, final_loss=loss_value)))
+                          torch=torch.__version__, final_loss=loss_value, device=dev, dtype=args.dtype,
+                          matmul_gflops=matmul_gflops(dev, torch.bfloat16 if args.dtype == "bf16" else torch.float32),
+                          peak_mem_gb=torch.cuda.max_memory_allocated() / 1e9 if dev == "cuda" else None)))
 
 
 if __name__ == "__main__":
