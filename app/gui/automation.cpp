@@ -132,6 +132,7 @@ bool AutomationDriver::begin()
 
     if (m_options.autostart) {
         QTimer::singleShot(0, this, [this] {
+            m_window->runControls()->setRunName(m_options.runName);
             m_window->runControls()->startRun();
             if (!m_window->controller()->isBusy()) {
                 std::cerr << "qklab: the run could not be started\n";
@@ -160,6 +161,11 @@ void AutomationDriver::openRequestedRun()
 
 void AutomationDriver::onProgress(qint64, qint64 step)
 {
+    // Measure the steady state, not window creation and the first layout pass.
+    if (!m_sawProgress) {
+        m_sawProgress = true;
+        if (m_options.openRunId <= 0) m_latency->reset();
+    }
     // A run to show next to the training one (benchmark: a big run loaded while another trains).
     if (m_options.openRunId > 0 && !m_openedRun) openRequestedRun();
     // Scripted interventions go through the same panel path as a click would.
@@ -193,6 +199,10 @@ void AutomationDriver::finishAndQuit()
 {
     if (m_quitting) return;
     m_quitting = true;
+    // Taken now: the screenshots below render the whole window several times, which is the
+    // driver's work, not the app's.
+    m_latencySummary = m_latency->summary();
+    m_latencyStats = m_latency->stats();
     // Views that read the store (histograms, attention maps) reload once more so the shots
     // include the rows the writer flushed at the end of the run.
     m_window->histograms()->reload();
@@ -224,11 +234,11 @@ void AutomationDriver::finishAndQuit()
         const int points = m_window->livePlots()->lossPointCount();
         std::cout << "loss points: " << points << "\n"
                   << "run shown: " << m_window->livePlots()->runId() << "\n"
-                  << m_latency->summary().toStdString() << std::endl;
+                  << m_latencySummary.toStdString() << std::endl;
         if (!m_options.latencyReport.isEmpty()) {
             QFile f(m_options.latencyReport);
             if (f.open(QIODevice::WriteOnly | QIODevice::Text)) {
-                const LatencyStats s = m_latency->stats();
+                const LatencyStats& s = m_latencyStats;
                 f.write(QStringLiteral("{\"seconds\": %1, \"samples\": %2, \"max_stall_ms\": %3, "
                                        "\"p99_stall_ms\": %4, \"stalls_over_50ms\": %5, "
                                        "\"max_busy_ms\": %6, \"busy_over_50ms\": %7}\n")

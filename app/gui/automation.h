@@ -12,9 +12,10 @@
 #include <QString>
 #include <QStringList>
 
+#include "latency_monitor.h"
+
 namespace qklab::gui {
 
-class LatencyMonitor;
 class MainWindow;
 
 struct LaunchOptions {
@@ -59,6 +60,9 @@ private:
     bool m_quitting = false;
     bool m_openedRun = false;
     int m_nextIntervention = 0;
+    bool m_sawProgress = false;
+    QString m_latencySummary;
+    LatencyStats m_latencyStats;
     int m_exitCode = 0;
 };
 

@@ -110,8 +110,9 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
 
     m_logits = makePlot(tr("Attention logits per layer: raw max, p99 (light), capped max (dark)"),
                         tr("logit"));
-    // Rising series: keep the legend out of their way.
-    m_logits->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+    // Top-left: the threshold and bound labels sit at the right edge, and a blow-up only
+    // passes through this corner in its first few steps.
+    m_logits->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     setLogAxis(m_logits->yAxis, true);
     m_norms = makePlot(tr("q / k (light) norm p90 per layer, raw projections"), tr("L2 norm"));
     m_norms->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
@@ -381,17 +382,8 @@ void LivePlotsPanel::replotNow()
         if (follow) p->xAxis->setRange(0, maxStep);
         for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
             if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
-            if (!axis->graphs().isEmpty()) axis->rescale(true);
-            // A flat series (constant LR, C) would otherwise get a zero-height range.
-            QCPRange r = axis->range();
-            if (r.size() <= 1e-12 * std::max(1.0, std::fabs(r.upper))) {
-                const double pad = r.upper != 0 ? std::fabs(r.upper) * 0.1 : 1.0;
-                axis->setRange(r.lower - pad, r.upper + pad);
-            } else if (axis->scaleType() == QCPAxis::stLinear) {
-                axis->scaleRange(1.08, r.center());
-            } else {
-                axis->setRange(r.lower / 1.3, r.upper * 1.3);
-            }
+            // When zoomed, fit y to what is visible rather than to the whole run.
+            fitValueAxis(axis, follow ? QCPRange() : p->xAxis->range());
         }
         p->replot(QCustomPlot::rpQueuedReplot);
     }
@@ -402,6 +394,33 @@ void LivePlotsPanel::replotNow()
         m_logits->replot(QCustomPlot::rpQueuedReplot);
     }
     m_syncing = false;
+}
+
+void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys)
+{
+    // Computed here rather than with QCPAxis::rescale(), which keeps the previous size for a
+    // flat series; padding that on every replot made a constant lane's range grow without end.
+    const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
+    bool found = false;
+    QCPRange total;
+    for (QCPGraph* g : axis->graphs()) {
+        if (!g->visible() || g->dataCount() == 0) continue;
+        bool f = false;
+        const QCPRange r = g->getValueRange(f, log ? QCP::sdPositive : QCP::sdBoth, keys);
+        if (!f) continue;
+        total = found ? QCPRange(std::min(total.lower, r.lower), std::max(total.upper, r.upper)) : r;
+        found = true;
+    }
+    if (!found) return;
+    if (log) {
+        axis->setRange(total.lower / 1.3, total.upper * 1.3);
+    } else if (total.size() <= 1e-12 * std::max(1.0, std::fabs(total.upper))) {
+        const double pad = total.upper != 0 ? std::fabs(total.upper) * 0.1 : 1.0;
+        axis->setRange(total.lower - pad, total.upper + pad);
+    } else {
+        const double pad = total.size() * 0.05;
+        axis->setRange(total.lower - pad, total.upper + pad);
+    }
 }
 
 void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status)

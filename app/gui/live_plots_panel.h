@@ -14,7 +14,9 @@
 #include "run_data.h"
 
 class QCheckBox;
+class QCPAxis;
 class QCPGraph;
+class QCPRange;
 class QCustomPlot;
 class QLabel;
 class QTimer;
@@ -56,6 +58,7 @@ private:
     void setupThresholds();
     void scheduleReplot();
     void syncXRanges(QCustomPlot* source);
+    static void fitValueAxis(QCPAxis* axis, const QCPRange& keys);
     bool showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click);
 
     RunSnapshot m_run;

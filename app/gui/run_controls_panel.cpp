@@ -104,6 +104,11 @@ void RunControlsPanel::setStartEnabled(bool enabled)
     refreshButtons();
 }
 
+void RunControlsPanel::setRunName(const QString& name)
+{
+    m_name->setText(name);
+}
+
 QString RunControlsPanel::statusText() const
 {
     return m_status->text();

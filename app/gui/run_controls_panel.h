@@ -32,6 +32,7 @@ public:
     void setDatabaseSource(std::function<QString()> source) { m_dbSource = std::move(source); }
 
     void setStartEnabled(bool enabled);   // the form's validity
+    void setRunName(const QString& name);
     QString statusText() const;
 
 public slots:

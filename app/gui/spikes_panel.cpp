@@ -118,6 +118,8 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes)
     }
     m_table->setUpdatesEnabled(true);
     m_table->resizeColumnsToContents();
+    // Show the first diagnosis without a click: the paragraph is the point of the panel.
+    if (m_table->currentRow() < 0 && m_table->rowCount() > 0) m_table->setCurrentCell(0, 0);
     int worst = 0;
     for (const Spike& s : m_spikes) worst = std::max(worst, s.tier);
     m_summary->setText(m_spikes.empty()

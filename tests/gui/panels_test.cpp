@@ -161,6 +161,8 @@ private slots:
     void histogramPanelUsesTheStoredBins()
     {
         HistogramPanel panel;
+        panel.resize(900, 700);
+        panel.show();  // the heat map is only coloured while visible
         panel.setRun(m_runId, m_config, m_db);
         QTRY_COMPARE_WITH_TIMEOUT(panel.loadedSteps(), 40, 10000);
         auto* bars = qobject_cast<QCPBars*>(panel.histogramPlot()->plottable(0));
@@ -174,7 +176,7 @@ private slots:
         QCOMPARE(total, 150.0);
         auto* map = qobject_cast<QCPColorMap*>(panel.heatMapPlot()->plottable(0));
         QVERIFY(map);
-        QCOMPARE(map->data()->keySize(), 40);
+        QTRY_COMPARE_WITH_TIMEOUT(map->data()->keySize(), 40, 5000);
         QCOMPARE(map->data()->valueSize(), 32);
     }
 
