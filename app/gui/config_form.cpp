@@ -11,7 +11,9 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QTimer>
-#include <QToolBox>
+#include <QListWidget>
+#include <QStackedWidget>
+#include <QHBoxLayout>
 #include <QVBoxLayout>
 
 #include <climits>
@@ -50,8 +52,19 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    m_toolBox = new QToolBox(this);
-    layout->addWidget(m_toolBox, 1);
+    // Group list on the left, the group's fields on the right (a settings-dialog layout): all
+    // groups stay visible and the fields get the full height of the dock.
+    auto* body = new QHBoxLayout;
+    m_groups = new QListWidget;
+    m_groups->setObjectName(QStringLiteral("configGroups"));
+    m_groups->setMaximumWidth(150);
+    m_groups->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_groups->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
+    m_pages = new QStackedWidget;
+    body->addWidget(m_groups);
+    body->addWidget(m_pages, 1);
+    layout->addLayout(body, 1);
+    connect(m_groups, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
 
     // Groups in registry order: the engine decides what belongs together.
     QMap<QString, QFormLayout*> forms;
@@ -69,8 +82,8 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
             scroll->setWidget(page);
             scroll->setWidgetResizable(true);
             scroll->setFrameShape(QFrame::NoFrame);
-            // '&' would become a mnemonic underline ("Data _events").
-            m_toolBox->addItem(scroll, QString(group).replace(QLatin1Char('&'), QStringLiteral("&&")));
+            m_pages->addWidget(scroll);
+            m_groups->addItem(group);
         }
         const QString key = QString::fromStdString(f.key);
         QWidget* editor = createEditor(f);
@@ -79,7 +92,7 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
         if ((f.type == FieldType::Float || f.type == FieldType::Int) && f.maxValue > f.minValue)
             tip += QStringLiteral("\nrange %1 … %2").arg(f.minValue).arg(f.maxValue);
         editor->setToolTip(QStringLiteral("%1\n%2").arg(key, tip));
-        // Label shows the key without its group prefix: the tool box page already names it.
+        // Label shows the key without its group prefix: the group list already names it.
         auto* label = new QLabel(key.section(QLatin1Char('.'), 1).isEmpty()
                                      ? key
                                      : key.section(QLatin1Char('.'), 1));
@@ -95,7 +108,8 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
     if (!form) {
         auto* page = new QWidget;
         form = new QFormLayout(page);
-        m_toolBox->addItem(page, QStringLiteral("Data && events"));
+        m_pages->addWidget(page);
+        m_groups->addItem(eventsGroup);
     }
     m_events = new QPlainTextEdit;
     m_events->setObjectName(QStringLiteral("events"));
@@ -121,7 +135,7 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
 
     setConfig(RunConfig{});
     const int attn = order.indexOf(QStringLiteral("Attention & QK-norm"));
-    if (attn >= 0) m_toolBox->setCurrentIndex(attn);
+    m_groups->setCurrentRow(attn >= 0 ? attn : 0);
 }
 
 QWidget* ConfigForm::createEditor(const FieldInfo& f)

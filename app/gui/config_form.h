@@ -16,7 +16,8 @@
 class QLabel;
 class QPlainTextEdit;
 class QTimer;
-class QToolBox;
+class QListWidget;
+class QStackedWidget;
 
 namespace qklab::gui {
 
@@ -53,7 +54,8 @@ private:
     bool editorValue(const FieldInfo& field, nlohmann::json* value, QString* error) const;
     void scheduleRevalidate();
 
-    QToolBox* m_toolBox = nullptr;
+    QListWidget* m_groups = nullptr;
+    QStackedWidget* m_pages = nullptr;
     QMap<QString, QWidget*> m_editors;
     QMap<QString, QLabel*> m_labels;
     QPlainTextEdit* m_events = nullptr;

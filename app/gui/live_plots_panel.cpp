@@ -139,6 +139,7 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
         scheduleReplot();
     });
     setupThresholds();
+    for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
 }
 
 QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel)
@@ -180,6 +181,7 @@ QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, i
     g->setPen(QPen(color, metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
     g->setName(QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' ')));
     m_layerGraphs.insert(key, g);
+    plot->legend->setVisible(true);
     return g;
 }
 
@@ -207,6 +209,8 @@ void LivePlotsPanel::clear()
     }
     for (QCPGraph* g : m_layerGraphs) g->parentPlot()->removeGraph(g);
     m_layerGraphs.clear();
+    // Per-layer plots have no series until probes arrive: an empty legend box is noise.
+    for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
     m_run = RunSnapshot{};
     m_cursorStep = -1;
     m_stepLimit = -1;

@@ -244,6 +244,10 @@ void MainWindow::openRun(int64_t runId)
             m_live->showRun(std::move(snap));
             m_histograms->setRun(id, config, db);
             m_attention->setRun(id, config, db);
+            {
+                QSignalBlocker block(m_browser);  // the list follows, without reopening
+                m_browser->selectRun(id);
+            }
             const double seconds = clock->nsecsElapsed() / 1e9;
             statusBar()->showMessage(tr("Opened run %1: %2 steps in %3 s (store read %4 s)")
                                          .arg(id)

@@ -53,7 +53,7 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     m_progress->setObjectName(QStringLiteral("runProgress"));
     m_progress->setRange(0, 1);
     m_progress->setValue(0);
-    m_progress->setFormat(QStringLiteral("%v / %m steps"));
+    m_progress->setFormat(tr("no run training"));
     m_progress->setMinimumWidth(200);
     layout->addWidget(m_progress, 2);
     m_status = new QLabel(tr("Idle"));
@@ -141,6 +141,7 @@ void RunControlsPanel::onStarted(qint64 runId, const QString& name, qint64 total
 {
     m_progress->setRange(0, int(std::min<qint64>(total, INT_MAX)));
     m_progress->setValue(0);
+    m_progress->setFormat(QStringLiteral("%v / %m steps"));
     m_runClock.start();
     m_stepAtClockStart = 0;
     m_status->setText(tr("Run %1%2 starting…")
