@@ -465,8 +465,12 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
         EXPECT_EQ(store.attentionMapSteps(id).back(), 4);
         EXPECT_EQ(store.spikes(id).size(), 5u);
         auto ev = store.events(id);
-        ASSERT_EQ(ev.size(), 1u);  // only the user's intervention before step 5
+        // Events before step 5 are history, whatever their source; the trainer reports config
+        // events again when the resumed run reaches them.
+        ASSERT_EQ(ev.size(), 2u);
         EXPECT_EQ(ev[0].step, 2);
+        EXPECT_EQ(ev[1].step, 3);
+        EXPECT_EQ(ev[1].source, "config");
         auto ck = store.checkpoints(id);
         ASSERT_EQ(ck.size(), 1u);
         EXPECT_EQ(ck[0].path, "c5");
