@@ -4,14 +4,47 @@
 // dialogs; here only setup errors (bad database, bad preset, bad --set) end the process, and
 // only when asked to do so by the command line.
 #include <QApplication>
+#include <QElapsedTimer>
+#include <QThread>
+
+#include <cstdio>
 
 #include "automation.h"
 #include "gui_types.h"
 #include "main_window.h"
 
+namespace {
+// With QKLAB_TRACE_EVENTS=MS set, names every GUI-thread event that takes longer than MS
+// milliseconds: how the slow spots behind docs/gui-benchmarks.md were found.
+class TracingApplication : public QApplication {
+public:
+    TracingApplication(int& argc, char** argv) : QApplication(argc, argv)
+    {
+        m_thresholdMs = qEnvironmentVariableIntValue("QKLAB_TRACE_EVENTS");
+    }
+    bool notify(QObject* receiver, QEvent* event) override
+    {
+        // Only the GUI thread matters here; the training thread blocks in runOne() by design.
+        if (m_thresholdMs <= 0 || QThread::currentThread() != thread())
+            return QApplication::notify(receiver, event);
+        QElapsedTimer t;
+        t.start();
+        const int type = int(event->type());
+        const bool result = QApplication::notify(receiver, event);
+        if (t.elapsed() >= m_thresholdMs)
+            std::fprintf(stderr, "slow event: %lld ms, %s \"%s\", event type %d\n", (long long)t.elapsed(),
+                         receiver->metaObject()->className(), qPrintable(receiver->objectName()), type);
+        return result;
+    }
+
+private:
+    int m_thresholdMs = 0;
+};
+}  // namespace
+
 int main(int argc, char** argv)
 {
-    QApplication app(argc, argv);
+    TracingApplication app(argc, argv);
     QCoreApplication::setOrganizationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationVersion(QStringLiteral("0.1"));
