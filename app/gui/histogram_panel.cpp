@@ -248,9 +248,12 @@ void HistogramPanel::showStep()
         m_stepLabel->setText(QString());
         m_step2Label->setText(QString());
         if (m_runId != 0)
-            m_info->setText(m_config.probes.every > 0
-                                ? tr("No histograms stored for this layer/head yet.")
-                                : tr("This run has probes off (probes.every = 0): no histograms."));
+            m_info->setText(m_config.probes.every <= 0
+                                ? tr("This run has probes off (probes.every = 0): no histograms.")
+                                : m_head->currentData().toInt() >= 0
+                                      ? tr("No histograms stored for this head: this run's probes store "
+                                           "layer-level histograms (choose \"all heads\").")
+                                      : tr("No histograms stored for this layer yet."));
         m_hist->replot(QCustomPlot::rpQueuedReplot);
         return;
     }

@@ -4,6 +4,7 @@
 #include <QFile>
 #include <QSignalSpy>
 #include <QTableWidget>
+#include <QToolTip>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -153,7 +154,23 @@ private slots:
         panel.appendBatch(batch);
         QCOMPARE(panel.lossPointCount(), 250);
 
+        // Hovering the spike marker explains it; clicking it asks every view to jump there.
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.replotNow();
+        QCustomPlot* grad = panel.plots().at(1);
+        grad->replot(QCustomPlot::rpImmediateRefresh);
+        QCPGraph* spikes = grad->graph(1);
+        QCOMPARE(spikes->dataCount(), 1);
+        const QPoint at = spikes->coordsToPixels(120, 51).toPoint();
         QSignalSpy jumped(&panel, &LivePlotsPanel::stepSelected);
+        QTest::mouseMove(grad, at);
+        QTRY_VERIFY_WITH_TIMEOUT(QToolTip::isVisible(), 2000);
+        QVERIFY2(QToolTip::text().contains(QStringLiteral("Spike at step 120")), qPrintable(QToolTip::text()));
+        QVERIFY(QToolTip::text().contains(QStringLiteral("q/k norms rose")));
+        QTest::mouseClick(grad, Qt::LeftButton, {}, at);
+        QCOMPARE(jumped.count(), 1);
+        QCOMPARE(jumped.at(0).at(0).toLongLong(), qint64(120));
         panel.jumpToStep(120);
         QVERIFY(panel.lossPlot()->xAxis->range().contains(120));
     }
