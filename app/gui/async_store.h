@@ -13,7 +13,6 @@
 #include <QPointer>
 #include <QString>
 #include <QThreadPool>
-
 #include <exception>
 #include <functional>
 #include <memory>
@@ -23,10 +22,8 @@
 namespace qklab::gui {
 
 template <class T>
-void readStoreAsync(QObject* receiver, const QString& dbPath,
-                    std::function<T(RunStore&)> job, std::function<void(T)> done,
-                    std::function<void(QString)> fail = {})
-{
+void readStoreAsync(QObject* receiver, const QString& dbPath, std::function<T(RunStore&)> job,
+                    std::function<void(T)> done, std::function<void(QString)> fail = {}) {
     QPointer<QObject> guard(receiver);
     const std::string path = dbPath.toStdString();
     QThreadPool::globalInstance()->start([guard, path, job, done, fail] {

@@ -1,6 +1,8 @@
 // attention_map_panel.cpp — loading stored maps off the GUI thread and drawing one as a colour map.
 #include "attention_map_panel.h"
 
+#include <qcustomplot.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
@@ -8,9 +10,6 @@
 #include <QSlider>
 #include <QTimer>
 #include <QVBoxLayout>
-
-#include <qcustomplot.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -21,8 +20,7 @@
 
 namespace qklab::gui {
 
-AttentionMapPanel::AttentionMapPanel(QWidget* parent) : QWidget(parent)
-{
+AttentionMapPanel::AttentionMapPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     auto* controls = new QGridLayout;
@@ -80,8 +78,7 @@ AttentionMapPanel::AttentionMapPanel(QWidget* parent) : QWidget(parent)
     clear();
 }
 
-void AttentionMapPanel::clear()
-{
+void AttentionMapPanel::clear() {
     m_runId = 0;
     m_steps.clear();
     m_maps.clear();
@@ -90,8 +87,7 @@ void AttentionMapPanel::clear()
     showMap();
 }
 
-void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath)
-{
+void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath) {
     m_runId = runId;
     m_config = config;
     m_dbPath = dbPath;
@@ -106,13 +102,11 @@ void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QSt
     reloadSteps();
 }
 
-void AttentionMapPanel::notifyNewData(int64_t runId)
-{
+void AttentionMapPanel::notifyNewData(int64_t runId) {
     if (runId == m_runId && !m_reloadTimer->isActive()) m_reloadTimer->start();
 }
 
-void AttentionMapPanel::reloadSteps()
-{
+void AttentionMapPanel::reloadSteps() {
     if (m_runId == 0) return;
     const int64_t runId = m_runId;
     const uint64_t generation = ++m_generation;
@@ -128,19 +122,19 @@ void AttentionMapPanel::reloadSteps()
             if (atEnd) m_step->setValue(m_step->maximum());
             loadStep();
         },
-        [this](const QString& e) { m_info->setText(tr("Could not read attention maps: %1").arg(e)); });
+        [this](const QString& e) {
+            m_info->setText(tr("Could not read attention maps: %1").arg(e));
+        });
 }
 
-void AttentionMapPanel::jumpToStep(qint64 step)
-{
+void AttentionMapPanel::jumpToStep(qint64 step) {
     if (m_steps.empty()) return;
     auto it = std::lower_bound(m_steps.begin(), m_steps.end(), int64_t(step));
     if (it == m_steps.end()) --it;
     m_step->setValue(int(it - m_steps.begin()));
 }
 
-void AttentionMapPanel::loadStep()
-{
+void AttentionMapPanel::loadStep() {
     if (m_steps.empty()) {
         m_maps.clear();
         showMap();
@@ -148,7 +142,8 @@ void AttentionMapPanel::loadStep()
     }
     const int64_t runId = m_runId;
     const int64_t step = m_steps[std::min<size_t>(m_step->value(), m_steps.size() - 1)];
-    m_stepLabel->setText(tr("step %1 (%2/%3)").arg(step).arg(m_step->value() + 1).arg(m_steps.size()));
+    m_stepLabel->setText(
+        tr("step %1 (%2/%3)").arg(step).arg(m_step->value() + 1).arg(m_steps.size()));
     const uint64_t generation = ++m_generation;
     readStoreAsync<std::vector<AttentionMap>>(
         this, m_dbPath, [runId, step](RunStore& store) { return store.attentionMaps(runId, step); },
@@ -157,11 +152,12 @@ void AttentionMapPanel::loadStep()
             m_maps = std::move(maps);
             showMap();
         },
-        [this](const QString& e) { m_info->setText(tr("Could not read attention maps: %1").arg(e)); });
+        [this](const QString& e) {
+            m_info->setText(tr("Could not read attention maps: %1").arg(e));
+        });
 }
 
-double AttentionMapPanel::meanRowMax(const AttentionMap& m)
-{
+double AttentionMapPanel::meanRowMax(const AttentionMap& m) {
     if (m.size <= 0) return 0;
     double sum = 0;
     for (int r = 0; r < m.size; ++r) {
@@ -172,8 +168,7 @@ double AttentionMapPanel::meanRowMax(const AttentionMap& m)
     return sum / m.size;
 }
 
-double AttentionMapPanel::meanRowEntropy(const AttentionMap& m)
-{
+double AttentionMapPanel::meanRowEntropy(const AttentionMap& m) {
     if (m.size <= 0) return 0;
     double sum = 0;
     for (int r = 0; r < m.size; ++r) {
@@ -185,8 +180,7 @@ double AttentionMapPanel::meanRowEntropy(const AttentionMap& m)
     return sum / m.size;
 }
 
-void AttentionMapPanel::showMap()
-{
+void AttentionMapPanel::showMap() {
     const int layer = m_layer->currentData().toInt();
     const int head = m_head->currentData().toInt();
     const AttentionMap* found = nullptr;
@@ -196,10 +190,11 @@ void AttentionMapPanel::showMap()
         m_map->data()->setSize(1, 1);
         m_map->data()->fill(qQNaN());
         if (m_runId != 0) {
-            m_info->setText(m_config.probes.attnMapEvery > 0 || !m_steps.empty()
-                                ? tr("No attention map stored for this layer/head at this step yet.")
-                                : tr("This run stored no attention maps: set probes.attn_map_every "
-                                     "> 0 before starting a run to see them."));
+            m_info->setText(
+                m_config.probes.attnMapEvery > 0 || !m_steps.empty()
+                    ? tr("No attention map stored for this layer/head at this step yet.")
+                    : tr("This run stored no attention maps: set probes.attn_map_every "
+                         "> 0 before starting a run to see them."));
         }
         m_plot->replot(QCustomPlot::rpQueuedReplot);
         return;
@@ -234,8 +229,9 @@ void AttentionMapPanel::showMap()
                         .arg(rowMax, 0, 'f', 3)
                         .arg(meanRowEntropy(m), 0, 'f', 3)
                         .arg(std::log(double(n)), 0, 'f', 2)
-                        .arg(rowMax > 0.9 ? tr("Collapsed: attention is nearly one-hot.")
-                                          : rowMax > 0.6 ? tr("Sharp attention.") : tr("Spread attention.")));
+                        .arg(rowMax > 0.9   ? tr("Collapsed: attention is nearly one-hot.")
+                             : rowMax > 0.6 ? tr("Sharp attention.")
+                                            : tr("Spread attention.")));
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <vector>
 
 #include "qklab/records.h"
@@ -26,12 +25,12 @@ namespace qklab::gui {
 
 class AttentionMapPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit AttentionMapPanel(QWidget* parent = nullptr);
 
     void setRun(int64_t runId, const RunConfig& config, const QString& dbPath);
     void clear();
-    void notifyNewData(int64_t runId);   // live run stored new maps: refresh the step list
+    void notifyNewData(int64_t runId);  // live run stored new maps: refresh the step list
 
     int stepCount() const { return int(m_steps.size()); }
     QCustomPlot* plot() const { return m_plot; }
@@ -40,11 +39,11 @@ public:
     static double meanRowMax(const AttentionMap& m);
     static double meanRowEntropy(const AttentionMap& m);
 
-public slots:
+  public slots:
     void jumpToStep(qint64 step);
     void reloadSteps();
 
-private:
+  private:
     void loadStep();
     void showMap();
 
@@ -52,7 +51,7 @@ private:
     RunConfig m_config;
     QString m_dbPath;
     std::vector<int64_t> m_steps;
-    std::vector<AttentionMap> m_maps;    // every layer/head of the shown step
+    std::vector<AttentionMap> m_maps;  // every layer/head of the shown step
     uint64_t m_generation = 0;
 
     QComboBox* m_layer = nullptr;

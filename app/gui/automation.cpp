@@ -9,7 +9,6 @@
 #include <QSettings>
 #include <QTabWidget>
 #include <QTimer>
-
 #include <iostream>
 
 #include "attention_map_panel.h"
@@ -24,30 +23,56 @@
 
 namespace qklab::gui {
 
-bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode)
-{
+bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode) {
     QCommandLineParser p;
-    p.setApplicationDescription(QStringLiteral("qklab: see why attention logits blow up and how QK-norm and softcap stop it"));
+    p.setApplicationDescription(QStringLiteral(
+        "qklab: see why attention logits blow up and how QK-norm and softcap stop it"));
     p.addHelpOption();
     p.addVersionOption();
-    const QCommandLineOption preset(QStringLiteral("preset"), QStringLiteral("Load this preset JSON."), QStringLiteral("FILE"));
-    const QCommandLineOption set(QStringLiteral("set"), QStringLiteral("Override a config key (repeatable)."), QStringLiteral("key=value"));
-    const QCommandLineOption db(QStringLiteral("db"), QStringLiteral("Run database (default: the user's data dir)."), QStringLiteral("FILE"));
-    const QCommandLineOption autostart(QStringLiteral("autostart"), QStringLiteral("Start training the form's config at once."));
-    const QCommandLineOption name(QStringLiteral("name"), QStringLiteral("Name of the autostarted run."), QStringLiteral("NAME"));
-    const QCommandLineOption quitSteps(QStringLiteral("quit-after-steps"), QStringLiteral("Stop the run after N steps, then quit."), QStringLiteral("N"));
-    const QCommandLineOption quitMs(QStringLiteral("quit-after-ms"), QStringLiteral("Quit after this many milliseconds."), QStringLiteral("MS"));
-    const QCommandLineOption shot(QStringLiteral("screenshot"), QStringLiteral("Save a window screenshot before quitting."), QStringLiteral("PNG"));
-    const QCommandLineOption shots(QStringLiteral("view-shots"), QStringLiteral("Save one screenshot per view into DIR before quitting."), QStringLiteral("DIR"));
-    const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Show this view: live, histograms, attention, spikes."), QStringLiteral("NAME"));
-    const QCommandLineOption openRun(QStringLiteral("open-run"), QStringLiteral("Show this stored run."), QStringLiteral("ID"));
-    const QCommandLineOption latency(QStringLiteral("latency-report"), QStringLiteral("Write GUI-thread stall statistics here at quit."), QStringLiteral("FILE"));
-    const QCommandLineOption intervene(QStringLiteral("intervene"),
-                                       QStringLiteral("Post an intervention once STEP is trained (repeatable), e.g. "
-                                                      "100:{\"kind\":\"qk_norm\",\"params\":{\"variant\":\"rms\"}}"),
-                                       QStringLiteral("STEP:JSON"));
-    const QCommandLineOption quiet(QStringLiteral("quiet"), QStringLiteral("No modal dialogs; errors go to stderr."));
-    p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun, latency, intervene, quiet});
+    const QCommandLineOption preset(
+        QStringLiteral("preset"), QStringLiteral("Load this preset JSON."), QStringLiteral("FILE"));
+    const QCommandLineOption set(QStringLiteral("set"),
+                                 QStringLiteral("Override a config key (repeatable)."),
+                                 QStringLiteral("key=value"));
+    const QCommandLineOption db(QStringLiteral("db"),
+                                QStringLiteral("Run database (default: the user's data dir)."),
+                                QStringLiteral("FILE"));
+    const QCommandLineOption autostart(QStringLiteral("autostart"),
+                                       QStringLiteral("Start training the form's config at once."));
+    const QCommandLineOption name(QStringLiteral("name"),
+                                  QStringLiteral("Name of the autostarted run."),
+                                  QStringLiteral("NAME"));
+    const QCommandLineOption quitSteps(QStringLiteral("quit-after-steps"),
+                                       QStringLiteral("Stop the run after N steps, then quit."),
+                                       QStringLiteral("N"));
+    const QCommandLineOption quitMs(QStringLiteral("quit-after-ms"),
+                                    QStringLiteral("Quit after this many milliseconds."),
+                                    QStringLiteral("MS"));
+    const QCommandLineOption shot(QStringLiteral("screenshot"),
+                                  QStringLiteral("Save a window screenshot before quitting."),
+                                  QStringLiteral("PNG"));
+    const QCommandLineOption shots(
+        QStringLiteral("view-shots"),
+        QStringLiteral("Save one screenshot per view into DIR before quitting."),
+        QStringLiteral("DIR"));
+    const QCommandLineOption tab(
+        QStringLiteral("tab"),
+        QStringLiteral("Show this view: live, histograms, attention, spikes."),
+        QStringLiteral("NAME"));
+    const QCommandLineOption openRun(QStringLiteral("open-run"),
+                                     QStringLiteral("Show this stored run."), QStringLiteral("ID"));
+    const QCommandLineOption latency(
+        QStringLiteral("latency-report"),
+        QStringLiteral("Write GUI-thread stall statistics here at quit."), QStringLiteral("FILE"));
+    const QCommandLineOption intervene(
+        QStringLiteral("intervene"),
+        QStringLiteral("Post an intervention once STEP is trained (repeatable), e.g. "
+                       "100:{\"kind\":\"qk_norm\",\"params\":{\"variant\":\"rms\"}}"),
+        QStringLiteral("STEP:JSON"));
+    const QCommandLineOption quiet(QStringLiteral("quiet"),
+                                   QStringLiteral("No modal dialogs; errors go to stderr."));
+    p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun,
+                  latency, intervene, quiet});
     if (!p.parse(args)) {
         std::cerr << "qklab: " << p.errorText().toStdString() << "\n";
         *exitCode = 2;
@@ -82,14 +107,13 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
     return true;
 }
 
-AutomationDriver::AutomationDriver(MainWindow* window, const LaunchOptions& options, QObject* parent)
-    : QObject(parent), m_window(window), m_options(options)
-{
+AutomationDriver::AutomationDriver(MainWindow* window, const LaunchOptions& options,
+                                   QObject* parent)
+    : QObject(parent), m_window(window), m_options(options) {
     m_latency = new LatencyMonitor(this);
 }
 
-bool AutomationDriver::begin()
-{
+bool AutomationDriver::begin() {
     m_window->setQuiet(m_options.quiet);
     QString db = m_options.dbPath;
     if (db.isEmpty()) {
@@ -143,7 +167,8 @@ bool AutomationDriver::begin()
     } else if (m_options.openRunId > 0) {
         openRequestedRun();
     }
-    if (m_options.quitAfterMs > 0) QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);
+    if (m_options.quitAfterMs > 0)
+        QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);
     if (!m_options.autostart && m_options.quitAfterMs <= 0 && !m_options.screenshotPath.isEmpty()) {
         // Only a screenshot of a stored run: give the async load a moment.
         QTimer::singleShot(2000, this, &AutomationDriver::finishAndQuit);
@@ -151,16 +176,14 @@ bool AutomationDriver::begin()
     return true;
 }
 
-void AutomationDriver::openRequestedRun()
-{
+void AutomationDriver::openRequestedRun() {
     if (m_openedRun || m_options.openRunId <= 0) return;
     m_openedRun = true;
     m_window->openRun(m_options.openRunId);
     if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
 }
 
-void AutomationDriver::onProgress(qint64, qint64 step)
-{
+void AutomationDriver::onProgress(qint64, qint64 step) {
     // Measure the steady state, not window creation and the first layout pass.
     if (!m_sawProgress) {
         m_sawProgress = true;
@@ -175,10 +198,13 @@ void AutomationDriver::onProgress(qint64, qint64 step)
         ++m_nextIntervention;
         try {
             const auto j = nlohmann::json::parse(spec.section(QLatin1Char(':'), 1).toStdString());
-            Event e{0, j.at("kind").get<std::string>(), j.value("params", nlohmann::json::object())};
-            if (!m_window->interventions()->post(e)) std::cerr << "qklab: intervention not applied: " << spec.toStdString() << "\n";
+            Event e{0, j.at("kind").get<std::string>(),
+                    j.value("params", nlohmann::json::object())};
+            if (!m_window->interventions()->post(e))
+                std::cerr << "qklab: intervention not applied: " << spec.toStdString() << "\n";
         } catch (const std::exception& ex) {
-            std::cerr << "qklab: bad --intervene " << spec.toStdString() << ": " << ex.what() << "\n";
+            std::cerr << "qklab: bad --intervene " << spec.toStdString() << ": " << ex.what()
+                      << "\n";
         }
     }
     if (m_options.quitAfterSteps > 0 && step >= m_options.quitAfterSteps && !m_stopping) {
@@ -187,16 +213,16 @@ void AutomationDriver::onProgress(qint64, qint64 step)
     }
 }
 
-void AutomationDriver::onRunEnded()
-{
-    if (m_options.autostart && (m_options.quitAfterSteps > 0 || !m_options.screenshotPath.isEmpty() ||
-                                !m_options.plotShots.isEmpty()) && m_options.quitAfterMs <= 0) {
+void AutomationDriver::onRunEnded() {
+    if (m_options.autostart &&
+        (m_options.quitAfterSteps > 0 || !m_options.screenshotPath.isEmpty() ||
+         !m_options.plotShots.isEmpty()) &&
+        m_options.quitAfterMs <= 0) {
         finishAndQuit();
     }
 }
 
-void AutomationDriver::finishAndQuit()
-{
+void AutomationDriver::finishAndQuit() {
     if (m_quitting) return;
     m_quitting = true;
     // Taken now: the screenshots below render the whole window several times, which is the
@@ -227,7 +253,8 @@ void AutomationDriver::finishAndQuit()
         }
         if (!m_options.screenshotPath.isEmpty()) {
             if (!m_window->grab().save(m_options.screenshotPath)) {
-                std::cerr << "qklab: could not save " << m_options.screenshotPath.toStdString() << "\n";
+                std::cerr << "qklab: could not save " << m_options.screenshotPath.toStdString()
+                          << "\n";
                 m_exitCode = m_exitCode ? m_exitCode : 4;
             }
         }

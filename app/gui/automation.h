@@ -20,19 +20,20 @@ class MainWindow;
 
 struct LaunchOptions {
     QString presetPath;
-    QStringList overrides;               // --set key=value, applied after the preset
+    QStringList overrides;  // --set key=value, applied after the preset
     QString dbPath;
     bool autostart = false;
     QString runName;
-    qint64 quitAfterSteps = -1;          // stop the run and quit once this many steps trained
-    int quitAfterMs = -1;                // quit after this long regardless (benchmarks)
-    QString screenshotPath;              // window grab taken just before quitting
-    QStringList plotShots;               // extra PNGs: "<dir>" gets one file per view
-    QString tab;                         // live | histograms | attention | spikes
-    qint64 openRunId = 0;                // show this stored run (after autostart, if both)
-    QString latencyReport;               // write LatencyMonitor stats here at quit
-    QStringList interventions;           // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
-    bool quiet = false;                  // no modal dialogs
+    qint64 quitAfterSteps = -1;  // stop the run and quit once this many steps trained
+    int quitAfterMs = -1;        // quit after this long regardless (benchmarks)
+    QString screenshotPath;      // window grab taken just before quitting
+    QStringList plotShots;       // extra PNGs: "<dir>" gets one file per view
+    QString tab;                 // live | histograms | attention | spikes
+    qint64 openRunId = 0;        // show this stored run (after autostart, if both)
+    QString latencyReport;       // write LatencyMonitor stats here at quit
+    QStringList
+        interventions;   // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
+    bool quiet = false;  // no modal dialogs
 };
 
 // Parses argv; on --help or a bad option prints and returns false with *exitCode set.
@@ -40,14 +41,14 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* options, int* ex
 
 class AutomationDriver : public QObject {
     Q_OBJECT
-public:
+  public:
     AutomationDriver(MainWindow* window, const LaunchOptions& options, QObject* parent = nullptr);
 
     // Loads preset/overrides/db and schedules the rest; false when setup failed (message printed).
     bool begin();
     int exitCode() const { return m_exitCode; }
 
-private:
+  private:
     void onProgress(qint64 runId, qint64 step);
     void onRunEnded();
     void finishAndQuit();

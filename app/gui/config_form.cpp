@@ -4,18 +4,17 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QPlainTextEdit>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QSpinBox>
-#include <QTimer>
-#include <QListWidget>
 #include <QStackedWidget>
-#include <QHBoxLayout>
+#include <QTimer>
 #include <QVBoxLayout>
-
 #include <climits>
 #include <cmath>
 
@@ -27,13 +26,11 @@ using nlohmann::json;
 
 namespace {
 
-QString numberText(double v)
-{
+QString numberText(double v) {
     return QString::number(v, 'g', 10);
 }
 
-bool parseDouble(const QString& text, double* out)
-{
+bool parseDouble(const QString& text, double* out) {
     bool ok = false;
     const double v = text.trimmed().toDouble(&ok);
     if (!ok || !std::isfinite(v)) return false;
@@ -41,15 +38,13 @@ bool parseDouble(const QString& text, double* out)
     return true;
 }
 
-void markInvalid(QWidget* w, bool invalid)
-{
+void markInvalid(QWidget* w, bool invalid) {
     w->setStyleSheet(invalid ? QStringLiteral("background: #ffd6d6;") : QString());
 }
 
 }  // namespace
 
-ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
-{
+ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     // Group list on the left, the group's fields on the right (a settings-dialog layout): all
@@ -93,9 +88,8 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
             tip += QStringLiteral("\nrange %1 … %2").arg(f.minValue).arg(f.maxValue);
         editor->setToolTip(QStringLiteral("%1\n%2").arg(key, tip));
         // Label shows the key without its group prefix: the group list already names it.
-        auto* label = new QLabel(key.section(QLatin1Char('.'), 1).isEmpty()
-                                     ? key
-                                     : key.section(QLatin1Char('.'), 1));
+        auto* label = new QLabel(
+            key.section(QLatin1Char('.'), 1).isEmpty() ? key : key.section(QLatin1Char('.'), 1));
         label->setToolTip(editor->toolTip());
         forms[group]->addRow(label, editor);
         m_editors[key] = editor;
@@ -113,8 +107,8 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
     }
     m_events = new QPlainTextEdit;
     m_events->setObjectName(QStringLiteral("events"));
-    m_events->setPlaceholderText(
-        QStringLiteral("[{\"step\": 300, \"kind\": \"context_length\", \"params\": {\"seq_len\": 256}}]"));
+    m_events->setPlaceholderText(QStringLiteral(
+        "[{\"step\": 300, \"kind\": \"context_length\", \"params\": {\"seq_len\": 256}}]"));
     m_events->setToolTip(QStringLiteral(
         "Timed events as a JSON list. Kinds: lr_multiplier {factor}, context_length {seq_len},\n"
         "dirty_batch {text?}, qk_norm {variant}, qk_anneal {steps, shape?}, softcap {kind, c}"));
@@ -138,140 +132,138 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent)
     m_groups->setCurrentRow(attn >= 0 ? attn : 0);
 }
 
-QWidget* ConfigForm::createEditor(const FieldInfo& f)
-{
+QWidget* ConfigForm::createEditor(const FieldInfo& f) {
     switch (f.type) {
-    case FieldType::Bool: {
-        auto* box = new QCheckBox;
-        connect(box, &QCheckBox::toggled, this, &ConfigForm::scheduleRevalidate);
-        return box;
-    }
-    case FieldType::Int: {
-        auto* spin = new QSpinBox;
-        spin->setRange(f.minValue < f.maxValue ? int(std::max<double>(f.minValue, INT_MIN)) : 0,
-                       f.minValue < f.maxValue ? int(std::min<double>(f.maxValue, INT_MAX))
-                                               : INT_MAX);
-        spin->setAccelerated(true);
-        connect(spin, &QSpinBox::valueChanged, this, &ConfigForm::scheduleRevalidate);
-        return spin;
-    }
-    case FieldType::Choice: {
-        auto* combo = new QComboBox;
-        for (const auto& c : f.choices) combo->addItem(QString::fromStdString(c));
-        connect(combo, &QComboBox::currentIndexChanged, this, &ConfigForm::scheduleRevalidate);
-        return combo;
-    }
-    case FieldType::Scale: {
-        auto* combo = new QComboBox;
-        combo->setEditable(true);
-        combo->addItem(QStringLiteral("inv_sqrt_d"));
-        connect(combo, &QComboBox::currentTextChanged, this, &ConfigForm::scheduleRevalidate);
-        return combo;
-    }
-    case FieldType::Float:
-    case FieldType::Text:
-    case FieldType::FloatPair:
-    default: {
-        auto* edit = new QLineEdit;
-        if (f.type == FieldType::FloatPair) edit->setPlaceholderText(QStringLiteral("0.9, 0.95"));
-        connect(edit, &QLineEdit::textChanged, this, &ConfigForm::scheduleRevalidate);
-        return edit;
-    }
+        case FieldType::Bool: {
+            auto* box = new QCheckBox;
+            connect(box, &QCheckBox::toggled, this, &ConfigForm::scheduleRevalidate);
+            return box;
+        }
+        case FieldType::Int: {
+            auto* spin = new QSpinBox;
+            spin->setRange(
+                f.minValue < f.maxValue ? int(std::max<double>(f.minValue, INT_MIN)) : 0,
+                f.minValue < f.maxValue ? int(std::min<double>(f.maxValue, INT_MAX)) : INT_MAX);
+            spin->setAccelerated(true);
+            connect(spin, &QSpinBox::valueChanged, this, &ConfigForm::scheduleRevalidate);
+            return spin;
+        }
+        case FieldType::Choice: {
+            auto* combo = new QComboBox;
+            for (const auto& c : f.choices) combo->addItem(QString::fromStdString(c));
+            connect(combo, &QComboBox::currentIndexChanged, this, &ConfigForm::scheduleRevalidate);
+            return combo;
+        }
+        case FieldType::Scale: {
+            auto* combo = new QComboBox;
+            combo->setEditable(true);
+            combo->addItem(QStringLiteral("inv_sqrt_d"));
+            connect(combo, &QComboBox::currentTextChanged, this, &ConfigForm::scheduleRevalidate);
+            return combo;
+        }
+        case FieldType::Float:
+        case FieldType::Text:
+        case FieldType::FloatPair:
+        default: {
+            auto* edit = new QLineEdit;
+            if (f.type == FieldType::FloatPair)
+                edit->setPlaceholderText(QStringLiteral("0.9, 0.95"));
+            connect(edit, &QLineEdit::textChanged, this, &ConfigForm::scheduleRevalidate);
+            return edit;
+        }
     }
 }
 
-void ConfigForm::setEditorValue(const FieldInfo& f, const json& v)
-{
+void ConfigForm::setEditorValue(const FieldInfo& f, const json& v) {
     QWidget* w = m_editors.value(QString::fromStdString(f.key));
     if (!w) return;
     switch (f.type) {
-    case FieldType::Bool:
-        static_cast<QCheckBox*>(w)->setChecked(v.is_boolean() && v.get<bool>());
-        break;
-    case FieldType::Int:
-        static_cast<QSpinBox*>(w)->setValue(v.is_number() ? int(v.get<double>()) : 0);
-        break;
-    case FieldType::Choice: {
-        auto* combo = static_cast<QComboBox*>(w);
-        combo->setCurrentIndex(combo->findText(QString::fromStdString(v.get<std::string>())));
-        break;
-    }
-    case FieldType::Scale:
-        static_cast<QComboBox*>(w)->setCurrentText(
-            v.is_number() ? numberText(v.get<double>()) : QString::fromStdString(v.get<std::string>()));
-        break;
-    case FieldType::FloatPair: {
-        QStringList parts;
-        for (const auto& x : v) parts << numberText(x.get<double>());
-        static_cast<QLineEdit*>(w)->setText(parts.join(QStringLiteral(", ")));
-        break;
-    }
-    case FieldType::Float:
-        static_cast<QLineEdit*>(w)->setText(numberText(v.get<double>()));
-        break;
-    case FieldType::Text:
-    default:
-        static_cast<QLineEdit*>(w)->setText(QString::fromStdString(v.get<std::string>()));
-        break;
+        case FieldType::Bool:
+            static_cast<QCheckBox*>(w)->setChecked(v.is_boolean() && v.get<bool>());
+            break;
+        case FieldType::Int:
+            static_cast<QSpinBox*>(w)->setValue(v.is_number() ? int(v.get<double>()) : 0);
+            break;
+        case FieldType::Choice: {
+            auto* combo = static_cast<QComboBox*>(w);
+            combo->setCurrentIndex(combo->findText(QString::fromStdString(v.get<std::string>())));
+            break;
+        }
+        case FieldType::Scale:
+            static_cast<QComboBox*>(w)->setCurrentText(
+                v.is_number() ? numberText(v.get<double>())
+                              : QString::fromStdString(v.get<std::string>()));
+            break;
+        case FieldType::FloatPair: {
+            QStringList parts;
+            for (const auto& x : v) parts << numberText(x.get<double>());
+            static_cast<QLineEdit*>(w)->setText(parts.join(QStringLiteral(", ")));
+            break;
+        }
+        case FieldType::Float:
+            static_cast<QLineEdit*>(w)->setText(numberText(v.get<double>()));
+            break;
+        case FieldType::Text:
+        default:
+            static_cast<QLineEdit*>(w)->setText(QString::fromStdString(v.get<std::string>()));
+            break;
     }
 }
 
-bool ConfigForm::editorValue(const FieldInfo& f, json* value, QString* error) const
-{
+bool ConfigForm::editorValue(const FieldInfo& f, json* value, QString* error) const {
     QWidget* w = m_editors.value(QString::fromStdString(f.key));
     switch (f.type) {
-    case FieldType::Bool:
-        *value = static_cast<QCheckBox*>(w)->isChecked();
-        return true;
-    case FieldType::Int:
-        *value = int64_t(static_cast<QSpinBox*>(w)->value());
-        return true;
-    case FieldType::Choice:
-        *value = static_cast<QComboBox*>(w)->currentText().toStdString();
-        return true;
-    case FieldType::Scale: {
-        const QString text = static_cast<QComboBox*>(w)->currentText().trimmed();
-        double d = 0;
-        if (text.isEmpty() || text == QLatin1String("inv_sqrt_d")) {
-            *value = "inv_sqrt_d";
-        } else if (parseDouble(text, &d)) {
+        case FieldType::Bool:
+            *value = static_cast<QCheckBox*>(w)->isChecked();
+            return true;
+        case FieldType::Int:
+            *value = int64_t(static_cast<QSpinBox*>(w)->value());
+            return true;
+        case FieldType::Choice:
+            *value = static_cast<QComboBox*>(w)->currentText().toStdString();
+            return true;
+        case FieldType::Scale: {
+            const QString text = static_cast<QComboBox*>(w)->currentText().trimmed();
+            double d = 0;
+            if (text.isEmpty() || text == QLatin1String("inv_sqrt_d")) {
+                *value = "inv_sqrt_d";
+            } else if (parseDouble(text, &d)) {
+                *value = d;
+            } else {
+                *error = QStringLiteral("\"%1\" is not a number or inv_sqrt_d").arg(text);
+                return false;
+            }
+            return true;
+        }
+        case FieldType::FloatPair: {
+            const QStringList parts = static_cast<QLineEdit*>(w)->text().split(
+                QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);
+            double a = 0, b = 0;
+            if (parts.size() != 2 || !parseDouble(parts[0], &a) || !parseDouble(parts[1], &b)) {
+                *error = QStringLiteral("expected two numbers like \"0.9, 0.95\"");
+                return false;
+            }
+            *value = json::array({a, b});
+            return true;
+        }
+        case FieldType::Float: {
+            const QString text = static_cast<QLineEdit*>(w)->text();
+            double d = 0;
+            if (!parseDouble(text, &d)) {
+                *error = QStringLiteral("\"%1\" is not a number").arg(text);
+                return false;
+            }
             *value = d;
-        } else {
-            *error = QStringLiteral("\"%1\" is not a number or inv_sqrt_d").arg(text);
-            return false;
+            return true;
         }
-        return true;
-    }
-    case FieldType::FloatPair: {
-        const QStringList parts = static_cast<QLineEdit*>(w)->text().split(
-            QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);
-        double a = 0, b = 0;
-        if (parts.size() != 2 || !parseDouble(parts[0], &a) || !parseDouble(parts[1], &b)) {
-            *error = QStringLiteral("expected two numbers like \"0.9, 0.95\"");
-            return false;
-        }
-        *value = json::array({a, b});
-        return true;
-    }
-    case FieldType::Float: {
-        const QString text = static_cast<QLineEdit*>(w)->text();
-        double d = 0;
-        if (!parseDouble(text, &d)) {
-            *error = QStringLiteral("\"%1\" is not a number").arg(text);
-            return false;
-        }
-        *value = d;
-        return true;
-    }
-    case FieldType::Text:
-    default:
-        *value = static_cast<QLineEdit*>(w)->text().toStdString();
-        return true;
+        case FieldType::Text:
+        default:
+            *value = static_cast<QLineEdit*>(w)->text().toStdString();
+            return true;
     }
 }
 
-RunConfig ConfigForm::config(QStringList* problems) const
-{
+RunConfig ConfigForm::config(QStringList* problems) const {
     RunConfig c;
     for (const FieldInfo& f : configFields()) {
         const QString key = QString::fromStdString(f.key);
@@ -294,7 +286,8 @@ RunConfig ConfigForm::config(QStringList* problems) const
                 configFromJson(json{{"events", json::parse(eventsText.toStdString())}});
             c.events = withEvents.events;
         } catch (const json::exception& e) {
-            if (problems) problems->append(QStringLiteral("events: not valid JSON (%1)").arg(e.what()));
+            if (problems)
+                problems->append(QStringLiteral("events: not valid JSON (%1)").arg(e.what()));
         } catch (const std::exception& e) {
             if (problems) problems->append(QString::fromStdString(e.what()));
         }
@@ -302,8 +295,7 @@ RunConfig ConfigForm::config(QStringList* problems) const
     return c;
 }
 
-void ConfigForm::setConfig(const RunConfig& c)
-{
+void ConfigForm::setConfig(const RunConfig& c) {
     m_loading = true;
     for (const FieldInfo& f : configFields()) setEditorValue(f, f.get(c));
     const json j = configToJson(c);
@@ -314,13 +306,11 @@ void ConfigForm::setConfig(const RunConfig& c)
     revalidateNow();  // emits configChanged
 }
 
-void ConfigForm::scheduleRevalidate()
-{
+void ConfigForm::scheduleRevalidate() {
     if (!m_loading) m_revalidateTimer->start();
 }
 
-void ConfigForm::revalidateNow()
-{
+void ConfigForm::revalidateNow() {
     m_revalidateTimer->stop();
     QStringList problems;
     const RunConfig c = config(&problems);
@@ -347,9 +337,10 @@ void ConfigForm::revalidateNow()
     for (const QString& w : warnings)
         html += QStringLiteral("<div style='color:#a06000'>⚠ %1</div>").arg(w.toHtmlEscaped());
     if (html.isEmpty())
-        html = QStringLiteral("<div style='color:#2a7a2a'>✔ config is valid (d_head %1, s %2)</div>")
-                   .arg(c.model.nHeads > 0 ? c.dHead() : 0)
-                   .arg(c.model.nHeads > 0 ? c.logitScale() : 0.0, 0, 'g', 4);
+        html =
+            QStringLiteral("<div style='color:#2a7a2a'>✔ config is valid (d_head %1, s %2)</div>")
+                .arg(c.model.nHeads > 0 ? c.dHead() : 0)
+                .arg(c.model.nHeads > 0 ? c.logitScale() : 0.0, 0, 'g', 4);
     m_messages->setText(html);
 
     const bool valid = problems.isEmpty();

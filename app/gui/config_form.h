@@ -23,7 +23,7 @@ namespace qklab::gui {
 
 class ConfigForm : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ConfigForm(QWidget* parent = nullptr);
 
     // The config the form describes; field parse errors are collected into *problems (keys
@@ -40,14 +40,14 @@ public:
     QWidget* editorFor(const QString& key) const { return m_editors.value(key, nullptr); }
     QPlainTextEdit* eventsEditor() const { return m_events; }
 
-public slots:
+  public slots:
     void revalidateNow();
 
-signals:
+  signals:
     void configChanged();
     void validityChanged(bool valid);
 
-private:
+  private:
     QWidget* createEditor(const FieldInfo& field);
     void setEditorValue(const FieldInfo& field, const nlohmann::json& value);
     // Returns false (and fills *error) when the editor text is not a value of the field's type.

@@ -10,7 +10,6 @@
 #include <QMetaType>
 #include <QString>
 #include <QVector>
-
 #include <cstdint>
 
 #include "qklab/records.h"
@@ -21,16 +20,15 @@ namespace qklab::gui {
 struct LiveBatch {
     int64_t runId = 0;
     QVector<StepMetrics> steps;
-    QVector<ProbeStats> probes;          // every row the probes produced (layer and head level)
+    QVector<ProbeStats> probes;  // every row the probes produced (layer and head level)
     QVector<Spike> spikes;
     QVector<EventRecord> events;
-    bool newHistograms = false;          // the store will hold new histogram rows after flush
+    bool newHistograms = false;  // the store will hold new histogram rows after flush
     bool newAttentionMaps = false;
 
-    bool empty() const
-    {
-        return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && events.isEmpty()
-               && !newHistograms && !newAttentionMaps;
+    bool empty() const {
+        return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && events.isEmpty() &&
+               !newHistograms && !newAttentionMaps;
     }
 };
 

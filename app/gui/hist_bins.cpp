@@ -5,34 +5,28 @@
 
 namespace qklab::gui {
 
-double symlog10(double x)
-{
+double symlog10(double x) {
     return (x < 0 ? -1.0 : 1.0) * std::log10(1.0 + std::fabs(x));
 }
 
-double invSymlog10(double y)
-{
+double invSymlog10(double y) {
     return (y < 0 ? -1.0 : 1.0) * (std::pow(10.0, std::fabs(y)) - 1.0);
 }
 
-double HistBins::toRaw(double x) const
-{
+double HistBins::toRaw(double x) const {
     return symlog ? invSymlog10(x) : x;
 }
 
-double HistBins::fromRaw(double logit) const
-{
+double HistBins::fromRaw(double logit) const {
     return symlog ? symlog10(logit) : logit;
 }
 
-QString HistBins::axisLabel() const
-{
+QString HistBins::axisLabel() const {
     return symlog ? QStringLiteral("raw attention logit (symlog axis)")
                   : QStringLiteral("raw attention logit");
 }
 
-HistBins histBinsOf(const ProbeConfig& probes)
-{
+HistBins histBinsOf(const ProbeConfig& probes) {
     HistBins b;
     b.symlog = probes.histScale == "symlog";
     const int n = static_cast<int>(std::max<int64_t>(probes.histBins, 1));

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <QString>
-
 #include <vector>
 
 #include "qklab/run_config.h"
@@ -15,7 +14,7 @@
 namespace qklab::gui {
 
 struct HistBins {
-    std::vector<double> edges;           // bins + 1 edges, in the histogram's scale
+    std::vector<double> edges;  // bins + 1 edges, in the histogram's scale
     bool symlog = false;
 
     int count() const { return edges.empty() ? 0 : static_cast<int>(edges.size()) - 1; }

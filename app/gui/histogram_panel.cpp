@@ -1,6 +1,8 @@
 // histogram_panel.cpp — loading stored histograms off the GUI thread and drawing bars + heat map.
 #include "histogram_panel.h"
 
+#include <qcustomplot.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
@@ -10,9 +12,6 @@
 #include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
-
-#include <qcustomplot.h>
-
 #include <algorithm>
 
 #include "async_store.h"
@@ -23,8 +22,7 @@
 
 namespace qklab::gui {
 
-HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent)
-{
+HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     auto* controls = new QGridLayout;
@@ -126,8 +124,7 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent)
 
 HistogramPanel::~HistogramPanel() = default;
 
-void HistogramPanel::clear()
-{
+void HistogramPanel::clear() {
     m_runId = 0;
     m_rows.clear();
     ++m_generation;
@@ -136,8 +133,7 @@ void HistogramPanel::clear()
     rebuildHeatMap();
 }
 
-void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath)
-{
+void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath) {
     const bool same = runId == m_runId && dbPath == m_dbPath;
     m_runId = runId;
     m_config = config;
@@ -154,7 +150,8 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
         for (double sign : {1.0, -1.0}) {
             const double y = m_bins.fromRaw(sign * t);
             if (y > m_bins.edges.front() && y < m_bins.edges.back())
-                addThresholdLine(m_heat, y, color, sign > 0 ? QStringLiteral("%1").arg(t) : QString());
+                addThresholdLine(m_heat, y, color,
+                                 sign > 0 ? QStringLiteral("%1").arg(t) : QString());
         }
     }
     if (!same) {
@@ -164,8 +161,7 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
     reload();
 }
 
-void HistogramPanel::rebuildSelectors()
-{
+void HistogramPanel::rebuildSelectors() {
     m_layer->clear();
     for (int l = 0; l < std::max<int64_t>(1, m_config.model.nLayers); ++l)
         m_layer->addItem(tr("layer %1").arg(l), l);
@@ -174,13 +170,11 @@ void HistogramPanel::rebuildSelectors()
     for (int h = 0; h < m_config.model.nHeads; ++h) m_head->addItem(tr("head %1").arg(h), h);
 }
 
-void HistogramPanel::notifyNewData(int64_t runId)
-{
+void HistogramPanel::notifyNewData(int64_t runId) {
     if (runId == m_runId && !m_reloadTimer->isActive()) m_reloadTimer->start();
 }
 
-void HistogramPanel::reload()
-{
+void HistogramPanel::reload() {
     if (m_runId == 0) return;
     const int64_t runId = m_runId;
     const int32_t layer = m_layer->currentData().toInt();
@@ -192,8 +186,9 @@ void HistogramPanel::reload()
         [runId, layer, head, bins](RunStore& store) {
             HistogramLoad load;
             load.rows = store.histograms(runId, layer, head);
-            std::sort(load.rows.begin(), load.rows.end(),
-                      [](const LogitHistogram& a, const LogitHistogram& b) { return a.step < b.step; });
+            std::sort(
+                load.rows.begin(), load.rows.end(),
+                [](const LogitHistogram& a, const LogitHistogram& b) { return a.step < b.step; });
             // The heat map's cells are filled here, on the pool thread: for a 100k-step run
             // that is 10k x 128 cells, too many to fill on the GUI thread inside 50 ms.
             load.heat = buildHeatData(load.rows, bins, &load.maxCount);
@@ -216,11 +211,12 @@ void HistogramPanel::reload()
             showStep();
             rebuildHeatMap();
         },
-        [this](const QString& error) { m_info->setText(tr("Could not read histograms: %1").arg(error)); });
+        [this](const QString& error) {
+            m_info->setText(tr("Could not read histograms: %1").arg(error));
+        });
 }
 
-int HistogramPanel::indexOfStep(int64_t step) const
-{
+int HistogramPanel::indexOfStep(int64_t step) const {
     if (m_rows.empty()) return 0;
     auto it = std::lower_bound(m_rows.begin(), m_rows.end(), step,
                                [](const LogitHistogram& h, int64_t s) { return h.step < s; });
@@ -229,13 +225,11 @@ int HistogramPanel::indexOfStep(int64_t step) const
     return int(it - m_rows.begin());
 }
 
-void HistogramPanel::jumpToStep(qint64 step)
-{
+void HistogramPanel::jumpToStep(qint64 step) {
     m_step->setValue(indexOfStep(step));
 }
 
-void HistogramPanel::showStep()
-{
+void HistogramPanel::showStep() {
     m_barsA->data()->clear();
     m_outside->data()->clear();
     m_lineB->data()->clear();
@@ -250,10 +244,10 @@ void HistogramPanel::showStep()
         if (m_runId != 0)
             m_info->setText(m_config.probes.every <= 0
                                 ? tr("This run has probes off (probes.every = 0): no histograms.")
-                                : m_head->currentData().toInt() >= 0
-                                      ? tr("No histograms stored for this head: this run's probes store "
-                                           "layer-level histograms (choose \"all heads\").")
-                                      : tr("No histograms stored for this layer yet."));
+                            : m_head->currentData().toInt() >= 0
+                                ? tr("No histograms stored for this head: this run's probes store "
+                                     "layer-level histograms (choose \"all heads\").")
+                                : tr("No histograms stored for this layer yet."));
         m_hist->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
@@ -285,7 +279,8 @@ void HistogramPanel::showStep()
             maxEdge = bins.edges[i + 1];
             break;
         }
-    m_stepLabel->setText(tr("step %1 (%2/%3)").arg(a.step).arg(m_step->value() + 1).arg(m_rows.size()));
+    m_stepLabel->setText(
+        tr("step %1 (%2/%3)").arg(a.step).arg(m_step->value() + 1).arg(m_rows.size()));
     if (m_overlay->isChecked()) {
         const LogitHistogram& b = m_rows[std::min<size_t>(m_step2->value(), m_rows.size() - 1)];
         for (int i = 0; i < int(b.counts.size()) && i < n; ++i)
@@ -314,9 +309,8 @@ void HistogramPanel::showStep()
     m_heat->replot(QCustomPlot::rpQueuedReplot);
 }
 
-std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(const std::vector<LogitHistogram>& rows,
-                                                               const HistBins& config, double* maxCount)
-{
+std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(
+    const std::vector<LogitHistogram>& rows, const HistBins& config, double* maxCount) {
     *maxCount = 1;
     if (rows.empty()) return nullptr;
     const int nx = int(rows.size());
@@ -336,7 +330,9 @@ std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(const std::vector
     constexpr int kMaxColumns = 3000;
     const int group = (nx + kMaxColumns - 1) / kMaxColumns;
     const int columns = (nx + group - 1) / group;
-    const double lastKey = group == 1 ? last : first + (last - first) * double((columns - 1) * group) / std::max(1, nx - 1);
+    const double lastKey =
+        group == 1 ? last
+                   : first + (last - first) * double((columns - 1) * group) / std::max(1, nx - 1);
     auto data = std::make_unique<QCPColorMapData>(
         columns, ny, QCPRange(first, columns > 1 ? lastKey : first + 1),
         QCPRange(bins.center(0), bins.center(std::max(0, ny - 1))));
@@ -354,14 +350,12 @@ std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(const std::vector
     return data;
 }
 
-void HistogramPanel::showEvent(QShowEvent* event)
-{
+void HistogramPanel::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
     if (m_pendingHeat) rebuildHeatMap();
 }
 
-void HistogramPanel::rebuildHeatMap()
-{
+void HistogramPanel::rebuildHeatMap() {
     if (m_rows.empty()) {
         m_pendingHeat.reset();
         m_map->data()->setSize(1, 1);

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <memory>
 #include <vector>
 
@@ -32,7 +31,7 @@ namespace qklab::gui {
 
 class HistogramPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit HistogramPanel(QWidget* parent = nullptr);
     ~HistogramPanel() override;
 
@@ -46,17 +45,17 @@ public:
     QCustomPlot* histogramPlot() const { return m_hist; }
     QCustomPlot* heatMapPlot() const { return m_heat; }
 
-public slots:
+  public slots:
     void jumpToStep(qint64 step);
     void reload();
 
-signals:
+  signals:
     void stepSelected(qint64 step);
 
-protected:
+  protected:
     void showEvent(QShowEvent* event) override;
 
-private:
+  private:
     struct HistogramLoad {
         std::vector<LogitHistogram> rows;
         std::unique_ptr<QCPColorMapData> heat;
@@ -73,7 +72,7 @@ private:
     RunConfig m_config;
     QString m_dbPath;
     HistBins m_bins;
-    std::vector<LogitHistogram> m_rows;                  // one layer/head, sorted by step
+    std::vector<LogitHistogram> m_rows;  // one layer/head, sorted by step
     uint64_t m_generation = 0;
 
     QComboBox* m_layer = nullptr;
@@ -93,7 +92,7 @@ private:
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
     QTimer* m_reloadTimer = nullptr;
-    std::unique_ptr<QCPColorMapData> m_pendingHeat;      // loaded, not yet given to the map
+    std::unique_ptr<QCPColorMapData> m_pendingHeat;  // loaded, not yet given to the map
     double m_heatMax = 1;
 };
 

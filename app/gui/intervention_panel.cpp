@@ -15,8 +15,7 @@
 namespace qklab::gui {
 
 namespace {
-QStringList choicesOf(const char* key, const QStringList& fallback)
-{
+QStringList choicesOf(const char* key, const QStringList& fallback) {
     const FieldInfo* f = findField(key);
     if (!f || f->choices.empty()) return fallback;
     QStringList out;
@@ -26,8 +25,7 @@ QStringList choicesOf(const char* key, const QStringList& fallback)
 }  // namespace
 
 InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
-    : QWidget(parent), m_controller(controller)
-{
+    : QWidget(parent), m_controller(controller) {
     auto* grid = new QGridLayout(this);
     int row = 0;
     auto addButton = [&](const QString& text, const QString& tip, std::function<Event()> make) {
@@ -53,7 +51,8 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     m_qkVariant->setCurrentText(QStringLiteral("rms"));
     grid->addWidget(new QLabel(tr("QK-norm")), row, 0);
     grid->addWidget(m_qkVariant, row, 1, 1, 2);
-    addButton(tr("Switch QK-norm"), tr("Normalise q and k from the next step (the 'engine removal')"),
+    addButton(tr("Switch QK-norm"),
+              tr("Normalise q and k from the next step (the 'engine removal')"),
               [this] { return qkNormEvent(); });
 
     m_annealSteps = new QSpinBox;
@@ -78,7 +77,8 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     grid->addWidget(new QLabel(tr("Softcap")), row, 0);
     grid->addWidget(m_capKind, row, 1);
     grid->addWidget(m_capC, row, 2);
-    addButton(tr("Set softcap"), tr("Switch the attention-logit softcap (the 'gate'); Gemma 2 uses tanh C=50"),
+    addButton(tr("Set softcap"),
+              tr("Switch the attention-logit softcap (the 'gate'); Gemma 2 uses tanh C=50"),
               [this] { return softcapEvent(); });
 
     m_dirtyText = new QLineEdit;
@@ -93,7 +93,8 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     m_seqLen->setValue(256);
     grid->addWidget(new QLabel(tr("Context")), row, 0);
     grid->addWidget(m_seqLen, row, 1, 1, 2);
-    addButton(tr("Switch context"), tr("Train with this context length from the next step (e.g. 512 → 2048)"),
+    addButton(tr("Switch context"),
+              tr("Train with this context length from the next step (e.g. 512 → 2048)"),
               [this] { return contextEvent(); });
 
     m_status = new QLabel(tr("Interventions apply to the training run."));
@@ -108,7 +109,8 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
         m_seqLen->setRange(2, int(std::max<int64_t>(2, c.maxSeqLen())));
         m_seqLen->setValue(int(std::max<int64_t>(2, c.model.seqLen / 2)));
         m_seqLen->setToolTip(tr("Up to %1 (the longest context this model was built for); "
-                                "longer switches belong in the preset's events").arg(c.maxSeqLen()));
+                                "longer switches belong in the preset's events")
+                                 .arg(c.maxSeqLen()));
         refreshEnabled();
     });
     connect(m_controller, &RunController::queueChanged, this, &InterventionPanel::refreshEnabled);
@@ -116,57 +118,51 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     refreshEnabled();
 }
 
-Event InterventionPanel::lrEvent() const
-{
+Event InterventionPanel::lrEvent() const {
     return Event{0, "lr_multiplier", {{"factor", m_lrFactor->value()}}};
 }
 
-Event InterventionPanel::qkNormEvent() const
-{
+Event InterventionPanel::qkNormEvent() const {
     return Event{0, "qk_norm", {{"variant", m_qkVariant->currentText().toStdString()}}};
 }
 
-Event InterventionPanel::annealEvent() const
-{
-    return Event{0, "qk_anneal",
+Event InterventionPanel::annealEvent() const {
+    return Event{0,
+                 "qk_anneal",
                  {{"steps", int64_t(m_annealSteps->value())},
                   {"shape", m_annealShape->currentText().toStdString()}}};
 }
 
-Event InterventionPanel::softcapEvent() const
-{
-    return Event{0, "softcap",
-                 {{"cap", m_capKind->currentText().toStdString()}, {"c", m_capC->value()}}};
+Event InterventionPanel::softcapEvent() const {
+    return Event{
+        0, "softcap", {{"cap", m_capKind->currentText().toStdString()}, {"c", m_capC->value()}}};
 }
 
-Event InterventionPanel::dirtyBatchEvent() const
-{
+Event InterventionPanel::dirtyBatchEvent() const {
     Event e{0, "dirty_batch", nlohmann::json::object()};
     if (!m_dirtyText->text().isEmpty()) e.params["text"] = m_dirtyText->text().toStdString();
     return e;
 }
 
-Event InterventionPanel::contextEvent() const
-{
+Event InterventionPanel::contextEvent() const {
     return Event{0, "context_length", {{"seq_len", int64_t(m_seqLen->value())}}};
 }
 
-bool InterventionPanel::post(const Event& event)
-{
+bool InterventionPanel::post(const Event& event) {
     EventRecord shown{0, event.kind, event.params.dump(), "user"};
     QString error;
     if (!m_controller->intervene(event, &error)) {
-        m_status->setText(tr("<span style='color:#b00000'>Not applied: %1</span>").arg(error.toHtmlEscaped()));
+        m_status->setText(
+            tr("<span style='color:#b00000'>Not applied: %1</span>").arg(error.toHtmlEscaped()));
         return false;
     }
-    m_status->setText(tr("Posted: %1 (applies at the next step, stored as an event)")
-                          .arg(eventLabel(shown)));
+    m_status->setText(
+        tr("Posted: %1 (applies at the next step, stored as an event)").arg(eventLabel(shown)));
     emit posted(event);
     return true;
 }
 
-void InterventionPanel::refreshEnabled()
-{
+void InterventionPanel::refreshEnabled() {
     const bool busy = m_controller->isBusy();
     for (QWidget* b : m_buttons) b->setEnabled(busy);
 }

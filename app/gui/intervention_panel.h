@@ -22,7 +22,7 @@ class RunController;
 
 class InterventionPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit InterventionPanel(RunController* controller, QWidget* parent = nullptr);
 
     // Builders (public for tests): the exact events the buttons post.
@@ -36,10 +36,10 @@ public:
     // Posts and reports in the panel's status line; false when nothing is training.
     bool post(const Event& event);
 
-signals:
+  signals:
     void posted(const qklab::Event& event);
 
-private:
+  private:
     void refreshEnabled();
 
     RunController* m_controller;

@@ -8,7 +8,6 @@
 #include <QElapsedTimer>
 #include <QObject>
 #include <QString>
-
 #include <vector>
 
 class QTimer;
@@ -17,7 +16,7 @@ namespace qklab::gui {
 
 struct LatencyStats {
     int samples = 0;
-    double maxStallMs = 0;               // longest gap minus the 5 ms period
+    double maxStallMs = 0;  // longest gap minus the 5 ms period
     double p99StallMs = 0;
     int stallsOver50Ms = 0;
     // CPU time the GUI thread itself used inside the longest gaps: separates "our code was
@@ -29,15 +28,15 @@ struct LatencyStats {
 
 class LatencyMonitor : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit LatencyMonitor(QObject* parent = nullptr);
 
     void start();
     void reset();
     LatencyStats stats() const;
-    QString summary() const;             // one line for logs and reports
+    QString summary() const;  // one line for logs and reports
 
-private:
+  private:
     void tick();
 
     QTimer* m_timer = nullptr;

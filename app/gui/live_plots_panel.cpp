@@ -1,6 +1,8 @@
 // live_plots_panel.cpp — building the six plots, appending rows, coalesced replots, spike tips.
 #include "live_plots_panel.h"
 
+#include <qcustomplot.h>
+
 #include <QCheckBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -8,9 +10,6 @@
 #include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
-
-#include <qcustomplot.h>
-
 #include <cmath>
 
 #include "plot_export.h"
@@ -21,16 +20,15 @@ namespace qklab::gui {
 
 namespace {
 
-bool finite(double v)
-{
+bool finite(double v) {
     return std::isfinite(v);
 }
 
-QString spikeHtml(const Spike& s)
-{
-    return QStringLiteral("<b>Spike at step %1</b> (%2 = %3, z = %4)<br>"
-                          "<b>%5</b>, prescription tier %6<br>"
-                          "probe max logit %7 (baseline %8), q/k norm %9 (baseline %10)<br>%11")
+QString spikeHtml(const Spike& s) {
+    return QStringLiteral(
+               "<b>Spike at step %1</b> (%2 = %3, z = %4)<br>"
+               "<b>%5</b>, prescription tier %6<br>"
+               "probe max logit %7 (baseline %8), q/k norm %9 (baseline %10)<br>%11")
         .arg(s.step)
         .arg(QString::fromStdString(s.metric), formatNumber(s.value), formatNumber(s.zScore),
              QString::fromLatin1(toString(s.kind)))
@@ -42,8 +40,7 @@ QString spikeHtml(const Spike& s)
 
 }  // namespace
 
-LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
-{
+LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     auto* top = new QHBoxLayout;
@@ -54,7 +51,8 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
     m_follow->setChecked(true);
     m_logLogits = new QCheckBox(tr("Log logits"));
     m_logLogits->setChecked(true);
-    m_logLogits->setToolTip(tr("Raw logits without QK-norm reach 10^3 and more: log scale shows both regimes"));
+    m_logLogits->setToolTip(
+        tr("Raw logits without QK-norm reach 10^3 and more: log scale shows both regimes"));
     top->addWidget(m_header, 1);
     top->addWidget(m_logLogits);
     top->addWidget(m_follow);
@@ -117,8 +115,8 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
     m_norms = makePlot(tr("q / k (light) norm p90 per layer, raw projections"), tr("L2 norm"));
     m_norms->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     setLogAxis(m_norms->yAxis, true);
-    m_entropy = makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"),
-                         tr("entropy (nats)"));
+    m_entropy =
+        makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"), tr("entropy (nats)"));
 
     grid->addWidget(m_loss, 0, 0);
     grid->addWidget(m_logits, 0, 1);
@@ -142,8 +140,7 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent)
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
 }
 
-QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel)
-{
+QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {
     auto* plot = new QCustomPlot(this);
     stylePlot(plot, yLabel);
     plot->plotLayout()->insertRow(0);
@@ -160,15 +157,13 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
         if (!showSpikeTip(plot, e->pos(), true)) m_follow->setChecked(false);
     });
     connect(plot, &QCustomPlot::mouseWheel, this, [this] { m_follow->setChecked(false); });
-    connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* e) {
-        showSpikeTip(plot, e->pos(), false);
-    });
+    connect(plot, &QCustomPlot::mouseMove, this,
+            [this, plot](QMouseEvent* e) { showSpikeTip(plot, e->pos(), false); });
     m_plots << plot;
     return plot;
 }
 
-QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer)
-{
+QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer) {
     const QString key = QStringLiteral("%1/%2/%3").arg(quintptr(plot)).arg(metric).arg(layer);
     if (QCPGraph* g = m_layerGraphs.value(key)) return g;
     QCPGraph* g = plot->addGraph();
@@ -176,17 +171,18 @@ QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, i
     // (a dotted p99 line made one replot of a 100k-step run take 250 ms). Secondary series are
     // told apart by lightness instead.
     QColor color = layerColor(layer);
-    if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k")) color = color.lighter(160);
+    if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k"))
+        color = color.lighter(160);
     if (metric == QLatin1String("max_capped")) color = color.darker(170);
-    g->setPen(QPen(color, metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
+    g->setPen(QPen(color,
+                   metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
     g->setName(QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' ')));
     m_layerGraphs.insert(key, g);
     plot->legend->setVisible(true);
     return g;
 }
 
-void LivePlotsPanel::setupThresholds()
-{
+void LivePlotsPanel::setupThresholds() {
     clearItems(m_logits, QStringLiteral("threshold"));
     addThresholdLine(m_logits, kHealthyMaxLogit, QColor(230, 150, 0),
                      tr("healthy max < %1").arg(kHealthyMaxLogit), /*labelBelow=*/true);
@@ -200,8 +196,7 @@ void LivePlotsPanel::setupThresholds()
                          tr("QK-norm bound √d_head"), /*labelBelow=*/true);
 }
 
-void LivePlotsPanel::clear()
-{
+void LivePlotsPanel::clear() {
     for (QCustomPlot* p : m_plots) {
         for (int i = 0; i < p->graphCount(); ++i) p->graph(i)->data()->clear();
         clearItems(p, QStringLiteral("event"));
@@ -218,8 +213,7 @@ void LivePlotsPanel::clear()
     m_follow->setChecked(true);
 }
 
-void LivePlotsPanel::showRun(RunSnapshot snapshot)
-{
+void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     clear();
     m_run = std::move(snapshot);
     m_header->setText(tr("Run %1 “%2” — %3 · %4")
@@ -237,24 +231,22 @@ void LivePlotsPanel::showRun(RunSnapshot snapshot)
     replotNow();
 }
 
-void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QString& name)
-{
+void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QString& name) {
     clear();
     m_run.runId = runId;
     m_run.config = config;
     m_run.info.id = runId;
     m_run.info.name = name.toStdString();
-    m_header->setText(tr("Run %1 “%2” — training · %3")
-                          .arg(runId)
-                          .arg(name.isEmpty() ? QStringLiteral("run-%1").arg(runId) : name,
-                               keySettings(config)));
+    m_header->setText(
+        tr("Run %1 “%2” — training · %3")
+            .arg(runId)
+            .arg(name.isEmpty() ? QStringLiteral("run-%1").arg(runId) : name, keySettings(config)));
     setupThresholds();
     m_markersDirty = true;
     replotNow();
 }
 
-void LivePlotsPanel::appendBatch(const LiveBatch& batch)
-{
+void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
     if (batch.runId != m_run.runId || m_run.runId == 0) return;
     const size_t stepFrom = m_run.steps.size();
     for (const StepMetrics& m : batch.steps)
@@ -275,8 +267,7 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch)
     scheduleReplot();
 }
 
-void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from)
-{
+void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from) {
     const int n = int(steps.size() - from);
     if (n <= 0) return;
     QVector<double> x, loss, grad, lr, alpha, cap, vx, vy;
@@ -309,8 +300,7 @@ void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from
     if (!vx.isEmpty()) m_valLoss->addData(vx, vy, true);
 }
 
-void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t from)
-{
+void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t from) {
     const bool capped = m_run.config.attention.softcap.kind != "none";
     for (size_t i = from; i < probes.size(); ++i) {
         const ProbeStats& p = probes[i];
@@ -322,15 +312,15 @@ void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t fro
         };
         add(m_logits, "max_raw", p.logitMaxRaw);
         add(m_logits, "p99_raw", p.logitP99Raw);
-        if (capped || p.logitMaxCapped != p.logitMaxRaw) add(m_logits, "max_capped", p.logitMaxCapped);
+        if (capped || p.logitMaxCapped != p.logitMaxRaw)
+            add(m_logits, "max_capped", p.logitMaxCapped);
         add(m_norms, "q", p.qRawNormP90);
         add(m_norms, "k", p.kRawNormP90);
         add(m_entropy, "entropy", p.entropy);
     }
 }
 
-void LivePlotsPanel::refreshSpikes()
-{
+void LivePlotsPanel::refreshSpikes() {
     m_lossSpikes->data()->clear();
     m_gradSpikes->data()->clear();
     for (const Spike& s : m_run.spikes) {
@@ -340,8 +330,7 @@ void LivePlotsPanel::refreshSpikes()
     scheduleReplot();
 }
 
-void LivePlotsPanel::refreshMarkers()
-{
+void LivePlotsPanel::refreshMarkers() {
     for (QCustomPlot* p : m_plots) {
         setEventMarkers(p, m_run.events);
         setStepCursor(p, m_cursorStep);
@@ -349,20 +338,17 @@ void LivePlotsPanel::refreshMarkers()
     m_markersDirty = false;
 }
 
-int LivePlotsPanel::lossPointCount() const
-{
+int LivePlotsPanel::lossPointCount() const {
     return m_trainLoss->dataCount();
 }
 
-void LivePlotsPanel::scheduleReplot()
-{
+void LivePlotsPanel::scheduleReplot() {
     // Not restarted when already pending: under a steady stream of batches the plots still
     // refresh every 50 ms instead of waiting for a pause in the stream.
     if (!m_replotTimer->isActive()) m_replotTimer->start();
 }
 
-void LivePlotsPanel::replotNow()
-{
+void LivePlotsPanel::replotNow() {
     m_replotTimer->stop();
     if (m_markersDirty) refreshMarkers();
     const bool follow = m_follow->isChecked();
@@ -400,8 +386,7 @@ void LivePlotsPanel::replotNow()
     m_syncing = false;
 }
 
-void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys)
-{
+void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys) {
     // Computed here rather than with QCPAxis::rescale(), which keeps the previous size for a
     // flat series; padding that on every replot made a constant lane's range grow without end.
     const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
@@ -412,7 +397,8 @@ void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys)
         bool f = false;
         const QCPRange r = g->getValueRange(f, log ? QCP::sdPositive : QCP::sdBoth, keys);
         if (!f) continue;
-        total = found ? QCPRange(std::min(total.lower, r.lower), std::max(total.upper, r.upper)) : r;
+        total =
+            found ? QCPRange(std::min(total.lower, r.lower), std::max(total.upper, r.upper)) : r;
         found = true;
     }
     if (!found) return;
@@ -427,8 +413,7 @@ void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys)
     }
 }
 
-void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status)
-{
+void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status) {
     if (runId != m_run.runId) return;
     m_header->setText(tr("Run %1 “%2” — %3 · %4")
                           .arg(runId)
@@ -438,8 +423,7 @@ void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status)
                                status, keySettings(m_run.config)));
 }
 
-void LivePlotsPanel::syncXRanges(QCustomPlot* source)
-{
+void LivePlotsPanel::syncXRanges(QCustomPlot* source) {
     if (m_syncing) return;
     m_syncing = true;
     for (QCustomPlot* p : m_plots) {
@@ -450,8 +434,7 @@ void LivePlotsPanel::syncXRanges(QCustomPlot* source)
     m_syncing = false;
 }
 
-void LivePlotsPanel::jumpToStep(qint64 step)
-{
+void LivePlotsPanel::jumpToStep(qint64 step) {
     m_follow->setChecked(false);
     m_cursorStep = double(step);
     const double total = m_run.steps.empty() ? 100.0 : double(m_run.steps.back().step + 1);
@@ -465,8 +448,7 @@ void LivePlotsPanel::jumpToStep(qint64 step)
     // replotNow() rescaled y only; keep the x window we just chose.
 }
 
-bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click)
-{
+bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click) {
     QCPGraph* graph = plot == m_loss ? m_lossSpikes : plot == m_grad ? m_gradSpikes : nullptr;
     if (!graph) return false;
     const std::string metric = plot == m_grad ? "grad_norm" : "loss";

@@ -25,12 +25,12 @@ namespace qklab::gui {
 
 class LivePlotsPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit LivePlotsPanel(QWidget* parent = nullptr);
 
-    void showRun(RunSnapshot snapshot);                  // replaces everything shown
+    void showRun(RunSnapshot snapshot);  // replaces everything shown
     void startLive(int64_t runId, const RunConfig& config, const QString& name);
-    void appendBatch(const LiveBatch& batch);            // ignored unless batch.runId is shown
+    void appendBatch(const LiveBatch& batch);  // ignored unless batch.runId is shown
     void clear();
     void setRunStatus(int64_t runId, const QString& status);  // header text after the run ends
 
@@ -41,14 +41,14 @@ public:
     QCustomPlot* lossPlot() const { return m_loss; }
     QCustomPlot* logitPlot() const { return m_logits; }
 
-public slots:
+  public slots:
     void jumpToStep(qint64 step);
     void replotNow();
 
-signals:
+  signals:
     void stepSelected(qint64 step);
 
-private:
+  private:
     QCustomPlot* makePlot(const QString& title, const QString& yLabel);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
     void addSteps(const std::vector<StepMetrics>& steps, size_t from);
@@ -82,7 +82,7 @@ private:
     QCPGraph* m_lr = nullptr;
     QCPGraph* m_alpha = nullptr;
     QCPGraph* m_softcapC = nullptr;
-    QMap<QString, QCPGraph*> m_layerGraphs;              // "<plot>/<metric>/<layer>"
+    QMap<QString, QCPGraph*> m_layerGraphs;  // "<plot>/<metric>/<layer>"
     // When a stored snapshot of the training run is shown, live rows up to these steps are
     // already in it and must not be drawn twice.
     int64_t m_stepLimit = -1;

@@ -6,7 +6,6 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QThread>
-
 #include <cstdio>
 
 #include "automation.h"
@@ -17,13 +16,11 @@ namespace {
 // With QKLAB_TRACE_EVENTS=MS set, names every GUI-thread event that takes longer than MS
 // milliseconds: how the slow spots behind docs/gui-benchmarks.md were found.
 class TracingApplication : public QApplication {
-public:
-    TracingApplication(int& argc, char** argv) : QApplication(argc, argv)
-    {
+  public:
+    TracingApplication(int& argc, char** argv) : QApplication(argc, argv) {
         m_thresholdMs = qEnvironmentVariableIntValue("QKLAB_TRACE_EVENTS");
     }
-    bool notify(QObject* receiver, QEvent* event) override
-    {
+    bool notify(QObject* receiver, QEvent* event) override {
         // Only the GUI thread matters here; the training thread blocks in runOne() by design.
         if (m_thresholdMs <= 0 || QThread::currentThread() != thread())
             return QApplication::notify(receiver, event);
@@ -32,18 +29,18 @@ public:
         const int type = int(event->type());
         const bool result = QApplication::notify(receiver, event);
         if (t.elapsed() >= m_thresholdMs)
-            std::fprintf(stderr, "slow event: %lld ms, %s \"%s\", event type %d\n", (long long)t.elapsed(),
-                         receiver->metaObject()->className(), qPrintable(receiver->objectName()), type);
+            std::fprintf(stderr, "slow event: %lld ms, %s \"%s\", event type %d\n",
+                         (long long)t.elapsed(), receiver->metaObject()->className(),
+                         qPrintable(receiver->objectName()), type);
         return result;
     }
 
-private:
+  private:
     int m_thresholdMs = 0;
 };
 }  // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     TracingApplication app(argc, argv);
     QCoreApplication::setOrganizationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationName(QStringLiteral("qklab"));

@@ -15,7 +15,6 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
-
 #include <iostream>
 #include <memory>
 
@@ -36,8 +35,8 @@
 namespace qklab::gui {
 
 namespace {
-QDockWidget* makeDock(QMainWindow* window, const QString& title, const QString& name, QWidget* content)
-{
+QDockWidget* makeDock(QMainWindow* window, const QString& title, const QString& name,
+                      QWidget* content) {
     auto* dock = new QDockWidget(title, window);
     dock->setObjectName(name);  // saveState() needs stable object names
     dock->setWidget(content);
@@ -45,8 +44,7 @@ QDockWidget* makeDock(QMainWindow* window, const QString& title, const QString& 
 }
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
-{
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     registerGuiMetaTypes();
     setWindowTitle(tr("qklab — attention-logit stability lab"));
     m_controller = new RunController(this);
@@ -75,7 +73,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_interventions = new InterventionPanel(m_controller);
     ivLayout->addWidget(m_interventions);
     ivLayout->addStretch(1);
-    m_interventionDock = makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"), ivBox);
+    m_interventionDock =
+        makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"), ivBox);
     addDockWidget(Qt::LeftDockWidgetArea, m_interventionDock);
     tabifyDockWidget(m_setupDock, m_interventionDock);
     m_setupDock->raise();
@@ -93,7 +92,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     setCentralWidget(m_tabs);
 
     m_browser = new RunBrowserPanel;
-    addDockWidget(Qt::BottomDockWidgetArea, makeDock(this, tr("Runs"), QStringLiteral("runsDock"), m_browser));
+    addDockWidget(Qt::BottomDockWidgetArea,
+                  makeDock(this, tr("Runs"), QStringLiteral("runsDock"), m_browser));
 
     buildMenus();
     connectPanels();
@@ -104,38 +104,41 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::buildMenus()
-{
+void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open database…"), QKeySequence::Open, m_browser, &RunBrowserPanel::chooseDatabase);
+    file->addAction(tr("&Open database…"), QKeySequence::Open, m_browser,
+                    &RunBrowserPanel::chooseDatabase);
     file->addAction(tr("Load &preset…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Load preset"),
-                                                          PresetPicker::defaultDirectory(), tr("Presets (*.json)"));
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Load preset"), PresetPicker::defaultDirectory(), tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPreset(path);
     });
     file->addAction(tr("Export shown run as &CSV…"), this, [this] {
         if (m_live->runId() == 0) return showError(tr("Export"), tr("No run is shown."));
         const QString path = QFileDialog::getSaveFileName(
-            this, tr("Export run data"), QStringLiteral("run-%1.csv").arg(m_live->runId()), tr("CSV (*.csv)"));
+            this, tr("Export run data"), QStringLiteral("run-%1.csv").arg(m_live->runId()),
+            tr("CSV (*.csv)"));
         QString error;
-        if (!path.isEmpty() && !saveRunCsv(m_live->run(), path, &error)) showError(tr("Export failed"), error);
+        if (!path.isEmpty() && !saveRunCsv(m_live->run(), path, &error))
+            showError(tr("Export failed"), error);
     });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
-    run->addAction(tr("&Start / queue"), QKeySequence(Qt::CTRL | Qt::Key_R), m_controls, &RunControlsPanel::startRun);
+    run->addAction(tr("&Start / queue"), QKeySequence(Qt::CTRL | Qt::Key_R), m_controls,
+                   &RunControlsPanel::startRun);
     run->addAction(tr("&Pause"), m_controller, &RunController::pause);
     run->addAction(tr("&Resume"), m_controller, &RunController::resume);
     run->addAction(tr("S&top"), m_controller, &RunController::stop);
     run->addAction(tr("Stop &all (clear queue)"), m_controller, &RunController::stopAll);
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+    for (QDockWidget* dock : findChildren<QDockWidget*>())
+        view->addAction(dock->toggleViewAction());
 }
 
-void MainWindow::connectPanels()
-{
+void MainWindow::connectPanels() {
     m_controls->setConfigSource([this](QStringList* problems) {
         // The form's own list has parse errors and the cross-field validationProblems().
         m_form->revalidateNow();
@@ -145,13 +148,15 @@ void MainWindow::connectPanels()
     m_controls->setDatabaseSource([this] { return m_browser->databasePath(); });
     m_presets->setConfigSource([this](QStringList* problems) { return m_form->config(problems); });
 
-    connect(m_form, &ConfigForm::configChanged, this, [this] { m_preview->setConfig(m_form->config()); });
+    connect(m_form, &ConfigForm::configChanged, this,
+            [this] { m_preview->setConfig(m_form->config()); });
     connect(m_form, &ConfigForm::validityChanged, m_controls, &RunControlsPanel::setStartEnabled);
-    connect(m_presets, &PresetPicker::presetLoaded, this, [this](const RunConfig& c, const QString& path) {
-        m_form->setConfig(c);
-        QSettings().setValue(QStringLiteral("lastPreset"), path);
-        statusBar()->showMessage(tr("Loaded preset %1").arg(path), 5000);
-    });
+    connect(m_presets, &PresetPicker::presetLoaded, this,
+            [this](const RunConfig& c, const QString& path) {
+                m_form->setConfig(c);
+                QSettings().setValue(QStringLiteral("lastPreset"), path);
+                statusBar()->showMessage(tr("Loaded preset %1").arg(path), 5000);
+            });
 
     connect(m_presets, &PresetPicker::error, this, &MainWindow::showError);
     connect(m_controls, &RunControlsPanel::error, this, &MainWindow::showError);
@@ -162,10 +167,11 @@ void MainWindow::connectPanels()
     connect(m_controller, &RunController::batchReady, this, &MainWindow::onBatch);
     connect(m_controller, &RunController::finished, this,
             [this](qint64 id, const QString& status, const QString& message) {
-        onRunEnded(id, status, message, false);
+                onRunEnded(id, status, message, false);
+            });
+    connect(m_controller, &RunController::failed, this, [this](qint64 id, const QString& message) {
+        onRunEnded(id, QStringLiteral("failed"), message, true);
     });
-    connect(m_controller, &RunController::failed, this,
-            [this](qint64 id, const QString& message) { onRunEnded(id, QStringLiteral("failed"), message, true); });
 
     connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
     connect(m_browser, &RunBrowserPanel::databaseChanged, this, [this](const QString& path) {
@@ -180,9 +186,9 @@ void MainWindow::connectPanels()
     connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);
 }
 
-void MainWindow::showError(const QString& title, const QString& message)
-{
-    statusBar()->showMessage(title + QStringLiteral(": ") + message.section(QLatin1Char('\n'), 0, 0), 15000);
+void MainWindow::showError(const QString& title, const QString& message) {
+    statusBar()->showMessage(
+        title + QStringLiteral(": ") + message.section(QLatin1Char('\n'), 0, 0), 15000);
     if (m_quiet) {
         std::cerr << "qklab: " << title.toStdString() << ": " << message.toStdString() << std::endl;
         return;
@@ -190,24 +196,22 @@ void MainWindow::showError(const QString& title, const QString& message)
     QMessageBox::warning(this, title, message);
 }
 
-bool MainWindow::openDatabase(const QString& path)
-{
+bool MainWindow::openDatabase(const QString& path) {
     return m_browser->openDatabase(path);
 }
 
-bool MainWindow::loadPreset(const QString& path)
-{
+bool MainWindow::loadPreset(const QString& path) {
     return m_presets->loadPath(path);
 }
 
-bool MainWindow::applyOverrides(const QStringList& assignments, QString* error)
-{
+bool MainWindow::applyOverrides(const QStringList& assignments, QString* error) {
     RunConfig c = m_form->config();
     for (const QString& a : assignments) {
         try {
             applyOverride(c, a.toStdString());
         } catch (const std::exception& e) {
-            if (error) *error = QStringLiteral("--set %1: %2").arg(a, QString::fromStdString(e.what()));
+            if (error)
+                *error = QStringLiteral("--set %1: %2").arg(a, QString::fromStdString(e.what()));
             return false;
         }
     }
@@ -215,16 +219,14 @@ bool MainWindow::applyOverrides(const QStringList& assignments, QString* error)
     return true;
 }
 
-void MainWindow::showTab(const QString& name)
-{
-    const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"), QStringLiteral("attention"),
-                            QStringLiteral("spikes")};
+void MainWindow::showTab(const QString& name) {
+    const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"),
+                            QStringLiteral("attention"), QStringLiteral("spikes")};
     const int index = names.indexOf(name.toLower());
     if (index >= 0) m_tabs->setCurrentIndex(index);
 }
 
-void MainWindow::openRun(int64_t runId)
-{
+void MainWindow::openRun(int64_t runId) {
     // The training run is already shown live: reloading it would only repeat what is there.
     if (runId == m_live->runId() && runId == m_controller->activeRunId()) return;
     const uint64_t generation = ++m_openGeneration;
@@ -257,11 +259,12 @@ void MainWindow::openRun(int64_t runId)
                                      10000);
             emit runOpened(id, seconds);
         },
-        [this, runId](const QString& error) { showError(tr("Cannot open run %1").arg(runId), error); });
+        [this, runId](const QString& error) {
+            showError(tr("Cannot open run %1").arg(runId), error);
+        });
 }
 
-void MainWindow::onRunStarted(qint64 runId, const QString& name)
-{
+void MainWindow::onRunStarted(qint64 runId, const QString& name) {
     const RunRequest& request = m_controller->activeRequest();
     ++m_openGeneration;  // a stored run still loading must not replace the new live run
     m_live->startLive(runId, request.config, name);
@@ -278,41 +281,42 @@ void MainWindow::onRunStarted(qint64 runId, const QString& name)
     statusBar()->showMessage(tr("Run %1 started").arg(runId), 5000);
 }
 
-void MainWindow::onBatch(const LiveBatch& batch)
-{
+void MainWindow::onBatch(const LiveBatch& batch) {
     m_live->appendBatch(batch);
     if (!batch.spikes.isEmpty())
-        m_spikes->addSpikes(batch.runId, std::vector<Spike>(batch.spikes.begin(), batch.spikes.end()));
+        m_spikes->addSpikes(batch.runId,
+                            std::vector<Spike>(batch.spikes.begin(), batch.spikes.end()));
     if (batch.newHistograms) m_histograms->notifyNewData(batch.runId);
     if (batch.newAttentionMaps) m_attention->notifyNewData(batch.runId);
 }
 
-void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed)
-{
+void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& message,
+                            bool failed) {
     m_browser->refresh();
     m_live->setRunStatus(runId, status);
     m_histograms->notifyNewData(runId);
     m_attention->notifyNewData(runId);
     if (failed) {
-        showError(tr("Run failed"), runId > 0 ? tr("Run %1 failed:\n%2").arg(runId).arg(message) : message);
+        showError(tr("Run failed"),
+                  runId > 0 ? tr("Run %1 failed:\n%2").arg(runId).arg(message) : message);
         return;
     }
-    statusBar()->showMessage(message.isEmpty() ? tr("Run %1 %2").arg(runId).arg(status)
-                                               : tr("Run %1 %2: %3").arg(runId).arg(status, message),
+    statusBar()->showMessage(message.isEmpty()
+                                 ? tr("Run %1 %2").arg(runId).arg(status)
+                                 : tr("Run %1 %2: %3").arg(runId).arg(status, message),
                              20000);
 }
 
-void MainWindow::jumpAll(qint64 step)
-{
+void MainWindow::jumpAll(qint64 step) {
     m_live->jumpToStep(step);
     m_histograms->jumpToStep(step);
     m_attention->jumpToStep(step);
 }
 
-void MainWindow::restoreLayout()
-{
+void MainWindow::restoreLayout() {
     QSettings settings;
-    if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray())) resize(1560, 960);
+    if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray()))
+        resize(1560, 960);
     if (!restoreState(settings.value(QStringLiteral("windowState")).toByteArray())) {
         // First start: most of the height to the views, a short run list, a readable form.
         if (auto* runs = findChild<QDockWidget*>(QStringLiteral("runsDock")))
@@ -321,8 +325,7 @@ void MainWindow::restoreLayout()
     }
 }
 
-void MainWindow::closeEvent(QCloseEvent* event)
-{
+void MainWindow::closeEvent(QCloseEvent* event) {
     if (m_controller->isBusy() && !m_quiet) {
         const auto answer = QMessageBox::question(
             this, tr("A run is training"),

@@ -29,7 +29,7 @@ class SpikesPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
-public:
+  public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
@@ -39,8 +39,8 @@ public:
     bool loadPreset(const QString& path);
     // Applies `dotted.key=value` overrides to the form; false (and a message) on a bad one.
     bool applyOverrides(const QStringList& assignments, QString* error);
-    void showTab(const QString& name);     // live | histograms | attention | spikes
-    void openRun(int64_t runId);           // loads a stored run into every view (async)
+    void showTab(const QString& name);  // live | histograms | attention | spikes
+    void openRun(int64_t runId);        // loads a stored run into every view (async)
 
     RunController* controller() const { return m_controller; }
     ConfigForm* configForm() const { return m_form; }
@@ -52,13 +52,13 @@ public:
     RunBrowserPanel* runBrowser() const { return m_browser; }
     InterventionPanel* interventions() const { return m_interventions; }
 
-signals:
+  signals:
     void runOpened(qint64 runId, double seconds);  // a stored run is shown in every view
 
-protected:
+  protected:
     void closeEvent(QCloseEvent* event) override;
 
-private:
+  private:
     void buildMenus();
     void connectPanels();
     void showError(const QString& title, const QString& message);

@@ -1,21 +1,19 @@
 // plot_export.cpp — writing plots and run data to files, with clear error messages.
 #include "plot_export.h"
 
+#include <qcustomplot.h>
+
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
 #include <QTextStream>
-
-#include <qcustomplot.h>
-
 #include <map>
 
 namespace qklab::gui {
 
-bool savePlot(QCustomPlot* plot, const QString& path, QString* error)
-{
+bool savePlot(QCustomPlot* plot, const QString& path, QString* error) {
     const QString suffix = QFileInfo(path).suffix().toLower();
     bool ok = false;
     if (suffix == QLatin1String("pdf")) {
@@ -25,12 +23,12 @@ bool savePlot(QCustomPlot* plot, const QString& path, QString* error)
     } else {
         ok = plot->savePng(path, 0, 0, 2.0);
     }
-    if (!ok && error) *error = QStringLiteral("Could not write %1 (is the folder writable?)").arg(path);
+    if (!ok && error)
+        *error = QStringLiteral("Could not write %1 (is the folder writable?)").arg(path);
     return ok;
 }
 
-bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error)
-{
+bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error) {
     QFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Text | QIODevice::Truncate)) {
         if (error) *error = QStringLiteral("Could not write %1: %2").arg(path, file.errorString());
@@ -44,8 +42,9 @@ bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error)
     QTextStream out(&file);
     out << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_sec";
     for (int l = 0; l < layers; ++l) {
-        out << QStringLiteral(",L%1_logit_max_raw,L%1_logit_p99_raw,L%1_logit_max_capped,"
-                              "L%1_q_norm_p90,L%1_k_norm_p90,L%1_entropy")
+        out << QStringLiteral(
+                   ",L%1_logit_max_raw,L%1_logit_p99_raw,L%1_logit_max_capped,"
+                   "L%1_q_norm_p90,L%1_k_norm_p90,L%1_entropy")
                    .arg(l);
     }
     out << "\n";
@@ -75,46 +74,44 @@ bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error)
     return true;
 }
 
-void installExportMenu(QCustomPlot* plot, std::function<const RunSnapshot*()> csvSource)
-{
+void installExportMenu(QCustomPlot* plot, std::function<const RunSnapshot*()> csvSource) {
     plot->setContextMenuPolicy(Qt::CustomContextMenu);
-    QObject::connect(plot, &QWidget::customContextMenuRequested, plot,
-                     [plot, csvSource](const QPoint& pos) {
-        QMenu menu(plot);
-        menu.addAction(QObject::tr("Export plot (PNG/PDF)…"), plot, [plot] {
-            const QString path = QFileDialog::getSaveFileName(
-                plot, QObject::tr("Export plot"), QStringLiteral("plot.png"),
-                QObject::tr("PNG image (*.png);;PDF document (*.pdf)"));
-            if (path.isEmpty()) return;
-            QString error;
-            if (!savePlot(plot, path, &error))
-                QMessageBox::warning(plot, QObject::tr("Export failed"), error);
-        });
-        if (csvSource) {
-            menu.addAction(QObject::tr("Export run data (CSV)…"), plot, [plot, csvSource] {
-                const RunSnapshot* run = csvSource();
-                if (!run || run->runId == 0) {
-                    QMessageBox::information(plot, QObject::tr("Export"),
-                                             QObject::tr("No run is shown in this plot."));
-                    return;
-                }
+    QObject::connect(
+        plot, &QWidget::customContextMenuRequested, plot, [plot, csvSource](const QPoint& pos) {
+            QMenu menu(plot);
+            menu.addAction(QObject::tr("Export plot (PNG/PDF)…"), plot, [plot] {
                 const QString path = QFileDialog::getSaveFileName(
-                    plot, QObject::tr("Export run data"),
-                    QStringLiteral("run-%1.csv").arg(run->runId),
-                    QObject::tr("CSV (*.csv)"));
+                    plot, QObject::tr("Export plot"), QStringLiteral("plot.png"),
+                    QObject::tr("PNG image (*.png);;PDF document (*.pdf)"));
                 if (path.isEmpty()) return;
                 QString error;
-                if (!saveRunCsv(*run, path, &error))
+                if (!savePlot(plot, path, &error))
                     QMessageBox::warning(plot, QObject::tr("Export failed"), error);
             });
-        }
-        menu.addSeparator();
-        menu.addAction(QObject::tr("Reset zoom"), plot, [plot] {
-            plot->rescaleAxes(true);
-            plot->replot(QCustomPlot::rpQueuedReplot);
+            if (csvSource) {
+                menu.addAction(QObject::tr("Export run data (CSV)…"), plot, [plot, csvSource] {
+                    const RunSnapshot* run = csvSource();
+                    if (!run || run->runId == 0) {
+                        QMessageBox::information(plot, QObject::tr("Export"),
+                                                 QObject::tr("No run is shown in this plot."));
+                        return;
+                    }
+                    const QString path = QFileDialog::getSaveFileName(
+                        plot, QObject::tr("Export run data"),
+                        QStringLiteral("run-%1.csv").arg(run->runId), QObject::tr("CSV (*.csv)"));
+                    if (path.isEmpty()) return;
+                    QString error;
+                    if (!saveRunCsv(*run, path, &error))
+                        QMessageBox::warning(plot, QObject::tr("Export failed"), error);
+                });
+            }
+            menu.addSeparator();
+            menu.addAction(QObject::tr("Reset zoom"), plot, [plot] {
+                plot->rescaleAxes(true);
+                plot->replot(QCustomPlot::rpQueuedReplot);
+            });
+            menu.exec(plot->mapToGlobal(pos));
         });
-        menu.exec(plot->mapToGlobal(pos));
-    });
 }
 
 }  // namespace qklab::gui

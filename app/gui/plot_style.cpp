@@ -3,9 +3,8 @@
 
 #include <qcustomplot.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "hist_bins.h"
 
@@ -14,8 +13,7 @@ namespace qklab::gui {
 namespace {
 const char* kRole = "qklabRole";
 
-void removeItemsWithRole(QCustomPlot* plot, const QString& role)
-{
+void removeItemsWithRole(QCustomPlot* plot, const QString& role) {
     for (int i = plot->itemCount() - 1; i >= 0; --i) {
         QCPAbstractItem* item = plot->item(i);
         if (item->property(kRole).toString() == role) plot->removeItem(item);
@@ -23,13 +21,11 @@ void removeItemsWithRole(QCustomPlot* plot, const QString& role)
 }
 }  // namespace
 
-void clearItems(QCustomPlot* plot, const QString& role)
-{
+void clearItems(QCustomPlot* plot, const QString& role) {
     removeItemsWithRole(plot, role);
 }
 
-void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignment legendAt)
-{
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignment legendAt) {
     QFont small = plot->font();
     small.setPointSizeF(std::max(7.0, small.pointSizeF() - 1));
     plot->setNoAntialiasingOnDrag(true);
@@ -50,8 +46,7 @@ void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignm
     plot->setMinimumHeight(120);
 }
 
-void setLogAxis(QCPAxis* axis, bool log)
-{
+void setLogAxis(QCPAxis* axis, bool log) {
     if (log) {
         axis->setScaleType(QCPAxis::stLogarithmic);
         QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
@@ -70,8 +65,7 @@ void setLogAxis(QCPAxis* axis, bool log)
 }
 
 void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
-                      bool labelBelow)
-{
+                      bool labelBelow) {
     auto* line = new QCPItemStraightLine(plot);
     line->setProperty(kRole, QStringLiteral("threshold"));
     line->point1->setCoords(0, y);
@@ -92,8 +86,7 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
     text->setSelectable(false);
 }
 
-QString eventLabel(const EventRecord& e)
-{
+QString eventLabel(const EventRecord& e) {
     QString label = QString::fromStdString(e.kind);
     try {
         const auto p = nlohmann::json::parse(e.paramsJson.empty() ? "{}" : e.paramsJson);
@@ -107,8 +100,8 @@ QString eventLabel(const EventRecord& e)
         } else if (e.kind == "qk_anneal" && p.contains("steps")) {
             label = QStringLiteral("anneal %1 steps").arg(p["steps"].get<long long>());
         } else if (e.kind == "softcap" && p.contains("cap")) {
-            label = QStringLiteral("softcap %1").arg(
-                QString::fromStdString(p["cap"].get<std::string>()));
+            label = QStringLiteral("softcap %1")
+                        .arg(QString::fromStdString(p["cap"].get<std::string>()));
             if (p.contains("c")) label += QStringLiteral(" C=%1").arg(p["c"].get<double>());
         } else if (e.kind == "dirty_batch") {
             label = QStringLiteral("dirty batch");
@@ -119,8 +112,7 @@ QString eventLabel(const EventRecord& e)
     return label;
 }
 
-void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events)
-{
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events) {
     removeItemsWithRole(plot, QStringLiteral("event"));
     QFont f = plot->font();
     f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
@@ -150,8 +142,7 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events)
     }
 }
 
-void setStepCursor(QCustomPlot* plot, double step)
-{
+void setStepCursor(QCustomPlot* plot, double step) {
     removeItemsWithRole(plot, QStringLiteral("cursor"));
     if (step < 0) return;
     auto* line = new QCPItemStraightLine(plot);
@@ -164,15 +155,13 @@ void setStepCursor(QCustomPlot* plot, double step)
     line->setSelectable(false);
 }
 
-void setHistogramTicker(QCPAxis* axis, const HistBins& bins)
-{
+void setHistogramTicker(QCPAxis* axis, const HistBins& bins) {
     if (!bins.symlog) {
         axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
         return;
     }
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    const double raws[] = {-1e6, -1e4, -1e3, -100, -30, -10, -3, 0,
-                           3,    10,   30,   100,  1e3, 1e4,  1e6};
+    const double raws[] = {-1e6, -1e4, -1e3, -100, -30, -10, -3, 0, 3, 10, 30, 100, 1e3, 1e4, 1e6};
     for (double r : raws) {
         const double x = bins.fromRaw(r);
         if (!bins.edges.empty() && (x < bins.edges.front() || x > bins.edges.back())) continue;
@@ -181,12 +170,10 @@ void setHistogramTicker(QCPAxis* axis, const HistBins& bins)
     axis->setTicker(ticker);
 }
 
-QColor layerColor(int layer)
-{
-    static const QColor colors[] = {QColor(31, 119, 180), QColor(214, 39, 40),
-                                    QColor(44, 160, 44),  QColor(148, 103, 189),
-                                    QColor(255, 127, 14), QColor(140, 86, 75),
-                                    QColor(227, 119, 194), QColor(23, 190, 207)};
+QColor layerColor(int layer) {
+    static const QColor colors[] = {
+        QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),   QColor(148, 103, 189),
+        QColor(255, 127, 14), QColor(140, 86, 75), QColor(227, 119, 194), QColor(23, 190, 207)};
     return colors[layer % 8];
 }
 

@@ -7,7 +7,6 @@
 
 #include <QColor>
 #include <QString>
-
 #include <vector>
 
 #include "qklab/records.h"

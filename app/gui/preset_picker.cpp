@@ -23,8 +23,7 @@ namespace {
 
 // Keys whose value differs from the defaults; nested objects are compared key by key so a
 // preset that changes one model field does not repeat the whole model section.
-json diffJson(const json& value, const json& defaults)
-{
+json diffJson(const json& value, const json& defaults) {
     json out = json::object();
     for (auto it = value.begin(); it != value.end(); ++it) {
         const auto d = defaults.find(it.key());
@@ -42,8 +41,7 @@ json diffJson(const json& value, const json& defaults)
 
 }  // namespace
 
-PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent)
-{
+PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* row = new QHBoxLayout;
@@ -69,35 +67,32 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent)
         if (!path.isEmpty()) loadPath(path);
     });
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open preset"), m_dir,
-                                                          tr("Presets (*.json)"));
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open preset"), m_dir, tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPath(path);
     });
     connect(m_save, &QPushButton::clicked, this, &PresetPicker::saveAs);
     setDirectory(defaultDirectory());
 }
 
-QString PresetPicker::defaultDirectory()
-{
+QString PresetPicker::defaultDirectory() {
     const QString env = qEnvironmentVariable("QKLAB_EXPERIMENTS_DIR");
     if (!env.isEmpty()) return env;
-    const QStringList candidates{
-        QDir::current().filePath(QStringLiteral("experiments")),
-        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../../../experiments")),
-        QStringLiteral(QKLAB_EXPERIMENTS_DIR)};
+    const QStringList candidates{QDir::current().filePath(QStringLiteral("experiments")),
+                                 QDir(QCoreApplication::applicationDirPath())
+                                     .filePath(QStringLiteral("../../../experiments")),
+                                 QStringLiteral(QKLAB_EXPERIMENTS_DIR)};
     for (const QString& c : candidates)
         if (QFileInfo(c).isDir()) return QDir(c).canonicalPath();
     return QDir::currentPath();
 }
 
-void PresetPicker::setDirectory(const QString& dir)
-{
+void PresetPicker::setDirectory(const QString& dir) {
     m_dir = dir;
     rescan();
 }
 
-void PresetPicker::rescan()
-{
+void PresetPicker::rescan() {
     m_combo->clear();
     m_combo->addItem(tr("(choose a preset)"), QString());
     const QFileInfoList files =
@@ -116,8 +111,7 @@ void PresetPicker::rescan()
     }
 }
 
-bool PresetPicker::loadPath(const QString& path)
-{
+bool PresetPicker::loadPath(const QString& path) {
     if (!QFileInfo::exists(path)) {
         emit error(tr("Preset not found"), tr("The preset file %1 does not exist.").arg(path));
         return false;
@@ -137,21 +131,20 @@ bool PresetPicker::loadPath(const QString& path)
         emit presetLoaded(c, m_currentPath);
         return true;
     } catch (const std::exception& e) {
-        emit error(tr("Preset does not load"),
-                   tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what())));
+        emit error(
+            tr("Preset does not load"),
+            tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what())));
         return false;
     }
 }
 
-json PresetPicker::presetJson(const RunConfig& config)
-{
+json PresetPicker::presetJson(const RunConfig& config) {
     json out = diffJson(configToJson(config), configToJson(RunConfig{}));
     out["why"] = config.why;
     return out;
 }
 
-bool PresetPicker::savePreset(const RunConfig& config, const QString& path, QString* error)
-{
+bool PresetPicker::savePreset(const RunConfig& config, const QString& path, QString* error) {
     QFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
         if (error) *error = tr("Could not write %1: %2").arg(path, file.errorString());
@@ -162,8 +155,7 @@ bool PresetPicker::savePreset(const RunConfig& config, const QString& path, QStr
     return true;
 }
 
-void PresetPicker::saveAs()
-{
+void PresetPicker::saveAs() {
     if (!m_source) return;
     QStringList problems;
     RunConfig c = m_source(&problems);
@@ -180,8 +172,8 @@ void PresetPicker::saveAs()
         if (!ok) return;
         c.why = why.toStdString();
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save as preset"), m_dir,
-                                                      tr("Presets (*.json)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save as preset"), m_dir, tr("Presets (*.json)"));
     if (path.isEmpty()) return;
     QString err;
     if (!savePreset(c, path, &err)) {

@@ -6,7 +6,6 @@
 
 #include <QString>
 #include <QWidget>
-
 #include <functional>
 
 #include "gui_types.h"
@@ -19,7 +18,7 @@ namespace qklab::gui {
 
 class PresetPicker : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit PresetPicker(QWidget* parent = nullptr);
 
     // $QKLAB_EXPERIMENTS_DIR, ./experiments, next to the binary, or the source tree's.
@@ -32,17 +31,19 @@ public:
     QString currentPath() const { return m_currentPath; }
 
     // Where "Save as preset…" gets the config to write.
-    void setConfigSource(std::function<RunConfig(QStringList*)> source) { m_source = std::move(source); }
+    void setConfigSource(std::function<RunConfig(QStringList*)> source) {
+        m_source = std::move(source);
+    }
 
     // The keys of `config` that differ from the defaults, as nested JSON (plus "why").
     static nlohmann::json presetJson(const RunConfig& config);
     static bool savePreset(const RunConfig& config, const QString& path, QString* error);
 
-signals:
+  signals:
     void presetLoaded(const qklab::RunConfig& config, const QString& path);
     void error(const QString& title, const QString& message);
 
-private:
+  private:
     void rescan();
     void saveAs();
 

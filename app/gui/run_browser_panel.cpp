@@ -21,8 +21,7 @@
 
 namespace qklab::gui {
 
-RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent)
-{
+RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     auto* top = new QHBoxLayout;
@@ -39,10 +38,14 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent)
         top->addWidget(b);
     };
     addButton(tr("Rename"), tr("Rename the selected run"), &RunBrowserPanel::renameSelected);
-    addButton(tr("Notes"), tr("Edit the selected run's notes"), &RunBrowserPanel::editNotesSelected);
-    addButton(tr("Tags"), tr("Edit the selected run's tags (comma separated)"), &RunBrowserPanel::editTagsSelected);
-    addButton(tr("Delete"), tr("Delete the selected run and all its rows"), &RunBrowserPanel::deleteSelected);
-    addButton(tr("Open DB…"), tr("Open or create another run database"), &RunBrowserPanel::chooseDatabase);
+    addButton(tr("Notes"), tr("Edit the selected run's notes"),
+              &RunBrowserPanel::editNotesSelected);
+    addButton(tr("Tags"), tr("Edit the selected run's tags (comma separated)"),
+              &RunBrowserPanel::editTagsSelected);
+    addButton(tr("Delete"), tr("Delete the selected run and all its rows"),
+              &RunBrowserPanel::deleteSelected);
+    addButton(tr("Open DB…"), tr("Open or create another run database"),
+              &RunBrowserPanel::chooseDatabase);
     layout->addLayout(top);
 
     m_model = new RunListModel(this);
@@ -76,7 +79,8 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent)
     bottom->addWidget(m_dbLabel);
     layout->addLayout(bottom);
 
-    connect(m_search, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+    connect(m_search, &QLineEdit::textChanged, m_proxy,
+            &QSortFilterProxyModel::setFilterFixedString);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
         showDetails();
         const int64_t id = selectedRunId();
@@ -91,13 +95,11 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent)
 
 RunBrowserPanel::~RunBrowserPanel() = default;
 
-void RunBrowserPanel::setPollInterval(int ms)
-{
+void RunBrowserPanel::setPollInterval(int ms) {
     m_poll->setInterval(ms);
 }
 
-bool RunBrowserPanel::openDatabase(const QString& path)
-{
+bool RunBrowserPanel::openDatabase(const QString& path) {
     try {
         auto store = std::make_unique<RunStore>(path.toStdString());
         // Runs whose writer died (crash, kill, power loss) would otherwise show "running" forever.
@@ -120,29 +122,27 @@ bool RunBrowserPanel::openDatabase(const QString& path)
     return true;
 }
 
-void RunBrowserPanel::chooseDatabase()
-{
+void RunBrowserPanel::chooseDatabase() {
     const QString path = QFileDialog::getSaveFileName(
-        this, tr("Open or create a run database"), m_path, tr("qklab databases (*.db);;All files (*)"),
-        nullptr, QFileDialog::DontConfirmOverwrite);
+        this, tr("Open or create a run database"), m_path,
+        tr("qklab databases (*.db);;All files (*)"), nullptr, QFileDialog::DontConfirmOverwrite);
     if (!path.isEmpty()) openDatabase(path);
 }
 
-void RunBrowserPanel::poll()
-{
+void RunBrowserPanel::poll() {
     if (!m_store) return;
     try {
         const int64_t maxId = m_store->maxRunId();
         bool anyRunning = false;
-        for (const RunInfo& r : m_model->runs()) anyRunning = anyRunning || r.status == RunStatus::Running;
+        for (const RunInfo& r : m_model->runs())
+            anyRunning = anyRunning || r.status == RunStatus::Running;
         if (maxId != m_lastMaxId || anyRunning) refresh();
     } catch (const std::exception&) {
         // A locked or briefly unavailable database: try again at the next tick.
     }
 }
 
-void RunBrowserPanel::refresh()
-{
+void RunBrowserPanel::refresh() {
     if (!m_store) return;
     try {
         const int64_t keep = selectedRunId();
@@ -158,14 +158,12 @@ void RunBrowserPanel::refresh()
     }
 }
 
-int64_t RunBrowserPanel::selectedRunId() const
-{
+int64_t RunBrowserPanel::selectedRunId() const {
     const QModelIndex current = m_view->currentIndex();
     return current.isValid() ? current.data(RunListModel::RunIdRole).toLongLong() : 0;
 }
 
-void RunBrowserPanel::selectRun(int64_t id)
-{
+void RunBrowserPanel::selectRun(int64_t id) {
     const int row = m_model->rowOf(id);
     if (row < 0) return;
     const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
@@ -174,8 +172,7 @@ void RunBrowserPanel::selectRun(int64_t id)
         index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 }
 
-void RunBrowserPanel::showDetails()
-{
+void RunBrowserPanel::showDetails() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r) {
         m_details->setText(tr("%n run(s)", nullptr, int(m_model->runs().size())));
@@ -190,18 +187,19 @@ void RunBrowserPanel::showDetails()
     if (!r->statusMessage.empty())
         text += QStringLiteral("<br>") + QString::fromStdString(r->statusMessage).toHtmlEscaped();
     if (!r->notes.empty())
-        text += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(r->notes).toHtmlEscaped());
+        text +=
+            QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(r->notes).toHtmlEscaped());
     m_details->setText(text);
 }
 
-void RunBrowserPanel::renameSelected()
-{
+void RunBrowserPanel::renameSelected() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r || !m_store) return;
     const int64_t id = r->id;
     bool ok = false;
-    const QString name = QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
-                                               QString::fromStdString(r->name), &ok);
+    const QString name =
+        QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
+                              QString::fromStdString(r->name), &ok);
     if (!ok || name.trimmed().isEmpty()) return;
     try {
         m_store->renameRun(id, name.trimmed().toStdString());
@@ -211,8 +209,7 @@ void RunBrowserPanel::renameSelected()
     refresh();
 }
 
-void RunBrowserPanel::editNotesSelected()
-{
+void RunBrowserPanel::editNotesSelected() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r || !m_store) return;
     const int64_t id = r->id;
@@ -228,14 +225,14 @@ void RunBrowserPanel::editNotesSelected()
     refresh();
 }
 
-void RunBrowserPanel::editTagsSelected()
-{
+void RunBrowserPanel::editTagsSelected() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r || !m_store) return;
     const int64_t id = r->id;
     bool ok = false;
-    const QString tags = QInputDialog::getText(this, tr("Run tags"), tr("Tags (comma separated):"),
-                                               QLineEdit::Normal, QString::fromStdString(r->tags), &ok);
+    const QString tags =
+        QInputDialog::getText(this, tr("Run tags"), tr("Tags (comma separated):"),
+                              QLineEdit::Normal, QString::fromStdString(r->tags), &ok);
     if (!ok) return;
     try {
         m_store->setTags(id, tags.toStdString());
@@ -245,8 +242,7 @@ void RunBrowserPanel::editTagsSelected()
     refresh();
 }
 
-void RunBrowserPanel::deleteSelected()
-{
+void RunBrowserPanel::deleteSelected() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r || !m_store) return;
     const int64_t id = r->id;

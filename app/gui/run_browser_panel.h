@@ -8,7 +8,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <memory>
 
 #include "qklab/run_store.h"
@@ -25,7 +24,7 @@ class RunListModel;
 
 class RunBrowserPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit RunBrowserPanel(QWidget* parent = nullptr);
     ~RunBrowserPanel() override;
 
@@ -39,7 +38,7 @@ public:
     void selectRun(int64_t id);
     void setPollInterval(int ms);
 
-public slots:
+  public slots:
     void refresh();
     void chooseDatabase();
     void renameSelected();
@@ -47,13 +46,13 @@ public slots:
     void editTagsSelected();
     void deleteSelected();
 
-signals:
-    void runActivated(qint64 runId);                   // the user picked a run to look at
+  signals:
+    void runActivated(qint64 runId);  // the user picked a run to look at
     void databaseChanged(const QString& path);
-    void runsChanged();                                // the list was reloaded with changes
+    void runsChanged();  // the list was reloaded with changes
     void error(const QString& title, const QString& message);
 
-private:
+  private:
     void poll();
     void showDetails();
 

@@ -5,11 +5,10 @@
 
 namespace qklab::gui {
 
-RunController::RunController(QObject* parent) : QObject(parent)
-{
+RunController::RunController(QObject* parent) : QObject(parent) {
     registerGuiMetaTypes();
     m_thread.setObjectName(QStringLiteral("qklab-training"));
-    m_worker = new TrainingWorker;      // no parent: it moves to the thread
+    m_worker = new TrainingWorker;  // no parent: it moves to the thread
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
 
@@ -19,9 +18,9 @@ RunController::RunController(QObject* parent) : QObject(parent)
     connect(m_worker, &TrainingWorker::diverged, this, &RunController::diverged);
     connect(m_worker, &TrainingWorker::finished, this,
             [this](qint64 id, const QString& status, const QString& message) {
-        emit finished(id, status, message);
-        onRunEnded();
-    });
+                emit finished(id, status, message);
+                onRunEnded();
+            });
     connect(m_worker, &TrainingWorker::failed, this, [this](qint64 id, const QString& message) {
         emit failed(id, message);
         onRunEnded();
@@ -29,55 +28,47 @@ RunController::RunController(QObject* parent) : QObject(parent)
     m_thread.start();
 }
 
-RunController::~RunController()
-{
+RunController::~RunController() {
     stopAll();
     m_thread.quit();
     m_thread.wait();
 }
 
-void RunController::enqueue(const RunRequest& request)
-{
+void RunController::enqueue(const RunRequest& request) {
     m_queue.append(request);
     emit queueChanged();
     if (!m_busy) startNext();
 }
 
-void RunController::removeQueued(int index)
-{
+void RunController::removeQueued(int index) {
     if (index < 0 || index >= m_queue.size()) return;
     m_queue.removeAt(index);
     emit queueChanged();
 }
 
-bool RunController::isPaused() const
-{
+bool RunController::isPaused() const {
     return m_busy && m_paused;
 }
 
-int64_t RunController::activeRunId() const
-{
+int64_t RunController::activeRunId() const {
     return m_busy ? m_worker->currentRunId() : 0;
 }
 
-void RunController::pause()
-{
+void RunController::pause() {
     if (!m_busy || m_paused) return;
     m_worker->pause();
     m_paused = true;
     emit pausedChanged(true);
 }
 
-void RunController::resume()
-{
+void RunController::resume() {
     if (!m_busy || !m_paused) return;
     m_worker->resume();
     m_paused = false;
     emit pausedChanged(false);
 }
 
-void RunController::stop()
-{
+void RunController::stop() {
     if (!m_busy) return;
     m_worker->stop();
     if (m_paused) {
@@ -86,8 +77,7 @@ void RunController::stop()
     }
 }
 
-void RunController::stopAll()
-{
+void RunController::stopAll() {
     if (!m_queue.isEmpty()) {
         m_queue.clear();
         emit queueChanged();
@@ -95,8 +85,7 @@ void RunController::stopAll()
     stop();
 }
 
-bool RunController::intervene(const Event& event, QString* error)
-{
+bool RunController::intervene(const Event& event, QString* error) {
     if (!m_busy) {
         if (error) *error = tr("Nothing is training: start a run first.");
         return false;
@@ -104,8 +93,7 @@ bool RunController::intervene(const Event& event, QString* error)
     return m_worker->intervene(event, error);
 }
 
-void RunController::startNext()
-{
+void RunController::startNext() {
     if (m_busy || m_queue.isEmpty()) return;
     m_active = m_queue.takeFirst();
     m_busy = true;
@@ -113,12 +101,11 @@ void RunController::startNext()
     emit queueChanged();
     const RunRequest request = m_active;
     TrainingWorker* worker = m_worker;
-    QMetaObject::invokeMethod(worker, [worker, request] { worker->runOne(request); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker, request] { worker->runOne(request); }, Qt::QueuedConnection);
 }
 
-void RunController::onRunEnded()
-{
+void RunController::onRunEnded() {
     m_busy = false;
     if (m_paused) {
         m_paused = false;

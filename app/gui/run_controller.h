@@ -17,9 +17,9 @@ class TrainingWorker;
 
 class RunController : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit RunController(QObject* parent = nullptr);
-    ~RunController() override;           // stops the active run and joins the thread
+    ~RunController() override;  // stops the active run and joins the thread
 
     void enqueue(const RunRequest& request);
     void removeQueued(int index);
@@ -32,13 +32,13 @@ public:
 
     void pause();
     void resume();
-    void stop();                          // the active run only; the queue continues
-    void stopAll();                       // the active run and everything queued
+    void stop();     // the active run only; the queue continues
+    void stopAll();  // the active run and everything queued
     bool intervene(const Event& event, QString* error = nullptr);
 
     TrainingWorker* worker() const { return m_worker; }
 
-signals:
+  signals:
     void queueChanged();
     void started(qint64 runId, const QString& name, qint64 totalSteps);
     void batchReady(const qklab::gui::LiveBatch& batch);
@@ -47,9 +47,9 @@ signals:
     void finished(qint64 runId, const QString& status, const QString& message);
     void diverged(qint64 runId, const QString& message);
     void failed(qint64 runId, const QString& message);
-    void idle();                          // nothing training and nothing queued
+    void idle();  // nothing training and nothing queued
 
-private:
+  private:
     void startNext();
     void onRunEnded();
 

@@ -1,10 +1,10 @@
 // run_controls_panel.cpp — buttons, progress and queue display.
 #include "run_controls_panel.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QComboBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -15,8 +15,7 @@
 namespace qklab::gui {
 
 namespace {
-QString formatDuration(double seconds)
-{
+QString formatDuration(double seconds) {
     if (seconds < 0 || !std::isfinite(seconds)) return QStringLiteral("–");
     const qint64 s = qint64(seconds + 0.5);
     if (s < 60) return QStringLiteral("%1 s").arg(s);
@@ -26,8 +25,7 @@ QString formatDuration(double seconds)
 }  // namespace
 
 RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
-    : QWidget(parent), m_controller(controller)
-{
+    : QWidget(parent), m_controller(controller) {
     // One horizontal strip (top of the window): the controls stay visible whatever view or
     // set-up page is open.
     auto* layout = new QHBoxLayout(this);
@@ -44,7 +42,8 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     m_pause->setObjectName(QStringLiteral("pauseButton"));
     m_stop = new QPushButton(tr("■ Stop"));
     m_stop->setObjectName(QStringLiteral("stopButton"));
-    m_stop->setToolTip(tr("Stop the training run (it is kept, marked stopped, and can be browsed)"));
+    m_stop->setToolTip(
+        tr("Stop the training run (it is kept, marked stopped, and can be browsed)"));
     layout->addWidget(m_start);
     layout->addWidget(m_pause);
     layout->addWidget(m_stop);
@@ -77,9 +76,8 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
             m_controller->pause();
     });
     connect(m_stop, &QPushButton::clicked, m_controller, &RunController::stop);
-    connect(m_removeQueued, &QPushButton::clicked, this, [this] {
-        m_controller->removeQueued(m_queue->currentIndex());
-    });
+    connect(m_removeQueued, &QPushButton::clicked, this,
+            [this] { m_controller->removeQueued(m_queue->currentIndex()); });
     connect(m_controller, &RunController::progress, this, &RunControlsPanel::onProgress);
     connect(m_controller, &RunController::started, this, &RunControlsPanel::onStarted);
     connect(m_controller, &RunController::pausedChanged, this, [this](bool paused) {
@@ -89,44 +87,41 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     connect(m_controller, &RunController::queueChanged, this, &RunControlsPanel::refreshQueue);
     connect(m_controller, &RunController::finished, this,
             [this](qint64 id, const QString& status, const QString& message) {
-        onEnded(message.isEmpty() ? tr("Run %1 %2.").arg(id).arg(status)
-                                  : tr("Run %1 %2: %3").arg(id).arg(status, message));
-    });
-    connect(m_controller, &RunController::failed, this, [this](qint64, const QString& message) {
-        onEnded(tr("Run failed: %1").arg(message));
-    });
+                onEnded(message.isEmpty() ? tr("Run %1 %2.").arg(id).arg(status)
+                                          : tr("Run %1 %2: %3").arg(id).arg(status, message));
+            });
+    connect(m_controller, &RunController::failed, this,
+            [this](qint64, const QString& message) { onEnded(tr("Run failed: %1").arg(message)); });
     refreshQueue();
 }
 
-void RunControlsPanel::setStartEnabled(bool enabled)
-{
+void RunControlsPanel::setStartEnabled(bool enabled) {
     m_formValid = enabled;
     refreshButtons();
 }
 
-void RunControlsPanel::setRunName(const QString& name)
-{
+void RunControlsPanel::setRunName(const QString& name) {
     m_name->setText(name);
 }
 
-QString RunControlsPanel::statusText() const
-{
+QString RunControlsPanel::statusText() const {
     return m_status->text();
 }
 
-void RunControlsPanel::startRun()
-{
+void RunControlsPanel::startRun() {
     if (!m_configSource || !m_dbSource) return;
     QStringList problems;
     const RunConfig config = m_configSource(&problems);
     if (!problems.isEmpty()) {
-        emit error(tr("The config is not valid"),
-                   tr("Fix these before starting:\n\n• %1").arg(problems.join(QStringLiteral("\n• "))));
+        emit error(
+            tr("The config is not valid"),
+            tr("Fix these before starting:\n\n• %1").arg(problems.join(QStringLiteral("\n• "))));
         return;
     }
     const QString db = m_dbSource();
     if (db.isEmpty()) {
-        emit error(tr("No database"), tr("Open or create a run database first (File ▸ Open database)."));
+        emit error(tr("No database"),
+                   tr("Open or create a run database first (File ▸ Open database)."));
         return;
     }
     RunRequest request;
@@ -137,8 +132,7 @@ void RunControlsPanel::startRun()
     m_name->clear();
 }
 
-void RunControlsPanel::onStarted(qint64 runId, const QString& name, qint64 total)
-{
+void RunControlsPanel::onStarted(qint64 runId, const QString& name, qint64 total) {
     m_progress->setRange(0, int(std::min<qint64>(total, INT_MAX)));
     m_progress->setValue(0);
     m_progress->setFormat(QStringLiteral("%v / %m steps"));
@@ -150,8 +144,7 @@ void RunControlsPanel::onStarted(qint64 runId, const QString& name, qint64 total
     refreshButtons();
 }
 
-void RunControlsPanel::onProgress(qint64 runId, qint64 step, qint64 total, double tokensPerSec)
-{
+void RunControlsPanel::onProgress(qint64 runId, qint64 step, qint64 total, double tokensPerSec) {
     m_progress->setMaximum(int(std::min<qint64>(total, INT_MAX)));
     m_progress->setValue(int(std::min<qint64>(step, INT_MAX)));
     if (m_controller->isPaused()) return;
@@ -168,14 +161,12 @@ void RunControlsPanel::onProgress(qint64 runId, qint64 step, qint64 total, doubl
                           .arg(formatDuration(eta)));
 }
 
-void RunControlsPanel::onEnded(const QString& text)
-{
+void RunControlsPanel::onEnded(const QString& text) {
     m_status->setText(text);
     refreshButtons();
 }
 
-void RunControlsPanel::refreshButtons()
-{
+void RunControlsPanel::refreshButtons() {
     const bool busy = m_controller->isBusy();
     m_start->setEnabled(m_formValid);
     m_start->setText(busy ? tr("＋ Queue") : tr("▶ Start"));
@@ -184,15 +175,14 @@ void RunControlsPanel::refreshButtons()
     m_stop->setEnabled(busy);
 }
 
-void RunControlsPanel::refreshQueue()
-{
+void RunControlsPanel::refreshQueue() {
     m_queue->clear();
     int n = 0;
     for (const RunRequest& r : m_controller->queued()) {
-        m_queue->addItem(QStringLiteral("%1. %2 — %3")
-                             .arg(++n)
-                             .arg(r.name.isEmpty() ? tr("(unnamed)") : r.name,
-                                  keySettings(r.config)));
+        m_queue->addItem(
+            QStringLiteral("%1. %2 — %3")
+                .arg(++n)
+                .arg(r.name.isEmpty() ? tr("(unnamed)") : r.name, keySettings(r.config)));
     }
     // Hidden when empty: most of the time nothing is queued.
     m_queue->setVisible(n > 0);

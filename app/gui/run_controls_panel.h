@@ -7,7 +7,6 @@
 
 #include <QElapsedTimer>
 #include <QWidget>
-
 #include <functional>
 
 #include "gui_types.h"
@@ -24,25 +23,27 @@ class RunController;
 
 class RunControlsPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit RunControlsPanel(RunController* controller, QWidget* parent = nullptr);
 
     // The config to run (problems non-empty = refuse and say why) and the store to record in.
-    void setConfigSource(std::function<RunConfig(QStringList*)> source) { m_configSource = std::move(source); }
+    void setConfigSource(std::function<RunConfig(QStringList*)> source) {
+        m_configSource = std::move(source);
+    }
     void setDatabaseSource(std::function<QString()> source) { m_dbSource = std::move(source); }
 
-    void setStartEnabled(bool enabled);   // the form's validity
+    void setStartEnabled(bool enabled);  // the form's validity
     void setRunName(const QString& name);
     QString statusText() const;
 
-public slots:
+  public slots:
     // Queues the form's config; returns silently after showing why when it cannot.
     void startRun();
 
-signals:
+  signals:
     void error(const QString& title, const QString& message);
 
-private:
+  private:
     void onProgress(qint64 runId, qint64 step, qint64 total, double tokensPerSec);
     void onStarted(qint64 runId, const QString& name, qint64 total);
     void onEnded(const QString& text);

@@ -3,7 +3,6 @@
 #include "run_data.h"
 
 #include <QElapsedTimer>
-
 #include <algorithm>
 #include <cmath>
 
@@ -11,8 +10,7 @@
 
 namespace qklab::gui {
 
-void registerGuiMetaTypes()
-{
+void registerGuiMetaTypes() {
     qRegisterMetaType<qklab::StepMetrics>();
     qRegisterMetaType<qklab::ProbeStats>();
     qRegisterMetaType<qklab::Spike>();
@@ -23,15 +21,13 @@ void registerGuiMetaTypes()
     qRegisterMetaType<RunRequest>();
 }
 
-int RunSnapshot::layerCount() const
-{
+int RunSnapshot::layerCount() const {
     int n = static_cast<int>(config.model.nLayers);
     for (const auto& p : probes) n = std::max(n, p.layer + 1);
     return n;
 }
 
-RunConfig configOfRun(const RunInfo& info)
-{
+RunConfig configOfRun(const RunInfo& info) {
     try {
         if (!info.configJson.empty()) return configFromJsonText(info.configJson, "run");
     } catch (...) {
@@ -41,8 +37,7 @@ RunConfig configOfRun(const RunInfo& info)
     return RunConfig{};
 }
 
-RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId)
-{
+RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
     QElapsedTimer timer;
     timer.start();
     RunSnapshot s;
@@ -57,16 +52,14 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId)
     return s;
 }
 
-QString formatNumber(double v)
-{
+QString formatNumber(double v) {
     if (!std::isfinite(v)) return QString::number(v);
     const double a = std::fabs(v);
     if (a != 0 && (a < 1e-2 || a >= 1e5)) return QString::number(v, 'e', 1);
     return QString::number(v, 'g', 4);
 }
 
-QString keySettings(const RunConfig& c)
-{
+QString keySettings(const RunConfig& c) {
     QStringList parts;
     parts << QStringLiteral("qk_norm=%1").arg(QString::fromStdString(c.attention.qkNorm));
     if (c.attention.softcap.kind != "none") {
@@ -76,9 +69,7 @@ QString keySettings(const RunConfig& c)
     }
     parts << QStringLiteral("lr %1").arg(formatNumber(c.optim.lr));
     if (c.anneal.qkNorm.start < c.anneal.qkNorm.end || c.anneal.qkNorm.start < 1.0) {
-        parts << QStringLiteral("anneal %1-%2")
-                     .arg(c.anneal.qkNorm.start)
-                     .arg(c.anneal.qkNorm.end);
+        parts << QStringLiteral("anneal %1-%2").arg(c.anneal.qkNorm.start).arg(c.anneal.qkNorm.end);
     }
     parts << QStringLiteral("%1L d%2 h%3")
                  .arg(c.model.nLayers)

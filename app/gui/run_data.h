@@ -6,7 +6,6 @@
 #pragma once
 
 #include <QString>
-
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -20,12 +19,12 @@ namespace qklab::gui {
 struct RunSnapshot {
     int64_t runId = 0;
     RunInfo info;
-    RunConfig config;                    // parsed from info.configJson (defaults if unparsable)
+    RunConfig config;  // parsed from info.configJson (defaults if unparsable)
     std::vector<StepMetrics> steps;
-    std::vector<ProbeStats> probes;      // layer-level rows (head = -1) only: what plots show
+    std::vector<ProbeStats> probes;  // layer-level rows (head = -1) only: what plots show
     std::vector<Spike> spikes;
     std::vector<EventRecord> events;
-    double loadSeconds = 0;              // how long the store read took (benchmarks)
+    double loadSeconds = 0;  // how long the store read took (benchmarks)
 
     int layerCount() const;
 };

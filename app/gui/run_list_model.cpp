@@ -10,8 +10,7 @@ namespace qklab::gui {
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RunListModel::setRuns(std::vector<RunInfo> runs)
-{
+void RunListModel::setRuns(std::vector<RunInfo> runs) {
     bool sameIds = runs.size() == m_runs.size();
     for (size_t i = 0; sameIds && i < runs.size(); ++i) sameIds = runs[i].id == m_runs[i].id;
     std::vector<QString> settings;
@@ -36,81 +35,93 @@ void RunListModel::setRuns(std::vector<RunInfo> runs)
     endResetModel();
 }
 
-const RunInfo* RunListModel::runById(int64_t id) const
-{
+const RunInfo* RunListModel::runById(int64_t id) const {
     const int row = rowOf(id);
     return row >= 0 ? &m_runs[row] : nullptr;
 }
 
-int RunListModel::rowOf(int64_t id) const
-{
+int RunListModel::rowOf(int64_t id) const {
     for (size_t i = 0; i < m_runs.size(); ++i)
         if (m_runs[i].id == id) return int(i);
     return -1;
 }
 
-int RunListModel::rowCount(const QModelIndex& parent) const
-{
+int RunListModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : int(m_runs.size());
 }
 
-int RunListModel::columnCount(const QModelIndex& parent) const
-{
+int RunListModel::columnCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : ColCount;
 }
 
-QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const
-{
+QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"id", "name", "status", "key settings", "steps", "final loss",
-                                  "max logit", "spikes", "created", "tags"};
+    static const char* names[] = {"id",         "name",      "status", "key settings", "steps",
+                                  "final loss", "max logit", "spikes", "created",      "tags"};
     return tr(names[section]);
 }
 
-QVariant RunListModel::data(const QModelIndex& index, int role) const
-{
+QVariant RunListModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= int(m_runs.size())) return {};
     const RunInfo& r = m_runs[index.row()];
     if (role == RunIdRole) return qlonglong(r.id);
     if (role == Qt::DisplayRole || role == SortRole) {
         const bool sort = role == SortRole;
         switch (index.column()) {
-        case ColId: return qlonglong(r.id);
-        case ColName: return QString::fromStdString(r.name);
-        case ColStatus: return QString::fromLatin1(toString(r.status));
-        case ColSettings: return m_settings[index.row()];
-        case ColSteps: return qlonglong(r.stepsDone);
-        case ColFinalLoss:
-            if (!r.finalLoss) return sort ? QVariant(1e300) : QVariant(QStringLiteral("–"));
-            return sort ? QVariant(*r.finalLoss) : QVariant(QString::number(*r.finalLoss, 'f', 4));
-        case ColMaxLogit:
-            if (!r.maxAttnLogitRaw) return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
-            return sort ? QVariant(*r.maxAttnLogitRaw) : QVariant(formatNumber(*r.maxAttnLogitRaw));
-        case ColSpikes: return qlonglong(r.spikes);
-        case ColCreated: {
-            if (sort) return QString::fromStdString(r.createdAt);
-            const QDateTime t = QDateTime::fromString(QString::fromStdString(r.createdAt), Qt::ISODate);
-            return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"))
-                               : QString::fromStdString(r.createdAt);
-        }
-        case ColTags: return QString::fromStdString(r.tags);
+            case ColId:
+                return qlonglong(r.id);
+            case ColName:
+                return QString::fromStdString(r.name);
+            case ColStatus:
+                return QString::fromLatin1(toString(r.status));
+            case ColSettings:
+                return m_settings[index.row()];
+            case ColSteps:
+                return qlonglong(r.stepsDone);
+            case ColFinalLoss:
+                if (!r.finalLoss) return sort ? QVariant(1e300) : QVariant(QStringLiteral("–"));
+                return sort ? QVariant(*r.finalLoss)
+                            : QVariant(QString::number(*r.finalLoss, 'f', 4));
+            case ColMaxLogit:
+                if (!r.maxAttnLogitRaw)
+                    return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
+                return sort ? QVariant(*r.maxAttnLogitRaw)
+                            : QVariant(formatNumber(*r.maxAttnLogitRaw));
+            case ColSpikes:
+                return qlonglong(r.spikes);
+            case ColCreated: {
+                if (sort) return QString::fromStdString(r.createdAt);
+                const QDateTime t =
+                    QDateTime::fromString(QString::fromStdString(r.createdAt), Qt::ISODate);
+                return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"))
+                                   : QString::fromStdString(r.createdAt);
+            }
+            case ColTags:
+                return QString::fromStdString(r.tags);
         }
     }
     if (role == Qt::ToolTipRole) {
         QString tip = QStringLiteral("%1 — %2").arg(QString::fromStdString(r.name),
-                                                     QString::fromLatin1(toString(r.status)));
-        if (!r.statusMessage.empty()) tip += QStringLiteral("\n") + QString::fromStdString(r.statusMessage);
+                                                    QString::fromLatin1(toString(r.status)));
+        if (!r.statusMessage.empty())
+            tip += QStringLiteral("\n") + QString::fromStdString(r.statusMessage);
         if (!r.notes.empty()) tip += QStringLiteral("\nnotes: ") + QString::fromStdString(r.notes);
         return tip;
     }
     if (role == Qt::ForegroundRole && index.column() == ColStatus) {
         switch (r.status) {
-        case RunStatus::Running: return QBrush(QColor(20, 90, 200));
-        case RunStatus::Diverged: return QBrush(QColor(200, 0, 0));
-        case RunStatus::Failed: return QBrush(QColor(140, 0, 0));
-        case RunStatus::Interrupted: return QBrush(QColor(200, 120, 0));
-        case RunStatus::Stopped: return QBrush(QColor(110, 110, 110));
-        case RunStatus::Finished: return QBrush(QColor(30, 130, 30));
+            case RunStatus::Running:
+                return QBrush(QColor(20, 90, 200));
+            case RunStatus::Diverged:
+                return QBrush(QColor(200, 0, 0));
+            case RunStatus::Failed:
+                return QBrush(QColor(140, 0, 0));
+            case RunStatus::Interrupted:
+                return QBrush(QColor(200, 120, 0));
+            case RunStatus::Stopped:
+                return QBrush(QColor(110, 110, 110));
+            case RunStatus::Finished:
+                return QBrush(QColor(30, 130, 30));
         }
     }
     if (role == Qt::ForegroundRole && index.column() == ColMaxLogit && r.maxAttnLogitRaw &&

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <QAbstractTableModel>
-
 #include <vector>
 
 #include "qklab/run_store.h"
@@ -16,9 +15,20 @@ namespace qklab::gui {
 
 class RunListModel : public QAbstractTableModel {
     Q_OBJECT
-public:
-    enum Column { ColId, ColName, ColStatus, ColSettings, ColSteps, ColFinalLoss, ColMaxLogit,
-                  ColSpikes, ColCreated, ColTags, ColCount };
+  public:
+    enum Column {
+        ColId,
+        ColName,
+        ColStatus,
+        ColSettings,
+        ColSteps,
+        ColFinalLoss,
+        ColMaxLogit,
+        ColSpikes,
+        ColCreated,
+        ColTags,
+        ColCount
+    };
     static constexpr int SortRole = Qt::UserRole + 1;
     static constexpr int RunIdRole = Qt::UserRole + 2;
 
@@ -34,9 +44,9 @@ public:
     QVariant data(const QModelIndex& index, int role) const override;
     QVariant headerData(int section, Qt::Orientation o, int role) const override;
 
-private:
+  private:
     std::vector<RunInfo> m_runs;
-    std::vector<QString> m_settings;     // keySettings() per run, parsed once per update
+    std::vector<QString> m_settings;  // keySettings() per run, parsed once per update
 };
 
 }  // namespace qklab::gui

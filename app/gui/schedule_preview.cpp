@@ -1,10 +1,9 @@
 // schedule_preview.cpp — three stacked lanes in one QCustomPlot sharing the step axis.
 #include "schedule_preview.h"
 
-#include <QVBoxLayout>
-
 #include <qcustomplot.h>
 
+#include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 
@@ -16,8 +15,7 @@ namespace {
 const char* kLaneNames[] = {"LR", "alpha", "softcap C"};
 }
 
-SchedulePreview::SchedulePreview(QWidget* parent) : QWidget(parent)
-{
+SchedulePreview::SchedulePreview(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_plot = new QCustomPlot(this);
@@ -46,8 +44,7 @@ SchedulePreview::SchedulePreview(QWidget* parent) : QWidget(parent)
     }
 }
 
-void SchedulePreview::setConfig(const RunConfig& config)
-{
+void SchedulePreview::setConfig(const RunConfig& config) {
     const int64_t steps = std::max<int64_t>(config.schedule.steps, 1);
     const int64_t stride = std::max<int64_t>(1, steps / 400);
     QVector<double> x, lr, alpha, cap;
@@ -75,8 +72,8 @@ void SchedulePreview::setConfig(const RunConfig& config)
         QCPRange r = g->getValueRange(found);
         if (!found) r = QCPRange(0, 1);
         // A constant lane still needs a visible band around its value.
-        const double pad = r.size() > 0 ? r.size() * 0.1
-                                         : (r.upper != 0 ? std::fabs(r.upper) * 0.1 : 1.0);
+        const double pad =
+            r.size() > 0 ? r.size() * 0.1 : (r.upper != 0 ? std::fabs(r.upper) * 0.1 : 1.0);
         g->valueAxis()->setRange(r.lower - pad, r.upper + pad);
     }
     m_plot->graph(2)->valueAxis()->setLabel(config.attention.softcap.kind == "none"

@@ -15,7 +15,7 @@ namespace qklab::gui {
 
 class SchedulePreview : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit SchedulePreview(QWidget* parent = nullptr);
 
     // Samples at most ~400 steps; cheap enough to call on every form edit.
@@ -23,7 +23,7 @@ public:
 
     QCustomPlot* plot() const { return m_plot; }
 
-private:
+  private:
     QCustomPlot* m_plot = nullptr;
 };
 

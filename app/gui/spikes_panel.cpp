@@ -13,42 +13,62 @@
 namespace qklab::gui {
 
 namespace {
-enum Column { ColStep, ColMetric, ColValue, ColZ, ColKind, ColTier, ColMaxLogit, ColQkNorm, ColCount };
+enum Column {
+    ColStep,
+    ColMetric,
+    ColValue,
+    ColZ,
+    ColKind,
+    ColTier,
+    ColMaxLogit,
+    ColQkNorm,
+    ColCount
+};
 
-QTableWidgetItem* item(const QString& text, const QVariant& sortKey = {})
-{
+QTableWidgetItem* item(const QString& text, const QVariant& sortKey = {}) {
     auto* it = new QTableWidgetItem(text);
     it->setFlags(it->flags() & ~Qt::ItemIsEditable);
     if (sortKey.isValid()) it->setData(Qt::UserRole, sortKey);
     return it;
 }
 
-QString kindText(SpikeKind k)
-{
+QString kindText(SpikeKind k) {
     switch (k) {
-    case SpikeKind::QkRunaway: return QObject::tr("Q/K length runaway");
-    case SpikeKind::TokenSpike: return QObject::tr("token/position spike");
-    case SpikeKind::DataOrAccumulation: return QObject::tr("data or accumulation bug");
+        case SpikeKind::QkRunaway:
+            return QObject::tr("Q/K length runaway");
+        case SpikeKind::TokenSpike:
+            return QObject::tr("token/position spike");
+        case SpikeKind::DataOrAccumulation:
+            return QObject::tr("data or accumulation bug");
     }
     return QString();
 }
 }  // namespace
 
-QString SpikesPanel::tierText(int tier)
-{
+QString SpikesPanel::tierText(int tier) {
     switch (tier) {
-    case 1: return tr("Tier 1: logits healthy, spikes rare → change nothing; check the sampler and the loss.");
-    case 2: return tr("Tier 2: max logit occasionally > 30, norms stable → tanh softcap C = 50, watch 500 "
-                      "steps, then C = 30 and/or grad clip 1.0.");
-    case 3: return tr("Tier 3: q/k norms inflating, frequent spikes → QK-norm with s = 1/sqrt(d_head); give "
-                      "it 1000 steps before judging.");
-    case 4: return tr("Tier 4: still spiking with QK-norm → look at init, LR, batch size and schedule.");
+        case 1:
+            return tr(
+                "Tier 1: logits healthy, spikes rare → change nothing; check the sampler and the "
+                "loss.");
+        case 2:
+            return tr(
+                "Tier 2: max logit occasionally > 30, norms stable → tanh softcap C = 50, watch "
+                "500 "
+                "steps, then C = 30 and/or grad clip 1.0.");
+        case 3:
+            return tr(
+                "Tier 3: q/k norms inflating, frequent spikes → QK-norm with s = 1/sqrt(d_head); "
+                "give "
+                "it 1000 steps before judging.");
+        case 4:
+            return tr(
+                "Tier 4: still spiking with QK-norm → look at init, LR, batch size and schedule.");
     }
     return tr("Tier %1").arg(tier);
 }
 
-SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent)
-{
+SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     m_summary = new QLabel;
@@ -83,8 +103,7 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent)
     clear();
 }
 
-void SpikesPanel::clear()
-{
+void SpikesPanel::clear() {
     m_runId = 0;
     m_spikes.clear();
     m_table->setRowCount(0);
@@ -93,19 +112,16 @@ void SpikesPanel::clear()
                            .arg(tierText(1), tierText(2), tierText(3), tierText(4)));
 }
 
-int SpikesPanel::rowCount() const
-{
+int SpikesPanel::rowCount() const {
     return m_table->rowCount();
 }
 
-void SpikesPanel::setSpikes(int64_t runId, const std::vector<Spike>& spikes)
-{
+void SpikesPanel::setSpikes(int64_t runId, const std::vector<Spike>& spikes) {
     clear();
     addSpikes(runId, spikes);
 }
 
-void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes)
-{
+void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes) {
     if (runId != m_runId) {
         m_runId = runId;
         m_spikes.clear();
@@ -122,16 +138,14 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes)
     if (m_table->currentRow() < 0 && m_table->rowCount() > 0) m_table->setCurrentCell(0, 0);
     int worst = 0;
     for (const Spike& s : m_spikes) worst = std::max(worst, s.tier);
-    m_summary->setText(m_spikes.empty()
-                           ? tr("No spikes.")
-                           : tr("%1 spike(s); highest prescription tier %2. %3")
-                                 .arg(m_spikes.size())
-                                 .arg(worst)
-                                 .arg(tierText(worst)));
+    m_summary->setText(m_spikes.empty() ? tr("No spikes.")
+                                        : tr("%1 spike(s); highest prescription tier %2. %3")
+                                              .arg(m_spikes.size())
+                                              .arg(worst)
+                                              .arg(tierText(worst)));
 }
 
-void SpikesPanel::addRow(const Spike& s)
-{
+void SpikesPanel::addRow(const Spike& s) {
     const int row = m_table->rowCount();
     m_table->insertRow(row);
     m_table->setItem(row, ColStep, item(QString::number(s.step), qlonglong(s.step)));
@@ -140,21 +154,23 @@ void SpikesPanel::addRow(const Spike& s)
     m_table->setItem(row, ColZ, item(formatNumber(s.zScore)));
     m_table->setItem(row, ColKind, item(kindText(s.kind)));
     m_table->setItem(row, ColTier, item(QString::number(s.tier)));
-    m_table->setItem(row, ColMaxLogit,
-                     item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeMaxLogit),
-                                                                          formatNumber(s.baselineMaxLogit))
-                                           : tr("no probe")));
-    m_table->setItem(row, ColQkNorm,
-                     item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeQkNorm),
-                                                                          formatNumber(s.baselineQkNorm))
-                                           : tr("no probe")));
-    const QColor tint = s.tier >= 3 ? QColor(255, 225, 225) : s.tier == 2 ? QColor(255, 242, 215)
-                                                                          : QColor(235, 245, 235);
+    m_table->setItem(
+        row, ColMaxLogit,
+        item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeMaxLogit),
+                                                              formatNumber(s.baselineMaxLogit))
+                              : tr("no probe")));
+    m_table->setItem(
+        row, ColQkNorm,
+        item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeQkNorm),
+                                                              formatNumber(s.baselineQkNorm))
+                              : tr("no probe")));
+    const QColor tint = s.tier >= 3   ? QColor(255, 225, 225)
+                        : s.tier == 2 ? QColor(255, 242, 215)
+                                      : QColor(235, 245, 235);
     for (int c = 0; c < ColCount; ++c) m_table->item(row, c)->setBackground(tint);
 }
 
-void SpikesPanel::showDetails(int row)
-{
+void SpikesPanel::showDetails(int row) {
     if (row < 0 || row >= int(m_spikes.size())) return;
     const Spike& s = m_spikes[row];
     m_details->setHtml(

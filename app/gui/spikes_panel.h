@@ -6,7 +6,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <vector>
 
 #include "qklab/records.h"
@@ -19,7 +18,7 @@ namespace qklab::gui {
 
 class SpikesPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit SpikesPanel(QWidget* parent = nullptr);
 
     void setSpikes(int64_t runId, const std::vector<Spike>& spikes);
@@ -30,10 +29,10 @@ public:
     // What each tier means, from the domain brief (shown under the table).
     static QString tierText(int tier);
 
-signals:
+  signals:
     void stepSelected(qint64 step);
 
-private:
+  private:
     void addRow(const Spike& s);
     void showDetails(int row);
 

@@ -2,13 +2,12 @@
 #include "training_worker.h"
 
 #include <QElapsedTimer>
-
 #include <cmath>
 #include <exception>
 
 #include "qklab/error.h"
-#include "qklab/run_store.h"  // before run_session.h: trainer.h uses CheckpointInfo from it
 #include "qklab/run_session.h"
+#include "qklab/run_store.h"  // before run_session.h: trainer.h uses CheckpointInfo from it
 
 namespace qklab::gui {
 
@@ -16,38 +15,33 @@ namespace qklab::gui {
 // batch leaves as a single queued signal when the interval has passed, so the GUI gets ~20
 // updates per second however fast the model trains.
 class TrainingWorker::Observer : public TrainingObserver {
-public:
+  public:
     Observer(TrainingWorker* worker, int64_t runId, int64_t totalSteps)
-        : m_worker(worker), m_totalSteps(totalSteps)
-    {
+        : m_worker(worker), m_totalSteps(totalSteps) {
         m_batch.runId = runId;
         m_timer.start();
     }
 
-    void onStep(const StepMetrics& m) override
-    {
+    void onStep(const StepMetrics& m) override {
         m_batch.steps.push_back(m);
         m_lastStep = m.step;
         if (std::isfinite(m.tokensPerSec)) m_tokensPerSec = m.tokensPerSec;
         maybeEmit();
     }
     void onProbes(int64_t, const std::vector<ProbeStats>& rows,
-                  const std::vector<LogitHistogram>& hists) override
-    {
+                  const std::vector<LogitHistogram>& hists) override {
         for (const auto& r : rows) m_batch.probes.push_back(r);
         if (!hists.empty()) m_batch.newHistograms = true;
         maybeEmit();
     }
-    void onAttentionMaps(const std::vector<AttentionMap>& maps) override
-    {
+    void onAttentionMaps(const std::vector<AttentionMap>& maps) override {
         if (!maps.empty()) m_batch.newAttentionMaps = true;
     }
     void onSpike(const Spike& s) override { m_batch.spikes.push_back(s); }
     void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
     void onFlushPoint() override { maybeEmit(); }
 
-    void emitNow()
-    {
+    void emitNow() {
         if (!m_batch.empty()) {
             const int64_t runId = m_batch.runId;
             emit m_worker->batchReady(m_batch);
@@ -60,9 +54,8 @@ public:
         m_timer.restart();
     }
 
-private:
-    void maybeEmit()
-    {
+  private:
+    void maybeEmit() {
         if (m_timer.elapsed() >= m_worker->m_batchIntervalMs) emitNow();
     }
 
@@ -78,20 +71,17 @@ TrainingWorker::TrainingWorker(QObject* parent) : QObject(parent) {}
 
 TrainingWorker::~TrainingWorker() = default;
 
-void TrainingWorker::pause()
-{
+void TrainingWorker::pause() {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_session) m_session->trainer().requestPause();
 }
 
-void TrainingWorker::resume()
-{
+void TrainingWorker::resume() {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_session) m_session->trainer().requestResume();
 }
 
-void TrainingWorker::stop()
-{
+void TrainingWorker::stop() {
     m_stopRequested = true;
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_session) {
@@ -101,14 +91,12 @@ void TrainingWorker::stop()
     }
 }
 
-bool TrainingWorker::isPaused() const
-{
+bool TrainingWorker::isPaused() const {
     std::lock_guard<std::mutex> lock(m_mutex);
     return m_session && m_session->trainer().isPaused();
 }
 
-bool TrainingWorker::intervene(const Event& event, QString* error)
-{
+bool TrainingWorker::intervene(const Event& event, QString* error) {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (!m_session) {
         if (error) *error = tr("Nothing is training: start a run first.");
@@ -125,8 +113,7 @@ bool TrainingWorker::intervene(const Event& event, QString* error)
     return true;
 }
 
-void TrainingWorker::runOne(const RunRequest& request)
-{
+void TrainingWorker::runOne(const RunRequest& request) {
     // m_stopRequested is cleared at the end, not here: a stop pressed between queueing and
     // this slot running must still stop the run.
     m_running = true;

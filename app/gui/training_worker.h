@@ -11,7 +11,6 @@
 
 #include <QObject>
 #include <QString>
-
 #include <atomic>
 #include <mutex>
 
@@ -25,7 +24,7 @@ namespace qklab::gui {
 
 class TrainingWorker : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit TrainingWorker(QObject* parent = nullptr);
     ~TrainingWorker() override;
 
@@ -43,11 +42,11 @@ public:
     // How often batches leave the worker (ms); tests shorten it.
     void setBatchIntervalMs(int ms) { m_batchIntervalMs = ms; }
 
-public slots:
+  public slots:
     // Builds the session (validates, writes the run row) and trains to the end. Blocks.
     void runOne(const qklab::gui::RunRequest& request);
 
-signals:
+  signals:
     void started(qint64 runId, const QString& name, qint64 totalSteps);
     void batchReady(const qklab::gui::LiveBatch& batch);
     void progress(qint64 runId, qint64 step, qint64 totalSteps, double tokensPerSec);
@@ -58,11 +57,11 @@ signals:
     // The run could not be built or crashed; runId is 0 when nothing was written.
     void failed(qint64 runId, const QString& message);
 
-private:
+  private:
     class Observer;
     friend class Observer;
 
-    mutable std::mutex m_mutex;          // guards m_session against stop() during teardown
+    mutable std::mutex m_mutex;  // guards m_session against stop() during teardown
     RunSession* m_session = nullptr;
     std::atomic<bool> m_running{false};
     std::atomic<bool> m_stopRequested{false};

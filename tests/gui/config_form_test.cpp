@@ -1,5 +1,7 @@
 // config_form_test.cpp — the generated form covers every registry field, round-trips a config
 // exactly, and names problems inline before a run can start.
+#include "config_form.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
@@ -9,7 +11,6 @@
 #include <QSpinBox>
 #include <QTest>
 
-#include "config_form.h"
 #include "gui_test_util.h"
 #include "preset_picker.h"
 #include "schedule_preview.h"
@@ -19,16 +20,14 @@ using namespace qklab::gui;
 
 class ConfigFormTest : public QObject {
     Q_OBJECT
-private slots:
-    void everyFieldHasAnEditor()
-    {
+  private slots:
+    void everyFieldHasAnEditor() {
         ConfigForm form;
         for (const FieldInfo& f : configFields())
             QVERIFY2(form.editorFor(QString::fromStdString(f.key)), f.key.c_str());
     }
 
-    void defaultsRoundTrip()
-    {
+    void defaultsRoundTrip() {
         ConfigForm form;
         QStringList problems;
         const RunConfig c = form.config(&problems);
@@ -36,8 +35,7 @@ private slots:
         QCOMPARE(configToJson(c).dump(), configToJson(RunConfig{}).dump());
     }
 
-    void nonDefaultConfigRoundTrips()
-    {
+    void nonDefaultConfigRoundTrips() {
         RunConfig c = test::tinyConfig();
         c.optim.lr = 0.0321;
         c.optim.betas = {0.8, 0.99};
@@ -62,8 +60,7 @@ private slots:
                  QString::fromStdString(configToJson(c).dump()));
     }
 
-    void badNumberIsNamedInline()
-    {
+    void badNumberIsNamedInline() {
         ConfigForm form;
         QSignalSpy validity(&form, &ConfigForm::validityChanged);
         auto* lr = qobject_cast<QLineEdit*>(form.editorFor(QStringLiteral("optim.lr")));
@@ -81,8 +78,7 @@ private slots:
         QVERIFY(form.isValid());
     }
 
-    void crossFieldProblemIsShown()
-    {
+    void crossFieldProblemIsShown() {
         ConfigForm form;
         // d_model 128 is not divisible by 3 heads: validate() must say so before a run starts.
         auto* heads = qobject_cast<QSpinBox*>(form.editorFor(QStringLiteral("model.n_heads")));
@@ -94,8 +90,7 @@ private slots:
                  qPrintable(form.problems().join('\n')));
     }
 
-    void badEventsJsonIsNamed()
-    {
+    void badEventsJsonIsNamed() {
         ConfigForm form;
         form.eventsEditor()->setPlainText(QStringLiteral("[{\"step\": 3, \"kind\": \"nope\"}]"));
         form.revalidateNow();
@@ -106,8 +101,7 @@ private slots:
         QVERIFY(form.problems().join('\n').contains(QStringLiteral("JSON")));
     }
 
-    void warningsAreShownButDoNotBlock()
-    {
+    void warningsAreShownButDoNotBlock() {
         RunConfig c;
         // Annealing both fuses at once is legal but inadvisable (domain brief section 3).
         c.attention.qkNorm = "rms";
@@ -123,12 +117,12 @@ private slots:
         QVERIFY(!form.warnings().isEmpty());
     }
 
-    void presetsLoadIntoTheForm()
-    {
+    void presetsLoadIntoTheForm() {
         PresetPicker picker;
         picker.setDirectory(test::sourceDir() + QStringLiteral("/experiments"));
         QSignalSpy loaded(&picker, &PresetPicker::presetLoaded);
-        QVERIFY(picker.loadPath(test::sourceDir() + QStringLiteral("/experiments/blowup_qknorm_rms.json")));
+        QVERIFY(picker.loadPath(test::sourceDir() +
+                                QStringLiteral("/experiments/blowup_qknorm_rms.json")));
         QCOMPARE(loaded.count(), 1);
         const RunConfig c = loaded.at(0).at(0).value<RunConfig>();
         QCOMPARE(QString::fromStdString(c.attention.qkNorm), QStringLiteral("rms"));
@@ -138,8 +132,7 @@ private slots:
         QCOMPARE(errors.count(), 1);
     }
 
-    void savedPresetOnlyOverridesDefaults()
-    {
+    void savedPresetOnlyOverridesDefaults() {
         RunConfig c;
         c.why = "test";
         c.optim.lr = 0.02;
@@ -150,8 +143,7 @@ private slots:
         QCOMPARE(configToJson(configFromJson(j)).dump(), configToJson(c).dump());
     }
 
-    void schedulePreviewDrawsEveryLane()
-    {
+    void schedulePreviewDrawsEveryLane() {
         RunConfig c;
         c.anneal.qkNorm.start = 0.8;
         c.anneal.qkNorm.end = 0.95;

@@ -10,8 +10,7 @@ namespace qklab::gui::test {
 
 // One layer, d_model 32, T 32: a few ms per step, yet every probe, histogram and attention
 // map is produced so the views have real data.
-inline RunConfig tinyConfig(int64_t steps = 40)
-{
+inline RunConfig tinyConfig(int64_t steps = 40) {
     RunConfig c;
     c.why = "gui test: tiny model";
     c.model.dModel = 32;
@@ -31,19 +30,23 @@ inline RunConfig tinyConfig(int64_t steps = 40)
 }
 
 // The same settings as --set assignments for launching the app or the CLI.
-inline QStringList tinyOverrides(int64_t steps = 50)
-{
-    return {QStringLiteral("model.d_model=32"),  QStringLiteral("model.n_layers=1"),
-            QStringLiteral("model.n_heads=2"),   QStringLiteral("model.seq_len=32"),
-            QStringLiteral("data.batch_size=4"), QStringLiteral("schedule.steps=%1").arg(steps),
-            QStringLiteral("schedule.warmup_steps=2"), QStringLiteral("eval.every=10"),
-            QStringLiteral("eval.batches=1"),    QStringLiteral("probes.every=5"),
-            QStringLiteral("probes.hist_bins=32"), QStringLiteral("probes.attn_map_every=10"),
+inline QStringList tinyOverrides(int64_t steps = 50) {
+    return {QStringLiteral("model.d_model=32"),
+            QStringLiteral("model.n_layers=1"),
+            QStringLiteral("model.n_heads=2"),
+            QStringLiteral("model.seq_len=32"),
+            QStringLiteral("data.batch_size=4"),
+            QStringLiteral("schedule.steps=%1").arg(steps),
+            QStringLiteral("schedule.warmup_steps=2"),
+            QStringLiteral("eval.every=10"),
+            QStringLiteral("eval.batches=1"),
+            QStringLiteral("probes.every=5"),
+            QStringLiteral("probes.hist_bins=32"),
+            QStringLiteral("probes.attn_map_every=10"),
             QStringLiteral("run.threads=1")};
 }
 
-inline QString sourceDir()
-{
+inline QString sourceDir() {
     return QStringLiteral(QKLAB_SOURCE_DIR);
 }
 

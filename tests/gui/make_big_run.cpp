@@ -15,8 +15,7 @@
 
 using namespace qklab;
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: make_big_run OUT.db [steps]\n");
         return 2;
@@ -32,7 +31,8 @@ int main(int argc, char** argv)
     RunWriter w(argv[1], nr);
     std::mt19937 rng(1);
     std::normal_distribution<double> noise(0, 1);
-    const int layers = int(c.model.nLayers), heads = int(c.model.nHeads), bins = int(c.probes.histBins);
+    const int layers = int(c.model.nLayers), heads = int(c.model.nHeads),
+              bins = int(c.probes.histBins);
     for (int64_t s = 0; s < steps; ++s) {
         const double t = double(s) / steps;
         StepMetrics m;
@@ -76,6 +76,7 @@ int main(int argc, char** argv)
     }
     w.flush();
     w.finish(RunStatus::Finished);
-    std::printf("wrote run %lld with %lld steps to %s\n", (long long)w.runId(), (long long)steps, argv[1]);
+    std::printf("wrote run %lld with %lld steps to %s\n", (long long)w.runId(), (long long)steps,
+                argv[1]);
     return 0;
 }

@@ -1,15 +1,14 @@
 // panels_test.cpp — the views on a stored run: live plots from a snapshot (and de-duplicated
 // live appends), exact histogram bins, attention maps, the spikes panel, CSV/PNG export.
 // The run is written with RunWriter so the data are known exactly.
+#include <qcustomplot.h>
+
 #include <QFile>
 #include <QSignalSpy>
 #include <QTableWidget>
-#include <QToolTip>
 #include <QTemporaryDir>
 #include <QTest>
-
-#include <qcustomplot.h>
-
+#include <QToolTip>
 #include <cmath>
 
 #include "attention_map_panel.h"
@@ -28,15 +27,14 @@ using namespace qklab::gui;
 
 class PanelsTest : public QObject {
     Q_OBJECT
-private:
+  private:
     QTemporaryDir m_dir;
     QString m_db;
     int64_t m_runId = 0;
     RunConfig m_config;
 
-private slots:
-    void initTestCase()
-    {
+  private slots:
+    void initTestCase() {
         registerGuiMetaTypes();
         QVERIFY(m_dir.isValid());
         m_db = m_dir.filePath(QStringLiteral("panels.db"));
@@ -103,8 +101,7 @@ private slots:
         w.finish(RunStatus::Finished);
     }
 
-    void histogramBinsMatchTheConfig()
-    {
+    void histogramBinsMatchTheConfig() {
         ProbeConfig p;
         p.histBins = 4;
         p.histMin = -2;
@@ -121,8 +118,7 @@ private slots:
         QVERIFY(std::fabs(sym.fromRaw(-999.0) + 3.0) < 1e-12);
     }
 
-    void livePlotsShowAStoredRun()
-    {
+    void livePlotsShowAStoredRun() {
         RunStore store(m_db.toStdString());
         RunSnapshot snap = loadRunSnapshot(store, m_runId);
         QCOMPARE(int(snap.steps.size()), 200);
@@ -166,7 +162,8 @@ private slots:
         QSignalSpy jumped(&panel, &LivePlotsPanel::stepSelected);
         QTest::mouseMove(grad, at);
         QTRY_VERIFY_WITH_TIMEOUT(QToolTip::isVisible(), 2000);
-        QVERIFY2(QToolTip::text().contains(QStringLiteral("Spike at step 120")), qPrintable(QToolTip::text()));
+        QVERIFY2(QToolTip::text().contains(QStringLiteral("Spike at step 120")),
+                 qPrintable(QToolTip::text()));
         QVERIFY(QToolTip::text().contains(QStringLiteral("q/k norms rose")));
         QTest::mouseClick(grad, Qt::LeftButton, {}, at);
         QCOMPARE(jumped.count(), 1);
@@ -175,8 +172,7 @@ private slots:
         QVERIFY(panel.lossPlot()->xAxis->range().contains(120));
     }
 
-    void histogramPanelUsesTheStoredBins()
-    {
+    void histogramPanelUsesTheStoredBins() {
         HistogramPanel panel;
         panel.resize(900, 700);
         panel.show();  // the heat map is only coloured while visible
@@ -189,7 +185,8 @@ private slots:
         QCOMPARE(bars->width(), bins.width());
         panel.jumpToStep(52);  // nearest probed step is 50
         double total = 0;
-        for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) total += it->value;
+        for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it)
+            total += it->value;
         QCOMPARE(total, 150.0);
         auto* map = qobject_cast<QCPColorMap*>(panel.heatMapPlot()->plottable(0));
         QVERIFY(map);
@@ -197,8 +194,7 @@ private slots:
         QCOMPARE(map->data()->valueSize(), 32);
     }
 
-    void attentionPanelShowsTheCollapse()
-    {
+    void attentionPanelShowsTheCollapse() {
         AttentionMapPanel panel;
         panel.setRun(m_runId, m_config, m_db);
         QTRY_COMPARE_WITH_TIMEOUT(panel.stepCount(), 1, 10000);
@@ -209,8 +205,7 @@ private slots:
         QVERIFY(std::fabs(AttentionMapPanel::meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
     }
 
-    void spikesPanelListsAndJumps()
-    {
+    void spikesPanelListsAndJumps() {
         RunStore store(m_db.toStdString());
         SpikesPanel panel;
         panel.setSpikes(m_runId, store.spikes(m_runId));
@@ -223,8 +218,7 @@ private slots:
         QVERIFY(SpikesPanel::tierText(3).contains(QStringLiteral("QK-norm")));
     }
 
-    void exportsCsvAndPlots()
-    {
+    void exportsCsvAndPlots() {
         RunStore store(m_db.toStdString());
         const RunSnapshot snap = loadRunSnapshot(store, m_runId);
         const QString csv = m_dir.filePath(QStringLiteral("run.csv"));
@@ -249,8 +243,7 @@ private slots:
         QVERIFY(!error.isEmpty());
     }
 
-    void runListModelShowsKeySettings()
-    {
+    void runListModelShowsKeySettings() {
         RunStore store(m_db.toStdString());
         RunListModel model;
         model.setRuns(store.listRuns());

@@ -18,18 +18,16 @@ using namespace qklab::gui;
 
 class RunBrowserTest : public QObject {
     Q_OBJECT
-private:
+  private:
     QTemporaryDir m_dir;
 
-private slots:
-    void initTestCase()
-    {
+  private slots:
+    void initTestCase() {
         registerGuiMetaTypes();
         QVERIFY(m_dir.isValid());
     }
 
-    void newRunFromAnotherProcessAppears()
-    {
+    void newRunFromAnotherProcessAppears() {
         const QString db = m_dir.filePath(QStringLiteral("shared.db"));
         RunBrowserPanel browser;
         browser.setPollInterval(200);
@@ -39,16 +37,20 @@ private slots:
 
         // The real CLI, as a separate process writing to the same file.
         QProcess cli;
-        QStringList args{QStringLiteral("run"), test::sourceDir() + QStringLiteral("/experiments/default.json"),
-                         QStringLiteral("--db"), db,
-                         QStringLiteral("--name"), QStringLiteral("from-cli")};
+        QStringList args{QStringLiteral("run"),
+                         test::sourceDir() + QStringLiteral("/experiments/default.json"),
+                         QStringLiteral("--db"),
+                         db,
+                         QStringLiteral("--name"),
+                         QStringLiteral("from-cli")};
         for (const QString& s : test::tinyOverrides(20)) args << QStringLiteral("--set") << s;
         cli.start(QStringLiteral(QKLAB_CLI_PATH), args);
         QVERIFY2(cli.waitForStarted(10000), qPrintable(cli.errorString()));
         // The row appears while the CLI is still training or right after, without any refresh call.
         QTRY_COMPARE_WITH_TIMEOUT(browser.model()->rowCount(), 1, 60000);
         QVERIFY(changed.count() >= 1);
-        QCOMPARE(QString::fromStdString(browser.model()->runs()[0].name), QStringLiteral("from-cli"));
+        QCOMPARE(QString::fromStdString(browser.model()->runs()[0].name),
+                 QStringLiteral("from-cli"));
         // waitForFinished() is false when the process already ended inside the QTRY loop above.
         QVERIFY(cli.state() == QProcess::NotRunning || cli.waitForFinished(120000));
         QCOMPARE(cli.exitCode(), 0);
@@ -56,8 +58,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(browser.model()->runs()[0].status == RunStatus::Finished, 10000);
     }
 
-    void newRunFromAnotherConnectionAppears()
-    {
+    void newRunFromAnotherConnectionAppears() {
         const QString db = m_dir.filePath(QStringLiteral("writer.db"));
         RunBrowserPanel browser;
         browser.setPollInterval(100);
@@ -72,8 +73,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(browser.model()->runs()[0].status == RunStatus::Diverged, 5000);
     }
 
-    void renameNotesTagsAndDeleteThroughTheStore()
-    {
+    void renameNotesTagsAndDeleteThroughTheStore() {
         const QString db = m_dir.filePath(QStringLiteral("edit.db"));
         int64_t id = 0;
         {
@@ -101,8 +101,7 @@ private slots:
         QCOMPARE(browser.model()->rowCount(), 0);
     }
 
-    void badDatabaseIsReportedAndPreviousKept()
-    {
+    void badDatabaseIsReportedAndPreviousKept() {
         const QString good = m_dir.filePath(QStringLiteral("good.db"));
         const QString bad = m_dir.filePath(QStringLiteral("bad.db"));
         QFile f(bad);

@@ -11,18 +11,23 @@
 
 class SmokeTest : public QObject {
     Q_OBJECT
-private slots:
-    void appTrainsAndScreenshots()
-    {
+  private slots:
+    void appTrainsAndScreenshots() {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         const QString shot = dir.filePath(QStringLiteral("smoke.png"));
-        QStringList args{QStringLiteral("--preset"),
-                         qklab::gui::test::sourceDir() + QStringLiteral("/experiments/blowup_no_qknorm.json"),
-                         QStringLiteral("--db"), dir.filePath(QStringLiteral("smoke.db")),
-                         QStringLiteral("--autostart"), QStringLiteral("--quit-after-steps"), QStringLiteral("50"),
-                         QStringLiteral("--screenshot"), shot};
-        for (const QString& s : qklab::gui::test::tinyOverrides(60)) args << QStringLiteral("--set") << s;
+        QStringList args{
+            QStringLiteral("--preset"),
+            qklab::gui::test::sourceDir() + QStringLiteral("/experiments/blowup_no_qknorm.json"),
+            QStringLiteral("--db"),
+            dir.filePath(QStringLiteral("smoke.db")),
+            QStringLiteral("--autostart"),
+            QStringLiteral("--quit-after-steps"),
+            QStringLiteral("50"),
+            QStringLiteral("--screenshot"),
+            shot};
+        for (const QString& s : qklab::gui::test::tinyOverrides(60))
+            args << QStringLiteral("--set") << s;
         QProcess app;
         app.setProcessChannelMode(QProcess::MergedChannels);
         // Settings of this test must not leak into a user's QSettings.

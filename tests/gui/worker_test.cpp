@@ -14,8 +14,7 @@ using namespace qklab;
 using namespace qklab::gui;
 
 namespace {
-RunRequest request(const RunConfig& c, const QString& db, const QString& name = {})
-{
+RunRequest request(const RunConfig& c, const QString& db, const QString& name = {}) {
     RunRequest r;
     r.config = c;
     r.dbPath = db;
@@ -26,19 +25,17 @@ RunRequest request(const RunConfig& c, const QString& db, const QString& name = 
 
 class WorkerTest : public QObject {
     Q_OBJECT
-private:
+  private:
     QTemporaryDir m_dir;
     QString db(const char* name) const { return m_dir.filePath(QString::fromLatin1(name)); }
 
-private slots:
-    void initTestCase()
-    {
+  private slots:
+    void initTestCase() {
         registerGuiMetaTypes();
         QVERIFY(m_dir.isValid());
     }
 
-    void runReportsProgressBatchesAndFinished()
-    {
+    void runReportsProgressBatchesAndFinished() {
         RunController controller;
         QSignalSpy started(&controller, &RunController::started);
         QSignalSpy progress(&controller, &RunController::progress);
@@ -48,7 +45,8 @@ private slots:
         controller.enqueue(request(test::tinyConfig(30), db("a.db"), QStringLiteral("tiny")));
         QVERIFY(controller.isBusy());
         QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 180000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(1).toString()));
+        QVERIFY2(failed.isEmpty(),
+                 failed.isEmpty() ? "" : qPrintable(failed.at(0).at(1).toString()));
         QCOMPARE(started.count(), 1);
         QVERIFY(progress.count() >= 1);
         const qint64 runId = finished.at(0).at(0).toLongLong();
@@ -73,8 +71,7 @@ private slots:
         QVERIFY(!controller.isBusy());
     }
 
-    void invalidConfigFailsWithoutKillingTheApp()
-    {
+    void invalidConfigFailsWithoutKillingTheApp() {
         RunController controller;
         QSignalSpy finished(&controller, &RunController::finished);
         QSignalSpy failed(&controller, &RunController::failed);
@@ -90,8 +87,7 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
     }
 
-    void unwritableDatabaseFails()
-    {
+    void unwritableDatabaseFails() {
         RunController controller;
         QSignalSpy failed(&controller, &RunController::failed);
         // A database "inside" a regular file cannot be created, even by root (who may create
@@ -105,14 +101,14 @@ private slots:
         QVERIFY(!failed.at(0).at(1).toString().isEmpty());
     }
 
-    void divergingRunEmitsDiverged()
-    {
+    void divergingRunEmitsDiverged() {
         RunController controller;
         QSignalSpy finished(&controller, &RunController::finished);
         QSignalSpy diverged(&controller, &RunController::diverged);
         QSignalSpy failed(&controller, &RunController::failed);
         RunConfig c = test::tinyConfig(200);
-        // No clipping, an absurd LR (1e3) and a huge init: the loss leaves the finite range quickly.
+        // No clipping, an absurd LR (1e3) and a huge init: the loss leaves the finite range
+        // quickly.
         c.optim.lr = 1e3;
         c.optim.gradClip = 0;
         c.model.initStd = 1.0;
@@ -127,8 +123,7 @@ private slots:
         QCOMPARE(diverged.at(0).at(0).toLongLong(), finished.at(0).at(0).toLongLong());
     }
 
-    void pauseResumeStop()
-    {
+    void pauseResumeStop() {
         RunController controller;
         QSignalSpy progress(&controller, &RunController::progress);
         QSignalSpy paused(&controller, &RunController::pausedChanged);
@@ -151,8 +146,7 @@ private slots:
         QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("stopped"));
     }
 
-    void queuedRunsTrainInOrder()
-    {
+    void queuedRunsTrainInOrder() {
         RunController controller;
         QSignalSpy started(&controller, &RunController::started);
         QSignalSpy finished(&controller, &RunController::finished);
@@ -166,8 +160,7 @@ private slots:
         QCOMPARE(started.at(1).at(1).toString(), QStringLiteral("second"));
     }
 
-    void interventionsAreStoredAsEvents()
-    {
+    void interventionsAreStoredAsEvents() {
         RunController controller;
         QSignalSpy progress(&controller, &RunController::progress);
         QSignalSpy batches(&controller, &RunController::batchReady);
