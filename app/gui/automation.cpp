@@ -69,10 +69,12 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
         QStringLiteral("Post an intervention once STEP is trained (repeatable), e.g. "
                        "100:{\"kind\":\"qk_norm\",\"params\":{\"variant\":\"rms\"}}"),
         QStringLiteral("STEP:JSON"));
+    const QCommandLineOption overlay(QStringLiteral("overlay"),
+                                     QStringLiteral("Histogram view: overlay the first probed step."));
     const QCommandLineOption quiet(QStringLiteral("quiet"),
                                    QStringLiteral("No modal dialogs; errors go to stderr."));
     p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun,
-                  latency, intervene, quiet});
+                  latency, intervene, overlay, quiet});
     if (!p.parse(args)) {
         std::cerr << "qklab: " << p.errorText().toStdString() << "\n";
         *exitCode = 2;
@@ -101,6 +103,7 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
     o->openRunId = p.value(openRun).toLongLong();
     o->latencyReport = p.value(latency);
     o->interventions = p.values(intervene);
+    o->overlay = p.isSet(overlay);
     // Scripted runs must never wait for a click on a dialog.
     o->quiet = p.isSet(quiet) || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
                !o->screenshotPath.isEmpty();
@@ -140,6 +143,7 @@ bool AutomationDriver::begin() {
         return false;
     }
     if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
+    if (m_options.overlay) m_window->histograms()->setOverlay(true);
     m_latency->start();
 
     // The benchmark measures the GUI thread *with* the big run loaded: the stall while it is

@@ -33,7 +33,8 @@ struct LaunchOptions {
     QString latencyReport;       // write LatencyMonitor stats here at quit
     QStringList
         interventions;   // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
-    bool quiet = false;  // no modal dialogs
+    bool overlay = false;  // histogram view: overlay the first probed step
+    bool quiet = false;    // no modal dialogs
 };
 
 // Parses argv; on --help or a bad option prints and returns false with *exitCode set.

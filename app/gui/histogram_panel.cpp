@@ -225,6 +225,11 @@ int HistogramPanel::indexOfStep(int64_t step) const {
     return int(it - m_rows.begin());
 }
 
+void HistogramPanel::setOverlay(bool on)
+{
+    m_overlay->setChecked(on);
+}
+
 void HistogramPanel::jumpToStep(qint64 step) {
     m_step->setValue(indexOfStep(step));
 }
@@ -286,6 +291,7 @@ void HistogramPanel::showStep() {
         for (int i = 0; i < int(b.counts.size()) && i < n; ++i)
             m_lineB->addData(bins.center(i), double(b.counts[i]));
         m_step2Label->setText(tr("step %1").arg(b.step));
+        m_lineB->setName(tr("step %1 (overlay)").arg(b.step));
     } else {
         m_step2Label->setText(QString());
     }

@@ -47,6 +47,8 @@ class HistogramPanel : public QWidget {
 
   public slots:
     void jumpToStep(qint64 step);
+    // Overlays the first probed step on the selected one (how far the distribution moved).
+    void setOverlay(bool on);
     void reload();
 
   signals:

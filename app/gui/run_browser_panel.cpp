@@ -136,7 +136,12 @@ void RunBrowserPanel::poll() {
         bool anyRunning = false;
         for (const RunInfo& r : m_model->runs())
             anyRunning = anyRunning || r.status == RunStatus::Running;
-        if (maxId != m_lastMaxId || anyRunning) refresh();
+        // Every 5th tick regardless: another instance may have renamed or deleted a run,
+        // which maxRunId() does not reveal.
+        if (maxId != m_lastMaxId || anyRunning || ++m_quietTicks >= 5) {
+            m_quietTicks = 0;
+            refresh();
+        }
     } catch (const std::exception&) {
         // A locked or briefly unavailable database: try again at the next tick.
     }

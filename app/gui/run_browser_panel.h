@@ -59,6 +59,7 @@ class RunBrowserPanel : public QWidget {
     std::unique_ptr<RunStore> m_store;
     QString m_path;
     int64_t m_lastMaxId = -1;
+    int m_quietTicks = 0;
     RunListModel* m_model = nullptr;
     QSortFilterProxyModel* m_proxy = nullptr;
     QTableView* m_view = nullptr;
