@@ -284,6 +284,7 @@ void HistogramPanel::showStep() {
             maxEdge = bins.edges[i + 1];
             break;
         }
+    m_barsA->setName(tr("step %1").arg(a.step));
     m_stepLabel->setText(
         tr("step %1 (%2/%3)").arg(a.step).arg(m_step->value() + 1).arg(m_rows.size()));
     if (m_overlay->isChecked()) {
