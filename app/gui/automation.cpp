@@ -69,8 +69,9 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
         QStringLiteral("Post an intervention once STEP is trained (repeatable), e.g. "
                        "100:{\"kind\":\"qk_norm\",\"params\":{\"variant\":\"rms\"}}"),
         QStringLiteral("STEP:JSON"));
-    const QCommandLineOption overlay(QStringLiteral("overlay"),
-                                     QStringLiteral("Histogram view: overlay the first probed step."));
+    const QCommandLineOption overlay(
+        QStringLiteral("overlay"),
+        QStringLiteral("Histogram view: overlay the first probed step."));
     const QCommandLineOption quiet(QStringLiteral("quiet"),
                                    QStringLiteral("No modal dialogs; errors go to stderr."));
     p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun,

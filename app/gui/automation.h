@@ -32,7 +32,7 @@ struct LaunchOptions {
     qint64 openRunId = 0;        // show this stored run (after autostart, if both)
     QString latencyReport;       // write LatencyMonitor stats here at quit
     QStringList
-        interventions;   // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
+        interventions;     // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
     bool overlay = false;  // histogram view: overlay the first probed step
     bool quiet = false;    // no modal dialogs
 };

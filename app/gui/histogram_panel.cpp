@@ -225,8 +225,7 @@ int HistogramPanel::indexOfStep(int64_t step) const {
     return int(it - m_rows.begin());
 }
 
-void HistogramPanel::setOverlay(bool on)
-{
+void HistogramPanel::setOverlay(bool on) {
     m_overlay->setChecked(on);
 }
 

@@ -181,6 +181,12 @@ void MainWindow::connectPanels() {
         m_attention->clear();
         m_spikes->clear();
     });
+    connect(m_browser, &RunBrowserPanel::configRequested, this, [this](const RunConfig& c) {
+        m_form->setConfig(c);
+        m_setupDock->raise();
+        statusBar()->showMessage(
+            tr("Loaded the run's config into the form (interventions as events)"), 8000);
+    });
     connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);

@@ -17,6 +17,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "run_data.h"
 #include "run_list_model.h"
 
 namespace qklab::gui {
@@ -44,6 +45,10 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
               &RunBrowserPanel::editTagsSelected);
     addButton(tr("Delete"), tr("Delete the selected run and all its rows"),
               &RunBrowserPanel::deleteSelected);
+    addButton(tr("Reuse config"),
+              tr("Load the selected run's config, with its interventions as timed events, into the "
+                 "set-up form: the run can be repeated exactly or varied"),
+              &RunBrowserPanel::reuseSelected);
     addButton(tr("Open DB…"), tr("Open or create another run database"),
               &RunBrowserPanel::chooseDatabase);
     layout->addLayout(top);
@@ -195,6 +200,32 @@ void RunBrowserPanel::showDetails() {
         text +=
             QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(r->notes).toHtmlEscaped());
     m_details->setText(text);
+}
+
+RunConfig RunBrowserPanel::replayConfig(RunStore& store, int64_t runId) {
+    RunConfig c = configOfRun(store.run(runId));
+    // Interventions were applied at recorded steps; as config events they replay identically.
+    for (const EventRecord& e : store.events(runId)) {
+        if (e.source != "user") continue;
+        nlohmann::json params = nlohmann::json::object();
+        try {
+            params = nlohmann::json::parse(e.paramsJson.empty() ? "{}" : e.paramsJson);
+        } catch (...) {
+        }
+        params.erase("_intervention");
+        c.events.push_back(Event{e.step, e.kind, params});
+    }
+    return c;
+}
+
+void RunBrowserPanel::reuseSelected() {
+    const int64_t id = selectedRunId();
+    if (id <= 0 || !m_store) return;
+    try {
+        emit configRequested(replayConfig(*m_store, id));
+    } catch (const std::exception& e) {
+        emit error(tr("Cannot read the run's config"), QString::fromStdString(e.what()));
+    }
 }
 
 void RunBrowserPanel::renameSelected() {

@@ -10,6 +10,7 @@
 #include <QWidget>
 #include <memory>
 
+#include "gui_types.h"
 #include "qklab/run_store.h"
 
 class QLabel;
@@ -38,6 +39,9 @@ class RunBrowserPanel : public QWidget {
     void selectRun(int64_t id);
     void setPollInterval(int ms);
 
+    // The stored config plus the run's user interventions as config events: a replay.
+    static RunConfig replayConfig(RunStore& store, int64_t runId);
+
   public slots:
     void refresh();
     void chooseDatabase();
@@ -45,9 +49,11 @@ class RunBrowserPanel : public QWidget {
     void editNotesSelected();
     void editTagsSelected();
     void deleteSelected();
+    void reuseSelected();
 
   signals:
-    void runActivated(qint64 runId);  // the user picked a run to look at
+    void configRequested(const qklab::RunConfig& config);  // "Reuse config"
+    void runActivated(qint64 runId);                       // the user picked a run to look at
     void databaseChanged(const QString& path);
     void runsChanged();  // the list was reloaded with changes
     void error(const QString& title, const QString& message);

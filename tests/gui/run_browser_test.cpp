@@ -101,6 +101,30 @@ class RunBrowserTest : public QObject {
         QCOMPARE(browser.model()->rowCount(), 0);
     }
 
+    void replayConfigTurnsInterventionsIntoEvents() {
+        const QString db = m_dir.filePath(QStringLiteral("replay.db"));
+        int64_t id = 0;
+        RunConfig c = test::tinyConfig(50);
+        {
+            NewRun nr;
+            nr.name = "with-intervention";
+            nr.configJson = configToJson(c).dump();
+            RunWriter w(db.toStdString(), nr);
+            id = w.runId();
+            w.addEvent(
+                EventRecord{21, "qk_norm", "{\"variant\":\"rms\",\"_intervention\":true}", "user"});
+            w.flush();
+            w.finish(RunStatus::Finished);
+        }
+        RunStore store(db.toStdString());
+        const RunConfig replay = RunBrowserPanel::replayConfig(store, id);
+        QCOMPARE(int(replay.events.size()), 1);
+        QCOMPARE(replay.events[0].step, int64_t(21));
+        QCOMPARE(QString::fromStdString(replay.events[0].kind), QStringLiteral("qk_norm"));
+        QVERIFY(!replay.events[0].params.contains("_intervention"));
+        QVERIFY(validationProblems(replay).empty());
+    }
+
     void badDatabaseIsReportedAndPreviousKept() {
         const QString good = m_dir.filePath(QStringLiteral("good.db"));
         const QString bad = m_dir.filePath(QStringLiteral("bad.db"));
