@@ -63,7 +63,7 @@ int exitCodeFor(RunStatus s) {
 int trainSession(RunSession& session, const std::string& dbPath) {
     const auto& cfg = session.trainer().config();
     const BlasCheck blas = checkBlasSpeed();
-    if (blas.slow) std::cerr << "warning: " << blas.message << "\n";
+    if (!blas.message.empty()) std::cerr << (blas.slow ? "warning: " : "note: ") << blas.message << "\n";
     for (const auto& w : configWarnings(cfg)) std::cerr << "warning: " << w << "\n";
     std::cerr << "run " << session.runId() << " in " << dbPath << ": "
               << session.trainer().parameterCount() << " parameters, "
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
         if (*blas) {
             const BlasCheck r = checkBlasSpeed();
             std::printf("matmul: %.1f GFLOP/s%s\n", r.gflops, r.slow ? " (slow)" : "");
-            if (r.slow) std::fprintf(stderr, "warning: %s\n", r.message.c_str());
+            if (!r.message.empty()) std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
             return 0;
         }
         RunStore store(dbPath);
