@@ -7,7 +7,6 @@
 
 #include "qklab/error.h"
 #include "qklab/run_session.h"
-#include "qklab/run_store.h"  // before run_session.h: trainer.h uses CheckpointInfo from it
 
 namespace qklab::gui {
 
