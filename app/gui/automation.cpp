@@ -39,7 +39,9 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
                                 QStringLiteral("FILE"));
     const QCommandLineOption autostart(QStringLiteral("autostart"),
                                        QStringLiteral("Start training the form's config at once."));
-    const QCommandLineOption name(QStringLiteral("name"),
+    // Not "--name": the xcb platform plugin takes -name/--name (the X11 resource name) out of
+    // argv before the app sees it.
+    const QCommandLineOption name(QStringLiteral("run-name"),
                                   QStringLiteral("Name of the autostarted run."),
                                   QStringLiteral("NAME"));
     const QCommandLineOption quitSteps(QStringLiteral("quit-after-steps"),

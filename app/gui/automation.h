@@ -2,7 +2,7 @@
 // the screenshots in docs/ and the responsiveness benchmark.
 //
 //   qklab --preset FILE --set key=value --db FILE --autostart --quit-after-steps N
-//         --screenshot OUT.png --tab histograms --open-run ID --latency-report FILE
+//         --screenshot OUT.png --tab histograms --run-name NAME --open-run ID --latency-report FILE
 //
 // The driver only uses what a user could do through the panels (load preset, start, open a
 // run, switch tab) so a passing smoke test means the real path works.

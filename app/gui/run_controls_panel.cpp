@@ -5,8 +5,10 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QStyle>
 #include <QVBoxLayout>
 
 #include "run_controller.h"
@@ -35,12 +37,16 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     m_name->setObjectName(QStringLiteral("runName"));
     m_name->setMaximumWidth(170);
     layout->addWidget(m_name);
-    m_start = new QPushButton(tr("▶ Start"));
+    m_start = new QPushButton(tr("Start"));
+    // Icons from the style: the ⏸/⏵ characters render as boxes with common fonts.
+    m_start->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
     m_start->setObjectName(QStringLiteral("startButton"));
     m_start->setToolTip(tr("Train the form's config (queued if a run is training)"));
-    m_pause = new QPushButton(tr("⏸ Pause"));
+    m_pause = new QPushButton(tr("Pause"));
+    m_pause->setIcon(style()->standardIcon(QStyle::SP_MediaPause));
     m_pause->setObjectName(QStringLiteral("pauseButton"));
-    m_stop = new QPushButton(tr("■ Stop"));
+    m_stop = new QPushButton(tr("Stop"));
+    m_stop->setIcon(style()->standardIcon(QStyle::SP_MediaStop));
     m_stop->setObjectName(QStringLiteral("stopButton"));
     m_stop->setToolTip(
         tr("Stop the training run (it is kept, marked stopped, and can be browsed)"));
@@ -157,7 +163,7 @@ void RunControlsPanel::onProgress(qint64 runId, qint64 step, qint64 total, doubl
                           .arg(runId)
                           .arg(step)
                           .arg(total)
-                          .arg(formatNumber(tokensPerSec))
+                          .arg(QLocale().toString(qRound64(tokensPerSec)))
                           .arg(formatDuration(eta)));
 }
 
@@ -169,9 +175,11 @@ void RunControlsPanel::onEnded(const QString& text) {
 void RunControlsPanel::refreshButtons() {
     const bool busy = m_controller->isBusy();
     m_start->setEnabled(m_formValid);
-    m_start->setText(busy ? tr("＋ Queue") : tr("▶ Start"));
+    m_start->setText(busy ? tr("Queue") : tr("Start"));
     m_pause->setEnabled(busy);
-    m_pause->setText(m_controller->isPaused() ? tr("⏵ Resume") : tr("⏸ Pause"));
+    m_pause->setText(m_controller->isPaused() ? tr("Resume") : tr("Pause"));
+    m_pause->setIcon(style()->standardIcon(m_controller->isPaused() ? QStyle::SP_MediaPlay
+                                                                    : QStyle::SP_MediaPause));
     m_stop->setEnabled(busy);
 }
 
