@@ -332,7 +332,7 @@ void LivePlotsPanel::refreshSpikes() {
 
 void LivePlotsPanel::refreshMarkers() {
     for (QCustomPlot* p : m_plots) {
-        setEventMarkers(p, m_run.events);
+        setEventMarkers(p, m_run.events, m_run.config.schedule.steps);
         setStepCursor(p, m_cursorStep);
     }
     m_markersDirty = false;

@@ -112,7 +112,8 @@ QString eventLabel(const EventRecord& e) {
     return label;
 }
 
-void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events) {
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
+                     int64_t totalSteps) {
     removeItemsWithRole(plot, QStringLiteral("event"));
     QFont f = plot->font();
     f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
@@ -134,8 +135,10 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events) 
         text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
         // Stagger labels vertically so markers a few steps apart stay readable.
         text->position->setCoords(double(e.step), 0.02 + 0.12 * (lane++ % 3));
-        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-        text->setText(QStringLiteral(" ") + eventLabel(e));
+        const bool nearEnd = totalSteps > 0 && e.step > totalSteps * 0.8;
+        text->setPositionAlignment((nearEnd ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
+        text->setText(nearEnd ? eventLabel(e) + QStringLiteral(" ")
+                              : QStringLiteral(" ") + eventLabel(e));
         text->setColor(color);
         text->setFont(f);
         text->setSelectable(false);

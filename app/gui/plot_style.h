@@ -30,7 +30,10 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
 
 // Replace the event markers (vertical dashed lines with the event kind as a label); user
 // interventions are drawn in a stronger colour than config events.
-void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events);
+// totalSteps: labels of events in the last fifth of the run go left of their line so they are
+// not cut off at the right edge.
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
+                     int64_t totalSteps = 0);
 
 // A vertical cursor at `step` (negative hides it).
 void setStepCursor(QCustomPlot* plot, double step);
