@@ -90,6 +90,18 @@ TEST_F(CliTest, RunListShowExport) {
     EXPECT_EQ(e["probes"].size(), 3u);  // steps 0, 4, 8; one layer row each
 }
 
+TEST_F(CliTest, InlineEmptyPresetMeansDefaults) {
+    const Result r = cli("run '{}' --db " + m_db +
+                         " --set schedule.steps=3 --set schedule.warmup_steps=1 --set model.d_model=32 --set model.n_heads=2");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(cli("show 1 --json --db " + m_db).out);
+    EXPECT_EQ(j["config"]["optim"]["lr"], 0.003);  // the default
+    EXPECT_EQ(j["summary"]["steps_done"], 3);
+    const Result bad = cli("run '{\"optim\": {\"lr\": \"fast\"}}' --db " + m_db);
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("inline preset: config key \"optim.lr\""), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, BadInputNamesTheProblem) {
     Result r = cli("run " + m_preset + " --db " + m_db + " --set optim.lr=-1");
     EXPECT_EQ(r.status, 2);

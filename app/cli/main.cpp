@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     std::string presetPath, name;
     std::vector<std::string> overrides;
     auto* run = app.add_subcommand("run", "train a preset and record it");
-    run->add_option("preset", presetPath, "preset JSON (e.g. experiments/default.json; {} = defaults)")->required();
+    run->add_option("preset", presetPath, "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")->required();
     run->add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
     run->add_option("--name", name, "run name (unique in the database)");
     run->add_option("--db", dbPath, "run database");
@@ -148,7 +148,11 @@ int main(int argc, char** argv) {
 
     try {
         if (*run) {
-            RunConfig config = loadPreset(presetPath, /*checkValues=*/false);
+            // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
+            const bool inlineJson = !presetPath.empty() && presetPath.front() == '{' &&
+                                    !std::ifstream(presetPath).good();
+            RunConfig config = inlineJson ? configFromJsonText(presetPath, "inline preset", false)
+                                          : loadPreset(presetPath, /*checkValues=*/false);
             for (const auto& o : overrides) applyOverride(config, o);
             try {
                 validate(config);
