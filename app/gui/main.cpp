@@ -6,11 +6,13 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QThread>
+#include <QTimer>
 #include <cstdio>
 
 #include "automation.h"
 #include "gui_types.h"
 #include "main_window.h"
+#include "qklab/trainer.h"
 
 namespace {
 // With QKLAB_TRACE_EVENTS=MS set, names every GUI-thread event that takes longer than MS
@@ -54,6 +56,12 @@ int main(int argc, char** argv) {
     qklab::gui::MainWindow window;
     qklab::gui::AutomationDriver driver(&window, options);
     window.show();
+    // Debian's LibTorch without libopenblas0-openmp trains ~20x slower: say so once, after
+    // the window is up (the check is a ~50 ms matmul).
+    QTimer::singleShot(0, &window, [&window] {
+        const qklab::BlasCheck blas = qklab::checkBlasSpeed();
+        if (blas.slow) window.showError(QObject::tr("Slow matrix library"), QString::fromStdString(blas.message));
+    });
     if (!driver.begin()) {
         // Interactive users keep the window (the error was shown); scripts get an exit code.
         if (options.quiet) return driver.exitCode();

@@ -52,6 +52,9 @@ class MainWindow : public QMainWindow {
     RunBrowserPanel* runBrowser() const { return m_browser; }
     InterventionPanel* interventions() const { return m_interventions; }
 
+    // A dialog (or, with --quiet, a line on stderr) plus the status bar.
+    void showError(const QString& title, const QString& message);
+
   signals:
     void runOpened(qint64 runId, double seconds);  // a stored run is shown in every view
 
@@ -61,7 +64,6 @@ class MainWindow : public QMainWindow {
   private:
     void buildMenus();
     void connectPanels();
-    void showError(const QString& title, const QString& message);
     void onRunStarted(qint64 runId, const QString& name);
     void onBatch(const LiveBatch& batch);
     void onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed);
