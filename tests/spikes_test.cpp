@@ -81,6 +81,20 @@ TEST(SpikeDiagnosis, StillSpikingWithQkNormIsTierFour) {
     EXPECT_EQ(diagnose(history(6, 5, 6.5, 5.0), /*qkNorm=*/true).tier, 1);
 }
 
+TEST(SpikeDiagnosis, ChronicBlowUpIsARunawayNotATokenSpike) {
+    // Logits have sat above 1000 for a while, norms flat lately but 60x the first probe.
+    std::vector<ProbeSummary> h{{0, 0.3, 0.2, 1.5}};
+    for (int i = 1; i < 9; ++i) h.push_back({i * 10, 1450, 860, 94.6});
+    h.push_back({90, 1440, 866, 94.9});
+    const Spike s = diagnose(h);
+    EXPECT_EQ(s.kind, SpikeKind::QkRunaway);
+    EXPECT_EQ(s.tier, 3);
+    EXPECT_NE(s.diagnosis.find("ran away earlier"), std::string::npos) << s.diagnosis;
+    // The same plateau without the norm growth stays a token spike (softcap, tier 2).
+    h[0].qkNorm = 90;
+    EXPECT_EQ(diagnose(h).kind, SpikeKind::TokenSpike);
+}
+
 TEST(SpikeDiagnosis, NoProbesSaysSo) {
     const Spike s = diagnose({});
     EXPECT_EQ(s.probeStep, -1);

@@ -93,6 +93,12 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
     const bool logitJump = cur.maxLogit >= std::max(1.5 * baseMax, baseMax + 5.0);
     const bool logitsHigh = cur.maxLogit >= kHealthyMaxLogit || cur.p99Logit >= kHealthyP99Logit;
     const bool normsRising = baseNorm > 0 && cur.qkNorm >= 1.15 * baseNorm;
+    // A run whose logits were already past the intervention line before this spike, with q/k
+    // lengths grown several-fold since the run's first probe, ran away earlier: the spike is
+    // a symptom of that runaway, not a one-off token spike.
+    const double firstNorm = history.front().qkNorm;
+    const bool chronicRunaway = history.size() > 1 && baseMax >= kInterveneMaxLogit &&
+                                firstNorm > 0 && baseNorm >= 2.0 * firstNorm;
 
     std::ostringstream why;
     why << "Latest probe (step " << cur.step << "): max raw logit " << fmt(cur.maxLogit)
@@ -101,6 +107,11 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
     if ((logitsHigh || logitJump) && normsRising) {
         spike.kind = SpikeKind::QkRunaway;
         why << "Logits are large and q/k lengths grew with them: Q/K length runaway. ";
+    } else if (chronicRunaway) {
+        spike.kind = SpikeKind::QkRunaway;
+        why << "Logits were already beyond " << fmt(kInterveneMaxLogit) << " before this spike and "
+            << "q/k lengths are " << fmt(baseNorm / firstNorm) << "x their first probe (step "
+            << history.front().step << "): the Q/K lengths ran away earlier. ";
     } else if (logitsHigh || logitJump) {
         spike.kind = SpikeKind::TokenSpike;
         why << "Logits jumped while q/k norms stayed flat: a sporadic token/position spike. ";

@@ -296,7 +296,8 @@ RunOutcome Trainer::run(TrainingObserver& observer) {
             std::vector<LogitHistogram> hists;
             computeProbes(step, captures, probeSettings, stats, hists);
             probeHistory.push_back(summarizeProbes(step, stats));
-            if (probeHistory.size() > 64) probeHistory.erase(probeHistory.begin());
+            // Keep the run's first probe (the diagnosis compares against it) and the latest 63.
+            if (probeHistory.size() > 64) probeHistory.erase(probeHistory.begin() + 1);
             observer.onProbes(step, stats, hists);
             if (mapping) observer.onAttentionMaps(attentionMaps(step, captures));
             captures.clear();  // free the (B, H, T, T) tensors before the update

@@ -43,8 +43,8 @@ struct DiagnosisContext {
     int64_t stepsSoFar = 0;
 };
 
-// Classify a spike from the probe history (oldest first; the last entry is the probe nearest
-// before the spike). Fills kind, tier, probe fields and the diagnosis text of `spike`.
+// Classify a spike from the probe history (oldest first: the first entry is the run's first
+// probe, the last the probe nearest before the spike). Fills kind, tier, probe fields and the diagnosis text of `spike`.
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
                    const DiagnosisContext& ctx);
 
