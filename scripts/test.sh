@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
-# One command for a new user and for CI: install packages, build, run every test
+# One command for a new user and for CI: install what the build needs, build, run every test
 # (GoogleTest suites for the engine and store, Qt Test suites for the app, offscreen).
+# Then compiles core + CLI against Debian's LibTorch 1.13 as well (the offline fallback) and
+# trains a few steps with it, so that its version guards stay honest; QKLAB_TORCH=debian runs
+# everything against 1.13 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+QKLAB_WITH_DEBIAN_TORCH=1 scripts/setup.sh
 scripts/build.sh
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure --timeout 900
+if [ "${QKLAB_TORCH:-pip}" != debian ]; then
+  echo "test: core + CLI against Debian's LibTorch 1.13 (build-debian)"
+  QKLAB_TORCH=debian QKLAB_BUILD_DIR=build-debian scripts/build.sh -DQKLAB_GUI=OFF \
+    -DQKLAB_TESTS=OFF -DQKLAB_BENCH=OFF >/dev/null
+  db=$(mktemp -d)/fallback.db
+  build-debian/app/cli/qklab-cli run '{}' --db "$db" --name fallback --set schedule.steps=12 \
+    --set schedule.warmup_steps=2 --set probes.every=4 --set eval.every=0 >/dev/null
+  build-debian/app/cli/qklab-cli show fallback --db "$db" | grep -q '"status": "finished"' ||
+    { echo "test: the 1.13 build did not finish its run" >&2; exit 1; }
+  echo "test: 1.13 build trains"
+  rm -rf "$(dirname "$db")"
+fi
