@@ -10,6 +10,9 @@ QKLAB_WITH_DEBIAN_TORCH=1 scripts/setup.sh
 scripts/build.sh
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure --timeout 900
+# ctest lists skipped tests without their reason; GoogleTest wrote it to the log.
+grep -h -A1 ': Skipped$' build/Testing/Temporary/LastTest.log 2>/dev/null |
+  grep -v -e ': Skipped$' -e '^--$' | sort | uniq -c | sed 's/^ */test: skipped /; s/^test: skipped \([0-9]*\) /test: skipped \1 x: /' || true
 if [ "${QKLAB_TORCH:-pip}" != debian ]; then
   echo "test: core + CLI against Debian's LibTorch 1.13 (build-debian)"
   QKLAB_TORCH=debian QKLAB_BUILD_DIR=build-debian scripts/build.sh -DQKLAB_GUI=OFF \

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "model.h"
 #include "probes.h"
@@ -143,6 +144,103 @@ TEST(Attention, RopeKeepsNormsAndCausalityHolds) {
     EXPECT_EQ(future.abs().max().item<double>(), 0.0);
     auto rowSums = p.captures[0].probs.sum(-1);
     EXPECT_TRUE(torch::allclose(rowSums, torch::ones_like(rowSums), 1e-5, 1e-5));
+}
+
+namespace {
+
+struct LossAndGrads {
+    double loss = 0;
+    std::vector<torch::Tensor> grads;
+};
+
+LossAndGrads lossAndGrads(Transformer& model, const torch::Tensor& tokens, const AttentionSwitches& sw) {
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    auto r = model->forward(tokens, tokens.roll(-1, 1), sw, nullptr);
+    r.loss.backward();
+    LossAndGrads out;
+    out.loss = r.loss.item<double>();
+    for (auto& p : model->parameters())
+        out.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+    return out;
+}
+
+}  // namespace
+
+TEST(Attention, FusedPathGivesTheExplicitLossAndGradients) {
+    if (!kHaveFusedAttention) GTEST_SKIP() << "this LibTorch has no scaled_dot_product_attention";
+    struct Case {
+        QkNorm norm;
+        double alpha;
+        NormTarget on;
+        bool afterRope, rope;
+        double inflate;
+    };
+    const std::vector<Case> cases = {
+        {QkNorm::None, 1, NormTarget::QK, false, true, 1},
+        {QkNorm::None, 1, NormTarget::QK, false, true, 4},  // logits in the tens
+        {QkNorm::Rms, 1, NormTarget::QK, false, true, 4},
+        {QkNorm::Rms, 0.5, NormTarget::QK, false, true, 4},  // mid-anneal
+        {QkNorm::RmsAffine, 1, NormTarget::QK, true, true, 1},
+        {QkNorm::LayerNorm, 1, NormTarget::K, false, true, 1},
+        {QkNorm::L2Scale, 1, NormTarget::QK, false, true, 1},  // per-head learnable scale g
+        {QkNorm::L2Scale, 0.25, NormTarget::QK, false, true, 1},
+        {QkNorm::WholeRms, 1, NormTarget::QKV, false, true, 1},
+        {QkNorm::Rms, 1, NormTarget::QK, false, false, 1},  // learned absolute positions
+    };
+    double worstLoss = 0, worstGrad = 0;
+    for (const auto& k : cases) {
+        RunConfig c = smallConfig();
+        c.model.rope = k.rope;
+        torch::manual_seed(3);
+        Transformer model(c);
+        {
+            torch::NoGradGuard g;
+            for (auto& item : model->named_parameters())
+                if (item.key().find("qkv") != std::string::npos) item.value().mul_(k.inflate);
+        }
+        auto tokens = torch::randint(0, 256, {4, c.model.seqLen}, torch::kInt64);
+        auto sw = switchesFor(c, k.norm, k.alpha);
+        sw.normOn = k.on;
+        sw.normAfterRope = k.afterRope;
+        ASSERT_TRUE(fusedAttentionPossible(sw, false));
+        const auto explicitPath = lossAndGrads(model, tokens, sw);
+        sw.fused = true;
+        const auto fusedPath = lossAndGrads(model, tokens, sw);
+        const double dl = std::fabs(fusedPath.loss - explicitPath.loss) / std::fabs(explicitPath.loss);
+        EXPECT_LE(dl, 1e-5) << "variant " << static_cast<int>(k.norm) << " alpha " << k.alpha;
+        worstLoss = std::max(worstLoss, dl);
+        for (size_t i = 0; i < explicitPath.grads.size(); ++i) {
+            const auto& e = explicitPath.grads[i];
+            const auto& f = fusedPath.grads[i];
+            ASSERT_EQ(e.defined(), f.defined()) << i;
+            if (!e.defined()) continue;
+            const double scale = e.norm().item<double>();
+            if (scale == 0) continue;
+            const double dg = (f - e).norm().item<double>() / scale;
+            EXPECT_LE(dg, 1e-5) << "variant " << static_cast<int>(k.norm) << " parameter " << i;
+            worstGrad = std::max(worstGrad, dg);
+        }
+    }
+    RecordProperty("worst_loss_rel", std::to_string(worstLoss));
+    RecordProperty("worst_grad_rel", std::to_string(worstGrad));
+    std::printf("fused vs explicit: worst loss rel %.3g, worst gradient rel %.3g\n", worstLoss, worstGrad);
+}
+
+TEST(Attention, FusedPathOnlyWhereNoLogitsAreNeeded) {
+    const RunConfig c = smallConfig();
+    auto sw = switchesFor(c, QkNorm::Rms);
+    EXPECT_EQ(fusedAttentionPossible(sw, false), kHaveFusedAttention);
+    EXPECT_FALSE(fusedAttentionPossible(sw, true));  // a probe needs the logits
+    sw.softcap = Softcap::Tanh;
+    EXPECT_FALSE(fusedAttentionPossible(sw, false));  // the cap acts on the logits
+    sw.softcap = Softcap::Clamp;
+    EXPECT_FALSE(fusedAttentionPossible(sw, false));
+    // Asked for fused while capturing, the model still hands the probes their logits.
+    auto fusedSw = switchesFor(c, QkNorm::None);
+    fusedSw.fused = true;
+    const Probe p = forwardInflated(c, fusedSw, 1.0);
+    ASSERT_EQ(p.captures.size(), 2u);
+    EXPECT_TRUE(p.captures[0].raw.defined());
 }
 
 TEST(Probes, StatisticsMatchHandComputedValues) {

@@ -139,6 +139,7 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
         a.alpha = 0.25;
         a.softcapC = 30;
         a.tokensPerSec = 12345.5;
+        a.attentionPath = "fused";
         StepMetrics b = step(1, 2.25);
         b.valLoss = kNaN;  // validated, and it diverged
         StepMetrics c = step(2, kNaN);
@@ -221,6 +222,8 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
     EXPECT_DOUBLE_EQ(ms[0].tokensPerSec, 12345.5);
     EXPECT_DOUBLE_EQ(ms[0].gradNorm, 1.0);
     EXPECT_EQ(ms[0].seqLen, 64);
+    EXPECT_EQ(ms[0].attentionPath, "fused");
+    EXPECT_EQ(ms[1].attentionPath, "");  // not recorded
     ASSERT_TRUE(ms[1].valLoss.has_value());
     EXPECT_TRUE(std::isnan(*ms[1].valLoss));
     EXPECT_TRUE(std::isnan(ms[2].loss));
@@ -310,20 +313,20 @@ TEST_F(StoreTest, EmptyFileIsMigrated) {
     ASSERT_EQ(fs::file_size(m_path), 0u);
     {
         RunStore store(m_path);
-        EXPECT_EQ(store.schemaVersion(), 1);
+        EXPECT_EQ(store.schemaVersion(), 2);
         EXPECT_TRUE(store.listRuns().empty());
     }
-    EXPECT_EQ(rawInt("PRAGMA user_version"), 1);
+    EXPECT_EQ(rawInt("PRAGMA user_version"), 2);
     EXPECT_EQ(rawInt("PRAGMA application_id"), 0x514B4C42);
     EXPECT_EQ(rawText("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(rawInt("SELECT count(*) FROM sqlite_master WHERE name = 'step_metrics'"), 1);
     RunStore again(m_path);  // reopening a current file is a no-op
-    EXPECT_EQ(again.schemaVersion(), 1);
+    EXPECT_EQ(again.schemaVersion(), 2);
 }
 
 TEST_F(StoreTest, InMemoryDatabaseWorks) {
     RunStore store(":memory:");
-    EXPECT_EQ(store.schemaVersion(), 1);
+    EXPECT_EQ(store.schemaVersion(), 2);
     EXPECT_EQ(store.maxRunId(), 0);
     EXPECT_EQ(store.markInterruptedRuns(), 0);
 }
@@ -355,6 +358,29 @@ TEST_F(StoreTest, GarbageFileIsRefused) {
     std::string msg;
     EXPECT_EQ(errorCodeOf([&] { RunStore s(junk); }, &msg), ErrorCode::NotQklabDatabase);
     EXPECT_NE(msg.find(junk), std::string::npos) << msg;
+}
+
+TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
+    NewRun nr;
+    nr.name = "old";
+    int64_t id;
+    {
+        RunWriter w(m_path, nr);
+        id = w.runId();
+        w.addStep(step(0, 2.5));
+        w.finish(RunStatus::Finished);
+    }
+    // Turn the file back into what a version-1 build wrote.
+    rawExec("ALTER TABLE step_metrics DROP COLUMN attention_path; PRAGMA user_version = 1", m_path);
+    ASSERT_EQ(rawInt("SELECT count(*) FROM pragma_table_info('step_metrics') "
+                     "WHERE name = 'attention_path'"),
+              0);
+    RunStore store(m_path);
+    EXPECT_EQ(store.schemaVersion(), 2);
+    const auto ms = store.stepMetrics(id);
+    ASSERT_EQ(ms.size(), 1u);
+    EXPECT_DOUBLE_EQ(ms[0].loss, 2.5);
+    EXPECT_EQ(ms[0].attentionPath, "");
 }
 
 TEST_F(StoreTest, NewerSchemaIsRefused) {

@@ -312,3 +312,19 @@ TEST(Trainer, MissingDataFileIsNamed) {
         EXPECT_NE(std::string(e.what()).find("/nonexistent/corpus.txt"), std::string::npos);
     }
 }
+
+TEST(Trainer, StepMetricsSayWhichAttentionKernelRan) {
+    RunConfig c = tinyConfig(12);
+    c.probes.every = 5;
+    const auto plain = train(c).steps;
+    ASSERT_EQ(plain.size(), 12u);
+    for (const auto& m : plain) {
+        const bool probed = m.step % 5 == 0;
+        EXPECT_EQ(m.attentionPath, probed || !kHaveFusedAttention ? "explicit" : "fused") << m.step;
+    }
+    c.attention.softcap.kind = "tanh";  // the cap needs the logits on every step
+    for (const auto& m : train(c).steps) EXPECT_EQ(m.attentionPath, "explicit") << m.step;
+    c.attention.softcap.kind = "none";
+    c.run.fusedAttention = false;
+    for (const auto& m : train(c).steps) EXPECT_EQ(m.attentionPath, "explicit") << m.step;
+}

@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
         }
         if (*blas) {
             const BlasCheck r = checkBlasSpeed();
-            std::printf("matmul: %.1f GFLOP/s%s\n", r.gflops, r.slow ? " (slow)" : "");
+            std::printf("matmul: %.1f GFLOP/s%s on %d threads\nblas: %s\n", r.gflops,
+                        r.slow ? " (slow)" : "", r.threads, r.blas.c_str());
             if (!r.message.empty()) std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
             return 0;
         }

@@ -40,7 +40,7 @@ bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error) {
     for (const auto& p : run.probes) probeAt[{p.step, p.layer}] = &p;
 
     QTextStream out(&file);
-    out << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_sec";
+    out << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_sec,attention_path";
     for (int l = 0; l < layers; ++l) {
         out << QStringLiteral(
                    ",L%1_logit_max_raw,L%1_logit_p99_raw,L%1_logit_max_capped,"
@@ -53,7 +53,7 @@ bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error) {
         out << m.step << ',' << m.loss << ',';
         if (m.valLoss) out << *m.valLoss;
         out << ',' << m.gradNorm << ',' << m.lr << ',' << m.alpha << ',' << m.softcapC << ','
-            << m.seqLen << ',' << m.tokensPerSec;
+            << m.seqLen << ',' << m.tokensPerSec << ',' << QString::fromStdString(m.attentionPath);
         for (int l = 0; l < layers; ++l) {
             auto it = probeAt.find({m.step, l});
             if (it == probeAt.end()) {

@@ -287,6 +287,16 @@ std::vector<FieldInfo> buildFields() {
     f.push_back(field("run.checkpoint_every", FieldType::Int, gDev,
                       "save a checkpoint every N steps (0 = only at stop/end)",
                       [](RunConfig& c) -> int64_t& { return c.run.checkpointEvery; }, 0, 1e7));
+    f.push_back(field("run.fused_attention", FieldType::Bool, gDev,
+                      "fused attention kernel on steps that need no explicit logits (no probe, "
+                      "no softcap); false = always the explicit path",
+                      [](RunConfig& c) -> bool& { return c.run.fusedAttention; }));
+    f.push_back(field("run.readback", FieldType::Choice, gDev,
+                      "when loss and grad norm come back to the host: every_step, or deferred to "
+                      "probe/eval/checkpoint steps and ~0.5 s (no per-step GPU sync); auto = "
+                      "deferred on cuda",
+                      [](RunConfig& c) -> std::string& { return c.run.readback; }, 0, 0,
+                      {"auto", "every_step", "deferred"}));
     return f;
 }
 

@@ -48,6 +48,10 @@ void setBf16Autocast(const torch::Device& device, bool on) {
 #endif
 }
 
+bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing) {
+    return kHaveFusedAttention && !probing && sw.softcap == Softcap::None;
+}
+
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
     return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
 }
@@ -60,6 +64,20 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
     auto x1 = x.narrow(-1, 0, half);
     auto x2 = x.narrow(-1, half, half);
     return x * cos + torch::cat({-x2, x1}, -1) * sin;
+}
+
+// softmax(q k^T + causal mask) v through the fused kernel; q carries the logit scale already.
+torch::Tensor fusedCausalAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                   const torch::Tensor& v) {
+#ifdef QKLAB_HAVE_FUSED_ATTENTION
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                            /*is_causal=*/true, /*scale=*/1.0);
+#else
+    (void)k;
+    (void)v;
+    TORCH_CHECK(false, "fused attention needs LibTorch 2.1 or newer");
+    return q;
+#endif
 }
 
 torch::Tensor mix(const torch::Tensor& normed, const torch::Tensor& raw, double alpha) {
@@ -151,6 +169,10 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
         qs = q * g.view({1, H, 1, 1});
     } else {
         qs = q * sw.scale;
+    }
+    if (sw.fused && !capture && fusedAttentionPossible(sw, false)) {
+        auto y = fusedCausalAttention(qs, k, v);  // (B, H, T, D)
+        return m_proj(y.transpose(1, 2).reshape({B, T, C}));
     }
     auto q3 = qs.reshape({B * H, T, D});
     auto kT = k.reshape({B * H, T, D}).transpose(1, 2);  // (B*H, D, T)

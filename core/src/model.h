@@ -2,11 +2,14 @@
 //
 // Everything a stability lesson needs is switchable per step through AttentionSwitches
 // (QK-norm variant and anneal weight alpha, softcap kind and width), so interventions and
-// anneals need no model rebuild. The attention is explicit (no fused kernel) because the
-// probes need the raw logits, the capped logits and the softmax.
+// anneals need no model rebuild. Attention runs explicitly (logits materialised) whenever
+// something needs the logits: the probes (raw and capped logits, softmax) and the softcap. On
+// all other steps it can run through LibTorch 2.x's fused scaled_dot_product_attention, which
+// never materialises the (T, T) logits and has its own backward.
 #pragma once
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <optional>
 #include <vector>
@@ -30,7 +33,22 @@ struct AttentionSwitches {
     double scale = 0.0;          // s, fixed during an anneal
     Softcap softcap = Softcap::None;
     double softcapC = 50.0;
+    bool fused = false;          // fused kernel (only where fusedAttentionPossible says so)
 };
+
+// at::scaled_dot_product_attention with an explicit scale arrived in LibTorch 2.1; Debian's
+// 1.13 always takes the explicit path.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define QKLAB_HAVE_FUSED_ATTENTION 1
+constexpr bool kHaveFusedAttention = true;
+#else
+constexpr bool kHaveFusedAttention = false;
+#endif
+
+// True when a step's attention needs no explicit logits: nothing probes it and no softcap acts
+// on the logits. The QK-norm anneal mixes q/k vectors before the dot product, so an annealing
+// step can be fused too.
+bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing);
 
 // What one layer's attention hands to the probes (all detached; filled only on probe steps).
 struct AttentionCapture {

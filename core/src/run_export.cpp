@@ -61,7 +61,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
         steps.push_back({{"step", m.step}, {"loss", number(m.loss)}, {"val_loss", optionalNumber(m.valLoss)},
                          {"grad_norm", number(m.gradNorm)}, {"lr", m.lr}, {"alpha", m.alpha},
                          {"softcap_c", m.softcapC}, {"seq_len", m.seqLen},
-                         {"tokens_per_s", m.tokensPerSec}});
+                         {"tokens_per_s", m.tokensPerSec}, {"attention_path", m.attentionPath}});
     out["steps"] = steps;
     json probes = json::array();
     const auto rows = allHeads ? store.probeStats(runId) : store.probeStats(runId, -1);
@@ -103,7 +103,7 @@ std::string runExportCsv(RunStore& store, int64_t runId) {
         byStepLayer[{p.step, p.layer}] = &p;
     }
     std::ostringstream os;
-    os << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_s";
+    os << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_s,attention_path";
     static const char* cols[] = {"max_raw", "p99_raw", "mean_raw", "max_capped", "p99_capped",
                                  "q_norm_p90", "k_norm_p90", "entropy", "frac_at_cap"};
     for (int32_t l = 0; l < layers; ++l)
@@ -112,7 +112,8 @@ std::string runExportCsv(RunStore& store, int64_t runId) {
     for (const auto& m : steps) {
         os << m.step << "," << csvNumber(m.loss) << "," << (m.valLoss ? csvNumber(*m.valLoss) : "") << ","
            << csvNumber(m.gradNorm) << "," << csvNumber(m.lr) << "," << csvNumber(m.alpha) << ","
-           << csvNumber(m.softcapC) << "," << m.seqLen << "," << csvNumber(m.tokensPerSec);
+           << csvNumber(m.softcapC) << "," << m.seqLen << "," << csvNumber(m.tokensPerSec) << ","
+           << m.attentionPath;
         for (int32_t l = 0; l < layers; ++l) {
             auto it = byStepLayer.find({m.step, l});
             if (it == byStepLayer.end()) {

@@ -103,6 +103,10 @@ CREATE TABLE checkpoints(
     step INTEGER NOT NULL, path TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT '',
     PRIMARY KEY(run_id, step));
 )sql",
+    // 2: which attention kernel each step ran ('fused' or 'explicit'; NULL = not recorded)
+    R"sql(
+ALTER TABLE step_metrics ADD COLUMN attention_path TEXT;
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -346,7 +350,8 @@ RunInfo RunStore::findRun(const std::string& idOrName) {
 std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) {
     Statement st(*m_db,
                  "SELECT step, loss, val_loss, grad_norm, lr, alpha, softcap_c, seq_len, "
-                 "tokens_per_s FROM step_metrics WHERE run_id = ? AND step >= ? ORDER BY step");
+                 "tokens_per_s, attention_path FROM step_metrics WHERE run_id = ? AND step >= ? "
+                 "ORDER BY step");
     st.bindInt(1, runId).bindInt(2, fromStep);
     std::vector<StepMetrics> out;
     while (st.step()) {
@@ -360,6 +365,7 @@ std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) 
         m.softcapC = st.columnReal(6);
         m.seqLen = st.columnInt(7);
         m.tokensPerSec = st.columnReal(8);
+        m.attentionPath = st.columnText(9);
         out.push_back(m);
     }
     return out;

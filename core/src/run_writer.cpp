@@ -95,12 +95,17 @@ void RunWriter::Impl::writeRows() {
     // update the row rather than abort a long training run on a constraint error.
     Statement& st = prepared(insStep,
                              "INSERT OR REPLACE INTO step_metrics(run_id, step, loss, val_loss, "
-                             "grad_norm, lr, alpha, softcap_c, seq_len, tokens_per_s) "
-                             "VALUES(?,?,?,?,?,?,?,?,?,?)");
+                             "grad_norm, lr, alpha, softcap_c, seq_len, tokens_per_s, "
+                             "attention_path) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
     for (const StepMetrics& m : steps) {
         st.bindInt(1, runId).bindInt(2, m.step).bindReal(3, m.loss).bindOptReal(4, m.valLoss);
         st.bindReal(5, m.gradNorm).bindReal(6, m.lr).bindReal(7, m.alpha).bindReal(8, m.softcapC);
-        st.bindInt(9, m.seqLen).bindReal(10, m.tokensPerSec).exec();
+        st.bindInt(9, m.seqLen).bindReal(10, m.tokensPerSec);
+        if (m.attentionPath.empty())
+            st.bindNull(11);
+        else
+            st.bindText(11, m.attentionPath);
+        st.exec();
     }
     Statement& sp = prepared(
         insProbe, "INSERT OR REPLACE INTO probe_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");

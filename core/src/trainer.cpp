@@ -3,10 +3,10 @@
 // (pause, resume, stop, interventions) that other threads use.
 #include "qklab/trainer.h"
 
+#include <ATen/Version.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #include <torch/version.h>
-
-#include <ATen/autocast_mode.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "data_loader.h"
+#include "device_optim.h"
 #include "model.h"
 #include "probes.h"
 #include "qklab/corpus.h"
@@ -56,26 +57,62 @@ void keepActivationMemoryInHeap() {
 }
 
 torch::Tensor stringTensor(const std::string& s) {
-    return torch::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())}, torch::kUInt8).clone();
+    return torch::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())},
+                            torch::kUInt8)
+        .clone();
 }
 
 std::string tensorString(const torch::Tensor& t) {
     auto c = t.contiguous();
-    return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
+    return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()),
+                       static_cast<size_t>(c.numel()));
 }
 
 }  // namespace
 
+// One trained step as the host will report it. Its loss and grad norm stay on the device
+// until the next readback; everything else the observer hears about that step waits with it,
+// so that deferred and every-step readback report the same calls in the same order.
+struct PendingStep {
+    StepMetrics metrics;           // loss and gradNorm are filled in at readback
+    torch::Tensor loss, gradNorm;  // 0-dim, on the device
+    double hostSeconds = 0;        // host time spent on this step
+    bool qkNormActive = false;
+    std::vector<EventRecord> events;
+    bool probed = false;
+    std::vector<ProbeStats> probeStats;
+    std::vector<LogitHistogram> histograms;
+    std::vector<AttentionMap> maps;
+};
+
+// What the run loop carries from step to step.
+struct LoopState {
+    RollingZScore lossZ, gradZ;
+    std::vector<ProbeSummary> probeHistory;  // the run's first probe and the latest 63
+    int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
+    std::vector<PendingStep> pending;
+    Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
+    LoopState(const SpikeConfig& c)
+        : lossZ(c.window, c.minHistory), gradZ(c.window, c.minHistory) {}
+};
+
+constexpr int64_t kSpikeRefractorySteps = 10;  // one report per spike episode
+constexpr size_t kMaxPendingSteps = 256;       // deferred readback: at least this often
+constexpr double kReadbackSeconds = 0.5;       // ... and about this often, for live views
+
 struct Trainer::Impl {
-    RunConfig config;              // events grow with interventions
+    RunConfig config;  // events grow with interventions
     TrainerOptions options;
     torch::Device device{torch::kCPU};
     bool bf16 = false;
+    bool deferredReadback = false;
     Transformer model{nullptr};
-    std::unique_ptr<torch::optim::AdamW> optimizer;
+    std::unique_ptr<DeviceAdamW> optimizer;
     std::unique_ptr<ByteDataLoader> data;
     int64_t startStep = 0;
     int64_t paramCount = 0;
+    std::vector<torch::Tensor> params, gains;
+    ProbeSettings probeSettings;
 
     std::atomic<bool> pauseRequested{false}, stopRequested{false}, paused{false};
     std::mutex controlMutex;
@@ -97,105 +134,287 @@ struct Trainer::Impl {
         return sw;
     }
 
+    // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
+    // the optimizer state in this order.
+    std::vector<AdamWGroup> parameterGroups() {
+        return {{model->decayedParameters(), config.optim.weightDecay},
+                {model->undecayedParameters(), 0.0}};
+    }
+
     void buildOptimizer() {
-        using torch::optim::AdamWOptions;
-        auto base = AdamWOptions(config.optim.lr)
-                        .betas({config.optim.betas[0], config.optim.betas[1]})
-                        .eps(config.optim.eps);
-        std::vector<torch::optim::OptimizerParamGroup> groups;
-        groups.emplace_back(model->decayedParameters(),
-                            std::make_unique<AdamWOptions>(AdamWOptions(base).weight_decay(config.optim.weightDecay)));
-        groups.emplace_back(model->undecayedParameters(),
-                            std::make_unique<AdamWOptions>(AdamWOptions(base).weight_decay(0.0)));
-        optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), base);
+        optimizer = std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
+                                                  config.optim.betas[1], config.optim.eps);
     }
 
-    void setLr(double lr) {
-        for (auto& g : optimizer->param_groups())
-            static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    }
+    void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
+    void loadCheckpoint(const std::string& path);
+    void loadLegacyOptimizer(torch::serialize::InputArchive& archive);
+    double validationLoss(const StepSettings& s);
+    std::vector<Event> takeInterventions(int64_t step);
+    bool waitWhilePaused();
 
-    void saveCheckpoint(int64_t nextStep, TrainingObserver& observer) {
-        if (options.checkpointDir.empty()) return;
-        std::filesystem::create_directories(options.checkpointDir);
-        const std::string path = options.checkpointDir + "/step-" + std::to_string(nextStep) + ".pt";
-        torch::serialize::OutputArchive archive;
-        model->save(archive);
-        torch::serialize::OutputArchive optArchive;
-        optimizer->save(optArchive);
-        archive.write("optimizer", optArchive);
-        archive.write("next_step", torch::tensor(nextStep));
-        archive.write("sampler_state", stringTensor(data->rngState()));
-        archive.write("config_json", stringTensor(configToJson(config).dump()));
-        archive.save_to(path);
-        // Keep only the newest checkpoint: a run resumes from its last one.
-        if (!lastCheckpoint.empty() && lastCheckpoint != path) std::filesystem::remove(lastCheckpoint);
-        lastCheckpoint = path;
-        observer.onCheckpoint(CheckpointInfo{nextStep, path});
-    }
-
-    void loadCheckpoint(const std::string& path) {
-        if (!std::filesystem::exists(path))
-            throw Error(ErrorCode::MissingFile, "checkpoint " + path + " does not exist");
-        torch::serialize::InputArchive archive;
-        try {
-            archive.load_from(path, device);
-            model->load(archive);
-            torch::serialize::InputArchive optArchive;
-            archive.read("optimizer", optArchive);
-            optimizer->load(optArchive);
-            torch::Tensor next, sampler;
-            archive.read("next_step", next);
-            archive.read("sampler_state", sampler);
-            startStep = next.item<int64_t>();
-            data->setRngState(tensorString(sampler));
-        } catch (const c10::Error& e) {
-            throw Error(ErrorCode::InvalidConfig, "checkpoint " + path + " cannot be loaded: " +
-                                                      e.what_without_backtrace());
-        }
-        lastCheckpoint = path;
-    }
-
-    double validationLoss(const StepSettings& s) {
-        torch::NoGradGuard noGrad;
-        const auto sw = switchesFor(s);
-        double total = 0;
-        for (int64_t i = 0; i < config.eval.batches; ++i) {
-            auto b = data->valBatch(i, config.eval.batches, config.data.batchSize, s.seqLen);
-            total += model->forward(b.x.to(device), b.y.to(device), sw, nullptr).ceLoss.item<double>();
-        }
-        return total / static_cast<double>(config.eval.batches);
-    }
-
-    // Apply pending interventions at `step`; returns them for reporting.
-    std::vector<Event> takeInterventions(int64_t step) {
-        std::lock_guard<std::mutex> lock(controlMutex);
-        std::vector<Event> taken;
-        while (!pendingInterventions.empty()) {
-            Event e = pendingInterventions.front();
-            pendingInterventions.pop_front();
-            e.step = step;
-            auto pos = std::upper_bound(config.events.begin(), config.events.end(), e,
-                                        [](const Event& a, const Event& b) { return a.step < b.step; });
-            config.events.insert(pos, e);
-            taken.push_back(e);
-        }
-        return taken;
-    }
-
-    // Blocks while paused; returns false when a stop was requested.
-    bool waitWhilePaused() {
-        std::unique_lock<std::mutex> lock(controlMutex);
-        while (pauseRequested && !stopRequested) {
-            paused = true;
-            controlCv.wait_for(lock, std::chrono::milliseconds(100));
-        }
-        paused = false;
-        return !stopRequested;
-    }
+    std::vector<EventRecord> eventsAt(int64_t step);
+    PendingStep trainStep(int64_t step, const StepSettings& s);
+    bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
+    void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
+                     TrainingObserver& observer);
 };
 
-Trainer::Trainer(const RunConfig& config, TrainerOptions options) : m_impl(std::make_unique<Impl>()) {
+void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer) {
+    if (options.checkpointDir.empty()) return;
+    std::filesystem::create_directories(options.checkpointDir);
+    const std::string path = options.checkpointDir + "/step-" + std::to_string(nextStep) + ".pt";
+    torch::serialize::OutputArchive archive;
+    model->save(archive);
+    torch::serialize::OutputArchive optArchive;
+    optimizer->save(optArchive);
+    archive.write("device_adamw", optArchive);
+    archive.write("next_step", torch::tensor(nextStep));
+    archive.write("sampler_state", stringTensor(data->rngState()));
+    archive.write("config_json", stringTensor(configToJson(config).dump()));
+    archive.save_to(path);
+    // Keep only the newest checkpoint: a run resumes from its last one.
+    if (!lastCheckpoint.empty() && lastCheckpoint != path) std::filesystem::remove(lastCheckpoint);
+    lastCheckpoint = path;
+    observer.onCheckpoint(CheckpointInfo{nextStep, path});
+}
+
+// Checkpoints written before DeviceAdamW hold LibTorch's AdamW state under "optimizer": let
+// LibTorch read it into an AdamW over the same groups, then take its moments and step counts.
+void Trainer::Impl::loadLegacyOptimizer(torch::serialize::InputArchive& archive) {
+    using torch::optim::AdamWOptions;
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    for (auto& g : parameterGroups())
+        groups.emplace_back(g.params,
+                            std::make_unique<AdamWOptions>(
+                                AdamWOptions(config.optim.lr).weight_decay(g.weightDecay)));
+    torch::optim::AdamW legacy(std::move(groups), AdamWOptions(config.optim.lr));
+    torch::serialize::InputArchive optArchive;
+    archive.read("optimizer", optArchive);
+    legacy.load(optArchive);
+    optimizer->importFrom(legacy);
+}
+
+void Trainer::Impl::loadCheckpoint(const std::string& path) {
+    if (!std::filesystem::exists(path))
+        throw Error(ErrorCode::MissingFile, "checkpoint " + path + " does not exist");
+    torch::serialize::InputArchive archive;
+    try {
+        archive.load_from(path, device);
+        model->load(archive);
+        torch::serialize::InputArchive optArchive;
+        if (archive.try_read("device_adamw", optArchive))
+            optimizer->load(optArchive);
+        else
+            loadLegacyOptimizer(archive);
+        torch::Tensor next, sampler;
+        archive.read("next_step", next);
+        archive.read("sampler_state", sampler);
+        startStep = next.item<int64_t>();
+        data->setRngState(tensorString(sampler));
+    } catch (const c10::Error& e) {
+        throw Error(ErrorCode::InvalidConfig,
+                    "checkpoint " + path + " cannot be loaded: " + e.what_without_backtrace());
+    }
+    lastCheckpoint = path;
+}
+
+double Trainer::Impl::validationLoss(const StepSettings& s) {
+    torch::NoGradGuard noGrad;
+    auto sw = switchesFor(s);
+    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, false);
+    std::vector<torch::Tensor> losses;  // summed on the host side of one transfer
+    for (int64_t i = 0; i < config.eval.batches; ++i) {
+        auto b = data->valBatch(i, config.eval.batches, config.data.batchSize, s.seqLen);
+        losses.push_back(model->forward(b.x.to(device), b.y.to(device), sw, nullptr).ceLoss);
+    }
+    const auto values = torch::stack(losses).to(torch::kFloat64).cpu();
+    double total = 0;
+    for (int64_t i = 0; i < values.numel(); ++i) total += values.data_ptr<double>()[i];
+    return total / static_cast<double>(config.eval.batches);
+}
+
+// Apply pending interventions at `step`; returns them for reporting.
+std::vector<Event> Trainer::Impl::takeInterventions(int64_t step) {
+    std::lock_guard<std::mutex> lock(controlMutex);
+    std::vector<Event> taken;
+    while (!pendingInterventions.empty()) {
+        Event e = pendingInterventions.front();
+        pendingInterventions.pop_front();
+        e.step = step;
+        auto pos = std::upper_bound(config.events.begin(), config.events.end(), e,
+                                    [](const Event& a, const Event& b) { return a.step < b.step; });
+        config.events.insert(pos, e);
+        taken.push_back(e);
+    }
+    return taken;
+}
+
+// Blocks while paused; returns false when a stop was requested.
+bool Trainer::Impl::waitWhilePaused() {
+    std::unique_lock<std::mutex> lock(controlMutex);
+    while (pauseRequested && !stopRequested) {
+        paused = true;
+        controlCv.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    paused = false;
+    return !stopRequested;
+}
+
+// The interventions applied at `step` (source "user") and the config events that take effect
+// there (source "config").
+std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
+    std::vector<EventRecord> out;
+    for (const auto& e : takeInterventions(step)) {
+        auto params = e.params;
+        params.erase("_intervention");
+        out.push_back(EventRecord{e.step, e.kind, params.dump(), "user"});
+    }
+    for (const auto& e : config.events)
+        if (e.step == step && !e.params.contains("_intervention"))
+            out.push_back(EventRecord{e.step, e.kind, e.params.dump(), "config"});
+    return out;
+}
+
+// Forward, backward, clip, probes and the AdamW update of one step, with no host readback
+// except where the configuration asks for one (probes, validation, every-step readback).
+PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s) {
+    const auto t0 = Clock::now();
+    PendingStep p;
+    auto sw = switchesFor(s);
+    const bool probing = config.probes.every > 0 && step % config.probes.every == 0;
+    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, probing);
+    optimizer->setLr(s.lr);
+
+    Batch batch = s.dirtyBatch ? data->dirtyBatch(s.dirtyText, config.data.batchSize, s.seqLen)
+                               : data->trainBatch(config.data.batchSize, s.seqLen);
+    auto x = batch.x.to(device), y = batch.y.to(device);
+    std::vector<AttentionCapture> captures;
+    // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
+    // backward follows the forward's dtypes. Probes convert to fp32 themselves.
+    if (bf16) setBf16Autocast(device, true);
+    auto result = model->forward(x, y, sw, probing ? &captures : nullptr);
+    if (bf16) {
+        setBf16Autocast(device, false);
+        at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
+    }
+    for (auto& prm : params) prm.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
+    result.loss.backward();
+    const double clipTo =
+        config.optim.gradClip > 0 ? config.optim.gradClip : std::numeric_limits<double>::infinity();
+    p.gradNorm = clipGradNorm(params, clipTo);
+    p.loss = result.loss.detach();
+
+    if (probing) {
+        probeSettings.softcap = sw.softcap;
+        probeSettings.softcapC = sw.softcapC;
+        computeProbes(step, captures, probeSettings, p.probeStats, p.histograms);
+        const bool mapping =
+            config.probes.attnMapEvery > 0 && step % config.probes.attnMapEvery == 0;
+        if (mapping) p.maps = attentionMaps(step, captures);
+        p.probed = true;
+        captures.clear();  // free the (B, H, T, T) tensors before the update
+    }
+    StepMetrics& m = p.metrics;
+    m.step = step;
+    m.lr = s.lr;
+    m.alpha = s.alpha;
+    m.softcapC = s.softcapC;
+    m.seqLen = s.seqLen;
+    m.attentionPath = sw.fused ? "fused" : "explicit";
+    p.qkNormActive = s.qkNorm != "none" && s.alpha > 0;
+    p.hostSeconds = seconds(t0, Clock::now());
+    return p;
+}
+
+void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
+                                TrainingObserver& observer) {
+    const auto& c = config.spikes;
+    const auto zl = st.lossZ.push(m.loss), zg = st.gradZ.push(m.gradNorm);
+    const bool lossSpike = zl && *zl > c.zThreshold;
+    const bool gradSpike = zg && *zg > c.zThreshold;
+    if (!(lossSpike || gradSpike) || m.step - st.lastSpikeStep <= kSpikeRefractorySteps) return;
+    st.lastSpikeStep = m.step;
+    ++st.spikesSoFar;
+    Spike spike;
+    spike.step = m.step;
+    spike.metric = lossSpike && gradSpike ? "loss,grad_norm" : lossSpike ? "loss" : "grad_norm";
+    spike.value = lossSpike ? m.loss : m.gradNorm;
+    spike.zScore = std::max(zl.value_or(0.0), zg.value_or(0.0));
+    DiagnosisContext ctx;
+    ctx.qkNormActive = qkNormActive;
+    ctx.spikesSoFar = st.spikesSoFar;
+    ctx.stepsSoFar = m.step + 1;
+    diagnoseSpike(spike, st.probeHistory, ctx);
+    observer.onSpike(spike);
+}
+
+// Everything one step reports, in the order the observer has always heard it: its events,
+// its probes, then (for a finite step) spikes and the step's metrics.
+void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer) {
+    for (const auto& e : p.events) observer.onEvent(e);
+    if (p.probed) {
+        st.probeHistory.push_back(summarizeProbes(p.metrics.step, p.probeStats));
+        // Keep the run's first probe (the diagnosis compares against it) and the latest 63.
+        if (st.probeHistory.size() > 64) st.probeHistory.erase(st.probeHistory.begin() + 1);
+        observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
+        if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
+    }
+    if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
+        detectSpike(p.metrics, p.qkNormActive, st, observer);
+    observer.onStep(p.metrics);
+}
+
+// Reads the pending steps' losses and grad norms in one transfer and reports the steps in
+// order. A non-finite step ends the run as diverged (returns false); later steps, computed
+// from its weights, are dropped.
+bool Trainer::Impl::readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome) {
+    if (st.pending.empty()) return true;
+    std::vector<torch::Tensor> scalars;
+    for (const auto& p : st.pending) {
+        scalars.push_back(p.loss.to(torch::kFloat64).reshape({1}));
+        scalars.push_back(p.gradNorm.to(torch::kFloat64).reshape({1}));
+    }
+    const auto values = torch::cat(scalars).cpu();
+    const double* v = values.data_ptr<double>();
+    // Steps between readbacks share the wall time evenly (the device runs them back to back).
+    const double wall = seconds(st.lastReadback, Clock::now());
+    double hostSum = 0;
+    for (const auto& p : st.pending) hostSum += p.hostSeconds;
+    const double perStep =
+        std::max(deferredReadback ? wall : hostSum, 1e-9) / static_cast<double>(st.pending.size());
+    bool ok = true;
+    for (size_t i = 0; i < st.pending.size() && ok; ++i) {
+        PendingStep& p = st.pending[i];
+        StepMetrics& m = p.metrics;
+        m.loss = v[2 * i];
+        m.gradNorm = v[2 * i + 1];
+        const double seconds = deferredReadback ? perStep : p.hostSeconds;
+        m.tokensPerSec = static_cast<double>(config.data.batchSize * m.seqLen) / seconds;
+        reportStep(p, st, observer);
+        if (!std::isfinite(m.loss) || !std::isfinite(m.gradNorm)) {
+            ok = false;
+            outcome.status = RunStatus::Diverged;
+            outcome.stepsDone = m.step + 1;
+            const bool lossBad = !std::isfinite(m.loss);
+            const double bad = lossBad ? m.loss : m.gradNorm;
+            outcome.message = std::string(lossBad ? "loss" : "gradient norm") + " became " +
+                              (std::isnan(bad) ? "nan" : "inf") + " at step " +
+                              std::to_string(m.step);
+            observer.onFlushPoint();
+        } else {
+            outcome.stepsDone = m.step + 1;
+            outcome.finalLoss = m.loss;
+        }
+    }
+    st.pending.clear();
+    st.lastReadback = Clock::now();
+    return ok;
+}
+
+Trainer::Trainer(const RunConfig& config, TrainerOptions options)
+    : m_impl(std::make_unique<Impl>()) {
     validate(config);
     keepActivationMemoryInHeap();
     auto& d = *m_impl;
@@ -211,16 +430,25 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options) : m_impl(std::
         d.device = torch::Device(torch::kCUDA, 0);
     }
     d.bf16 = config.run.dtype == "bf16";
-    torch::set_num_threads(config.run.threads > 0
-                               ? static_cast<int>(config.run.threads)
-                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    d.data = std::make_unique<ByteDataLoader>(loadCorpus(config.data.source), config.data.valFraction,
-                                              config.maxSeqLen(), static_cast<uint64_t>(config.run.seed));
+    d.deferredReadback =
+        config.run.readback == "deferred" || (config.run.readback == "auto" && d.device.is_cuda());
+    torch::set_num_threads(config.run.threads > 0 ? static_cast<int>(config.run.threads)
+                                                  : static_cast<int>(std::max(
+                                                        1u, std::thread::hardware_concurrency())));
+    d.data = std::make_unique<ByteDataLoader>(loadCorpus(config.data.source),
+                                              config.data.valFraction, config.maxSeqLen(),
+                                              static_cast<uint64_t>(config.run.seed));
     torch::manual_seed(static_cast<uint64_t>(config.run.seed));
     d.model = Transformer(config);
     d.model->to(d.device);
     d.paramCount = d.model->parameterCount();
+    d.params = d.model->parameters();
+    d.gains = d.model->qkGains();
     d.buildOptimizer();
+    d.probeSettings.bins = config.probes.histBins;
+    d.probeSettings.lo = config.probes.histMin;
+    d.probeSettings.hi = config.probes.histMax;
+    d.probeSettings.symlog = config.probes.histScale == "symlog";
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
 }
 
@@ -228,144 +456,59 @@ Trainer::~Trainer() = default;
 
 RunOutcome Trainer::run(TrainingObserver& observer) {
     auto& d = *m_impl;
-    auto& cfg = d.config;
+    const auto& cfg = d.config;
     RunOutcome outcome;
     outcome.stepsDone = d.startStep;
-    RollingZScore lossZ(cfg.spikes.window, cfg.spikes.minHistory);
-    RollingZScore gradZ(cfg.spikes.window, cfg.spikes.minHistory);
-    std::vector<ProbeSummary> probeHistory;
-    int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
-    constexpr int64_t kSpikeRefractorySteps = 10;  // one report per spike episode
-    auto lastFlush = Clock::now();
-    const auto params = d.model->parameters();
-    const auto gains = d.model->qkGains();
-    ProbeSettings probeSettings;
-    probeSettings.bins = cfg.probes.histBins;
-    probeSettings.lo = cfg.probes.histMin;
-    probeSettings.hi = cfg.probes.histMax;
-    probeSettings.symlog = cfg.probes.histScale == "symlog";
-
+    LoopState st(cfg.spikes);
     d.model->train();
     for (int64_t step = d.startStep; step < cfg.schedule.steps; ++step) {
         d.currentStep = step;
         if (d.stopRequested || !d.waitWhilePaused()) {
+            if (!d.readBack(st, observer, outcome)) return outcome;
             d.saveCheckpoint(step, observer);
             outcome.status = RunStatus::Stopped;
             outcome.message = "stopped at step " + std::to_string(step);
             observer.onFlushPoint();
             return outcome;
         }
-        for (const auto& e : d.takeInterventions(step)) {
-            auto params = e.params;
-            params.erase("_intervention");
-            observer.onEvent(EventRecord{e.step, e.kind, params.dump(), "user"});
-        }
-        const auto t0 = Clock::now();
+        auto events = d.eventsAt(step);
         const StepSettings s = settingsAt(cfg, step);
-        for (const auto& e : cfg.events)  // config events are reported when they take effect
-            if (e.step == step && !e.params.contains("_intervention"))
-                observer.onEvent(EventRecord{e.step, e.kind, e.params.dump(), "config"});
-        const auto sw = d.switchesFor(s);
-        d.setLr(s.lr);
-
-        Batch batch = s.dirtyBatch ? d.data->dirtyBatch(s.dirtyText, cfg.data.batchSize, s.seqLen)
-                                   : d.data->trainBatch(cfg.data.batchSize, s.seqLen);
-        auto x = batch.x.to(d.device), y = batch.y.to(d.device);
-        const bool probing = cfg.probes.every > 0 && step % cfg.probes.every == 0;
-        const bool mapping = probing && cfg.probes.attnMapEvery > 0 && step % cfg.probes.attnMapEvery == 0;
-        std::vector<AttentionCapture> captures;
-
-        // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
-        // backward follows the forward's dtypes. Probes convert to fp32 themselves.
-        if (d.bf16) setBf16Autocast(d.device, true);
-        auto result = d.model->forward(x, y, sw, probing ? &captures : nullptr);
-        if (d.bf16) {
-            setBf16Autocast(d.device, false);
-            at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
+        PendingStep p = d.trainStep(step, s);
+        p.events = std::move(events);
+        // Every-step readback checks the step before the update, so a diverged run keeps the
+        // weights of its last good step.
+        if (!d.deferredReadback) {
+            st.pending.push_back(std::move(p));
+            if (!std::isfinite(st.pending.back().loss.item<double>()) ||
+                !std::isfinite(st.pending.back().gradNorm.item<double>())) {
+                d.readBack(st, observer, outcome);
+                return outcome;
+            }
         }
-        for (auto& p : params) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
-        result.loss.backward();
-        const double clipTo = cfg.optim.gradClip > 0 ? cfg.optim.gradClip : std::numeric_limits<double>::infinity();
-        const double gradNorm = torch::nn::utils::clip_grad_norm_(params, clipTo);
-        const double loss = result.loss.item<double>();
-
-        if (probing) {
-            probeSettings.softcap = sw.softcap;
-            probeSettings.softcapC = sw.softcapC;
-            std::vector<ProbeStats> stats;
-            std::vector<LogitHistogram> hists;
-            computeProbes(step, captures, probeSettings, stats, hists);
-            probeHistory.push_back(summarizeProbes(step, stats));
-            // Keep the run's first probe (the diagnosis compares against it) and the latest 63.
-            if (probeHistory.size() > 64) probeHistory.erase(probeHistory.begin() + 1);
-            observer.onProbes(step, stats, hists);
-            if (mapping) observer.onAttentionMaps(attentionMaps(step, captures));
-            captures.clear();  // free the (B, H, T, T) tensors before the update
-        }
-
-        StepMetrics m;
-        m.step = step;
-        m.loss = loss;
-        m.gradNorm = gradNorm;
-        m.lr = s.lr;
-        m.alpha = s.alpha;
-        m.softcapC = s.softcapC;
-        m.seqLen = s.seqLen;
-
-        if (!std::isfinite(loss) || !std::isfinite(gradNorm)) {
-            // Divergence is an outcome: keep the weights of the last good step, report, stop.
-            m.tokensPerSec = static_cast<double>(cfg.data.batchSize * s.seqLen) / seconds(t0, Clock::now());
-            observer.onStep(m);
-            observer.onFlushPoint();
-            outcome.status = RunStatus::Diverged;
-            outcome.stepsDone = step + 1;
-            outcome.message = std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
-                              " became " + (std::isnan(std::isfinite(loss) ? gradNorm : loss) ? "nan" : "inf") +
-                              " at step " + std::to_string(step);
-            return outcome;
-        }
-
         // Learnable QK scales are frozen during an anneal: the optimizer would otherwise
         // inflate them to compensate, and they would explode as alpha reaches 0.
         if (s.annealing)
-            for (auto& g : gains) g.mutable_grad() = torch::Tensor();
+            for (auto& g : d.gains) g.mutable_grad() = torch::Tensor();
         d.optimizer->step();
 
-        // Spikes: rolling z-scores of loss and grad norm, diagnosed from earlier probes.
-        const auto zl = lossZ.push(loss), zg = gradZ.push(gradNorm);
-        const bool lossSpike = zl && *zl > cfg.spikes.zThreshold;
-        const bool gradSpike = zg && *zg > cfg.spikes.zThreshold;
-        if ((lossSpike || gradSpike) && step - lastSpikeStep > kSpikeRefractorySteps) {
-            lastSpikeStep = step;
-            ++spikesSoFar;
-            Spike spike;
-            spike.step = step;
-            spike.metric = lossSpike && gradSpike ? "loss,grad_norm" : lossSpike ? "loss" : "grad_norm";
-            spike.value = lossSpike ? loss : gradNorm;
-            spike.zScore = std::max(zl.value_or(0.0), zg.value_or(0.0));
-            DiagnosisContext ctx;
-            ctx.qkNormActive = s.qkNorm != "none" && s.alpha > 0;
-            ctx.spikesSoFar = spikesSoFar;
-            ctx.stepsSoFar = step + 1;
-            diagnoseSpike(spike, probeHistory, ctx);
-            observer.onSpike(spike);
-        }
-
         const bool lastStep = step + 1 == cfg.schedule.steps;
-        if ((cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0) || lastStep)
-            m.valLoss = d.validationLoss(s);
-        m.tokensPerSec = static_cast<double>(cfg.data.batchSize * s.seqLen) / seconds(t0, Clock::now());
-        observer.onStep(m);
-        outcome.stepsDone = step + 1;
-        outcome.finalLoss = loss;
-
-        if (cfg.run.checkpointEvery > 0 && (step + 1) % cfg.run.checkpointEvery == 0 && !lastStep)
-            d.saveCheckpoint(step + 1, observer);
-        if (probing || seconds(lastFlush, Clock::now()) > 0.5) {
+        const bool evalStep = (cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0) || lastStep;
+        const bool checkpointStep =
+            cfg.run.checkpointEvery > 0 && (step + 1) % cfg.run.checkpointEvery == 0 && !lastStep;
+        if (d.deferredReadback) st.pending.push_back(std::move(p));
+        if (evalStep) st.pending.back().metrics.valLoss = d.validationLoss(s);
+        const bool probed = st.pending.back().probed;
+        const bool readNow = !d.deferredReadback || probed || evalStep || checkpointStep ||
+                             st.pending.size() >= kMaxPendingSteps ||
+                             seconds(st.lastReadback, Clock::now()) > kReadbackSeconds;
+        if (readNow && !d.readBack(st, observer, outcome)) return outcome;
+        if (checkpointStep) d.saveCheckpoint(step + 1, observer);
+        if (readNow && (probed || seconds(st.lastFlush, Clock::now()) > 0.5)) {
             observer.onFlushPoint();
-            lastFlush = Clock::now();
+            st.lastFlush = Clock::now();
         }
     }
+    if (!d.readBack(st, observer, outcome)) return outcome;
     d.saveCheckpoint(cfg.schedule.steps, observer);
     observer.onFlushPoint();
     outcome.status = RunStatus::Finished;
@@ -399,7 +542,8 @@ void Trainer::postIntervention(const Event& event) {
     probe.events.push_back(e);
     for (auto& ev : probe.events) ev.params.erase("_intervention");
     const auto problems = validationProblems(probe);
-    if (!problems.empty()) throw Error(ErrorCode::InvalidConfig, "intervention: " + problems.front());
+    if (!problems.empty())
+        throw Error(ErrorCode::InvalidConfig, "intervention: " + problems.front());
     if (e.kind == "context_length" && e.params.value("seq_len", int64_t{0}) > d.config.maxSeqLen())
         throw Error(ErrorCode::InvalidConfig,
                     "intervention: context_length seq_len " + e.params["seq_len"].dump() +
@@ -410,14 +554,24 @@ void Trainer::postIntervention(const Event& event) {
     d.pendingInterventions.push_back(e);
 }
 
-void Trainer::setCheckpointDir(const std::string& dir) { m_impl->options.checkpointDir = dir; }
-const RunConfig& Trainer::config() const { return m_impl->config; }
-int64_t Trainer::parameterCount() const { return m_impl->paramCount; }
-int64_t Trainer::startStep() const { return m_impl->startStep; }
+void Trainer::setCheckpointDir(const std::string& dir) {
+    m_impl->options.checkpointDir = dir;
+}
+const RunConfig& Trainer::config() const {
+    return m_impl->config;
+}
+int64_t Trainer::parameterCount() const {
+    return m_impl->paramCount;
+}
+int64_t Trainer::startStep() const {
+    return m_impl->startStep;
+}
 
 std::string Trainer::deviceDescription() const {
     const auto& d = *m_impl;
-    std::string s = d.device.is_cuda() ? "cuda:0" : "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
+    std::string s = d.device.is_cuda()
+                        ? "cuda:0"
+                        : "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
     return s + ", " + d.config.run.dtype;
 }
 
@@ -448,6 +602,28 @@ std::string optimisedBlasLoaded() {
     return {};
 }
 
+// The BLAS LibTorch was built against, from its build configuration ("BLAS_INFO=mkl").
+std::string builtInBlas() {
+    const std::string config = at::show_config();
+    const auto pos = config.find("BLAS_INFO=");
+    if (pos == std::string::npos) return {};
+    const auto end = config.find_first_of(", \n", pos);
+    return config.substr(pos + 10, end == std::string::npos ? std::string::npos : end - pos - 10);
+}
+
+// One line naming the BLAS in use: MKL linked into the PyTorch wheel's libtorch_cpu, or a
+// shared BLAS (Debian's LibTorch calls libblas.so.3, which the alternatives system points at
+// OpenBLAS or at the slow reference BLAS).
+std::string describeBlas(const std::string& mapped) {
+    const std::string built = builtInBlas();
+    if (built == "mkl") return "Intel MKL (linked into LibTorch " + torchVersion() + ")";
+    if (!mapped.empty())
+        return mapped + " (shared library; LibTorch " + torchVersion() + " BLAS_INFO=" + built +
+               ")";
+    return "reference BLAS or unknown (LibTorch " + torchVersion() +
+           " BLAS_INFO=" + (built.empty() ? "?" : built) + ")";
+}
+
 }  // namespace
 
 BlasCheck checkBlasSpeed() {
@@ -463,10 +639,13 @@ BlasCheck checkBlasSpeed() {
     }
     BlasCheck r;
     r.gflops = 2.0 * n * n * n * reps / seconds(t0, Clock::now()) / 1e9;
-    // The reference BLAS does ~1-3 GFLOP/s here, OpenBLAS tens to hundreds. A busy machine can
-    // also measure low, so the verdict needs both: slow, and no optimised BLAS mapped.
-    const std::string blas = optimisedBlasLoaded();
-    r.slow = r.gflops < 5.0 && blas.empty();
+    r.threads = torch::get_num_threads();
+    // The reference BLAS does ~1-3 GFLOP/s here, OpenBLAS and MKL tens to hundreds. A busy
+    // machine can also measure low, so the verdict needs both: slow, and no optimised BLAS.
+    const std::string mapped = optimisedBlasLoaded();
+    const bool optimised = !mapped.empty() || builtInBlas() == "mkl";
+    r.blas = describeBlas(mapped);
+    r.slow = r.gflops < 5.0 && !optimised;
     if (r.slow)
         r.message = "matrix multiply runs at only " + std::to_string(r.gflops).substr(0, 5) +
                     " GFLOP/s and no optimised BLAS is loaded: LibTorch is probably using the "
@@ -474,7 +653,7 @@ BlasCheck checkBlasSpeed() {
                     "~20x faster).";
     else if (r.gflops < 5.0)
         r.message = "matrix multiply measured only " + std::to_string(r.gflops).substr(0, 5) +
-                    " GFLOP/s with " + blas + " loaded: is the machine busy?";
+                    " GFLOP/s with " + r.blas + ": is the machine busy?";
     return r;
 }
 

@@ -24,6 +24,7 @@ struct StepMetrics {
     double softcapC = 0;                 // attention softcap width in effect (0 = none)
     int64_t seqLen = 0;                  // context length in effect
     double tokensPerSec = 0;
+    std::string attentionPath;           // "fused" or "explicit" kernel; empty = not recorded
 };
 
 // Attention statistics of one layer and head at one probed step. head = -1 is the whole layer.

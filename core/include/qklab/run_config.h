@@ -96,6 +96,8 @@ struct RunSettings {
     std::string dtype = "fp32";          // fp32 | bf16 (bf16 is slow on Debian's CPU LibTorch)
     int64_t threads = 0;                 // intra-op threads; 0 = all cores
     int64_t checkpointEvery = 0;         // 0 = checkpoint only when stopped or finished
+    bool fusedAttention = true;          // fused kernel where no explicit logits are needed
+    std::string readback = "auto";       // auto | every_step | deferred (loss/grad-norm reads)
 };
 
 struct ProbeConfig {

@@ -83,6 +83,8 @@ bool cudaAvailable();
 // libopenblas0-openmp trains ~20x slower). Returns GFLOP/s and a warning when slow.
 struct BlasCheck {
     double gflops = 0;
+    int threads = 0;                         // intra-op threads the measurement used
+    std::string blas;                        // which BLAS, e.g. "Intel MKL (linked into LibTorch 2.15.0)"
     bool slow = false;
     std::string message;
 };

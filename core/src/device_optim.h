@@ -1,0 +1,60 @@
+// device_optim.h — the optimizer step without host round trips (private to core).
+//
+// A CUDA graph replays a recorded sequence of kernels; nothing in it may read a value back to
+// the host. LibTorch's C++ AdamW keeps each parameter's step count on the host and computes
+// the bias corrections there, and clip_grad_norm_ returns the norm as a host double (.item()).
+// DeviceAdamW keeps the step counts, the learning rate and the bias corrections on the
+// parameters' device, and clipGradNorm returns the norm as a device tensor, so a whole
+// training step (forward, backward, clip, update) is launches only. On the CPU both compute
+// what LibTorch's AdamW and clip_grad_norm_ compute, in the same operation order.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <vector>
+
+namespace qklab {
+
+struct AdamWGroup {
+    std::vector<torch::Tensor> params;
+    double weightDecay = 0;
+};
+
+class DeviceAdamW {
+  public:
+    DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps);
+
+    // The learning rate of the next step (a device tensor written in place: a captured graph
+    // reads the new value on its next replay).
+    void setLr(double lr);
+    // One AdamW step (decoupled weight decay, bias-corrected moments). As in LibTorch's AdamW
+    // a parameter without a gradient is left alone: no decay, and its step count stays.
+    void step();
+
+    void save(torch::serialize::OutputArchive& archive) const;
+    void load(torch::serialize::InputArchive& archive);
+    // Moments and step counts from a LibTorch AdamW over the same groups in the same order
+    // (checkpoints written before DeviceAdamW existed).
+    void importFrom(torch::optim::AdamW& legacy);
+
+    int64_t stepCount(size_t paramIndex) const;  // reads back: for tests and checkpoints only
+
+  private:
+    torch::Tensor activeMask(const std::vector<bool>& active);
+
+    std::vector<torch::Tensor> m_params, m_expAvg, m_expAvgSq;
+    std::vector<double> m_weightDecay;
+    double m_beta1, m_beta2, m_eps;
+    torch::Tensor m_lr;                                  // 0-dim float64
+    torch::Tensor m_steps;                               // (P) float64: step count per parameter
+    torch::Tensor m_decayRates;                          // (P) float64: weight decay per parameter
+    std::map<std::vector<bool>, torch::Tensor> m_masks;  // which parameters step, as 0/1
+};
+
+// Global L2 norm of the gradients, then every gradient scaled by min(1, maxNorm / (norm +
+// 1e-6)), exactly as torch::nn::utils::clip_grad_norm_, but the norm stays a 0-dim device
+// tensor. maxNorm = infinity only measures. Parameters without gradients are skipped.
+torch::Tensor clipGradNorm(const std::vector<torch::Tensor>& params, double maxNorm);
+
+}  // namespace qklab

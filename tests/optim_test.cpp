@@ -1,0 +1,369 @@
+// optim_test.cpp — the pieces a CUDA-graph step needs, checked on the CPU against what they
+// replace: DeviceAdamW against LibTorch's AdamW, clipGradNorm against clip_grad_norm_, a
+// legacy AdamW checkpoint imported into DeviceAdamW, and the trainer (DeviceAdamW, device-side
+// clip, every-step or deferred readback) against a plain loop over LibTorch's own optimizer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "data_loader.h"
+#include "device_optim.h"
+#include "model.h"
+#include "qklab/corpus.h"
+#include "qklab/schedules.h"
+#include "qklab/trainer.h"
+
+using namespace qklab;
+
+namespace {
+
+RunConfig smallConfig(int64_t steps) {
+    RunConfig c;
+    c.model.dModel = 64;
+    c.model.nLayers = 2;
+    c.model.nHeads = 4;
+    c.model.seqLen = 32;
+    c.data.batchSize = 8;
+    c.schedule.steps = steps;
+    c.schedule.warmupSteps = 5;
+    c.optim.lr = 1e-2;
+    c.eval.every = 0;
+    c.eval.batches = 1;
+    c.run.threads = 2;
+    c.run.fusedAttention = false;  // the explicit path, as the optimizer was checked before
+    c.probes.every = 0;
+    return c;
+}
+
+AttentionSwitches plainSwitches(const RunConfig& c, double alpha = 1.0) {
+    AttentionSwitches sw;
+    sw.qkNorm = qkNormFromString(c.attention.qkNorm);
+    sw.scale = c.logitScale();
+    sw.alpha = alpha;
+    return sw;
+}
+
+// Largest |a - b| / max(|b|, tiny) over two tensors, and whether they are bitwise equal.
+double maxRelativeDifference(const torch::Tensor& a, const torch::Tensor& b) {
+    auto denom = b.abs().clamp_min(1e-12);
+    return ((a - b).abs() / denom).max().item<double>();
+}
+
+// The same model twice (same seed), one step at a time, each with its own optimizer.
+struct Twins {
+    RunConfig config;
+    Transformer a{nullptr}, b{nullptr};
+    std::unique_ptr<ByteDataLoader> data;
+    explicit Twins(const RunConfig& c) : config(c) {
+        torch::manual_seed(11);
+        a = Transformer(c);
+        torch::manual_seed(11);
+        b = Transformer(c);
+        data = std::make_unique<ByteDataLoader>(loadCorpus("builtin"), 0.1, c.model.seqLen, 5);
+    }
+    std::vector<AdamWGroup> groups(Transformer& m) {
+        return {{m->decayedParameters(), config.optim.weightDecay},
+                {m->undecayedParameters(), 0.0}};
+    }
+    // Forward + backward of the same batch on both models; alpha < 1 exercises the gains.
+    void backward(double alpha) {
+        auto batch = data->trainBatch(config.data.batchSize, config.model.seqLen);
+        for (Transformer* m : {&a, &b}) {
+            for (auto& p : (*m)->parameters()) p.mutable_grad() = torch::Tensor();
+            (*m)->forward(batch.x, batch.y, plainSwitches(config, alpha), nullptr).loss.backward();
+        }
+    }
+};
+
+torch::optim::AdamW libtorchAdamW(const std::vector<AdamWGroup>& groups, const RunConfig& c) {
+    using torch::optim::AdamWOptions;
+    auto base =
+        AdamWOptions(c.optim.lr).betas({c.optim.betas[0], c.optim.betas[1]}).eps(c.optim.eps);
+    std::vector<torch::optim::OptimizerParamGroup> g;
+    for (const auto& group : groups)
+        g.emplace_back(group.params, std::make_unique<AdamWOptions>(
+                                         AdamWOptions(base).weight_decay(group.weightDecay)));
+    return torch::optim::AdamW(std::move(g), base);
+}
+
+void setLr(torch::optim::AdamW& opt, double lr) {
+    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
+}  // namespace
+
+TEST(DeviceAdamW, MatchesLibTorchAdamWOverTenSteps) {
+    RunConfig c = smallConfig(10);
+    c.attention.qkNorm = "rms_affine";  // the QK gains get gradients
+    Twins t(c);
+    auto reference = libtorchAdamW(t.groups(t.a), c);
+    DeviceAdamW device(t.groups(t.b), c.optim.betas[0], c.optim.betas[1], c.optim.eps);
+    for (int step = 0; step < 10; ++step) {
+        t.backward(1.0);
+        // Gains without gradient on odd steps (as during an anneal): both must skip them.
+        if (step % 2 == 1)
+            for (Transformer* m : {&t.a, &t.b})
+                for (auto& g : (*m)->qkGains()) g.mutable_grad() = torch::Tensor();
+        const double lr = 1e-2 * (step + 1) / 10.0;  // a changing LR, as under warm-up
+        setLr(reference, lr);
+        device.setLr(lr);
+        reference.step();
+        device.step();
+    }
+    const auto pa = t.a->parameters(), pb = t.b->parameters();
+    double worst = 0;
+    bool bitwise = true;
+    for (size_t i = 0; i < pa.size(); ++i) {
+        worst = std::max(worst, maxRelativeDifference(pb[i], pa[i]));
+        bitwise = bitwise && torch::equal(pa[i], pb[i]);
+    }
+    EXPECT_LE(worst, 1e-5);
+    EXPECT_TRUE(bitwise) << "worst relative difference " << worst
+                         << " (within tolerance, but the operation order should make it exact)";
+    // Step counts per parameter: 10 for matrices and norms, 5 for the QK gains that had
+    // gradients on even steps only, 0 for the gains this variant never uses.
+    std::set<int64_t> counts;
+    for (size_t i = 0; i < pb.size(); ++i) counts.insert(device.stepCount(i));
+    EXPECT_EQ(counts, (std::set<int64_t>{0, 5, 10}));
+    EXPECT_EQ(device.stepCount(0), 10);
+}
+
+TEST(DeviceAdamW, ImportsALibTorchAdamWStateAndContinuesIdentically) {
+    RunConfig c = smallConfig(10);
+    Twins t(c);
+    auto reference = libtorchAdamW(t.groups(t.a), c);
+    auto legacy = libtorchAdamW(t.groups(t.b), c);
+    for (int step = 0; step < 10; ++step) {
+        t.backward(1.0);
+        reference.step();
+        legacy.step();
+        if (step != 4) continue;
+        // Halfway: serialise the legacy optimizer as old checkpoints did, load it into a
+        // fresh LibTorch AdamW, import that into a DeviceAdamW and go on with it.
+        torch::serialize::OutputArchive out;
+        legacy.save(out);
+        std::ostringstream bytes;
+        out.save_to(bytes);
+        std::istringstream in(bytes.str());
+        torch::serialize::InputArchive archive;
+        archive.load_from(in);
+        auto reloaded = libtorchAdamW(t.groups(t.b), c);
+        reloaded.load(archive);
+        DeviceAdamW device(t.groups(t.b), c.optim.betas[0], c.optim.betas[1], c.optim.eps);
+        device.importFrom(reloaded);
+        device.setLr(c.optim.lr);
+        EXPECT_EQ(device.stepCount(0), 5);
+        for (int rest = 5; rest < 10; ++rest) {
+            t.backward(1.0);
+            reference.step();
+            device.step();
+        }
+        break;
+    }
+    const auto pa = t.a->parameters(), pb = t.b->parameters();
+    for (size_t i = 0; i < pa.size(); ++i)
+        EXPECT_LE(maxRelativeDifference(pb[i], pa[i]), 1e-5) << i;
+}
+
+TEST(DeviceAdamW, SaveAndLoadRoundTrip) {
+    RunConfig c = smallConfig(4);
+    Twins t(c);
+    DeviceAdamW first(t.groups(t.a), 0.9, 0.95, 1e-8);
+    first.setLr(1e-2);
+    t.backward(1.0);
+    first.step();
+    torch::serialize::OutputArchive out;
+    first.save(out);
+    std::ostringstream bytes;
+    out.save_to(bytes);
+    std::istringstream in(bytes.str());
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    DeviceAdamW second(t.groups(t.a), 0.9, 0.95, 1e-8);
+    second.load(archive);
+    EXPECT_EQ(second.stepCount(0), 1);
+    EXPECT_EQ(second.stepCount(3), first.stepCount(3));
+}
+
+TEST(ClipGradNorm, EqualsLibTorchClipWithoutReadingBack) {
+    for (double maxNorm : {0.05, 1e6, std::numeric_limits<double>::infinity()}) {
+        RunConfig c = smallConfig(1);
+        Twins t(c);
+        t.backward(1.0);
+        const double expected = torch::nn::utils::clip_grad_norm_(t.a->parameters(), maxNorm);
+        const torch::Tensor norm = clipGradNorm(t.b->parameters(), maxNorm);
+        EXPECT_EQ(norm.dim(), 0);
+        EXPECT_EQ(norm.item<double>(), expected) << "max norm " << maxNorm;
+        const auto pa = t.a->parameters(), pb = t.b->parameters();
+        for (size_t i = 0; i < pa.size(); ++i)
+            if (pa[i].grad().defined()) EXPECT_TRUE(torch::equal(pa[i].grad(), pb[i].grad())) << i;
+    }
+}
+
+namespace {
+
+struct LossRecorder : TrainingObserver {
+    std::vector<StepMetrics> steps;
+    std::vector<ProbeStats> probes;
+    std::vector<std::string> order;  // kinds of the calls, in order
+    void onStep(const StepMetrics& m) override {
+        steps.push_back(m);
+        order.push_back("step " + std::to_string(m.step));
+    }
+    void onProbes(int64_t step, const std::vector<ProbeStats>& s,
+                  const std::vector<LogitHistogram>&) override {
+        probes.insert(probes.end(), s.begin(), s.end());
+        order.push_back("probes " + std::to_string(step));
+    }
+    void onEvent(const EventRecord& e) override {
+        order.push_back("event " + std::to_string(e.step));
+    }
+    void onSpike(const Spike& s) override { order.push_back("spike " + std::to_string(s.step)); }
+};
+
+// The loop the trainer ran before DeviceAdamW: LibTorch's AdamW, clip_grad_norm_, .item().
+std::vector<double> referenceLossCurve(const RunConfig& c) {
+    torch::set_num_threads(static_cast<int>(c.run.threads));  // as the trainer does: BLAS
+                                                              // rounding depends on it
+    ByteDataLoader data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(),
+                        static_cast<uint64_t>(c.run.seed));
+    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+    Transformer model(c);
+    auto opt = libtorchAdamW(
+        {{model->decayedParameters(), c.optim.weightDecay}, {model->undecayedParameters(), 0.0}},
+        c);
+    const auto params = model->parameters();
+    std::vector<double> losses;
+    for (int64_t step = 0; step < c.schedule.steps; ++step) {
+        const auto s = settingsAt(c, step);
+        setLr(opt, s.lr);
+        auto batch = data.trainBatch(c.data.batchSize, s.seqLen);
+        auto result = model->forward(batch.x, batch.y, plainSwitches(c), nullptr);
+        for (auto p : params) p.mutable_grad() = torch::Tensor();
+        result.loss.backward();
+        torch::nn::utils::clip_grad_norm_(params, c.optim.gradClip);
+        losses.push_back(result.loss.item<double>());
+        opt.step();
+    }
+    return losses;
+}
+
+LossRecorder trainWith(RunConfig c, const std::string& readback) {
+    c.run.readback = readback;
+    Trainer t(c);
+    LossRecorder r;
+    EXPECT_EQ(t.run(r).status, RunStatus::Finished);
+    return r;
+}
+
+}  // namespace
+
+TEST(Trainer, LossCurveMatchesLibTorchAdamWOverHundredSteps) {
+    const RunConfig c = smallConfig(100);
+    const auto reference = referenceLossCurve(c);
+    for (const std::string mode : {"every_step", "deferred"}) {
+        const auto run = trainWith(c, mode);
+        ASSERT_EQ(run.steps.size(), reference.size()) << mode;
+        double worst = 0;
+        for (size_t i = 0; i < reference.size(); ++i)
+            worst = std::max(worst, std::fabs(run.steps[i].loss - reference[i]));
+        EXPECT_LE(worst, 1e-4) << mode;
+        EXPECT_EQ(worst, 0.0) << mode << ": the same operations in the same order";
+        EXPECT_LT(reference.back(), reference.front() - 0.5);  // it learned: not a flat curve
+    }
+}
+
+TEST(Trainer, DeferredReadbackReportsExactlyWhatEveryStepReadbackReports) {
+    RunConfig c = smallConfig(60);
+    c.run.fusedAttention = true;
+    c.probes.every = 7;
+    c.eval.every = 25;
+    c.events.push_back(Event{20, "lr_multiplier", {{"factor", 3.0}}});
+    const auto a = trainWith(c, "every_step");
+    const auto b = trainWith(c, "deferred");
+    EXPECT_EQ(a.order, b.order);
+    ASSERT_EQ(a.steps.size(), b.steps.size());
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+        EXPECT_EQ(a.steps[i].loss, b.steps[i].loss) << i;
+        EXPECT_EQ(a.steps[i].gradNorm, b.steps[i].gradNorm) << i;
+        EXPECT_EQ(a.steps[i].valLoss, b.steps[i].valLoss) << i;
+        EXPECT_GT(b.steps[i].tokensPerSec, 0) << i;
+    }
+    ASSERT_EQ(a.probes.size(), b.probes.size());
+    for (size_t i = 0; i < a.probes.size(); ++i)
+        EXPECT_EQ(a.probes[i].logitMaxRaw, b.probes[i].logitMaxRaw);
+}
+
+TEST(Trainer, DeferredReadbackStopsAtTheFirstNonFiniteStep) {
+    RunConfig c = smallConfig(40);
+    c.optim.lr = 1e30;  // diverges within a few steps
+    c.schedule.warmupSteps = 0;
+    c.optim.gradClip = 0;
+    std::vector<RunOutcome> outcomes;
+    std::vector<size_t> reported;
+    for (const std::string mode : {"every_step", "deferred"}) {
+        c.run.readback = mode;
+        Trainer t(c);
+        LossRecorder r;
+        outcomes.push_back(t.run(r));
+        reported.push_back(r.steps.size());
+        ASSERT_FALSE(r.steps.empty());
+        EXPECT_FALSE(std::isfinite(r.steps.back().loss) && std::isfinite(r.steps.back().gradNorm));
+    }
+    EXPECT_EQ(outcomes[0].status, RunStatus::Diverged);
+    EXPECT_EQ(outcomes[1].status, RunStatus::Diverged);
+    EXPECT_EQ(outcomes[0].stepsDone, outcomes[1].stepsDone);
+    EXPECT_EQ(outcomes[0].message, outcomes[1].message);
+    EXPECT_EQ(reported[0], reported[1]);  // nothing reported past the diverged step
+}
+
+TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
+    // Checkpoints saved before DeviceAdamW hold LibTorch's AdamW state under "optimizer".
+    RunConfig c = smallConfig(20);
+    const auto reference = referenceLossCurve(c);  // 20 uninterrupted steps
+
+    ByteDataLoader data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(),
+                        static_cast<uint64_t>(c.run.seed));
+    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+    Transformer model(c);
+    auto opt = libtorchAdamW(
+        {{model->decayedParameters(), c.optim.weightDecay}, {model->undecayedParameters(), 0.0}},
+        c);
+    const auto params = model->parameters();
+    for (int64_t step = 0; step < 10; ++step) {
+        setLr(opt, settingsAt(c, step).lr);
+        auto batch = data.trainBatch(c.data.batchSize, c.model.seqLen);
+        for (auto p : params) p.mutable_grad() = torch::Tensor();
+        model->forward(batch.x, batch.y, plainSwitches(c), nullptr).loss.backward();
+        torch::nn::utils::clip_grad_norm_(params, c.optim.gradClip);
+        opt.step();
+    }
+    auto bytes = [](const std::string& s) {
+        return torch::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())},
+                                torch::kUInt8)
+            .clone();
+    };
+    const std::string path = testing::TempDir() + "/legacy-step-10.pt";
+    torch::serialize::OutputArchive archive, optArchive;
+    model->save(archive);
+    opt.save(optArchive);
+    archive.write("optimizer", optArchive);
+    archive.write("next_step", torch::tensor(int64_t{10}));
+    archive.write("sampler_state", bytes(data.rngState()));
+    archive.write("config_json", bytes(configToJson(c).dump()));
+    archive.save_to(path);
+
+    TrainerOptions options;
+    options.resumeFrom = path;
+    Trainer resumed(c, options);
+    EXPECT_EQ(resumed.startStep(), 10);
+    LossRecorder r;
+    EXPECT_EQ(resumed.run(r).status, RunStatus::Finished);
+    ASSERT_EQ(r.steps.size(), 10u);
+    for (size_t i = 0; i < r.steps.size(); ++i)
+        EXPECT_NEAR(r.steps[i].loss, reference[10 + i], 1e-5 * reference[10 + i])
+            << "step " << 10 + i;
+    std::remove(path.c_str());
+}
