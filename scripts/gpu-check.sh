@@ -2,7 +2,9 @@
 # GPU checks and benchmarks for qklab (issue: "Train on the GPU").
 #
 # On a machine with an NVIDIA GPU and PyTorch 2.x: builds core + qklab-cli + the bench tools
-# against PyTorch's LibTorch (-DQKLAB_GUI=OFF), then
+# + tests/gpu_test against that machine's own PyTorch (-DQKLAB_TORCH=its python3,
+# -DQKLAB_GUI=OFF), then
+#   0. the GPU-only GoogleTest suite (tests/gpu_test.cpp; needs the libgtest-dev .deb);
 #   1. fp32, same seed, 50 steps on CPU and GPU: loss curves and probes must agree;
 #   2. bf16 blow-up preset: the raw max logit still blows up without QK-norm, stays bounded
 #      with it; bf16-vs-fp32 logit relative error with and without QK-norm;
@@ -15,7 +17,7 @@
 #
 # usage: scripts/gpu-check.sh [--debs DIR] [--out DIR] [--cpu]
 #   --cpu   run the same checks on the CPU at small sizes (tests this script without a GPU;
-#           uses the system LibTorch when PyTorch's is absent)
+#           uses scripts/setup.sh's venv when python3 has no torch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 debs=.debs out=gpu-check-out cpu=0
@@ -30,9 +32,13 @@ done
 mkdir -p "$out"
 log() { echo "[gpu-check] $*" >&2; }
 
-python=python3
-prefix=$($python -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
-if [ -z "$prefix" ] && [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; prefix=$($python -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true); fi
+# The first Python that imports torch: the GPU machine's own, else the venv's.
+python="" prefix=""
+for p in "${QKLAB_PYTHON:-}" python3 /usr/bin/python3 "${QKLAB_VENV:-$HOME/.local/share/qklab/venv}/bin/python"; do
+  [ -n "$p" ] && command -v "$p" >/dev/null 2>&1 || continue
+  prefix=$("$p" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+  if [ -n "$prefix" ]; then python=$(command -v "$p"); break; fi
+done
 if [ $cpu = 0 ]; then
   [ -n "$prefix" ] || { echo "gpu-check.sh: PyTorch not found (python3 -c 'import torch')" >&2; exit 2; }
   $python -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
@@ -56,13 +62,21 @@ if compgen -G "$debs/*.deb" >/dev/null; then
     log "warning: no libsqlite3.so.0 found; add libsqlite3-0 to $debs"
 fi
 
+[ -n "$python" ] || { echo "gpu-check.sh: no Python with torch found (python3 -c 'import torch')" >&2; exit 2; }
 build=build-gpu
 [ $cpu = 1 ] && build=build-gpucheck-cpu
-log "configuring $build against ${prefix:-system LibTorch}"
-cmake -S . -B "$build" -DQKLAB_GUI=OFF -DQKLAB_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="${prefix}${extra_prefix:+;$extra_prefix}" >"$out/cmake.log" 2>&1 ||
+# The GPU tests need GoogleTest (the libgtest-dev .deb); without it the rest still runs.
+tests=OFF targets="qklab-cli bench_train precision_check"
+if [ -n "$extra_prefix" ] && compgen -G "$extra_prefix/lib/*/cmake/GTest" >/dev/null ||
+   [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; then
+  tests=ON targets="$targets gpu_test"
+fi
+log "configuring $build against $python ($prefix), tests $tests"
+cmake -S . -B "$build" -DQKLAB_GUI=OFF -DQKLAB_TESTS=$tests -DCMAKE_BUILD_TYPE=Release \
+  -DQKLAB_TORCH="$python" ${extra_prefix:+-DCMAKE_PREFIX_PATH="$extra_prefix"} >"$out/cmake.log" 2>&1 ||
   { tail -30 "$out/cmake.log" >&2; exit 1; }
-cmake --build "$build" -j"$(nproc)" --target qklab-cli bench_train precision_check >"$out/build.log" 2>&1 ||
+# shellcheck disable=SC2086
+cmake --build "$build" -j"$(nproc)" --target $targets >"$out/build.log" 2>&1 ||
   { grep -E "error|Error" "$out/build.log" | head -30 >&2; exit 1; }
 cli=$build/app/cli/qklab-cli bench=$build/tests/bench/bench_train prec=$build/tests/bench/precision_check
 db=$out/gpu-check.db
@@ -71,6 +85,24 @@ rm -f "$db"*
 results=$out/results.jsonl
 : >"$results"
 record() { echo "$1" >>"$results"; }
+
+# 0. The GPU-only GoogleTest suite (every test skips, saying why, without a GPU).
+if [ $tests = ON ]; then
+  log "check 0: tests/gpu_test"
+  "$build/tests/gpu_test" --gtest_output=json:"$out/gpu_test.json" >"$out/gpu_test.log" 2>&1 || true
+  record "$($python - "$out/gpu_test.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cases = [t for s in r["testsuites"] for t in s["testsuite"]]
+failed = [t["name"] for t in cases if t.get("failures")]
+skipped = [t["name"] for t in cases if t.get("result") == "SKIPPED"]
+print(json.dumps({"check": "gpu_test", "tests": len(cases), "failed": ",".join(failed) or "none",
+                  "skipped": len(skipped), "pass": not failed}))
+PY
+)"
+else
+  log "check 0 skipped: no GoogleTest (add libgtest-dev to $debs)"
+fi
 
 # 1. CPU vs GPU, fp32, same seed, 50 steps.
 small=(--set schedule.steps=50 --set probes.every=10 --set eval.every=0 --set run.seed=7)
@@ -115,6 +147,8 @@ for cfg in $configs; do
     [ $cfg = 300m ] && [ $pe = 10 ] && pe=50
     record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every $pe --set run.device=$device --set run.dtype=$dtype)"
   done
+  # The explicit attention path on every step, against the fused kernel above.
+  record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every 0 --set run.device=$device --set run.dtype=$dtype --set run.fused_attention=false)"
   record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every 10 --device $device --dtype $dtype)"
   if [ $cpu = 0 ]; then
     record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every 10 --device $device --dtype $dtype --compile || echo '{"impl":"python-compile","error":"torch.compile failed"}')"
@@ -128,14 +162,14 @@ print("\n## qklab GPU check\n")
 for r in rows:
     if r.get("check"):
         print("- " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
-print("\n| config | impl | probes every | tokens/s | steps/s | model TFLOP/s | matmul TFLOP/s | MFU | peak mem GB |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("\n| config | impl | attention | probes every | tokens/s | steps/s | model TFLOP/s | matmul TFLOP/s | MFU | peak mem GB |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if "steps_per_s" not in r:
         continue
     mm = r.get("matmul_gflops")
     g = r.get("model_gflops", 0)
     mfu = f"{100 * g / mm:.0f}%" if mm else "-"
-    print(f"| {r['config']} | {r['impl']} | {r.get('probes_every')} | {r['tokens_per_s']:.0f} | {r['steps_per_s']:.2f} | "
+    print(f"| {r['config']} | {r['impl']} | {r.get('attention', '-')} | {r.get('probes_every')} | {r['tokens_per_s']:.0f} | {r['steps_per_s']:.2f} | "
           f"{g / 1e3:.2f} | {mm / 1e3 if mm else float('nan'):.1f} | {mfu} | {r.get('peak_mem_gb', '-')} |")
 PY

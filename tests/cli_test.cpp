@@ -171,3 +171,42 @@ TEST_F(CliTest, SigkillMidRunKeepsCommittedRowsAndShowsInterrupted) {
     EXPECT_EQ(runs[0]["status"], "interrupted");
     EXPECT_GE(runs[0]["steps_done"].get<int64_t>(), committed);
 }
+
+TEST_F(CliTest, CheckBlasNamesTheBlasAndTheCudaBackend) {
+    const Result r = cli("check-blas");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("matmul: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("blas: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cuda: "), std::string::npos) << r.out;
+    // QKLAB_CUDA=off keeps LibTorch's CUDA half out of the process: a CUDA run is refused with
+    // the reason, before anything is stored.
+    const Result refused = [&] {
+        setenv("QKLAB_CUDA", "off", 1);
+        Result x = cli("run " + m_preset + " --db " + m_db + " --set run.device=cuda");
+        unsetenv("QKLAB_CUDA");
+        return x;
+    }();
+    EXPECT_EQ(refused.status, 2);
+    EXPECT_NE(refused.err.find("run.device = cuda"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("QKLAB_CUDA=off"), std::string::npos) << refused.err;
+    EXPECT_FALSE(fs::exists(m_db) && qklab::RunStore(m_db).listRuns().size() > 0);
+}
+
+TEST_F(CliTest, CudaHalfLoadsWhenAskedAndCpuTrainingIsUnchanged) {
+    if (!QKLAB_TORCH_HAS_CUDA) GTEST_SKIP() << "this LibTorch has no CUDA half to load";
+    // By default a machine without an NVIDIA driver never loads libtorch_cuda; QKLAB_CUDA=on
+    // loads it anyway (what a GPU machine does), which must not change a CPU run.
+    const Result plain = cli("run " + m_preset + " --db " + m_db + " --name plain");
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    setenv("QKLAB_CUDA", "on", 1);
+    const Result check = cli("check-blas");
+    const Result loaded = cli("run " + m_preset + " --db " + m_db + " --name loaded");
+    unsetenv("QKLAB_CUDA");
+    EXPECT_NE(check.out.find("cuda: loaded from"), std::string::npos) << check.out << check.err;
+    ASSERT_EQ(loaded.status, 0) << loaded.err;
+    qklab::RunStore store(m_db);
+    const auto a = store.stepMetrics(store.findRun("plain").id);
+    const auto b = store.stepMetrics(store.findRun("loaded").id);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].loss, b[i].loss) << i;
+}

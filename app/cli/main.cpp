@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     exportCmd->add_option("--output,-o", output, "file to write (default: standard output)");
     exportCmd->add_option("--db", dbPath, "run database");
 
-    auto* blas = app.add_subcommand("check-blas", "measure matmul speed and warn about a slow BLAS");
+    auto* blas = app.add_subcommand("check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
     bool markdown = false;
     auto* keys = app.add_subcommand("keys", "every config key with its default and meaning");
     keys->add_flag("--markdown", markdown, "as a Markdown table");
@@ -192,8 +192,10 @@ int main(int argc, char** argv) {
         }
         if (*blas) {
             const BlasCheck r = checkBlasSpeed();
-            std::printf("matmul: %.1f GFLOP/s%s on %d threads\nblas: %s\n", r.gflops,
-                        r.slow ? " (slow)" : "", r.threads, r.blas.c_str());
+            const CudaBackend cuda = cudaBackend();
+            std::printf("matmul: %.1f GFLOP/s%s on %d thread%s\nblas: %s\ncuda: %s, %d GPU(s)\n",
+                        r.gflops, r.slow ? " (slow)" : "", r.threads, r.threads == 1 ? "" : "s",
+                        r.blas.c_str(), cuda.detail.c_str(), cuda.devices);
             if (!r.message.empty()) std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
             return 0;
         }

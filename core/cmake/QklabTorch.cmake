@@ -4,9 +4,9 @@
 #                          scripts/setup.sh makes: ${QKLAB_VENV} or
 #                          ~/.local/share/qklab/venv. CPU and CUDA in one build.
 #   -DQKLAB_TORCH=debian   Debian's libtorch-dev 1.13 (CPU only; the offline fallback).
-#   -DQKLAB_TORCH=/path    a libtorch folder, a CMake prefix (torch.utils.cmake_prefix_path)
-#                          or a Python environment with torch (scripts/gpu-check.sh passes the
-#                          GPU machine's own torch).
+#   -DQKLAB_TORCH=/path    a libtorch folder, a CMake prefix (torch.utils.cmake_prefix_path),
+#                          a Python environment with torch, or a Python interpreter that imports
+#                          torch (scripts/gpu-check.sh passes the GPU machine's own python3).
 #
 # Sets QKLAB_TORCH_LIBRARY_DIRS (folders binaries get as RPATH, so that qklab and qklab-cli
 # run without LD_LIBRARY_PATH), QKLAB_TORCH_HAS_CUDA and QKLAB_TORCH_VERSION.
@@ -78,6 +78,8 @@ else()
   set(_p "${QKLAB_TORCH}")
   if(EXISTS "${_p}/bin/python")  # a Python environment
     _qklab_torch_from_python("${_p}/bin/python" _p QKLAB_TORCH_LIBRARY_DIRS)
+  elseif(NOT IS_DIRECTORY "${_p}" AND EXISTS "${_p}")  # a Python interpreter
+    _qklab_torch_from_python("${_p}" _p QKLAB_TORCH_LIBRARY_DIRS)
   endif()
   if(EXISTS "${_p}/share/cmake/Torch")  # a libtorch folder
     set(_p "${_p}/share/cmake")
@@ -148,3 +150,37 @@ set(CMAKE_INSTALL_RPATH_USE_LINK_PATH OFF)
 message(STATUS "qklab: LibTorch ${QKLAB_TORCH_VERSION} (QKLAB_TORCH=${QKLAB_TORCH}) from "
                "${_torch_libdir}; CUDA ${QKLAB_TORCH_HAS_CUDA}; C++11 ABI "
                "${QKLAB_TORCH_CXX11_ABI}")
+
+# qklab_torch: what the engine and its white-box tests compile and link against.
+#
+# With a CUDA LibTorch, only the CPU half (libtorch_cpu, libc10) is linked. Its CUDA half
+# (libtorch_cuda with cuBLAS, cuDNN, NCCL...) costs a CPU-only process about 210 MB of resident
+# memory for its static data alone, so core/src/cuda_backend.cpp loads it at start-up only on
+# machines with an NVIDIA driver (QKLAB_CUDA=on|off overrides). qklab_torch_full links the
+# whole LibTorch, CUDA included, for the tools that call CUDA APIs directly (bench_train's
+# allocator statistics): the CUDA half and the toolkit's runtime still link in every build.
+add_library(qklab_torch INTERFACE)
+add_library(qklab_torch_full INTERFACE)
+target_compile_options(qklab_torch INTERFACE ${TORCH_CXX_FLAGS})
+target_compile_options(qklab_torch_full INTERFACE ${TORCH_CXX_FLAGS})
+target_link_libraries(qklab_torch_full INTERFACE ${TORCH_LIBRARIES})
+if(TARGET torch_cpu_library AND TARGET torch_cuda)
+  target_link_libraries(qklab_torch INTERFACE torch_cpu_library c10)
+  target_include_directories(qklab_torch INTERFACE ${TORCH_INCLUDE_DIRS})
+  get_target_property(_features torch INTERFACE_COMPILE_FEATURES)
+  if(_features)
+    target_compile_features(qklab_torch INTERFACE ${_features})
+  endif()
+  get_target_property(_cuda_lib torch_cuda IMPORTED_LOCATION_RELEASE)
+  if(NOT _cuda_lib)
+    get_target_property(_cuda_lib torch_cuda IMPORTED_LOCATION)
+  endif()
+  if(NOT _cuda_lib)
+    set(_cuda_lib "${_torch_libdir}/libtorch_cuda.so")
+  endif()
+  target_compile_definitions(qklab_torch INTERFACE QKLAB_TORCH_CUDA_LIBRARY="${_cuda_lib}")
+  message(STATUS "qklab: libtorch_cuda loaded at run time where an NVIDIA driver is present "
+                 "(${_cuda_lib})")
+else()
+  target_link_libraries(qklab_torch INTERFACE ${TORCH_LIBRARIES})
+endif()

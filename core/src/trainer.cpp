@@ -423,10 +423,12 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
                      [](const Event& a, const Event& b) { return a.step < b.step; });
     d.options = std::move(options);
     if (config.run.device == "cuda") {
-        if (!torch::cuda::is_available())
+        if (!torch::cuda::is_available()) {
+            const CudaBackend b = cudaBackend();
             throw Error(ErrorCode::Unsupported,
-                        "run.device = cuda, but this LibTorch has no CUDA or no GPU is visible "
-                        "(use run.device = cpu)");
+                        "run.device = cuda, but no GPU can be used: CUDA backend " + b.detail +
+                            (b.loaded ? ", no GPU visible" : "") + " (use run.device = cpu)");
+        }
         d.device = torch::Device(torch::kCUDA, 0);
     }
     d.bf16 = config.run.dtype == "bf16";

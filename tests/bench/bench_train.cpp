@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
     r["matmul_gflops"] = matmulGflops(c);
     r["device"] = c.run.device;
     r["dtype"] = c.run.dtype;
+    r["attention"] = c.run.fusedAttention ? "fused" : "explicit";
     if (c.run.device == "cuda")
         r["peak_mem_gb"] = static_cast<double>(cudaPeakMemoryBytes()) / 1e9;
     r["torch"] = torchVersion();

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The Python peer of qklab's engine for scripts/bench.sh: the same model, optimizer, schedule
-and probes written in PyTorch (Debian's python3-torch, same LibTorch version), so the C++
-engine's speed can be compared side by side in one run.
+and probes written in PyTorch (the torch 2.15 wheel in scripts/setup.sh's venv, the LibTorch
+the engine links), so the C++ engine's speed can be compared side by side in one run.
 
 Model: byte embeddings, pre-RMSNorm blocks with a fused q/k/v projection, optional RMS QK-norm,
-RoPE (rotate-half), explicit scale, additive causal mask, softmax, GELU MLP (4x), final RMSNorm,
+RoPE (rotate-half), explicit scale, additive causal mask, softmax (or, like the engine, the fused
+F.scaled_dot_product_attention on steps that need no logits: no probe, no softcap), GELU MLP (4x), final RMSNorm,
 LM head, cross-entropy. AdamW (0.9, 0.95), decay 0.1 on matrices, grad clip 1.0, warmup+cosine.
 Probes every N steps: per layer and head the raw/capped logit max, p99 (kthvalue), mean, q/k
 norm p90 (effective and raw), entropy, share at cap, histc histogram with under/overflow.
@@ -59,9 +60,9 @@ def rope(x, cos, sin):
 
 
 class Attention(nn.Module):
-    def __init__(self, d, h, qk_norm, softcap):
+    def __init__(self, d, h, qk_norm, softcap, fused):
         super().__init__()
-        self.h, self.dh, self.qk_norm, self.softcap = h, d // h, qk_norm, softcap
+        self.h, self.dh, self.qk_norm, self.softcap, self.fused = h, d // h, qk_norm, softcap, fused
         self.qkv = nn.Linear(d, 3 * d, bias=False)
         self.proj = nn.Linear(d, d, bias=False)
 
@@ -73,6 +74,9 @@ class Attention(nn.Module):
             q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + 1e-6)
             k = k * torch.rsqrt(k.pow(2).mean(-1, keepdim=True) + 1e-6)
         q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if self.fused and capture is None and self.softcap <= 0:
+            y = F.scaled_dot_product_attention(q * (1.0 / math.sqrt(self.dh)), k, v, is_causal=True, scale=1.0)
+            return self.proj(y.transpose(1, 2).reshape(B, T, C))
         raw = (q * (1.0 / math.sqrt(self.dh))) @ k.transpose(-2, -1)  # (B,H,T,T)
         capped = torch.tanh(raw / self.softcap) * self.softcap if self.softcap > 0 else raw
         probs = torch.softmax(capped + mask, dim=-1)
@@ -84,9 +88,9 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d, h, qk_norm, softcap):
+    def __init__(self, d, h, qk_norm, softcap, fused):
         super().__init__()
-        self.attn = Attention(d, h, qk_norm, softcap)
+        self.attn = Attention(d, h, qk_norm, softcap, fused)
         self.norm1 = nn.Parameter(torch.ones(d))
         self.norm2 = nn.Parameter(torch.ones(d))
         self.fc = nn.Linear(d, 4 * d, bias=False)
@@ -98,10 +102,10 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, d_model, n_layers, n_heads, seq_len, qk_norm=False, softcap=0.0, **_):
+    def __init__(self, d_model, n_layers, n_heads, seq_len, qk_norm=False, softcap=0.0, fused=True, **_):
         super().__init__()
         self.tokens = nn.Embedding(256, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, qk_norm, softcap) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, qk_norm, softcap, fused) for _ in range(n_layers))
         self.final_norm = nn.Parameter(torch.ones(d_model))
         self.head = nn.Linear(d_model, 256, bias=False)
         dh = d_model // n_heads
@@ -170,13 +174,15 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2.x)")
+    ap.add_argument("--explicit", action="store_true",
+                    help="explicit attention on every step (default: fused where no logits are needed)")
     args = ap.parse_args()
     dev = args.device
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     cfg = CONFIGS[args.config]
     torch.manual_seed(1337)
-    model = Transformer(**cfg).to(dev)
+    model = Transformer(**cfg, fused=not args.explicit).to(dev)
     step_model = torch.compile(model) if args.compile else model
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -220,6 +226,7 @@ def main():
     flops_per_token = 6.0 * (12 * L * d * d + 256 * d) + 12.0 * L * T * d
     print(json.dumps(dict(impl="python-compile" if args.compile else "python", config=args.config, params=sum(p.numel() for p in model.parameters()),
                           threads=torch.get_num_threads(), probes_every=args.probes_every, steps_per_s=sps,
+                          attention="explicit" if args.explicit else "fused",
                           tokens_per_s=sps * B * T, model_gflops=sps * B * T * flops_per_token / 1e9,
                           torch=torch.__version__, final_loss=loss_value, device=dev, dtype=args.dtype,
                           matmul_gflops=matmul_gflops(dev, torch.bfloat16 if args.dtype == "bf16" else torch.float32),

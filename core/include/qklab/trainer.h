@@ -79,6 +79,15 @@ std::string torchVersion();
 std::string appVersion();                    // version + git hash
 bool cudaAvailable();
 
+// LibTorch's CUDA half: loaded at start-up only where an NVIDIA driver is installed, so CPU
+// runs do not carry it (QKLAB_CUDA=on|off overrides; core/src/cuda_backend.cpp).
+struct CudaBackend {
+    bool loaded = false;
+    int devices = 0;                         // GPUs visible once loaded
+    std::string detail;                      // e.g. "not loaded: no NVIDIA driver ..."
+};
+CudaBackend cudaBackend();
+
 // A quick matmul to tell a fast BLAS from the reference one (Debian without
 // libopenblas0-openmp trains ~20x slower). Returns GFLOP/s and a warning when slow.
 struct BlasCheck {
