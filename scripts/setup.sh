@@ -76,7 +76,7 @@ install_torch() {
   log=$(mktemp)
   # pip names every file it downloads with its size; the sum goes last.
   "$venv/bin/python" -m pip install --progress-bar off -r "$requirements" 2>&1 | tee "$log" |
-    grep -E '^ *Downloading|^Successfully installed|ERROR' || true
+    grep --line-buffered -E '^ *Downloading|^Successfully installed|ERROR' || true
   if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
     echo "setup: installing torch failed; pip's output is in $log" >&2
     exit 1

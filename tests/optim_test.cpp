@@ -224,29 +224,45 @@ struct LossRecorder : TrainingObserver {
 };
 
 // The loop the trainer ran before DeviceAdamW: LibTorch's AdamW, clip_grad_norm_, .item().
-std::vector<double> referenceLossCurve(const RunConfig& c) {
-    torch::set_num_threads(static_cast<int>(c.run.threads));  // as the trainer does: BLAS
-                                                              // rounding depends on it
-    ByteDataLoader data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(),
-                        static_cast<uint64_t>(c.run.seed));
-    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-    Transformer model(c);
-    auto opt = libtorchAdamW(
-        {{model->decayedParameters(), c.optim.weightDecay}, {model->undecayedParameters(), 0.0}},
-        c);
-    const auto params = model->parameters();
-    std::vector<double> losses;
-    for (int64_t step = 0; step < c.schedule.steps; ++step) {
+struct ReferenceLoop {
+    RunConfig c;
+    ByteDataLoader data;
+    Transformer model{nullptr};
+    std::unique_ptr<torch::optim::AdamW> opt;
+    std::vector<torch::Tensor> params;
+
+    explicit ReferenceLoop(const RunConfig& config)
+        : c(config),
+          data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(),
+               static_cast<uint64_t>(c.run.seed)) {
+        // As the trainer does, in its order: BLAS rounding depends on the thread count.
+        torch::set_num_threads(static_cast<int>(c.run.threads));
+        torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+        model = Transformer(c);
+        opt = std::make_unique<torch::optim::AdamW>(
+            libtorchAdamW({{model->decayedParameters(), c.optim.weightDecay},
+                           {model->undecayedParameters(), 0.0}},
+                          c));
+        params = model->parameters();
+    }
+    double step(int64_t step) {
         const auto s = settingsAt(c, step);
-        setLr(opt, s.lr);
+        setLr(*opt, s.lr);
         auto batch = data.trainBatch(c.data.batchSize, s.seqLen);
         auto result = model->forward(batch.x, batch.y, plainSwitches(c), nullptr);
         for (auto p : params) p.mutable_grad() = torch::Tensor();
         result.loss.backward();
         torch::nn::utils::clip_grad_norm_(params, c.optim.gradClip);
-        losses.push_back(result.loss.item<double>());
-        opt.step();
+        const double loss = result.loss.item<double>();
+        opt->step();
+        return loss;
     }
+};
+
+std::vector<double> referenceLossCurve(const RunConfig& c) {
+    ReferenceLoop loop(c);
+    std::vector<double> losses;
+    for (int64_t step = 0; step < c.schedule.steps; ++step) losses.push_back(loop.step(step));
     return losses;
 }
 
@@ -324,22 +340,8 @@ TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
     RunConfig c = smallConfig(20);
     const auto reference = referenceLossCurve(c);  // 20 uninterrupted steps
 
-    ByteDataLoader data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(),
-                        static_cast<uint64_t>(c.run.seed));
-    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-    Transformer model(c);
-    auto opt = libtorchAdamW(
-        {{model->decayedParameters(), c.optim.weightDecay}, {model->undecayedParameters(), 0.0}},
-        c);
-    const auto params = model->parameters();
-    for (int64_t step = 0; step < 10; ++step) {
-        setLr(opt, settingsAt(c, step).lr);
-        auto batch = data.trainBatch(c.data.batchSize, c.model.seqLen);
-        for (auto p : params) p.mutable_grad() = torch::Tensor();
-        model->forward(batch.x, batch.y, plainSwitches(c), nullptr).loss.backward();
-        torch::nn::utils::clip_grad_norm_(params, c.optim.gradClip);
-        opt.step();
-    }
+    ReferenceLoop loop(c);
+    for (int64_t step = 0; step < 10; ++step) loop.step(step);
     auto bytes = [](const std::string& s) {
         return torch::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())},
                                 torch::kUInt8)
@@ -347,11 +349,11 @@ TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
     };
     const std::string path = testing::TempDir() + "/legacy-step-10.pt";
     torch::serialize::OutputArchive archive, optArchive;
-    model->save(archive);
-    opt.save(optArchive);
+    loop.model->save(archive);
+    loop.opt->save(optArchive);
     archive.write("optimizer", optArchive);
     archive.write("next_step", torch::tensor(int64_t{10}));
-    archive.write("sampler_state", bytes(data.rngState()));
+    archive.write("sampler_state", bytes(loop.data.rngState()));
     archive.write("config_json", bytes(configToJson(c).dump()));
     archive.save_to(path);
 
