@@ -327,6 +327,8 @@ TEST(Trainer, DeferredReadbackStopsAtTheFirstNonFiniteStep) {
         reported.push_back(r.steps.size());
         ASSERT_FALSE(r.steps.empty());
         EXPECT_FALSE(std::isfinite(r.steps.back().loss) && std::isfinite(r.steps.back().gradNorm));
+        for (const auto& m : r.steps)
+            EXPECT_TRUE(std::isfinite(m.tokensPerSec)) << mode << " " << m.step;
     }
     EXPECT_EQ(outcomes[0].status, RunStatus::Diverged);
     EXPECT_EQ(outcomes[1].status, RunStatus::Diverged);

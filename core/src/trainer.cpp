@@ -76,7 +76,7 @@ std::string tensorString(const torch::Tensor& t) {
 struct PendingStep {
     StepMetrics metrics;           // loss and gradNorm are filled in at readback
     torch::Tensor loss, gradNorm;  // 0-dim, on the device
-    double hostSeconds = 0;        // host time spent on this step
+    double hostSeconds = 0;        // host time of the step, forward to optimizer update
     bool qkNormActive = false;
     std::vector<EventRecord> events;
     bool probed = false;
@@ -280,7 +280,6 @@ std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
 // Forward, backward, clip, probes and the AdamW update of one step, with no host readback
 // except where the configuration asks for one (probes, validation, every-step readback).
 PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s) {
-    const auto t0 = Clock::now();
     PendingStep p;
     auto sw = switchesFor(s);
     const bool probing = config.probes.every > 0 && step % config.probes.every == 0;
@@ -324,7 +323,6 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s) {
     m.seqLen = s.seqLen;
     m.attentionPath = sw.fused ? "fused" : "explicit";
     p.qkNormActive = s.qkNorm != "none" && s.alpha > 0;
-    p.hostSeconds = seconds(t0, Clock::now());
     return p;
 }
 
@@ -378,20 +376,18 @@ bool Trainer::Impl::readBack(LoopState& st, TrainingObserver& observer, RunOutco
     }
     const auto values = torch::cat(scalars).cpu();
     const double* v = values.data_ptr<double>();
-    // Steps between readbacks share the wall time evenly (the device runs them back to back).
-    const double wall = seconds(st.lastReadback, Clock::now());
-    double hostSum = 0;
-    for (const auto& p : st.pending) hostSum += p.hostSeconds;
-    const double perStep =
-        std::max(deferredReadback ? wall : hostSum, 1e-9) / static_cast<double>(st.pending.size());
+    // Deferred steps share the wall time since the last readback evenly (the device ran them
+    // back to back); an every-step readback times its one step on the host.
+    const double wallPerStep = std::max(seconds(st.lastReadback, Clock::now()), 1e-9) /
+                               static_cast<double>(st.pending.size());
     bool ok = true;
     for (size_t i = 0; i < st.pending.size() && ok; ++i) {
         PendingStep& p = st.pending[i];
         StepMetrics& m = p.metrics;
         m.loss = v[2 * i];
         m.gradNorm = v[2 * i + 1];
-        const double seconds = deferredReadback ? perStep : p.hostSeconds;
-        m.tokensPerSec = static_cast<double>(config.data.batchSize * m.seqLen) / seconds;
+        const double stepSeconds = deferredReadback ? wallPerStep : std::max(p.hostSeconds, 1e-9);
+        m.tokensPerSec = static_cast<double>(config.data.batchSize * m.seqLen) / stepSeconds;
         reportStep(p, st, observer);
         if (!std::isfinite(m.loss) || !std::isfinite(m.gradNorm)) {
             ok = false;
@@ -473,6 +469,7 @@ RunOutcome Trainer::run(TrainingObserver& observer) {
             observer.onFlushPoint();
             return outcome;
         }
+        const auto t0 = Clock::now();
         auto events = d.eventsAt(step);
         const StepSettings s = settingsAt(cfg, step);
         PendingStep p = d.trainStep(step, s);
@@ -481,6 +478,7 @@ RunOutcome Trainer::run(TrainingObserver& observer) {
         // weights of its last good step.
         if (!d.deferredReadback) {
             st.pending.push_back(std::move(p));
+            st.pending.back().hostSeconds = seconds(t0, Clock::now());
             if (!std::isfinite(st.pending.back().loss.item<double>()) ||
                 !std::isfinite(st.pending.back().gradNorm.item<double>())) {
                 d.readBack(st, observer, outcome);
@@ -498,8 +496,10 @@ RunOutcome Trainer::run(TrainingObserver& observer) {
         const bool checkpointStep =
             cfg.run.checkpointEvery > 0 && (step + 1) % cfg.run.checkpointEvery == 0 && !lastStep;
         if (d.deferredReadback) st.pending.push_back(std::move(p));
-        if (evalStep) st.pending.back().metrics.valLoss = d.validationLoss(s);
-        const bool probed = st.pending.back().probed;
+        PendingStep& current = st.pending.back();
+        current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation
+        if (evalStep) current.metrics.valLoss = d.validationLoss(s);
+        const bool probed = current.probed;
         const bool readNow = !d.deferredReadback || probed || evalStep || checkpointStep ||
                              st.pending.size() >= kMaxPendingSteps ||
                              seconds(st.lastReadback, Clock::now()) > kReadbackSeconds;
