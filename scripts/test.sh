@@ -21,7 +21,8 @@ if [ "${QKLAB_TORCH:-pip}" != debian ]; then
   build-debian/app/cli/qklab-cli run '{}' --db "$db" --name fallback --set schedule.steps=12 \
     --set schedule.warmup_steps=2 --set probes.every=4 --set eval.every=0 >"$db.log" 2>&1 ||
     { cat "$db.log" >&2; exit 1; }
-  build-debian/app/cli/qklab-cli show fallback --db "$db" | grep -q '"status": "finished"' ||
+  shown=$(build-debian/app/cli/qklab-cli show fallback --db "$db")
+  grep -q '"status": "finished"' <<<"$shown" ||
     { cat "$db.log" >&2; echo "test: the 1.13 build did not finish its run" >&2; exit 1; }
   echo "test: 1.13 build trains"
   rm -rf "$(dirname "$db")"

@@ -4,9 +4,13 @@
 // clip, every-step or deferred readback) against a plain loop over LibTorch's own optimizer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "data_loader.h"
 #include "device_optim.h"
@@ -130,41 +134,112 @@ TEST(DeviceAdamW, MatchesLibTorchAdamWOverTenSteps) {
     EXPECT_EQ(device.stepCount(0), 10);
 }
 
-TEST(DeviceAdamW, ImportsALibTorchAdamWStateAndContinuesIdentically) {
-    RunConfig c = smallConfig(10);
-    Twins t(c);
-    auto reference = libtorchAdamW(t.groups(t.a), c);
-    auto legacy = libtorchAdamW(t.groups(t.b), c);
-    for (int step = 0; step < 10; ++step) {
-        t.backward(1.0);
-        reference.step();
-        legacy.step();
-        if (step != 4) continue;
-        // Halfway: serialise the legacy optimizer as old checkpoints did, load it into a
-        // fresh LibTorch AdamW, import that into a DeviceAdamW and go on with it.
-        torch::serialize::OutputArchive out;
-        legacy.save(out);
-        std::ostringstream bytes;
-        out.save_to(bytes);
-        std::istringstream in(bytes.str());
-        torch::serialize::InputArchive archive;
-        archive.load_from(in);
-        auto reloaded = libtorchAdamW(t.groups(t.b), c);
-        reloaded.load(archive);
+namespace {
+
+// An archive in the layout LibTorch's optimizer serialisation writes (state/<key>/{step,
+// exp_avg, exp_avg_sq}, param_groups/<g>/params/<i> = key), with each parameter's key
+// spelled by `keyOf`: the parameter's address in decimal as 2.x writes it, in hex as 1.13
+// (c10::guts::to_string of the pointer) wrote it.
+torch::serialize::InputArchive legacyArchive(torch::optim::AdamW& opt,
+                                             const std::function<std::string(const void*)>& keyOf) {
+    torch::serialize::OutputArchive out, states, groups;
+    out.write("pytorch_version", c10::IValue("1.5.0"));
+    groups.write("param_groups/size",
+                 torch::tensor(static_cast<int64_t>(opt.param_groups().size())));
+    for (size_t g = 0; g < opt.param_groups().size(); ++g) {
+        torch::serialize::OutputArchive group;
+        const auto& params = opt.param_groups()[g].params();
+        group.write("params/size", torch::tensor(static_cast<int64_t>(params.size())));
+        for (size_t i = 0; i < params.size(); ++i) {
+            const std::string key = keyOf(params[i].unsafeGetTensorImpl());
+            group.write("params/" + std::to_string(i), c10::IValue(key));
+            auto it = opt.state().find(params[i].unsafeGetTensorImpl());
+            if (it == opt.state().end()) continue;
+            const auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+            torch::serialize::OutputArchive state;
+            state.write("step", c10::IValue(st.step()));
+            state.write("exp_avg", c10::IValue(st.exp_avg()));
+            state.write("exp_avg_sq", c10::IValue(st.exp_avg_sq()));
+            states.write(key, state);
+        }
+        groups.write("param_groups/" + std::to_string(g), group);
+    }
+    out.write("state", states);
+    out.write("param_groups", groups);
+    std::ostringstream bytes;
+    out.save_to(bytes);
+    std::istringstream in(bytes.str());
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    return archive;
+}
+
+torch::serialize::InputArchive savedBy(torch::optim::AdamW& opt) {
+    torch::serialize::OutputArchive out;
+    opt.save(out);
+    std::ostringstream bytes;
+    out.save_to(bytes);
+    std::istringstream in(bytes.str());
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    return archive;
+}
+
+}  // namespace
+
+TEST(DeviceAdamW, ImportsLibTorchAdamWStateOfEitherVersionAndContinuesIdentically) {
+    const std::vector<std::string> spellings = {"this LibTorch's own save", "1.13 hex keys",
+                                                "2.x decimal keys"};
+    for (const auto& spelling : spellings) {
+        RunConfig c = smallConfig(10);
+        c.attention.qkNorm = "rms_affine";  // gains with state next to gains without
+        Twins t(c);
+        auto reference = libtorchAdamW(t.groups(t.a), c);
+        auto legacy = libtorchAdamW(t.groups(t.b), c);
+        for (int step = 0; step < 5; ++step) {
+            t.backward(1.0);
+            reference.step();
+            legacy.step();
+        }
+        // Halfway: the legacy optimizer's state as an old checkpoint holds it, imported into
+        // a DeviceAdamW that carries on.
+        auto archive = spelling == spellings[0] ? savedBy(legacy)
+                       : spelling == spellings[1]
+                           ? legacyArchive(legacy,
+                                           [](const void* p) {
+                                               std::ostringstream os;
+                                               os << p;  // 0x55...
+                                               return os.str();
+                                           })
+                           : legacyArchive(legacy, [](const void* p) {
+                                 return std::to_string(reinterpret_cast<size_t>(p));
+                             });
         DeviceAdamW device(t.groups(t.b), c.optim.betas[0], c.optim.betas[1], c.optim.eps);
-        device.importFrom(reloaded);
+        device.importLibTorchAdamW(archive);
         device.setLr(c.optim.lr);
-        EXPECT_EQ(device.stepCount(0), 5);
-        for (int rest = 5; rest < 10; ++rest) {
+        EXPECT_EQ(device.stepCount(0), 5) << spelling;
+        for (int step = 5; step < 10; ++step) {
             t.backward(1.0);
             reference.step();
             device.step();
         }
-        break;
+        const auto pa = t.a->parameters(), pb = t.b->parameters();
+        for (size_t i = 0; i < pa.size(); ++i)
+            EXPECT_LE(maxRelativeDifference(pb[i], pa[i]), 1e-5) << spelling << " parameter " << i;
     }
-    const auto pa = t.a->parameters(), pb = t.b->parameters();
-    for (size_t i = 0; i < pa.size(); ++i)
-        EXPECT_LE(maxRelativeDifference(pb[i], pa[i]), 1e-5) << i;
+}
+
+TEST(DeviceAdamW, RefusesAnOptimizerStateOfAnotherModel) {
+    RunConfig small = smallConfig(2), wide = smallConfig(2);
+    wide.model.dModel = 96;
+    wide.model.nHeads = 4;
+    Twins a(small), b(wide);
+    auto opt = libtorchAdamW(a.groups(a.a), small);
+    a.backward(1.0);
+    opt.step();
+    auto archive = savedBy(opt);
+    DeviceAdamW device(b.groups(b.a), 0.9, 0.95, 1e-8);
+    EXPECT_THROW(device.importLibTorchAdamW(archive), c10::Error);
 }
 
 TEST(DeviceAdamW, SaveAndLoadRoundTrip) {
@@ -370,4 +445,43 @@ TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
         EXPECT_NEAR(r.steps[i].loss, reference[10 + i], 1e-5 * reference[10 + i])
             << "step " << 10 + i;
     std::remove(path.c_str());
+}
+
+TEST(Trainer, PausingInDeferredReadbackReportsEveryStepAndKeepsThePauseOutOfTokensPerSecond) {
+    RunConfig c = smallConfig(300);
+    c.run.readback = "deferred";
+    Trainer t(c);
+    LossRecorder r;
+    size_t reportedWhenPaused = 0, reportedLater = 0;
+    int64_t pausedAt = -1;
+    double pausedSeconds = 0;
+    std::thread control([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        t.requestPause();
+        while (!t.isPaused()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const auto paused = std::chrono::steady_clock::now();
+        pausedAt = t.currentStep();
+        reportedWhenPaused = r.steps.size();
+        std::this_thread::sleep_for(std::chrono::milliseconds(800));
+        reportedLater = r.steps.size();
+        pausedSeconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - paused).count();
+        t.requestResume();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(t.run(r).status, RunStatus::Finished);
+    const double runSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    control.join();
+    ASSERT_EQ(r.steps.size(), 300u);
+    ASSERT_GT(pausedAt, 0) << "the run ended before the pause";
+    // Paused at the start of a step: every step trained before it has been reported.
+    EXPECT_EQ(reportedWhenPaused, static_cast<size_t>(pausedAt));
+    EXPECT_EQ(reportedLater, reportedWhenPaused);
+    // The time the steps' tokens/s account for leaves the pause out.
+    double stepSeconds = 0;
+    for (const auto& m : r.steps)
+        stepSeconds += static_cast<double>(c.data.batchSize * m.seqLen) / m.tokensPerSec;
+    EXPECT_LT(stepSeconds, runSeconds - 0.5 * pausedSeconds)
+        << "run " << runSeconds << " s, paused " << pausedSeconds << " s";
 }

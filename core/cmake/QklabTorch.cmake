@@ -51,15 +51,39 @@ print(";".join(dirs))
   set(${out_libdirs} "${_libdirs}" PARENT_SCOPE)
 endfunction()
 
+# A CUDA LibTorch's CMake package refuses to load without a CUDA toolkit (nvcc, cudart), even
+# for a consumer that links only its CPU half, as qklab does. Where no toolkit is installed,
+# describe the CPU half from the install folder instead; the CUDA half stays loadable at run
+# time (core/src/cuda_backend.cpp needs only the wheel's libraries and a driver).
+macro(_qklab_describe_cpu_half root)
+  set(TORCH_INCLUDE_DIRS "${root}/include" "${root}/include/torch/csrc/api/include")
+  find_library(QKLAB_TORCH_CPU_LIBRARY torch_cpu PATHS "${root}/lib" NO_DEFAULT_PATH)
+  find_library(QKLAB_C10_LIBRARY c10 PATHS "${root}/lib" NO_DEFAULT_PATH)
+  set(TORCH_LIBRARY "${QKLAB_TORCH_CPU_LIBRARY}")
+  set(TORCH_LIBRARIES "${QKLAB_TORCH_CPU_LIBRARY}" "${QKLAB_C10_LIBRARY}")
+  file(STRINGS "${root}/share/cmake/Torch/TorchConfig.cmake" _flags REGEX "set\\(TORCH_CXX_FLAGS")
+  string(REGEX MATCH "-D_GLIBCXX_USE_CXX11_ABI=[01]" TORCH_CXX_FLAGS "${_flags}")
+  set(QKLAB_TORCH_TOOLKIT OFF)
+  message(STATUS "qklab: no CUDA toolkit found: linking LibTorch's CPU half from ${root} "
+                 "directly (bench_train reports no CUDA memory statistics)")
+endmacro()
+
 # Finds Torch from a CMake prefix (the folder holding Torch/ and Caffe2/). The install root
 # goes first on CMAKE_PREFIX_PATH so that TorchConfig's own find_library calls see its
 # libraries before any system LibTorch (Debian's libtorch-dev may be installed too).
 macro(_qklab_find_torch_at prefix)
   get_filename_component(_qklab_torch_root "${prefix}/../.." ABSOLUTE)
-  list(PREPEND CMAKE_PREFIX_PATH "${_qklab_torch_root}")
-  set(Caffe2_DIR "${prefix}/Caffe2" CACHE PATH "" FORCE)
-  find_package(Torch REQUIRED PATHS "${prefix}" NO_DEFAULT_PATH)
+  find_package(CUDAToolkit QUIET)
+  if(EXISTS "${_qklab_torch_root}/lib/libtorch_cuda.so" AND NOT CUDAToolkit_FOUND)
+    _qklab_describe_cpu_half("${_qklab_torch_root}")
+  else()
+    list(PREPEND CMAKE_PREFIX_PATH "${_qklab_torch_root}")
+    set(Caffe2_DIR "${prefix}/Caffe2" CACHE PATH "" FORCE)
+    find_package(Torch REQUIRED PATHS "${prefix}" NO_DEFAULT_PATH)
+  endif()
 endmacro()
+
+set(QKLAB_TORCH_TOOLKIT ON)
 
 set(QKLAB_TORCH_LIBRARY_DIRS "")
 if(QKLAB_TORCH STREQUAL "pip")
@@ -120,6 +144,11 @@ set(QKLAB_TORCH_HAS_CUDA OFF)
 if(TORCH_CUDA_LIBRARIES OR TARGET torch_cuda OR EXISTS "${_torch_libdir}/libtorch_cuda.so")
   set(QKLAB_TORCH_HAS_CUDA ON)
 endif()
+# Whether tools may link the CUDA half and call CUDA APIs directly (needs the toolkit).
+set(QKLAB_TORCH_CUDA_LINKABLE OFF)
+if(TARGET torch_cuda)
+  set(QKLAB_TORCH_CUDA_LINKABLE ON)
+endif()
 
 # ABI: LibTorch and every C++ library it shares std::string with (here Debian's Qt, built
 # with the C++11 ABI) must agree, or linking fails with puzzling undefined symbols.
@@ -136,7 +165,13 @@ if(QKLAB_TORCH_CXX11_ABI EQUAL 0)
       "the app: -DQKLAB_GUI=OFF.")
   endif()
   # Core and CLI alone: compile all of qklab with torch's ABI so their std::strings agree.
+  # The tests link Debian's GoogleTest, built with the C++11 ABI: they cannot come along.
   add_compile_definitions(_GLIBCXX_USE_CXX11_ABI=0)
+  if(QKLAB_TESTS)
+    message(WARNING "qklab: pre-C++11-ABI LibTorch: the tests (Debian's GoogleTest uses the "
+                    "C++11 ABI) are switched off")
+    set(QKLAB_TESTS OFF CACHE BOOL "Build the test suite" FORCE)
+  endif()
 endif()
 
 # Binaries find torch (and the CUDA libraries of the nvidia-* wheels) through their RPATH,
@@ -164,7 +199,14 @@ add_library(qklab_torch_full INTERFACE)
 target_compile_options(qklab_torch INTERFACE ${TORCH_CXX_FLAGS})
 target_compile_options(qklab_torch_full INTERFACE ${TORCH_CXX_FLAGS})
 target_link_libraries(qklab_torch_full INTERFACE ${TORCH_LIBRARIES})
-if(TARGET torch_cpu_library AND TARGET torch_cuda)
+if(NOT QKLAB_TORCH_TOOLKIT)  # the CPU half, described by _qklab_describe_cpu_half
+  target_link_libraries(qklab_torch INTERFACE ${TORCH_LIBRARIES})
+  target_include_directories(qklab_torch INTERFACE ${TORCH_INCLUDE_DIRS})
+  target_include_directories(qklab_torch_full INTERFACE ${TORCH_INCLUDE_DIRS})
+  target_compile_features(qklab_torch INTERFACE cxx_std_20)
+  target_compile_features(qklab_torch_full INTERFACE cxx_std_20)
+  set(_cuda_lib "${_torch_libdir}/libtorch_cuda.so")
+elseif(TARGET torch_cpu_library AND TARGET torch_cuda)
   target_link_libraries(qklab_torch INTERFACE torch_cpu_library c10)
   target_include_directories(qklab_torch INTERFACE ${TORCH_INCLUDE_DIRS})
   get_target_property(_features torch INTERFACE_COMPILE_FEATURES)
@@ -178,9 +220,11 @@ if(TARGET torch_cpu_library AND TARGET torch_cuda)
   if(NOT _cuda_lib)
     set(_cuda_lib "${_torch_libdir}/libtorch_cuda.so")
   endif()
+else()
+  target_link_libraries(qklab_torch INTERFACE ${TORCH_LIBRARIES})
+endif()
+if(_cuda_lib)
   target_compile_definitions(qklab_torch INTERFACE QKLAB_TORCH_CUDA_LIBRARY="${_cuda_lib}")
   message(STATUS "qklab: libtorch_cuda loaded at run time where an NVIDIA driver is present "
                  "(${_cuda_lib})")
-else()
-  target_link_libraries(qklab_torch INTERFACE ${TORCH_LIBRARIES})
 endif()

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <torch/torch.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -34,22 +35,27 @@ LoadState& loadState() {
 void loadCudaHalf() {
     LoadState& s = loadState();
     const char* env = std::getenv("QKLAB_CUDA");
-    const std::string mode = env ? env : "auto";
-    if (mode == "off") {
+    std::string mode = env ? env : "auto";
+    for (auto& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (mode == "off" || mode == "0" || mode == "false" || mode == "no") {
         s.detail = "not loaded (QKLAB_CUDA=off)";
         return;
     }
+    const bool forced = mode == "on" || mode == "1" || mode == "true" || mode == "yes";
     // The driver library is what any CUDA use needs first; without it nothing can run.
-    if (mode != "on" && !dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+    if (!forced && !dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
         s.detail = "not loaded: no NVIDIA driver on this machine (libcuda.so.1 not found)";
         return;
     }
     void* handle = dlopen(QKLAB_TORCH_CUDA_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
-    if (!handle) handle = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_GLOBAL);  // via RUNPATH
     if (!handle) {
-        const char* why = dlerror();
-        s.detail = std::string("not loaded: ") + (why ? why : "dlopen failed");
-        return;
+        const char* first = dlerror();  // the reason that matters: the build's own library
+        const std::string why = first ? first : "dlopen failed";
+        handle = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_GLOBAL);  // moved? via RUNPATH
+        if (!handle) {
+            s.detail = "not loaded: " + why;
+            return;
+        }
     }
     s.loaded = true;
     s.detail = std::string("loaded from ") + QKLAB_TORCH_CUDA_LIBRARY;

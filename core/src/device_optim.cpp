@@ -3,9 +3,8 @@
 #include "device_optim.h"
 
 #include <limits>
-#include <sstream>
 #include <string>
-#include <type_traits>
+#include <vector>
 
 namespace qklab {
 
@@ -91,40 +90,70 @@ void DeviceAdamW::load(torch::serialize::InputArchive& archive) {
                 " parameters, the model ", m_steps.numel());
     m_steps.copy_(steps);
     for (size_t i = 0; i < m_params.size(); ++i) {
-        m_expAvg[i].copy_(read("exp_avg." + std::to_string(i)));
-        m_expAvgSq[i].copy_(read("exp_avg_sq." + std::to_string(i)));
+        const auto expAvg = read("exp_avg." + std::to_string(i));
+        const auto expAvgSq = read("exp_avg_sq." + std::to_string(i));
+        TORCH_CHECK(
+            expAvg.sizes() == m_params[i].sizes() && expAvgSq.sizes() == m_params[i].sizes(),
+            "optimizer state of parameter ", i, " does not match its shape ", m_params[i].sizes());
+        m_expAvg[i].copy_(expAvg);
+        m_expAvgSq[i].copy_(expAvgSq);
     }
 }
 
 namespace {
 
-// LibTorch keys optimizer state by the parameter's TensorImpl: the pointer itself in 2.x, the
-// pointer printed to a string (c10::guts::to_string, i.e. operator<<) in 1.13.
-template <class StateMap>
-typename StateMap::key_type optimizerStateKey(const torch::Tensor& p) {
-    using Key = typename StateMap::key_type;
-    if constexpr (std::is_same_v<Key, std::string>) {
-        std::ostringstream os;
-        os << static_cast<const void*>(p.unsafeGetTensorImpl());
-        return os.str();
-    } else {
-        return p.unsafeGetTensorImpl();
+// A tensor-valued entry of a sub-archive, or an undefined tensor when absent.
+torch::Tensor readTensorValue(torch::serialize::InputArchive& archive, const std::string& key) {
+    c10::IValue value;
+    if (!archive.try_read(key, value) || !value.isTensor()) return {};
+    return value.toTensor();
+}
+
+// The state keys of every parameter in group order, as the archive spells them.
+std::vector<std::string> legacyParameterKeys(torch::serialize::InputArchive& archive) {
+    torch::serialize::InputArchive groups;
+    archive.read("param_groups", groups);
+    torch::Tensor count;
+    groups.read("param_groups/size", count);
+    std::vector<std::string> keys;
+    for (int64_t g = 0; g < count.item<int64_t>(); ++g) {
+        torch::serialize::InputArchive group;
+        groups.read("param_groups/" + std::to_string(g), group);
+        torch::Tensor size;
+        group.read("params/size", size);
+        for (int64_t i = 0; i < size.item<int64_t>(); ++i) {
+            c10::IValue key;
+            group.read("params/" + std::to_string(i), key);
+            keys.push_back(key.toStringRef());
+        }
     }
+    return keys;
 }
 
 }  // namespace
 
-void DeviceAdamW::importFrom(torch::optim::AdamW& legacy) {
+void DeviceAdamW::importLibTorchAdamW(torch::serialize::InputArchive& archive) {
     torch::NoGradGuard noGrad;
-    auto& state = legacy.state();
+    const auto keys = legacyParameterKeys(archive);
+    TORCH_CHECK(keys.size() == m_params.size(), "the optimizer state covers ", keys.size(),
+                " parameters, the model has ", m_params.size());
+    torch::serialize::InputArchive states;
+    archive.read("state", states);
     std::vector<double> steps(m_params.size(), 0.0);
     for (size_t i = 0; i < m_params.size(); ++i) {
-        auto it = state.find(optimizerStateKey<std::decay_t<decltype(state)>>(m_params[i]));
-        if (it == state.end()) continue;  // never stepped
-        auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-        steps[i] = static_cast<double>(s.step());
-        m_expAvg[i].copy_(s.exp_avg());
-        m_expAvgSq[i].copy_(s.exp_avg_sq());
+        torch::serialize::InputArchive state;
+        if (!states.try_read(keys[i], state)) continue;  // never stepped
+        c10::IValue step;
+        state.read("step", step);
+        const auto expAvg = readTensorValue(state, "exp_avg");
+        const auto expAvgSq = readTensorValue(state, "exp_avg_sq");
+        TORCH_CHECK(expAvg.defined() && expAvg.sizes() == m_params[i].sizes() &&
+                        expAvgSq.defined() && expAvgSq.sizes() == m_params[i].sizes(),
+                    "optimizer state of parameter ", i, " does not match its shape ",
+                    m_params[i].sizes());
+        steps[i] = static_cast<double>(step.toInt());
+        m_expAvg[i].copy_(expAvg);
+        m_expAvgSq[i].copy_(expAvgSq);
     }
     m_steps.copy_(torch::tensor(steps, torch::kFloat64));
 }
@@ -138,7 +167,8 @@ torch::Tensor clipGradNorm(const std::vector<torch::Tensor>& params, double maxN
     std::vector<torch::Tensor> grads, norms;
     for (const auto& p : params)
         if (p.grad().defined()) grads.push_back(p.grad());
-    if (grads.empty()) return torch::zeros({});
+    if (grads.empty())
+        return torch::zeros({}, params.empty() ? torch::TensorOptions() : params.front().options());
     for (const auto& g : grads) norms.push_back(g.norm(2));
     auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
     if (maxNorm == std::numeric_limits<double>::infinity()) return total;  // factor would be 1

@@ -34,9 +34,11 @@ class DeviceAdamW {
 
     void save(torch::serialize::OutputArchive& archive) const;
     void load(torch::serialize::InputArchive& archive);
-    // Moments and step counts from a LibTorch AdamW over the same groups in the same order
-    // (checkpoints written before DeviceAdamW existed).
-    void importFrom(torch::optim::AdamW& legacy);
+    // Moments and step counts from a LibTorch AdamW's archive (optimizer->save) over the same
+    // parameters in the same group order: checkpoints written before DeviceAdamW existed.
+    // Read directly, not through LibTorch's loader, which cannot read another version's keys
+    // (1.13 names each state by the parameter's address in hex, 2.x in decimal).
+    void importLibTorchAdamW(torch::serialize::InputArchive& archive);
 
     int64_t stepCount(size_t paramIndex) const;  // reads back: for tests and checkpoints only
 

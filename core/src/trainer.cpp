@@ -22,6 +22,8 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "data_loader.h"
 #include "device_optim.h"
@@ -76,7 +78,8 @@ std::string tensorString(const torch::Tensor& t) {
 struct PendingStep {
     StepMetrics metrics;           // loss and gradNorm are filled in at readback
     torch::Tensor loss, gradNorm;  // 0-dim, on the device
-    double hostSeconds = 0;        // host time of the step, forward to optimizer update
+    std::optional<std::pair<double, double>> hostValues;  // loss, grad norm, when read already
+    double hostSeconds = 0;  // host time of the step, forward to optimizer update
     bool qkNormActive = false;
     std::vector<EventRecord> events;
     bool probed = false;
@@ -92,6 +95,15 @@ struct LoopState {
     int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
     std::vector<PendingStep> pending;
     Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
+    double untimedSeconds = 0;  // since the last readback: validation, checkpoints, pauses
+
+    // Runs f and keeps its time out of the steps' tokens/s.
+    template <class F>
+    void untimed(F&& f) {
+        const auto t0 = Clock::now();
+        f();
+        untimedSeconds += seconds(t0, Clock::now());
+    }
     LoopState(const SpikeConfig& c)
         : lossZ(c.window, c.minHistory), gradZ(c.window, c.minHistory) {}
 };
@@ -118,7 +130,7 @@ struct Trainer::Impl {
     std::mutex controlMutex;
     std::condition_variable controlCv;
     std::deque<Event> pendingInterventions;
-    int64_t currentStep = 0;
+    std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
     std::string lastCheckpoint;
 
     AttentionSwitches switchesFor(const StepSettings& s) const {
@@ -148,7 +160,6 @@ struct Trainer::Impl {
 
     void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
     void loadCheckpoint(const std::string& path);
-    void loadLegacyOptimizer(torch::serialize::InputArchive& archive);
     double validationLoss(const StepSettings& s);
     std::vector<Event> takeInterventions(int64_t step);
     bool waitWhilePaused();
@@ -156,6 +167,7 @@ struct Trainer::Impl {
     std::vector<EventRecord> eventsAt(int64_t step);
     PendingStep trainStep(int64_t step, const StepSettings& s);
     bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
     void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
                      TrainingObserver& observer);
@@ -180,22 +192,6 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     observer.onCheckpoint(CheckpointInfo{nextStep, path});
 }
 
-// Checkpoints written before DeviceAdamW hold LibTorch's AdamW state under "optimizer": let
-// LibTorch read it into an AdamW over the same groups, then take its moments and step counts.
-void Trainer::Impl::loadLegacyOptimizer(torch::serialize::InputArchive& archive) {
-    using torch::optim::AdamWOptions;
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    for (auto& g : parameterGroups())
-        groups.emplace_back(g.params,
-                            std::make_unique<AdamWOptions>(
-                                AdamWOptions(config.optim.lr).weight_decay(g.weightDecay)));
-    torch::optim::AdamW legacy(std::move(groups), AdamWOptions(config.optim.lr));
-    torch::serialize::InputArchive optArchive;
-    archive.read("optimizer", optArchive);
-    legacy.load(optArchive);
-    optimizer->importFrom(legacy);
-}
-
 void Trainer::Impl::loadCheckpoint(const std::string& path) {
     if (!std::filesystem::exists(path))
         throw Error(ErrorCode::MissingFile, "checkpoint " + path + " does not exist");
@@ -204,10 +200,12 @@ void Trainer::Impl::loadCheckpoint(const std::string& path) {
         archive.load_from(path, device);
         model->load(archive);
         torch::serialize::InputArchive optArchive;
-        if (archive.try_read("device_adamw", optArchive))
+        if (archive.try_read("device_adamw", optArchive)) {
             optimizer->load(optArchive);
-        else
-            loadLegacyOptimizer(archive);
+        } else {  // written before DeviceAdamW: LibTorch's AdamW state
+            archive.read("optimizer", optArchive);
+            optimizer->importLibTorchAdamW(optArchive);
+        }
         torch::Tensor next, sampler;
         archive.read("next_step", next);
         archive.read("sampler_state", sampler);
@@ -367,45 +365,74 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
 // Reads the pending steps' losses and grad norms in one transfer and reports the steps in
 // order. A non-finite step ends the run as diverged (returns false); later steps, computed
 // from its weights, are dropped.
+namespace {
+
+// Loss and grad norm of every pending step: those read already, the rest in one transfer.
+std::vector<std::pair<double, double>> pendingValues(const std::vector<PendingStep>& pending) {
+    std::vector<torch::Tensor> scalars;
+    for (const auto& p : pending)
+        if (!p.hostValues) {
+            scalars.push_back(p.loss.to(torch::kFloat64).reshape({1}));
+            scalars.push_back(p.gradNorm.to(torch::kFloat64).reshape({1}));
+        }
+    torch::Tensor read;
+    if (!scalars.empty()) read = torch::cat(scalars).cpu();
+    std::vector<std::pair<double, double>> out;
+    int64_t next = 0;
+    for (const auto& p : pending) {
+        if (p.hostValues) {
+            out.push_back(*p.hostValues);
+        } else {
+            const double* v = read.data_ptr<double>() + next;
+            out.emplace_back(v[0], v[1]);
+            next += 2;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// Reads the pending steps' losses and grad norms back and reports the steps in order. A
+// non-finite step ends the run as diverged (returns false); later steps, computed from its
+// weights, are dropped.
 bool Trainer::Impl::readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome) {
     if (st.pending.empty()) return true;
-    std::vector<torch::Tensor> scalars;
-    for (const auto& p : st.pending) {
-        scalars.push_back(p.loss.to(torch::kFloat64).reshape({1}));
-        scalars.push_back(p.gradNorm.to(torch::kFloat64).reshape({1}));
-    }
-    const auto values = torch::cat(scalars).cpu();
-    const double* v = values.data_ptr<double>();
-    // Deferred steps share the wall time since the last readback evenly (the device ran them
-    // back to back); an every-step readback times its one step on the host.
-    const double wallPerStep = std::max(seconds(st.lastReadback, Clock::now()), 1e-9) /
-                               static_cast<double>(st.pending.size());
+    const auto values = pendingValues(st.pending);
+    // Deferred steps ran back to back on the device: they share the wall time since the last
+    // readback (less validation, checkpoints and pauses) in proportion to their tokens. An
+    // every-step readback times its one step on the host.
+    double tokens = 0;
+    for (const auto& p : st.pending)
+        tokens += static_cast<double>(config.data.batchSize * p.metrics.seqLen);
+    const double trainSeconds =
+        std::max(seconds(st.lastReadback, Clock::now()) - st.untimedSeconds, 1e-9);
     bool ok = true;
     for (size_t i = 0; i < st.pending.size() && ok; ++i) {
         PendingStep& p = st.pending[i];
         StepMetrics& m = p.metrics;
-        m.loss = v[2 * i];
-        m.gradNorm = v[2 * i + 1];
-        const double stepSeconds = deferredReadback ? wallPerStep : std::max(p.hostSeconds, 1e-9);
-        m.tokensPerSec = static_cast<double>(config.data.batchSize * m.seqLen) / stepSeconds;
+        std::tie(m.loss, m.gradNorm) = values[i];
+        m.tokensPerSec = deferredReadback ? tokens / trainSeconds
+                                          : static_cast<double>(config.data.batchSize * m.seqLen) /
+                                                std::max(p.hostSeconds, 1e-9);
         reportStep(p, st, observer);
-        if (!std::isfinite(m.loss) || !std::isfinite(m.gradNorm)) {
-            ok = false;
-            outcome.status = RunStatus::Diverged;
-            outcome.stepsDone = m.step + 1;
-            const bool lossBad = !std::isfinite(m.loss);
-            const double bad = lossBad ? m.loss : m.gradNorm;
-            outcome.message = std::string(lossBad ? "loss" : "gradient norm") + " became " +
-                              (std::isnan(bad) ? "nan" : "inf") + " at step " +
-                              std::to_string(m.step);
-            observer.onFlushPoint();
-        } else {
+        if (std::isfinite(m.loss) && std::isfinite(m.gradNorm)) {
             outcome.stepsDone = m.step + 1;
             outcome.finalLoss = m.loss;
+            continue;
         }
+        ok = false;
+        outcome.status = RunStatus::Diverged;
+        outcome.stepsDone = m.step + 1;
+        const bool lossBad = !std::isfinite(m.loss);
+        const double bad = lossBad ? m.loss : m.gradNorm;
+        outcome.message = std::string(lossBad ? "loss" : "gradient norm") + " became " +
+                          (std::isnan(bad) ? "nan" : "inf") + " at step " + std::to_string(m.step);
+        observer.onFlushPoint();
     }
     st.pending.clear();
     st.lastReadback = Clock::now();
+    st.untimedSeconds = 0;
     return ok;
 }
 
@@ -452,6 +479,55 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
 
 Trainer::~Trainer() = default;
 
+// One step of the run loop: train, update, validate, read back when due, checkpoint, flush.
+// Returns false when the run ended here (diverged).
+bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& observer,
+                            RunOutcome& outcome) {
+    const auto t0 = Clock::now();
+    auto events = eventsAt(step);
+    const StepSettings s = settingsAt(config, step);
+    st.pending.push_back(trainStep(step, s));
+    PendingStep& current = st.pending.back();
+    current.events = std::move(events);
+    // Every-step readback checks the step before the update (one transfer for both values),
+    // so a diverged run keeps the weights of its last good step.
+    if (!deferredReadback) {
+        const auto both =
+            torch::stack({current.loss.to(torch::kFloat64), current.gradNorm.to(torch::kFloat64)})
+                .cpu();
+        current.hostValues = {both[0].item<double>(), both[1].item<double>()};
+        if (!std::isfinite(current.hostValues->first) ||
+            !std::isfinite(current.hostValues->second)) {
+            current.hostSeconds = seconds(t0, Clock::now());
+            return readBack(st, observer, outcome);
+        }
+    }
+    // Learnable QK scales are frozen during an anneal: the optimizer would otherwise inflate
+    // them to compensate, and they would explode as alpha reaches 0.
+    if (s.annealing)
+        for (auto& g : gains) g.mutable_grad() = torch::Tensor();
+    optimizer->step();
+    current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation
+
+    const bool lastStep = step + 1 == config.schedule.steps;
+    const bool evalStep =
+        (config.eval.every > 0 && (step + 1) % config.eval.every == 0) || lastStep;
+    const bool checkpointStep =
+        config.run.checkpointEvery > 0 && (step + 1) % config.run.checkpointEvery == 0 && !lastStep;
+    if (evalStep) st.untimed([&] { current.metrics.valLoss = validationLoss(s); });
+    const bool probed = current.probed;
+    const bool readNow = !deferredReadback || probed || evalStep || checkpointStep ||
+                         st.pending.size() >= kMaxPendingSteps ||
+                         seconds(st.lastReadback, Clock::now()) > kReadbackSeconds;
+    if (readNow && !readBack(st, observer, outcome)) return false;
+    if (checkpointStep) st.untimed([&] { saveCheckpoint(step + 1, observer); });
+    if (readNow && (probed || seconds(st.lastFlush, Clock::now()) > 0.5)) {
+        st.untimed([&] { observer.onFlushPoint(); });
+        st.lastFlush = Clock::now();
+    }
+    return true;
+}
+
 RunOutcome Trainer::run(TrainingObserver& observer) {
     auto& d = *m_impl;
     const auto& cfg = d.config;
@@ -461,54 +537,21 @@ RunOutcome Trainer::run(TrainingObserver& observer) {
     d.model->train();
     for (int64_t step = d.startStep; step < cfg.schedule.steps; ++step) {
         d.currentStep = step;
-        if (d.stopRequested || !d.waitWhilePaused()) {
+        if (d.pauseRequested || d.stopRequested) {
+            // Report every pending step before waiting: a paused run shows its latest step.
             if (!d.readBack(st, observer, outcome)) return outcome;
+            observer.onFlushPoint();
+        }
+        bool go = true;
+        st.untimed([&] { go = !d.stopRequested && d.waitWhilePaused(); });
+        if (!go) {
             d.saveCheckpoint(step, observer);
             outcome.status = RunStatus::Stopped;
             outcome.message = "stopped at step " + std::to_string(step);
             observer.onFlushPoint();
             return outcome;
         }
-        const auto t0 = Clock::now();
-        auto events = d.eventsAt(step);
-        const StepSettings s = settingsAt(cfg, step);
-        PendingStep p = d.trainStep(step, s);
-        p.events = std::move(events);
-        // Every-step readback checks the step before the update, so a diverged run keeps the
-        // weights of its last good step.
-        if (!d.deferredReadback) {
-            st.pending.push_back(std::move(p));
-            st.pending.back().hostSeconds = seconds(t0, Clock::now());
-            if (!std::isfinite(st.pending.back().loss.item<double>()) ||
-                !std::isfinite(st.pending.back().gradNorm.item<double>())) {
-                d.readBack(st, observer, outcome);
-                return outcome;
-            }
-        }
-        // Learnable QK scales are frozen during an anneal: the optimizer would otherwise
-        // inflate them to compensate, and they would explode as alpha reaches 0.
-        if (s.annealing)
-            for (auto& g : d.gains) g.mutable_grad() = torch::Tensor();
-        d.optimizer->step();
-
-        const bool lastStep = step + 1 == cfg.schedule.steps;
-        const bool evalStep = (cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0) || lastStep;
-        const bool checkpointStep =
-            cfg.run.checkpointEvery > 0 && (step + 1) % cfg.run.checkpointEvery == 0 && !lastStep;
-        if (d.deferredReadback) st.pending.push_back(std::move(p));
-        PendingStep& current = st.pending.back();
-        current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation
-        if (evalStep) current.metrics.valLoss = d.validationLoss(s);
-        const bool probed = current.probed;
-        const bool readNow = !d.deferredReadback || probed || evalStep || checkpointStep ||
-                             st.pending.size() >= kMaxPendingSteps ||
-                             seconds(st.lastReadback, Clock::now()) > kReadbackSeconds;
-        if (readNow && !d.readBack(st, observer, outcome)) return outcome;
-        if (checkpointStep) d.saveCheckpoint(step + 1, observer);
-        if (readNow && (probed || seconds(st.lastFlush, Clock::now()) > 0.5)) {
-            observer.onFlushPoint();
-            st.lastFlush = Clock::now();
-        }
+        if (!d.runStep(step, st, observer, outcome)) return outcome;
     }
     if (!d.readBack(st, observer, outcome)) return outcome;
     d.saveCheckpoint(cfg.schedule.steps, observer);
@@ -564,6 +607,9 @@ const RunConfig& Trainer::config() const {
 }
 int64_t Trainer::parameterCount() const {
     return m_impl->paramCount;
+}
+int64_t Trainer::currentStep() const {
+    return m_impl->currentStep;
 }
 int64_t Trainer::startStep() const {
     return m_impl->startStep;

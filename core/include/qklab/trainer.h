@@ -67,6 +67,7 @@ public:
     const RunConfig& config() const;
     int64_t parameterCount() const;
     int64_t startStep() const;               // > 0 when resumed from a checkpoint
+    int64_t currentStep() const;             // the step being trained or about to be (thread-safe)
     std::string deviceDescription() const;
 
 private:
