@@ -41,16 +41,16 @@ TEST(Config, JsonRoundTripKeepsEveryField) {
     RunConfig c;
     c.optim.lr = 0.0123;
     c.optim.betas = {0.8, 0.99};
-    c.attention.qkNorm = "rms_affine";
+    c.attention.qkNorm = QkNormVariant::RmsAffine;
     c.attention.scale = 0.125;
-    c.attention.softcap = {"tanh", 30};
-    c.anneal.qkNorm = {0.9, 1.0, "cosine"};
-    c.events.push_back(Event{10, "lr_multiplier", {{"factor", 2.0}}});
+    c.attention.softcap = {SoftcapKind::Tanh, 30};
+    c.anneal.qkNorm = {0.9, 1.0, AnnealShape::Cosine};
+    c.events.push_back(eventFromJson({{"step", 10}, {"kind", "lr_multiplier"}, {"factor", 2.0}}, "test"));
     const json j = configToJson(c);
     const RunConfig back = configFromJson(j);
     EXPECT_EQ(configToJson(back), j);
     EXPECT_EQ(back.attention.scale.value(), 0.125);
-    EXPECT_EQ(back.events.at(0).params["factor"], 2.0);
+    EXPECT_EQ(back.events.at(0).args.factor, 2.0);
     // Every registry key appears in the JSON, at its dotted path.
     for (const auto& f : configFields()) {
         const json* node = &j;
@@ -111,7 +111,7 @@ TEST(Config, EventsAreParsedSortedAndChecked) {
     const RunConfig c = configFromJson(
         {{"events", {{{"step", 50}, {"kind", "dirty_batch"}}, {{"step", 10}, {"kind", "context_length"}, {"seq_len", 256}}}}});
     ASSERT_EQ(c.events.size(), 2u);
-    EXPECT_EQ(c.events[0].kind, "context_length");
+    EXPECT_EQ(c.events[0].kind, EventKind::ContextLength);
     EXPECT_EQ(c.maxSeqLen(), 256);
     auto msg = errorFor({{"events", {{{"step", 5}, {"kind", "explode"}}}}});
     EXPECT_NE(msg.find("events[0].kind = \"explode\""), std::string::npos) << msg;
@@ -128,7 +128,7 @@ TEST(Config, SetOverridesParseValues) {
     applyOverride(c, "optim.lr=3e-2");
     EXPECT_DOUBLE_EQ(c.optim.lr, 0.03);
     applyOverride(c, "attention.qk_norm=rms");
-    EXPECT_EQ(c.attention.qkNorm, "rms");
+    EXPECT_EQ(c.attention.qkNorm, QkNormVariant::Rms);
     applyOverride(c, "optim.betas=[0.9,0.99]");
     EXPECT_DOUBLE_EQ(c.optim.betas[1], 0.99);
     applyOverride(c, "attention.scale=0.125");
@@ -172,9 +172,9 @@ TEST(Config, EveryShippedPresetIsValidAndSaysWhy) {
 
 TEST(Config, WarningsFollowTheGuide) {
     RunConfig c;
-    c.attention.qkNorm = "rms";
-    c.attention.softcap = {"tanh", 50};
-    c.anneal.qkNorm = {0.9, 1.0, "linear"};
+    c.attention.qkNorm = QkNormVariant::Rms;
+    c.attention.softcap = {SoftcapKind::Tanh, 50};
+    c.anneal.qkNorm = {0.9, 1.0, AnnealShape::Linear};
     c.anneal.softcap = {0.95, 1.0, 1000};
     auto w = configWarnings(c);
     ASSERT_FALSE(w.empty());

@@ -32,8 +32,8 @@ RunConfig tinyConfig(int64_t steps, const std::string& device) {
     c.eval.every = 0;
     c.eval.batches = 1;
     c.probes.every = 5;
-    c.run.device = device;
-    c.run.readback = "every_step";
+    c.run.device = *parseChoice<DeviceKind>(device);
+    c.run.readback = Readback::EveryStep;
     return c;
 }
 
@@ -110,7 +110,7 @@ TEST(Gpu, FusedAttentionOnCudaMatchesTheExplicitPath) {
     model->to(torch::kCUDA);
     auto tokens = torch::randint(0, 256, {4, c.model.seqLen}, torch::kInt64).to(torch::kCUDA);
     AttentionSwitches sw;
-    sw.qkNorm = QkNorm::Rms;
+    sw.qkNorm = QkNormVariant::Rms;
     sw.scale = c.logitScale();
     double losses[2];
     std::vector<torch::Tensor> grads[2];
@@ -137,7 +137,7 @@ TEST(Gpu, DeferredReadbackOnCudaReportsTheSameCurve) {
     QKLAB_REQUIRE_CUDA();
     RunConfig c = tinyConfig(40, "cuda");
     const auto every = train(c);
-    c.run.readback = "deferred";
+    c.run.readback = Readback::Deferred;
     const auto deferred = train(c);
     ASSERT_EQ(every.steps.size(), deferred.steps.size());
     // Embedding backward uses atomics on CUDA: runs agree closely, not bitwise.
@@ -148,7 +148,7 @@ TEST(Gpu, DeferredReadbackOnCudaReportsTheSameCurve) {
 TEST(Gpu, Bf16AutocastTrainsWithFiniteProbes) {
     QKLAB_REQUIRE_CUDA();
     RunConfig c = tinyConfig(20, "cuda");
-    c.run.dtype = "bf16";
+    c.run.dtype = Precision::Bf16;
     const auto run = train(c);
     ASSERT_EQ(run.steps.size(), 20u);
     EXPECT_LT(run.steps.back().loss, run.steps.front().loss);

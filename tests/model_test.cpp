@@ -21,8 +21,8 @@ RunConfig smallConfig() {
     return c;
 }
 
-AttentionSwitches switchesFor(const RunConfig& c, QkNorm norm, double alpha = 1.0,
-                              Softcap cap = Softcap::None, double capC = 50) {
+AttentionSwitches switchesFor(const RunConfig& c, QkNormVariant norm, double alpha = 1.0,
+                              SoftcapKind cap = SoftcapKind::None, double capC = 50) {
     AttentionSwitches sw;
     sw.qkNorm = norm;
     sw.alpha = alpha;
@@ -58,7 +58,7 @@ double maxAbs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
 
 TEST(Attention, WithoutQkNormInflatedProjectionsGiveHugeLogits) {
     const RunConfig c = smallConfig();
-    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None));
+    const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None));
     EXPECT_GT(maxAbs(p.captures[0].raw), 100.0);  // the control for the bound below
 }
 
@@ -66,7 +66,7 @@ TEST(Attention, RmsQkNormBoundsEveryLogitBySqrtDHead) {
     const RunConfig c = smallConfig();
     const double bound = std::sqrt(static_cast<double>(c.dHead()));
     for (bool afterRope : {false, true}) {
-        auto sw = switchesFor(c, QkNorm::Rms);
+        auto sw = switchesFor(c, QkNormVariant::Rms);
         sw.normAfterRope = afterRope;
         const Probe p = forwardInflated(c, sw);
         for (const auto& cap : p.captures) {
@@ -81,7 +81,7 @@ TEST(Attention, RmsQkNormBoundsEveryLogitBySqrtDHead) {
 
 TEST(Attention, L2NormLogitsAreBoundedByTheLearnableScale) {
     RunConfig c = smallConfig();
-    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::L2Scale));
+    const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::L2Scale));
     const double g = std::log2(32.0 * 32 - 32);  // Henry et al. init, T = 32
     EXPECT_LE(maxAbs(p.captures[0].raw), g * (1 + 1e-5));
 }
@@ -89,7 +89,7 @@ TEST(Attention, L2NormLogitsAreBoundedByTheLearnableScale) {
 TEST(Attention, TanhSoftcapKeepsLogitsStrictlyBelowC) {
     const RunConfig c = smallConfig();
     for (double C : {5.0, 30.0}) {
-        const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None, 1.0, Softcap::Tanh, C), 100.0);
+        const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None, 1.0, SoftcapKind::Tanh, C), 100.0);
         const auto& raw = p.captures[0].raw;
         const auto& capped = p.captures[0].capped;
         EXPECT_GT(maxAbs(raw), 10 * C);  // the raw logits do exceed C, by far
@@ -109,15 +109,15 @@ TEST(Attention, TanhSoftcapKeepsLogitsStrictlyBelowC) {
 
 TEST(Attention, ClampSoftcapPilesLogitsOnTheBoundary) {
     const RunConfig c = smallConfig();
-    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None, 1.0, Softcap::Clamp, 20.0), 100.0);
+    const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None, 1.0, SoftcapKind::Clamp, 20.0), 100.0);
     EXPECT_LE(maxAbs(p.captures[0].capped), 20.0);
     EXPECT_GT((p.captures[0].capped.abs() == 20.0).sum().item<int64_t>(), 0);
 }
 
 TEST(Attention, AlphaZeroIsExactlyTheRawPath) {
     const RunConfig c = smallConfig();
-    for (QkNorm norm : {QkNorm::Rms, QkNorm::RmsAffine, QkNorm::LayerNorm, QkNorm::L2Scale, QkNorm::WholeRms}) {
-        const Probe raw = forwardInflated(c, switchesFor(c, QkNorm::None), 3.0);
+    for (QkNormVariant norm : {QkNormVariant::Rms, QkNormVariant::RmsAffine, QkNormVariant::LayerNorm, QkNormVariant::L2Scale, QkNormVariant::WholeRms}) {
+        const Probe raw = forwardInflated(c, switchesFor(c, QkNormVariant::None), 3.0);
         const Probe off = forwardInflated(c, switchesFor(c, norm, 0.0), 3.0);
         const Probe on = forwardInflated(c, switchesFor(c, norm, 1.0), 3.0);
         EXPECT_TRUE(torch::equal(raw.captures[1].raw, off.captures[1].raw));
@@ -128,7 +128,7 @@ TEST(Attention, AlphaZeroIsExactlyTheRawPath) {
 
 TEST(Attention, HalfAlphaMixesTheVectors) {
     const RunConfig c = smallConfig();
-    const Probe half = forwardInflated(c, switchesFor(c, QkNorm::Rms, 0.5), 3.0);
+    const Probe half = forwardInflated(c, switchesFor(c, QkNormVariant::Rms, 0.5), 3.0);
     const auto& cap = half.captures[0];
     auto normed = cap.kRaw * torch::rsqrt(cap.kRaw.pow(2).mean(-1, true) + 1e-6);
     auto expectK = 0.5 * normed + 0.5 * cap.kRaw;  // before RoPE: compare norms (RoPE keeps them)
@@ -137,7 +137,7 @@ TEST(Attention, HalfAlphaMixesTheVectors) {
 
 TEST(Attention, RopeKeepsNormsAndCausalityHolds) {
     const RunConfig c = smallConfig();
-    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None), 1.0);
+    const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None), 1.0);
     EXPECT_TRUE(torch::allclose(p.captures[0].q.norm(2, -1), p.captures[0].qRaw.norm(2, -1), 1e-4, 1e-5));
     // Softmax rows put zero weight on the future.
     auto future = p.captures[0].probs.triu(1);
@@ -169,23 +169,23 @@ LossAndGrads lossAndGrads(Transformer& model, const torch::Tensor& tokens, const
 TEST(Attention, FusedPathGivesTheExplicitLossAndGradients) {
     if (!kHaveFusedAttention) GTEST_SKIP() << "this LibTorch has no scaled_dot_product_attention";
     struct Case {
-        QkNorm norm;
+        QkNormVariant norm;
         double alpha;
-        NormTarget on;
+        QkNormTarget on;
         bool afterRope, rope;
         double inflate;
     };
     const std::vector<Case> cases = {
-        {QkNorm::None, 1, NormTarget::QK, false, true, 1},
-        {QkNorm::None, 1, NormTarget::QK, false, true, 4},  // logits in the tens
-        {QkNorm::Rms, 1, NormTarget::QK, false, true, 4},
-        {QkNorm::Rms, 0.5, NormTarget::QK, false, true, 4},  // mid-anneal
-        {QkNorm::RmsAffine, 1, NormTarget::QK, true, true, 1},
-        {QkNorm::LayerNorm, 1, NormTarget::K, false, true, 1},
-        {QkNorm::L2Scale, 1, NormTarget::QK, false, true, 1},  // per-head learnable scale g
-        {QkNorm::L2Scale, 0.25, NormTarget::QK, false, true, 1},
-        {QkNorm::WholeRms, 1, NormTarget::QKV, false, true, 1},
-        {QkNorm::Rms, 1, NormTarget::QK, false, false, 1},  // learned absolute positions
+        {QkNormVariant::None, 1, QkNormTarget::QK, false, true, 1},
+        {QkNormVariant::None, 1, QkNormTarget::QK, false, true, 4},  // logits in the tens
+        {QkNormVariant::Rms, 1, QkNormTarget::QK, false, true, 4},
+        {QkNormVariant::Rms, 0.5, QkNormTarget::QK, false, true, 4},  // mid-anneal
+        {QkNormVariant::RmsAffine, 1, QkNormTarget::QK, true, true, 1},
+        {QkNormVariant::LayerNorm, 1, QkNormTarget::K, false, true, 1},
+        {QkNormVariant::L2Scale, 1, QkNormTarget::QK, false, true, 1},  // per-head learnable scale g
+        {QkNormVariant::L2Scale, 0.25, QkNormTarget::QK, false, true, 1},
+        {QkNormVariant::WholeRms, 1, QkNormTarget::QKV, false, true, 1},
+        {QkNormVariant::Rms, 1, QkNormTarget::QK, false, false, 1},  // learned absolute positions
     };
     double worstLoss = 0, worstGrad = 0;
     for (const auto& k : cases) {
@@ -228,15 +228,15 @@ TEST(Attention, FusedPathGivesTheExplicitLossAndGradients) {
 
 TEST(Attention, FusedPathOnlyWhereNoLogitsAreNeeded) {
     const RunConfig c = smallConfig();
-    auto sw = switchesFor(c, QkNorm::Rms);
+    auto sw = switchesFor(c, QkNormVariant::Rms);
     EXPECT_EQ(fusedAttentionPossible(sw, false), kHaveFusedAttention);
     EXPECT_FALSE(fusedAttentionPossible(sw, true));  // a probe needs the logits
-    sw.softcap = Softcap::Tanh;
+    sw.softcap = SoftcapKind::Tanh;
     EXPECT_FALSE(fusedAttentionPossible(sw, false));  // the cap acts on the logits
-    sw.softcap = Softcap::Clamp;
+    sw.softcap = SoftcapKind::Clamp;
     EXPECT_FALSE(fusedAttentionPossible(sw, false));
     // Asked for fused while capturing, the model still hands the probes their logits.
-    auto fusedSw = switchesFor(c, QkNorm::None);
+    auto fusedSw = switchesFor(c, QkNormVariant::None);
     fusedSw.fused = true;
     const Probe p = forwardInflated(c, fusedSw, 1.0);
     ASSERT_EQ(p.captures.size(), 2u);
@@ -257,7 +257,7 @@ TEST(Probes, StatisticsMatchHandComputedValues) {
     s.bins = 4;
     s.lo = -8;
     s.hi = 8;  // edges -8,-4,0,4,8
-    s.softcap = Softcap::Clamp;
+    s.softcap = SoftcapKind::Clamp;
     s.softcapC = 30;
     std::vector<ProbeStats> stats;
     std::vector<LogitHistogram> hists;
@@ -314,7 +314,7 @@ TEST(Probes, SymlogHistogramSeesHugeLogits) {
 
 TEST(Probes, AttentionMapIsTheSoftmaxOfTheFirstSequence) {
     const RunConfig c = smallConfig();
-    const Probe p = forwardInflated(c, switchesFor(c, QkNorm::None), 1.0);
+    const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None), 1.0);
     const auto maps = attentionMaps(3, p.captures, 16);
     ASSERT_EQ(maps.size(), 8u);  // 2 layers x 4 heads
     EXPECT_EQ(maps[5].layer, 1);

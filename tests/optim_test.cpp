@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include "data_loader.h"
 #include "device_optim.h"
@@ -43,7 +44,7 @@ RunConfig smallConfig(int64_t steps) {
 
 AttentionSwitches plainSwitches(const RunConfig& c, double alpha = 1.0) {
     AttentionSwitches sw;
-    sw.qkNorm = qkNormFromString(c.attention.qkNorm);
+    sw.qkNorm = c.attention.qkNorm;
     sw.scale = c.logitScale();
     sw.alpha = alpha;
     return sw;
@@ -100,7 +101,7 @@ void setLr(torch::optim::AdamW& opt, double lr) {
 
 TEST(DeviceAdamW, MatchesLibTorchAdamWOverTenSteps) {
     RunConfig c = smallConfig(10);
-    c.attention.qkNorm = "rms_affine";  // the QK gains get gradients
+    c.attention.qkNorm = QkNormVariant::RmsAffine;  // the QK gains get gradients
     Twins t(c);
     auto reference = libtorchAdamW(t.groups(t.a), c);
     DeviceAdamW device(t.groups(t.b), c.optim.betas[0], c.optim.betas[1], c.optim.eps);
@@ -136,6 +137,25 @@ TEST(DeviceAdamW, MatchesLibTorchAdamWOverTenSteps) {
 
 namespace {
 
+// LibTorch keys optimizer state by the parameter's TensorImpl: the pointer in 2.x, the pointer
+// printed to a string in 1.13.
+template <class Optimizer>
+const torch::optim::AdamWParamState* adamWState(Optimizer& opt, const torch::Tensor& p) {
+    auto& state = opt.state();
+    using Key = typename std::decay_t<decltype(state)>::key_type;
+    Key key;
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream os;
+        os << static_cast<const void*>(p.unsafeGetTensorImpl());
+        key = os.str();
+    } else {
+        key = p.unsafeGetTensorImpl();
+    }
+    auto it = state.find(key);
+    return it == state.end() ? nullptr
+                             : &static_cast<const torch::optim::AdamWParamState&>(*it->second);
+}
+
 // An archive in the layout LibTorch's optimizer serialisation writes (state/<key>/{step,
 // exp_avg, exp_avg_sq}, param_groups/<g>/params/<i> = key), with each parameter's key
 // spelled by `keyOf`: the parameter's address in decimal as 2.x writes it, in hex as 1.13
@@ -153,9 +173,9 @@ torch::serialize::InputArchive legacyArchive(torch::optim::AdamW& opt,
         for (size_t i = 0; i < params.size(); ++i) {
             const std::string key = keyOf(params[i].unsafeGetTensorImpl());
             group.write("params/" + std::to_string(i), c10::IValue(key));
-            auto it = opt.state().find(params[i].unsafeGetTensorImpl());
-            if (it == opt.state().end()) continue;
-            const auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+            const auto* found = adamWState(opt, params[i]);
+            if (!found) continue;
+            const auto& st = *found;
             torch::serialize::OutputArchive state;
             state.write("step", c10::IValue(st.step()));
             state.write("exp_avg", c10::IValue(st.exp_avg()));
@@ -192,7 +212,7 @@ TEST(DeviceAdamW, ImportsLibTorchAdamWStateOfEitherVersionAndContinuesIdenticall
                                                 "2.x decimal keys"};
     for (const auto& spelling : spellings) {
         RunConfig c = smallConfig(10);
-        c.attention.qkNorm = "rms_affine";  // gains with state next to gains without
+        c.attention.qkNorm = QkNormVariant::RmsAffine;  // gains with state next to gains without
         Twins t(c);
         auto reference = libtorchAdamW(t.groups(t.a), c);
         auto legacy = libtorchAdamW(t.groups(t.b), c);
@@ -341,7 +361,7 @@ std::vector<double> referenceLossCurve(const RunConfig& c) {
     return losses;
 }
 
-LossRecorder trainWith(RunConfig c, const std::string& readback) {
+LossRecorder trainWith(RunConfig c, Readback readback) {
     c.run.readback = readback;
     Trainer t(c);
     LossRecorder r;
@@ -354,14 +374,14 @@ LossRecorder trainWith(RunConfig c, const std::string& readback) {
 TEST(Trainer, LossCurveMatchesLibTorchAdamWOverHundredSteps) {
     const RunConfig c = smallConfig(100);
     const auto reference = referenceLossCurve(c);
-    for (const std::string mode : {"every_step", "deferred"}) {
+    for (const Readback mode : {Readback::EveryStep, Readback::Deferred}) {
         const auto run = trainWith(c, mode);
-        ASSERT_EQ(run.steps.size(), reference.size()) << mode;
+        ASSERT_EQ(run.steps.size(), reference.size()) << nameOf(mode);
         double worst = 0;
         for (size_t i = 0; i < reference.size(); ++i)
             worst = std::max(worst, std::fabs(run.steps[i].loss - reference[i]));
-        EXPECT_LE(worst, 1e-4) << mode;
-        EXPECT_EQ(worst, 0.0) << mode << ": the same operations in the same order";
+        EXPECT_LE(worst, 1e-4) << nameOf(mode);
+        EXPECT_EQ(worst, 0.0) << nameOf(mode) << ": the same operations in the same order";
         EXPECT_LT(reference.back(), reference.front() - 0.5);  // it learned: not a flat curve
     }
 }
@@ -371,9 +391,9 @@ TEST(Trainer, DeferredReadbackReportsExactlyWhatEveryStepReadbackReports) {
     c.run.fusedAttention = true;
     c.probes.every = 7;
     c.eval.every = 25;
-    c.events.push_back(Event{20, "lr_multiplier", {{"factor", 3.0}}});
-    const auto a = trainWith(c, "every_step");
-    const auto b = trainWith(c, "deferred");
+    c.events.push_back(eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 3.0}}, "test"));
+    const auto a = trainWith(c, Readback::EveryStep);
+    const auto b = trainWith(c, Readback::Deferred);
     EXPECT_EQ(a.order, b.order);
     ASSERT_EQ(a.steps.size(), b.steps.size());
     for (size_t i = 0; i < a.steps.size(); ++i) {
@@ -394,7 +414,7 @@ TEST(Trainer, DeferredReadbackStopsAtTheFirstNonFiniteStep) {
     c.optim.gradClip = 0;
     std::vector<RunOutcome> outcomes;
     std::vector<size_t> reported;
-    for (const std::string mode : {"every_step", "deferred"}) {
+    for (const Readback mode : {Readback::EveryStep, Readback::Deferred}) {
         c.run.readback = mode;
         Trainer t(c);
         LossRecorder r;
@@ -403,7 +423,7 @@ TEST(Trainer, DeferredReadbackStopsAtTheFirstNonFiniteStep) {
         ASSERT_FALSE(r.steps.empty());
         EXPECT_FALSE(std::isfinite(r.steps.back().loss) && std::isfinite(r.steps.back().gradNorm));
         for (const auto& m : r.steps)
-            EXPECT_TRUE(std::isfinite(m.tokensPerSec)) << mode << " " << m.step;
+            EXPECT_TRUE(std::isfinite(m.tokensPerSec)) << nameOf(mode) << " " << m.step;
     }
     EXPECT_EQ(outcomes[0].status, RunStatus::Diverged);
     EXPECT_EQ(outcomes[1].status, RunStatus::Diverged);
@@ -449,7 +469,7 @@ TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
 
 TEST(Trainer, PausingInDeferredReadbackReportsEveryStepAndKeepsThePauseOutOfTokensPerSecond) {
     RunConfig c = smallConfig(300);
-    c.run.readback = "deferred";
+    c.run.readback = Readback::Deferred;
     Trainer t(c);
     LossRecorder r;
     size_t reportedWhenPaused = 0, reportedLater = 0;

@@ -27,16 +27,16 @@ TEST(Schedules, WarmupIsLinearFromZero) {
 
 TEST(Schedules, DecayShapesReachTheFloorAtTheLastStep) {
     RunConfig c = base();
-    c.schedule.decay = "cosine";
+    c.schedule.decay = LrDecay::Cosine;
     EXPECT_DOUBLE_EQ(scheduledLr(c, 10), 1.0);
     EXPECT_NEAR(scheduledLr(c, 55), 0.55, 1e-12);  // halfway: (1 + 0.1) / 2
     EXPECT_NEAR(scheduledLr(c, 100), 0.1, 1e-12);
-    c.schedule.decay = "linear";
+    c.schedule.decay = LrDecay::Linear;
     EXPECT_NEAR(scheduledLr(c, 55), 0.55, 1e-12);
     EXPECT_NEAR(scheduledLr(c, 100), 0.1, 1e-12);
-    c.schedule.decay = "constant";
+    c.schedule.decay = LrDecay::Constant;
     EXPECT_DOUBLE_EQ(scheduledLr(c, 100), 1.0);
-    c.schedule.decay = "wsd";
+    c.schedule.decay = LrDecay::Wsd;
     c.schedule.wsdDecayFraction = 0.2;  // 20 decay steps: 80 .. 100
     EXPECT_DOUBLE_EQ(scheduledLr(c, 79), 1.0);
     EXPECT_DOUBLE_EQ(scheduledLr(c, 80), 1.0);
@@ -47,25 +47,25 @@ TEST(Schedules, DecayShapesReachTheFloorAtTheLastStep) {
 TEST(Schedules, AlphaEndpoints) {
     QkNormAnneal none;  // default window [1, 1]: no anneal
     for (int64_t s : {0, 50, 99}) EXPECT_EQ(annealAlpha(none, s, 100), 1.0);
-    QkNormAnneal a{0.5, 1.0, "linear"};
+    QkNormAnneal a{0.5, 1.0, AnnealShape::Linear};
     EXPECT_EQ(annealAlpha(a, 0, 100), 1.0);
     EXPECT_EQ(annealAlpha(a, 49, 100), 1.0);
     EXPECT_DOUBLE_EQ(annealAlpha(a, 50, 100), 1.0);  // the descent starts here
     EXPECT_DOUBLE_EQ(annealAlpha(a, 75, 100), 0.5);
     EXPECT_NEAR(annealAlpha(a, 99, 100), 0.02, 1e-12);
-    QkNormAnneal early{0.2, 0.6, "linear"};
+    QkNormAnneal early{0.2, 0.6, AnnealShape::Linear};
     EXPECT_EQ(annealAlpha(early, 60, 100), 0.0);  // 0 after the end
     EXPECT_EQ(annealAlpha(early, 99, 100), 0.0);
-    QkNormAnneal hard{0.9, 1.0, "hard"};
+    QkNormAnneal hard{0.9, 1.0, AnnealShape::Hard};
     EXPECT_EQ(annealAlpha(hard, 89, 100), 1.0);
     EXPECT_EQ(annealAlpha(hard, 90, 100), 0.0);
-    QkNormAnneal cosine{0.0, 1.0, "cosine"};
+    QkNormAnneal cosine{0.0, 1.0, AnnealShape::Cosine};
     EXPECT_NEAR(annealAlpha(cosine, 50, 100), 0.5, 1e-12);
     EXPECT_NEAR(annealAlpha(cosine, 25, 100), 0.5 * (1 + std::cos(M_PI * 0.25)), 1e-12);
 }
 
 TEST(Schedules, SoftcapAnnealMovesCToTarget) {
-    SoftcapConfig s{"tanh", 30};
+    SoftcapConfig s{SoftcapKind::Tanh, 30};
     SoftcapAnneal a{0.5, 1.0, 1000};
     EXPECT_EQ(annealSoftcapC(s, a, 10, 100), 30);
     EXPECT_DOUBLE_EQ(annealSoftcapC(s, a, 75, 100), 515);
@@ -74,13 +74,13 @@ TEST(Schedules, SoftcapAnnealMovesCToTarget) {
 
 TEST(Schedules, EventsApplyFromTheirStep) {
     RunConfig c = base();
-    c.attention.qkNorm = "rms";
-    c.events = {Event{20, "lr_multiplier", {{"factor", 10.0}}},
-                Event{30, "context_length", {{"seq_len", 256}}},
-                Event{40, "dirty_batch", nlohmann::json::object()},
-                Event{50, "softcap", {{"cap", "clamp"}, {"c", 20.0}}},
-                Event{60, "qk_anneal", {{"steps", 10}}},
-                Event{80, "qk_norm", {{"variant", "layernorm"}}}};
+    c.attention.qkNorm = QkNormVariant::Rms;
+    c.events = {eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 10.0}}, "test"),
+                eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 256}}, "test"),
+                eventFromJson({{"step", 40}, {"kind", "dirty_batch"}}, "test"),
+                eventFromJson({{"step", 50}, {"kind", "softcap"}, {"cap", "clamp"}, {"c", 20.0}}, "test"),
+                eventFromJson({{"step", 60}, {"kind", "qk_anneal"}, {"steps", 10}}, "test"),
+                eventFromJson({{"step", 80}, {"kind", "qk_norm"}, {"variant", "layernorm"}}, "test")};
     EXPECT_DOUBLE_EQ(settingsAt(c, 19).lr, scheduledLr(c, 19));
     EXPECT_DOUBLE_EQ(settingsAt(c, 20).lr, 10 * scheduledLr(c, 20));
     EXPECT_EQ(settingsAt(c, 29).seqLen, 128);
@@ -88,24 +88,24 @@ TEST(Schedules, EventsApplyFromTheirStep) {
     EXPECT_FALSE(settingsAt(c, 39).dirtyBatch);
     EXPECT_TRUE(settingsAt(c, 40).dirtyBatch);
     EXPECT_FALSE(settingsAt(c, 41).dirtyBatch);  // one batch only
-    EXPECT_EQ(settingsAt(c, 49).softcapKind, "none");
+    EXPECT_EQ(settingsAt(c, 49).softcapKind, SoftcapKind::None);
     EXPECT_EQ(settingsAt(c, 49).softcapC, 0.0);
-    EXPECT_EQ(settingsAt(c, 50).softcapKind, "clamp");
+    EXPECT_EQ(settingsAt(c, 50).softcapKind, SoftcapKind::Clamp);
     EXPECT_EQ(settingsAt(c, 50).softcapC, 20.0);
     EXPECT_EQ(settingsAt(c, 59).alpha, 1.0);
     EXPECT_DOUBLE_EQ(settingsAt(c, 65).alpha, 0.5);
     EXPECT_TRUE(settingsAt(c, 65).annealing);
     EXPECT_EQ(settingsAt(c, 75).alpha, 0.0);
-    EXPECT_EQ(settingsAt(c, 80).qkNorm, "layernorm");
+    EXPECT_EQ(settingsAt(c, 80).qkNorm, QkNormVariant::LayerNorm);
     EXPECT_EQ(settingsAt(c, 80).alpha, 1.0);
     RunConfig w = base();
-    w.attention.qkNorm = "rms_affine";
+    w.attention.qkNorm = QkNormVariant::RmsAffine;
     w.schedule.steps = 100;
-    w.anneal.qkNorm = {0.5, 1.0, "linear"};
+    w.anneal.qkNorm = {0.5, 1.0, AnnealShape::Linear};
     EXPECT_FALSE(settingsAt(w, 49).annealing);
     EXPECT_TRUE(settingsAt(w, 50).annealing);  // the window's first step: alpha 1, gains frozen
     EXPECT_EQ(settingsAt(w, 50).alpha, 1.0);
-    c.attention.qkNorm = "none";
+    c.attention.qkNorm = QkNormVariant::None;
     c.events.clear();
     EXPECT_EQ(settingsAt(c, 0).alpha, 0.0);  // no norm: the raw path
 }

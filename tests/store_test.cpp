@@ -313,20 +313,20 @@ TEST_F(StoreTest, EmptyFileIsMigrated) {
     ASSERT_EQ(fs::file_size(m_path), 0u);
     {
         RunStore store(m_path);
-        EXPECT_EQ(store.schemaVersion(), 2);
+        EXPECT_EQ(store.schemaVersion(), 3);
         EXPECT_TRUE(store.listRuns().empty());
     }
-    EXPECT_EQ(rawInt("PRAGMA user_version"), 2);
+    EXPECT_EQ(rawInt("PRAGMA user_version"), 3);
     EXPECT_EQ(rawInt("PRAGMA application_id"), 0x514B4C42);
     EXPECT_EQ(rawText("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(rawInt("SELECT count(*) FROM sqlite_master WHERE name = 'step_metrics'"), 1);
     RunStore again(m_path);  // reopening a current file is a no-op
-    EXPECT_EQ(again.schemaVersion(), 2);
+    EXPECT_EQ(again.schemaVersion(), 3);
 }
 
 TEST_F(StoreTest, InMemoryDatabaseWorks) {
     RunStore store(":memory:");
-    EXPECT_EQ(store.schemaVersion(), 2);
+    EXPECT_EQ(store.schemaVersion(), 3);
     EXPECT_EQ(store.maxRunId(), 0);
     EXPECT_EQ(store.markInterruptedRuns(), 0);
 }
@@ -376,7 +376,7 @@ TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
                      "WHERE name = 'attention_path'"),
               0);
     RunStore store(m_path);
-    EXPECT_EQ(store.schemaVersion(), 2);
+    EXPECT_EQ(store.schemaVersion(), 3);
     const auto ms = store.stepMetrics(id);
     ASSERT_EQ(ms.size(), 1u);
     EXPECT_DOUBLE_EQ(ms[0].loss, 2.5);

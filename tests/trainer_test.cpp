@@ -124,7 +124,7 @@ TEST(Trainer, HighLrBlowsUpLogitsWithoutQkNormOnly) {
     c.eval.every = 0;
     c.run.threads = 2;
     const Collector raw = train(c);
-    c.attention.qkNorm = "rms";
+    c.attention.qkNorm = QkNormVariant::Rms;
     const Collector normed = train(c);
     EXPECT_GT(raw.maxRawLogit(), 100.0);
     EXPECT_LE(normed.maxRawLogit(), std::sqrt(32.0) * (1 + 1e-5));
@@ -222,8 +222,8 @@ TEST(Trainer, InterventionsAreRecordedAndReplayReproducesTheRun) {
         id = s.runId();
         Collector ctl;
         ctl.onEachStep = [&](const StepMetrics& m) {
-            if (m.step == 7) s.trainer().postIntervention(Event{0, "lr_multiplier", {{"factor", 4.0}}});
-            if (m.step == 12) s.trainer().postIntervention(Event{0, "qk_norm", {{"variant", "rms"}}});
+            if (m.step == 7) s.trainer().postIntervention(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 4.0}}, "test"));
+            if (m.step == 12) s.trainer().postIntervention(eventFromJson({{"step", 0}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test"));
         };
         s.run(&ctl);
     }
@@ -243,7 +243,7 @@ TEST(Trainer, InterventionsAreRecordedAndReplayReproducesTheRun) {
     // Replay: the stored config plus the stored events as config events gives the same curve.
     RunConfig replay = configFromJsonText(store.run(id).configJson, "stored config");
     for (const auto& e : events)
-        replay.events.push_back(Event{e.step, e.kind, nlohmann::json::parse(e.paramsJson)});
+        replay.events.push_back(eventFromRecord(e.step, e.kind, e.paramsJson, "config"));
     const auto replayed = train(replay).losses();
     ASSERT_EQ(replayed.size(), metrics.size());
     for (size_t i = 0; i < metrics.size(); ++i) EXPECT_EQ(replayed[i], metrics[i].loss) << i;
@@ -253,19 +253,19 @@ TEST(Trainer, InterventionsAreRecordedAndReplayReproducesTheRun) {
 TEST(Trainer, BadInterventionIsRejectedWithTheReason) {
     Trainer t(tinyConfig());
     try {
-        t.postIntervention(Event{0, "lr_multiplier", {{"factor", -1.0}}});
+        t.postIntervention(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", -1.0}}, "test"));
         FAIL();
     } catch (const qklab::Error& e) {
         EXPECT_NE(std::string(e.what()).find("factor"), std::string::npos);
     }
-    EXPECT_THROW(t.postIntervention(Event{0, "context_length", {{"seq_len", 4096}}}), qklab::Error);
+    EXPECT_THROW(t.postIntervention(eventFromJson({{"step", 0}, {"kind", "context_length"}, {"seq_len", 4096}}, "test")), qklab::Error);
 }
 
 TEST(Trainer, QkGainsAreFrozenDuringTheAnneal) {
     const std::string dir = tempDir();
     RunConfig c = tinyConfig(40);
-    c.attention.qkNorm = "rms_affine";
-    c.anneal.qkNorm = {0.5, 1.0, "linear"};  // alpha falls over steps 20..39
+    c.attention.qkNorm = QkNormVariant::RmsAffine;
+    c.anneal.qkNorm = {0.5, 1.0, AnnealShape::Linear};  // alpha falls over steps 20..39
     c.run.checkpointEvery = 10;
     Trainer t(c, TrainerOptions{dir + "/ckpt", {}});
     Collector col;
@@ -291,7 +291,7 @@ TEST(Trainer, QkGainsAreFrozenDuringTheAnneal) {
 TEST(Trainer, CudaRequestedWithoutCudaSaysSo) {
     if (cudaAvailable()) return;  // on a GPU machine this is not an error
     RunConfig c = tinyConfig();
-    c.run.device = "cuda";
+    c.run.device = DeviceKind::Cuda;
     try {
         Trainer t(c);
         FAIL();
@@ -322,9 +322,9 @@ TEST(Trainer, StepMetricsSayWhichAttentionKernelRan) {
         const bool probed = m.step % 5 == 0;
         EXPECT_EQ(m.attentionPath, probed || !kHaveFusedAttention ? "explicit" : "fused") << m.step;
     }
-    c.attention.softcap.kind = "tanh";  // the cap needs the logits on every step
+    c.attention.softcap.kind = SoftcapKind::Tanh;  // the cap needs the logits on every step
     for (const auto& m : train(c).steps) EXPECT_EQ(m.attentionPath, "explicit") << m.step;
-    c.attention.softcap.kind = "none";
+    c.attention.softcap.kind = SoftcapKind::None;
     c.run.fusedAttention = false;
     for (const auto& m : train(c).steps) EXPECT_EQ(m.attentionPath, "explicit") << m.step;
 }

@@ -68,8 +68,8 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
         QStringLiteral("Write GUI-thread stall statistics here at quit."), QStringLiteral("FILE"));
     const QCommandLineOption intervene(
         QStringLiteral("intervene"),
-        QStringLiteral("Post an intervention once STEP is trained (repeatable), e.g. "
-                       "100:{\"kind\":\"qk_norm\",\"params\":{\"variant\":\"rms\"}}"),
+        QStringLiteral("Post an intervention once STEP is trained (repeatable); JSON as in a "
+                       "preset's events, e.g. 100:{\"kind\":\"qk_norm\",\"variant\":\"rms\"}"),
         QStringLiteral("STEP:JSON"));
     const QCommandLineOption overlay(
         QStringLiteral("overlay"),
@@ -204,9 +204,11 @@ void AutomationDriver::onProgress(qint64, qint64 step) {
         if (step < spec.section(QLatin1Char(':'), 0, 0).toLongLong()) break;
         ++m_nextIntervention;
         try {
-            const auto j = nlohmann::json::parse(spec.section(QLatin1Char(':'), 1).toStdString());
-            Event e{0, j.at("kind").get<std::string>(),
-                    j.value("params", nlohmann::json::object())};
+            // The same JSON as an entry of a preset's "events", without the step.
+            auto j = nlohmann::json::parse(spec.section(QLatin1Char(':'), 1).toStdString());
+            j["step"] = 0;
+            Event e = eventFromJson(j, "--intervene");
+            e.source = EventSource::User;
             if (!m_window->interventions()->post(e))
                 std::cerr << "qklab: intervention not applied: " << spec.toStdString() << "\n";
         } catch (const std::exception& ex) {

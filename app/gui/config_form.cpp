@@ -67,54 +67,12 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
     for (const FieldInfo& f : configFields()) {
         const QString group = QString::fromStdString(f.group);
         if (!forms.contains(group)) {
-            auto* page = new QWidget;
-            auto* form = new QFormLayout(page);
-            form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-            form->setLabelAlignment(Qt::AlignRight);
-            forms[group] = form;
+            forms[group] = addGroupPage(group);
             order << group;
-            auto* scroll = new QScrollArea;
-            scroll->setWidget(page);
-            scroll->setWidgetResizable(true);
-            scroll->setFrameShape(QFrame::NoFrame);
-            m_pages->addWidget(scroll);
-            m_groups->addItem(group);
         }
-        const QString key = QString::fromStdString(f.key);
-        QWidget* editor = createEditor(f);
-        editor->setObjectName(key);
-        QString tip = QString::fromStdString(f.help);
-        if ((f.type == FieldType::Float || f.type == FieldType::Int) && f.maxValue > f.minValue)
-            tip += QStringLiteral("\nrange %1 … %2").arg(f.minValue).arg(f.maxValue);
-        editor->setToolTip(QStringLiteral("%1\n%2").arg(key, tip));
-        // Label shows the key without its group prefix: the group list already names it.
-        auto* label = new QLabel(
-            key.section(QLatin1Char('.'), 1).isEmpty() ? key : key.section(QLatin1Char('.'), 1));
-        label->setToolTip(editor->toolTip());
-        forms[group]->addRow(label, editor);
-        m_editors[key] = editor;
-        m_labels[key] = label;
+        addField(f, forms[group]);
     }
-
-    // Events are a list, not a registry field: edited as the same JSON the presets use.
-    const QString eventsGroup = QStringLiteral("Data & events");
-    QFormLayout* form = forms.value(eventsGroup, nullptr);
-    if (!form) {
-        auto* page = new QWidget;
-        form = new QFormLayout(page);
-        m_pages->addWidget(page);
-        m_groups->addItem(eventsGroup);
-    }
-    m_events = new QPlainTextEdit;
-    m_events->setObjectName(QStringLiteral("events"));
-    m_events->setPlaceholderText(QStringLiteral(
-        "[{\"step\": 300, \"kind\": \"context_length\", \"params\": {\"seq_len\": 256}}]"));
-    m_events->setToolTip(QStringLiteral(
-        "Timed events as a JSON list. Kinds: lr_multiplier {factor}, context_length {seq_len},\n"
-        "dirty_batch {text?}, qk_norm {variant}, qk_anneal {steps, shape?}, softcap {kind, c}"));
-    m_events->setFixedHeight(90);
-    form->addRow(new QLabel(QStringLiteral("events")), m_events);
-    connect(m_events, &QPlainTextEdit::textChanged, this, &ConfigForm::scheduleRevalidate);
+    addEventsEditor(forms.value(QStringLiteral("Data & events"), nullptr));
 
     m_messages = new QLabel(this);
     m_messages->setWordWrap(true);
@@ -130,6 +88,62 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
     setConfig(RunConfig{});
     const int attn = order.indexOf(QStringLiteral("Attention & QK-norm"));
     m_groups->setCurrentRow(attn >= 0 ? attn : 0);
+}
+
+QFormLayout* ConfigForm::addGroupPage(const QString& group) {
+    auto* page = new QWidget;
+    auto* form = new QFormLayout(page);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setLabelAlignment(Qt::AlignRight);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(page);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    m_pages->addWidget(scroll);
+    m_groups->addItem(group);
+    return form;
+}
+
+// One row: the registry's human label (and unit), an editor, and a tooltip with the help
+// text, the range and the dotted key for people who script.
+void ConfigForm::addField(const FieldInfo& f, QFormLayout* form) {
+    const QString key = QString::fromStdString(f.key);
+    QWidget* editor = createEditor(f);
+    editor->setObjectName(key);
+    QString tip = QString::fromStdString(f.help);
+    if ((f.type == FieldType::Float || f.type == FieldType::Int) && f.maxValue > f.minValue)
+        tip += QStringLiteral("\nrange %1 … %2").arg(f.minValue).arg(f.maxValue);
+    tip += QStringLiteral("\nkey: %1").arg(key);
+    editor->setToolTip(tip);
+    QString text = QString::fromStdString(f.label.empty() ? f.key : f.label);
+    if (!f.unit.empty()) text += QStringLiteral(" (%1)").arg(QString::fromStdString(f.unit));
+    auto* label = new QLabel(text);
+    label->setToolTip(tip);
+    form->addRow(label, editor);
+    m_editors[key] = editor;
+    m_labels[key] = label;
+}
+
+// Events are a list, not a registry field: edited as the same JSON the presets use, with the
+// placeholder and the tooltip written by the event registry.
+void ConfigForm::addEventsEditor(QFormLayout* form) {
+    if (!form) form = addGroupPage(QStringLiteral("Data & events"));
+    m_events = new QPlainTextEdit;
+    m_events->setObjectName(QStringLiteral("events"));
+    json examples = json::array();
+    for (const auto& k : eventKinds())
+        if (k.kind == EventKind::ContextLength || k.kind == EventKind::QkNorm) examples.push_back(k.example);
+    m_events->setPlaceholderText(QString::fromStdString(examples.dump()));
+    QString tip = tr("Timed events as a JSON list; each is {\"step\": N, \"kind\": ..., its parameters}:");
+    for (const auto& k : eventKinds())
+        tip += QStringLiteral("\n%1: %2").arg(QString::fromStdString(k.example.dump()),
+                                              QString::fromStdString(k.help));
+    m_events->setToolTip(tip);
+    m_events->setFixedHeight(90);
+    auto* label = new QLabel(tr("Timed events"));
+    label->setToolTip(tip);
+    form->addRow(label, m_events);
+    connect(m_events, &QPlainTextEdit::textChanged, this, &ConfigForm::scheduleRevalidate);
 }
 
 QWidget* ConfigForm::createEditor(const FieldInfo& f) {
@@ -282,8 +296,10 @@ RunConfig ConfigForm::config(QStringList* problems) const {
     const QString eventsText = m_events->toPlainText().trimmed();
     if (!eventsText.isEmpty()) {
         try {
+            // Read without value checks: an event's step is checked against this form's
+            // schedule.steps below (validationProblems), not against the defaults'.
             const RunConfig withEvents =
-                configFromJson(json{{"events", json::parse(eventsText.toStdString())}});
+                configFromJson(json{{"events", json::parse(eventsText.toStdString())}}, false);
             c.events = withEvents.events;
         } catch (const json::exception& e) {
             if (problems)

@@ -13,6 +13,7 @@
 
 #include "qklab/run_config.h"
 
+class QFormLayout;
 class QLabel;
 class QPlainTextEdit;
 class QTimer;
@@ -48,6 +49,9 @@ class ConfigForm : public QWidget {
     void validityChanged(bool valid);
 
   private:
+    QFormLayout* addGroupPage(const QString& group);
+    void addField(const FieldInfo& field, QFormLayout* form);
+    void addEventsEditor(QFormLayout* form);
     QWidget* createEditor(const FieldInfo& field);
     void setEditorValue(const FieldInfo& field, const nlohmann::json& value);
     // Returns false (and fills *error) when the editor text is not a value of the field's type.

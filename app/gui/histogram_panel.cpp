@@ -141,7 +141,7 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
     m_bins = histBinsOf(config.probes);
     setHistogramTicker(m_hist->xAxis, m_bins);
     setHistogramTicker(m_heat->yAxis, m_bins);
-    m_hist->xAxis->setLabel(m_bins.axisLabel());
+    m_hist->xAxis->setLabel(histogramAxisLabel(m_bins));
     // The domain's thresholds (|logit| 20 healthy, 30 intervene) drawn on the heat map in the
     // histogram's own scale, so a blow-up is seen crossing them.
     clearItems(m_heat, QStringLiteral("threshold"));

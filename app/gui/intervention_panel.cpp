@@ -1,9 +1,11 @@
-// intervention_panel.cpp — one row per intervention kind; choices come from the registry.
+// intervention_panel.cpp — one row per event kind of the registry: a label, an editor per
+// parameter (spin box, combo box or line edit by the parameter's type), and an action button.
 #include "intervention_panel.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -15,102 +17,68 @@
 namespace qklab::gui {
 
 namespace {
-QStringList choicesOf(const char* key, const QStringList& fallback) {
-    const FieldInfo* f = findField(key);
-    if (!f || f->choices.empty()) return fallback;
-    QStringList out;
-    for (const auto& c : f->choices) out << QString::fromStdString(c);
-    return out;
+
+QWidget* editorFor(const EventParamInfo& p, const nlohmann::json& initial) {
+    QWidget* w = nullptr;
+    switch (p.type) {
+        case FieldType::Float: {
+            auto* box = new QDoubleSpinBox;
+            box->setDecimals(3);
+            box->setRange(p.minValue, p.maxValue);
+            box->setValue(initial.is_number() ? initial.get<double>() : 1.0);
+            w = box;
+            break;
+        }
+        case FieldType::Int: {
+            auto* box = new QSpinBox;
+            box->setRange(int(p.minValue), int(std::min(p.maxValue, 2e9)));
+            box->setValue(initial.is_number() ? int(initial.get<double>()) : int(p.minValue));
+            w = box;
+            break;
+        }
+        case FieldType::Choice: {
+            auto* box = new QComboBox;
+            for (const auto& c : p.choices) box->addItem(QString::fromStdString(c));
+            if (initial.is_string()) box->setCurrentText(QString::fromStdString(initial.get<std::string>()));
+            w = box;
+            break;
+        }
+        default: {
+            auto* edit = new QLineEdit;
+            edit->setPlaceholderText(QStringLiteral("(%1)").arg(QString::fromStdString(p.help)));
+            w = edit;
+        }
+    }
+    w->setObjectName(QString::fromStdString(p.key));
+    w->setToolTip(QString::fromStdString(p.key + ": " + p.help));
+    return w;
 }
+
+nlohmann::json valueOf(const QWidget* w) {
+    if (auto* d = qobject_cast<const QDoubleSpinBox*>(w)) return d->value();
+    if (auto* i = qobject_cast<const QSpinBox*>(w)) return int64_t(i->value());
+    if (auto* c = qobject_cast<const QComboBox*>(w)) return c->currentText().toStdString();
+    if (auto* e = qobject_cast<const QLineEdit*>(w)) return e->text().toStdString();
+    return {};
+}
+
 }  // namespace
 
 InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     : QWidget(parent), m_controller(controller) {
     auto* grid = new QGridLayout(this);
     int row = 0;
-    auto addButton = [&](const QString& text, const QString& tip, std::function<Event()> make) {
-        auto* b = new QPushButton(text);
-        b->setToolTip(tip);
-        b->setObjectName(text);
-        connect(b, &QPushButton::clicked, this, [this, make] { post(make()); });
-        grid->addWidget(b, row++, 3);
-        m_buttons << b;
-    };
-
-    m_lrFactor = new QDoubleSpinBox;
-    m_lrFactor->setDecimals(3);
-    m_lrFactor->setRange(0.001, 100);
-    m_lrFactor->setValue(0.5);
-    grid->addWidget(new QLabel(tr("LR ×")), row, 0);
-    grid->addWidget(m_lrFactor, row, 1, 1, 2);
-    addButton(tr("Change LR"), tr("Multiply the LR schedule by this factor from the next step"),
-              [this] { return lrEvent(); });
-
-    m_qkVariant = new QComboBox;
-    m_qkVariant->addItems(choicesOf("attention.qk_norm", {"none", "rms"}));
-    m_qkVariant->setCurrentText(QStringLiteral("rms"));
-    grid->addWidget(new QLabel(tr("QK-norm")), row, 0);
-    grid->addWidget(m_qkVariant, row, 1, 1, 2);
-    addButton(tr("Switch QK-norm"),
-              tr("Normalise q and k from the next step (the 'engine removal')"),
-              [this] { return qkNormEvent(); });
-
-    m_annealSteps = new QSpinBox;
-    m_annealSteps->setRange(1, 10000000);
-    m_annealSteps->setValue(100);
-    m_annealShape = new QComboBox;
-    m_annealShape->addItems(choicesOf("anneal.qk_norm.shape", {"linear", "cosine", "hard"}));
-    grid->addWidget(new QLabel(tr("Anneal over")), row, 0);
-    grid->addWidget(m_annealSteps, row, 1);
-    grid->addWidget(m_annealShape, row, 2);
-    addButton(tr("Start anneal"),
-              tr("Move alpha from 1 to 0 over this many steps (QK-norm fades out; s stays fixed)"),
-              [this] { return annealEvent(); });
-
-    m_capKind = new QComboBox;
-    m_capKind->addItems(choicesOf("attention.softcap.kind", {"none", "tanh", "clamp"}));
-    m_capKind->setCurrentText(QStringLiteral("tanh"));
-    m_capC = new QDoubleSpinBox;
-    m_capC->setRange(0.1, 10000);
-    m_capC->setValue(50);
-    m_capC->setPrefix(QStringLiteral("C = "));
-    grid->addWidget(new QLabel(tr("Softcap")), row, 0);
-    grid->addWidget(m_capKind, row, 1);
-    grid->addWidget(m_capC, row, 2);
-    addButton(tr("Set softcap"),
-              tr("Switch the attention-logit softcap (the 'gate'); Gemma 2 uses tanh C=50"),
-              [this] { return softcapEvent(); });
-
-    m_dirtyText = new QLineEdit;
-    m_dirtyText->setPlaceholderText(tr("(default repeated text)"));
-    grid->addWidget(new QLabel(tr("Dirty batch")), row, 0);
-    grid->addWidget(m_dirtyText, row, 1, 1, 2);
-    addButton(tr("Inject batch"), tr("Replace the next batch with heavily repeated text"),
-              [this] { return dirtyBatchEvent(); });
-
-    m_seqLen = new QSpinBox;
-    m_seqLen->setRange(2, 65536);
-    m_seqLen->setValue(256);
-    grid->addWidget(new QLabel(tr("Context")), row, 0);
-    grid->addWidget(m_seqLen, row, 1, 1, 2);
-    addButton(tr("Switch context"),
-              tr("Train with this context length from the next step (e.g. 512 → 2048)"),
-              [this] { return contextEvent(); });
+    for (const auto& info : eventKinds()) addRow(info, grid, row++);
 
     m_status = new QLabel(tr("Interventions apply to the training run."));
     m_status->setWordWrap(true);
     m_status->setObjectName(QStringLiteral("interventionStatus"));
-    grid->addWidget(m_status, row++, 0, 1, 4);
+    grid->addWidget(m_status, row++, 0, 1, 3);
     grid->setColumnStretch(1, 1);
+    grid->setRowStretch(row, 1);
 
     connect(m_controller, &RunController::started, this, [this] {
-        // A context switch cannot exceed what the model's positions were built for.
-        const RunConfig& c = m_controller->activeRequest().config;
-        m_seqLen->setRange(2, int(std::max<int64_t>(2, c.maxSeqLen())));
-        m_seqLen->setValue(int(std::max<int64_t>(2, c.model.seqLen / 2)));
-        m_seqLen->setToolTip(tr("Up to %1 (the longest context this model was built for); "
-                                "longer switches belong in the preset's events")
-                                 .arg(c.maxSeqLen()));
+        limitToModel(m_controller->activeRequest().config);
         refreshEnabled();
     });
     connect(m_controller, &RunController::queueChanged, this, &InterventionPanel::refreshEnabled);
@@ -118,38 +86,88 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     refreshEnabled();
 }
 
-Event InterventionPanel::lrEvent() const {
-    return Event{0, "lr_multiplier", {{"factor", m_lrFactor->value()}}};
+void InterventionPanel::addRow(const EventKindInfo& info, QGridLayout* grid, int row) {
+    Row r;
+    r.kind = info.kind;
+    auto* label = new QLabel(QString::fromStdString(info.title));
+    label->setToolTip(QString::fromStdString(info.name + ": " + info.help));
+    grid->addWidget(label, row, 0);
+    auto* editors = new QHBoxLayout;
+    editors->setContentsMargins(0, 0, 0, 0);
+    for (const auto& p : info.params) {
+        // The registry's example event holds a sensible value for every parameter.
+        QWidget* w = editorFor(p, info.example.value(p.key, nlohmann::json()));
+        editors->addWidget(w, 1);
+        r.editors.push_back(w);
+    }
+    grid->addLayout(editors, row, 1);
+    r.button = new QPushButton(QString::fromStdString(info.action));
+    r.button->setObjectName(QString::fromStdString(info.action));
+    r.button->setToolTip(QString::fromStdString(info.help));
+    const EventKind kind = info.kind;
+    connect(r.button, &QPushButton::clicked, this, [this, kind] { post(eventFor(kind)); });
+    grid->addWidget(r.button, row, 2);
+    m_rows.push_back(r);
 }
 
-Event InterventionPanel::qkNormEvent() const {
-    return Event{0, "qk_norm", {{"variant", m_qkVariant->currentText().toStdString()}}};
+// Mid-run bounds that depend on the model (a context switch cannot exceed the positions the
+// model was built for).
+void InterventionPanel::limitToModel(const RunConfig& config) {
+    for (auto& r : m_rows) {
+        const auto& params = eventKindInfo(r.kind).params;
+        for (size_t i = 0; i < params.size(); ++i) {
+            if (!params[i].interventionMax) continue;
+            const int max = int(params[i].interventionMax(config));
+            if (auto* box = qobject_cast<QSpinBox*>(r.editors[i])) {
+                box->setMaximum(max);
+                box->setToolTip(tr("%1 (up to %2 for this model; longer switches belong in the "
+                                   "preset's events)")
+                                    .arg(QString::fromStdString(params[i].help))
+                                    .arg(max));
+            }
+        }
+    }
 }
 
-Event InterventionPanel::annealEvent() const {
-    return Event{0,
-                 "qk_anneal",
-                 {{"steps", int64_t(m_annealSteps->value())},
-                  {"shape", m_annealShape->currentText().toStdString()}}};
-}
-
-Event InterventionPanel::softcapEvent() const {
-    return Event{
-        0, "softcap", {{"cap", m_capKind->currentText().toStdString()}, {"c", m_capC->value()}}};
-}
-
-Event InterventionPanel::dirtyBatchEvent() const {
-    Event e{0, "dirty_batch", nlohmann::json::object()};
-    if (!m_dirtyText->text().isEmpty()) e.params["text"] = m_dirtyText->text().toStdString();
+Event InterventionPanel::eventFor(EventKind kind) const {
+    const auto& info = eventKindInfo(kind);
+    nlohmann::json j = {{"step", 0}, {"kind", info.name}};
+    for (const auto& r : m_rows) {
+        if (r.kind != kind) continue;
+        for (size_t i = 0; i < info.params.size(); ++i) {
+            const auto v = valueOf(r.editors[i]);
+            if (v.is_string() && v.get<std::string>().empty() && !info.params[i].required) continue;
+            j[info.params[i].key] = v;
+        }
+    }
+    Event e;
+    e.kind = kind;
+    try {
+        e = eventFromJson(j, info.name);
+    } catch (const std::exception&) {
+        // The editors keep values in range; post() reports anything else the trainer refuses.
+    }
+    e.source = EventSource::User;
     return e;
 }
 
-Event InterventionPanel::contextEvent() const {
-    return Event{0, "context_length", {{"seq_len", int64_t(m_seqLen->value())}}};
+void InterventionPanel::setParam(EventKind kind, const std::string& key, const nlohmann::json& value) {
+    const auto& params = eventKindInfo(kind).params;
+    for (auto& r : m_rows) {
+        if (r.kind != kind) continue;
+        for (size_t i = 0; i < params.size(); ++i) {
+            if (params[i].key != key) continue;
+            QWidget* w = r.editors[i];
+            if (auto* d = qobject_cast<QDoubleSpinBox*>(w)) d->setValue(value.get<double>());
+            if (auto* s = qobject_cast<QSpinBox*>(w)) s->setValue(int(value.get<double>()));
+            if (auto* c = qobject_cast<QComboBox*>(w)) c->setCurrentText(QString::fromStdString(value.get<std::string>()));
+            if (auto* e = qobject_cast<QLineEdit*>(w)) e->setText(QString::fromStdString(value.get<std::string>()));
+        }
+    }
 }
 
 bool InterventionPanel::post(const Event& event) {
-    EventRecord shown{0, event.kind, event.params.dump(), "user"};
+    const EventRecord shown{0, nameOf(event.kind), eventParamsJson(event).dump(), "user"};
     QString error;
     if (!m_controller->intervene(event, &error)) {
         m_status->setText(
@@ -164,7 +182,7 @@ bool InterventionPanel::post(const Event& event) {
 
 void InterventionPanel::refreshEnabled() {
     const bool busy = m_controller->isBusy();
-    for (QWidget* b : m_buttons) b->setEnabled(busy);
+    for (const auto& r : m_rows) r.button->setEnabled(busy);
 }
 
 }  // namespace qklab::gui

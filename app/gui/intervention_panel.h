@@ -1,20 +1,21 @@
-// intervention_panel.h — change the running experiment: LR, QK-norm on / anneal, softcap,
-// a dirty batch or a context-length switch.
+// intervention_panel.h — change the running experiment: one row per event kind of the
+// registry (qklab/events.h): LR, QK-norm on / anneal, softcap, a dirty batch, a context switch.
 //
-// Each button posts one Event to the trainer, which applies it at the next step and reports
-// it back through onEvent (source "user"); the store records it, so the run stays
-// reproducible from its config plus event list, and every plot draws it as a marker.
+// The rows, their editors, ranges, defaults and tooltips come from the event registry, so a
+// new kind of event appears here without code in this panel. Each button posts one Event to
+// the trainer, which applies it at the next step and reports it back through onEvent (source
+// "user"); the store records it, so the run stays reproducible from its config plus event
+// list, and every plot draws it as a marker.
 #pragma once
 
 #include <QWidget>
+#include <vector>
 
 #include "gui_types.h"
 
-class QComboBox;
-class QDoubleSpinBox;
+class QGridLayout;
 class QLabel;
-class QLineEdit;
-class QSpinBox;
+class QPushButton;
 
 namespace qklab::gui {
 
@@ -25,13 +26,10 @@ class InterventionPanel : public QWidget {
   public:
     explicit InterventionPanel(RunController* controller, QWidget* parent = nullptr);
 
-    // Builders (public for tests): the exact events the buttons post.
-    Event lrEvent() const;
-    Event qkNormEvent() const;
-    Event annealEvent() const;
-    Event softcapEvent() const;
-    Event dirtyBatchEvent() const;
-    Event contextEvent() const;
+    // The exact event the row of `kind` posts now (public for tests).
+    Event eventFor(EventKind kind) const;
+    // Sets a parameter editor of a row, as a user would (public for tests and automation).
+    void setParam(EventKind kind, const std::string& key, const nlohmann::json& value);
 
     // Posts and reports in the panel's status line; false when nothing is training.
     bool post(const Event& event);
@@ -40,19 +38,18 @@ class InterventionPanel : public QWidget {
     void posted(const qklab::Event& event);
 
   private:
+    struct Row {
+        EventKind kind;
+        std::vector<QWidget*> editors;  // one per registry parameter, in its order
+        QPushButton* button = nullptr;
+    };
+    void addRow(const EventKindInfo& info, QGridLayout* grid, int row);
+    void limitToModel(const RunConfig& config);
     void refreshEnabled();
 
     RunController* m_controller;
-    QDoubleSpinBox* m_lrFactor = nullptr;
-    QComboBox* m_qkVariant = nullptr;
-    QSpinBox* m_annealSteps = nullptr;
-    QComboBox* m_annealShape = nullptr;
-    QComboBox* m_capKind = nullptr;
-    QDoubleSpinBox* m_capC = nullptr;
-    QLineEdit* m_dirtyText = nullptr;
-    QSpinBox* m_seqLen = nullptr;
+    std::vector<Row> m_rows;
     QLabel* m_status = nullptr;
-    QList<QWidget*> m_buttons;
 };
 
 }  // namespace qklab::gui

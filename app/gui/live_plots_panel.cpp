@@ -191,7 +191,8 @@ void LivePlotsPanel::setupThresholds() {
     // With RMS QK-norm and s = 1/sqrt(d_head), |logit| <= sqrt(d_head): draw the bound the
     // normed run must stay under.
     const RunConfig& c = m_run.config;
-    if (c.attention.qkNorm != "none" && c.model.nHeads > 0 && !c.attention.scale)
+    if (c.attention.qkNorm == QkNormVariant::Rms && c.attention.qkNormOn != QkNormTarget::K &&
+        c.model.nHeads > 0 && !c.attention.scale)
         addThresholdLine(m_logits, std::sqrt(double(c.dHead())), QColor(90, 90, 90),
                          tr("QK-norm bound √d_head"), /*labelBelow=*/true);
 }
@@ -301,7 +302,7 @@ void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from
 }
 
 void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t from) {
-    const bool capped = m_run.config.attention.softcap.kind != "none";
+    const bool capped = m_run.config.attention.softcap.kind != SoftcapKind::None;
     for (size_t i = from; i < probes.size(); ++i) {
         const ProbeStats& p = probes[i];
         if (p.head >= 0) continue;

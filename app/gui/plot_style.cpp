@@ -87,29 +87,7 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
 }
 
 QString eventLabel(const EventRecord& e) {
-    QString label = QString::fromStdString(e.kind);
-    try {
-        const auto p = nlohmann::json::parse(e.paramsJson.empty() ? "{}" : e.paramsJson);
-        if (e.kind == "lr_multiplier" && p.contains("factor")) {
-            label = QStringLiteral("lr x%1").arg(p["factor"].get<double>());
-        } else if (e.kind == "context_length" && p.contains("seq_len")) {
-            label = QStringLiteral("ctx %1").arg(p["seq_len"].get<long long>());
-        } else if (e.kind == "qk_norm" && p.contains("variant")) {
-            label = QStringLiteral("qk_norm %1")
-                        .arg(QString::fromStdString(p["variant"].get<std::string>()));
-        } else if (e.kind == "qk_anneal" && p.contains("steps")) {
-            label = QStringLiteral("anneal %1 steps").arg(p["steps"].get<long long>());
-        } else if (e.kind == "softcap" && p.contains("cap")) {
-            label = QStringLiteral("softcap %1")
-                        .arg(QString::fromStdString(p["cap"].get<std::string>()));
-            if (p.contains("c")) label += QStringLiteral(" C=%1").arg(p["c"].get<double>());
-        } else if (e.kind == "dirty_batch") {
-            label = QStringLiteral("dirty batch");
-        }
-    } catch (...) {
-        // An unparsable parameter blob still gets a marker with the bare kind.
-    }
-    return label;
+    return QString::fromStdString(qklab::eventLabel(e.kind, e.paramsJson.empty() ? "{}" : e.paramsJson));
 }
 
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,

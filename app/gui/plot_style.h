@@ -9,6 +9,7 @@
 #include <QString>
 #include <vector>
 
+#include "hist_bins.h"
 #include "qklab/records.h"
 
 class QCustomPlot;
@@ -16,8 +17,6 @@ class QCPAxis;
 class QCPAxisRect;
 
 namespace qklab::gui {
-
-struct HistBins;
 
 // Fonts, margins, x-drag/zoom (y stays auto-scaled), legend in the top-left.
 void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend = true,

@@ -1,6 +1,8 @@
 // run_browser_panel.cpp — table, filter, edit actions and change polling.
 #include "run_browser_panel.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -206,15 +208,13 @@ RunConfig RunBrowserPanel::replayConfig(RunStore& store, int64_t runId) {
     RunConfig c = configOfRun(store.run(runId));
     // Interventions were applied at recorded steps; as config events they replay identically.
     for (const EventRecord& e : store.events(runId)) {
-        if (e.source != "user") continue;
-        nlohmann::json params = nlohmann::json::object();
-        try {
-            params = nlohmann::json::parse(e.paramsJson.empty() ? "{}" : e.paramsJson);
-        } catch (...) {
-        }
-        params.erase("_intervention");
-        c.events.push_back(Event{e.step, e.kind, params});
+        if (e.source != nameOf(EventSource::User)) continue;
+        Event ev = eventFromRecord(e.step, e.kind, e.paramsJson, e.source);  // throws if unreadable
+        ev.source = EventSource::Config;
+        c.events.push_back(ev);
     }
+    std::stable_sort(c.events.begin(), c.events.end(),
+                     [](const Event& a, const Event& b) { return a.step < b.step; });
     return c;
 }
 

@@ -61,10 +61,10 @@ QString formatNumber(double v) {
 
 QString keySettings(const RunConfig& c) {
     QStringList parts;
-    parts << QStringLiteral("qk_norm=%1").arg(QString::fromStdString(c.attention.qkNorm));
-    if (c.attention.softcap.kind != "none") {
+    parts << QStringLiteral("qk_norm=%1").arg(QString::fromUtf8(nameOf(c.attention.qkNorm)));
+    if (c.attention.softcap.kind != SoftcapKind::None) {
         parts << QStringLiteral("softcap %1 C=%2")
-                     .arg(QString::fromStdString(c.attention.softcap.kind))
+                     .arg(QString::fromUtf8(nameOf(c.attention.softcap.kind)))
                      .arg(formatNumber(c.attention.softcap.c));
     }
     parts << QStringLiteral("lr %1").arg(formatNumber(c.optim.lr));

@@ -54,7 +54,7 @@ void SchedulePreview::setConfig(const RunConfig& config) {
             x << double(s);
             lr << st.lr;
             alpha << st.alpha;
-            cap << (st.softcapKind == "none" ? 0.0 : st.softcapC);
+            cap << (st.softcapKind == SoftcapKind::None ? 0.0 : st.softcapC);
         }
     } catch (...) {
         // An invalid config (the form shows why) has no schedule to draw.
@@ -76,7 +76,7 @@ void SchedulePreview::setConfig(const RunConfig& config) {
             r.size() > 0 ? r.size() * 0.1 : (r.upper != 0 ? std::fabs(r.upper) * 0.1 : 1.0);
         g->valueAxis()->setRange(r.lower - pad, r.upper + pad);
     }
-    m_plot->graph(2)->valueAxis()->setLabel(config.attention.softcap.kind == "none"
+    m_plot->graph(2)->valueAxis()->setLabel(config.attention.softcap.kind == SoftcapKind::None
                                                 ? QStringLiteral("softcap off")
                                                 : QStringLiteral("softcap C"));
     m_plot->replot(QCustomPlot::rpQueuedReplot);

@@ -14,23 +14,6 @@ namespace qklab {
 
 namespace F = torch::nn::functional;
 
-QkNorm qkNormFromString(const std::string& s) {
-    if (s == "none") return QkNorm::None;
-    if (s == "rms") return QkNorm::Rms;
-    if (s == "rms_affine") return QkNorm::RmsAffine;
-    if (s == "layernorm") return QkNorm::LayerNorm;
-    if (s == "l2_scale") return QkNorm::L2Scale;
-    if (s == "whole_rms") return QkNorm::WholeRms;
-    throw Error(ErrorCode::InvalidConfig, "attention.qk_norm: unknown variant \"" + s + "\"");
-}
-
-Softcap softcapFromString(const std::string& s) {
-    if (s == "none") return Softcap::None;
-    if (s == "tanh") return Softcap::Tanh;
-    if (s == "clamp") return Softcap::Clamp;
-    throw Error(ErrorCode::InvalidConfig, "attention.softcap.kind: unknown kind \"" + s + "\"");
-}
-
 // Guarded across LibTorch 1.13 (Debian) and 2.4+, where a per-device API replaced
 // set_enabled/set_cpu_enabled.
 void setBf16Autocast(const torch::Device& device, bool on) {
@@ -49,7 +32,7 @@ void setBf16Autocast(const torch::Device& device, bool on) {
 }
 
 bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing) {
-    return kHaveFusedAttention && !probing && sw.softcap == Softcap::None;
+    return kHaveFusedAttention && !probing && sw.softcap == SoftcapKind::None;
 }
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
@@ -112,24 +95,24 @@ std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
 }
 
 torch::Tensor CausalSelfAttentionImpl::normalize(const torch::Tensor& x, const torch::Tensor& gain,
-                                                 QkNorm kind, const torch::Tensor& wholeGain,
+                                                 QkNormVariant kind, const torch::Tensor& wholeGain,
                                                  bool /*isQuery*/) {
     constexpr double eps = 1e-6;
     const int64_t groups = gain.defined() ? gain.size(0) : 1;
     switch (kind) {
-        case QkNorm::Rms:
+        case QkNormVariant::Rms:
             return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps);
-        case QkNorm::RmsAffine:
+        case QkNormVariant::RmsAffine:
             return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) *
                    gain.view({1, groups, 1, m_dHead});
-        case QkNorm::LayerNorm:
+        case QkNormVariant::LayerNorm:
             return torch::layer_norm(x, {m_dHead}, {}, {}, 1e-5) * gain.view({1, groups, 1, m_dHead});
-        case QkNorm::L2Scale:
+        case QkNormVariant::L2Scale:
             return F::normalize(x, F::NormalizeFuncOptions().dim(-1).eps(eps));
-        case QkNorm::WholeRms:  // over the whole projection (all heads at once), OLMo 2
+        case QkNormVariant::WholeRms:  // over the whole projection (all heads at once), OLMo 2
             return x * torch::rsqrt(x.pow(2).mean({1, 3}, true) + eps) *
                    wholeGain.view({1, m_nHeads, 1, m_dHead});
-        case QkNorm::None:
+        case QkNormVariant::None:
             break;
     }
     return x;
@@ -144,13 +127,13 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
     torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
     const torch::Tensor qRaw = q, kRaw = k;
 
-    const bool norming = sw.qkNorm != QkNorm::None && sw.alpha > 0.0;
+    const bool norming = sw.qkNorm != QkNormVariant::None && sw.alpha > 0.0;
     auto applyNorm = [&]() {
         if (!norming) return;
-        if (sw.normOn != NormTarget::K)
+        if (sw.normOn != QkNormTarget::K)
             q = mix(normalize(q, m_qGain, sw.qkNorm, m_wholeQGain, true), q, sw.alpha);
         k = mix(normalize(k, m_kGain, sw.qkNorm, m_wholeKGain, false), k, sw.alpha);
-        if (sw.normOn == NormTarget::QKV)
+        if (sw.normOn == QkNormTarget::QKV)
             v = mix(v * torch::rsqrt(v.pow(2).mean(-1, true) + 1e-6), v, sw.alpha);
     };
     if (!sw.normAfterRope) applyNorm();
@@ -162,7 +145,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
 
     // The scale goes on q (B,H,T,D) rather than on the (B,H,T,T) logits: same math, less work.
     torch::Tensor qs;
-    if (norming && sw.qkNorm == QkNorm::L2Scale) {
+    if (norming && sw.qkNorm == QkNormVariant::L2Scale) {
         // g replaces s; during an anneal it is interpolated with the vectors so that alpha = 0
         // is exactly the raw path with the fixed scale s.
         auto g = m_l2Scale * sw.alpha + sw.scale * (1.0 - sw.alpha);
@@ -178,14 +161,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
     auto kT = k.reshape({B * H, T, D}).transpose(1, 2);  // (B*H, D, T)
 
     torch::Tensor att;  // (B*H, T, T) masked logits fed to softmax
-    if (sw.softcap == Softcap::None && !capture) {
+    if (sw.softcap == SoftcapKind::None && !capture) {
         att = torch::baddbmm(mask, q3, kT);  // raw + mask in one kernel
     } else {
         auto raw = torch::bmm(q3, kT);
         torch::Tensor capped = raw;
-        if (sw.softcap == Softcap::Tanh)
+        if (sw.softcap == SoftcapKind::Tanh)
             capped = torch::tanh(raw / sw.softcapC) * sw.softcapC;
-        else if (sw.softcap == Softcap::Clamp)
+        else if (sw.softcap == SoftcapKind::Clamp)
             capped = raw.clamp(-sw.softcapC, sw.softcapC);
         att = capped + mask;
         if (capture) {

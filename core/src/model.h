@@ -18,20 +18,13 @@
 
 namespace qklab {
 
-enum class QkNorm { None, Rms, RmsAffine, LayerNorm, L2Scale, WholeRms };
-enum class NormTarget { QK, K, QKV };
-enum class Softcap { None, Tanh, Clamp };
-
-QkNorm qkNormFromString(const std::string& s);
-Softcap softcapFromString(const std::string& s);
-
 struct AttentionSwitches {
-    QkNorm qkNorm = QkNorm::None;
-    NormTarget normOn = NormTarget::QK;
+    QkNormVariant qkNorm = QkNormVariant::None;
+    QkNormTarget normOn = QkNormTarget::QK;
     bool normAfterRope = false;
     double alpha = 1.0;          // q = alpha * norm(q) + (1 - alpha) * q_raw (same for k)
     double scale = 0.0;          // s, fixed during an anneal
-    Softcap softcap = Softcap::None;
+    SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 50.0;
     bool fused = false;          // fused kernel (only where fusedAttentionPossible says so)
 };
@@ -69,7 +62,7 @@ public:
     std::vector<torch::Tensor> qkGains();  // learnable QK scales, frozen during an anneal
 
 private:
-    torch::Tensor normalize(const torch::Tensor& x, const torch::Tensor& gain, QkNorm kind,
+    torch::Tensor normalize(const torch::Tensor& x, const torch::Tensor& gain, QkNormVariant kind,
                             const torch::Tensor& wholeGain, bool isQuery);
     int64_t m_nHeads, m_dHead;
     bool m_rope;

@@ -70,14 +70,14 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
         const int64_t H = cap.raw.size(1), T = cap.raw.size(2);
         auto idx = causalIndices(T, cap.raw.device());
         auto raw = validByHead(cap.raw, idx);  // (H, N)
-        const bool hasCap = settings.softcap != Softcap::None;
+        const bool hasCap = settings.softcap != SoftcapKind::None;
         auto capped = hasCap ? validByHead(cap.capped, idx) : raw;  // (H, N)
         auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
         auto qrn = normsByHead(cap.qRaw), krn = normsByHead(cap.kRaw);
         // Entropy of each query row; xlogy(0, 0) = 0 for the masked (zero) probabilities.
         auto probs = cap.probs.to(torch::kFloat32);
         auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
-        auto frac = settings.softcap == Softcap::None
+        auto frac = settings.softcap == SoftcapKind::None
                         ? torch::zeros({H}, raw.options())
                         : (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1);
 

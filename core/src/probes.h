@@ -12,7 +12,7 @@ struct ProbeSettings {
     int64_t bins = 128;
     double lo = -64, hi = 64;
     bool symlog = false;
-    Softcap softcap = Softcap::None;
+    SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 0;
 };
 

@@ -103,15 +103,9 @@ std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_
     // The stored config plus the user's interventions before the checkpoint reproduce the
     // run up to there; the checkpoint holds weights, optimizer and sampler state.
     RunConfig config = configFromJsonText(info.configJson, "run " + std::to_string(runId) + " config");
-    for (const auto& e : store.events(runId)) {
-        if (e.source != "user" || e.step >= last.step) continue;
-        Event ev;
-        ev.step = e.step;
-        ev.kind = e.kind;
-        ev.params = nlohmann::json::parse(e.paramsJson);
-        ev.params["_intervention"] = true;
-        config.events.push_back(ev);
-    }
+    for (const auto& e : store.events(runId))
+        if (e.source == nameOf(EventSource::User) && e.step < last.step)
+            config.events.push_back(eventFromRecord(e.step, e.kind, e.paramsJson, e.source));
     std::stable_sort(config.events.begin(), config.events.end(),
                      [](const Event& a, const Event& b) { return a.step < b.step; });
 

@@ -107,6 +107,11 @@ CREATE TABLE checkpoints(
     R"sql(
 ALTER TABLE step_metrics ADD COLUMN attention_path TEXT;
 )sql",
+    // 3: user events no longer carry a hidden "_intervention" parameter (source says it)
+    R"sql(
+UPDATE events SET params_json = json_remove(params_json, '$._intervention')
+ WHERE json_valid(params_json) AND json_type(params_json, '$._intervention') IS NOT NULL;
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));

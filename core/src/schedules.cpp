@@ -20,24 +20,27 @@ double windowProgress(double start, double end, int64_t step, int64_t totalSteps
     return (f - start) / (end - start);
 }
 
-double alphaFromProgress(double t, const std::string& shape) {
-    if (shape == "hard") return t > 0 ? 0.0 : 1.0;
-    if (shape == "cosine") return 0.5 * (1.0 + std::cos(kPi * t));
+}  // namespace
+
+double annealAlphaAt(double t, AnnealShape shape) {
+    switch (shape) {
+        case AnnealShape::Hard: return t > 0 ? 0.0 : 1.0;
+        case AnnealShape::Cosine: return 0.5 * (1.0 + std::cos(kPi * t));
+        case AnnealShape::Linear: break;
+    }
     return 1.0 - t;
 }
-
-}  // namespace
 
 double scheduledLr(const RunConfig& c, int64_t step) {
     const double peak = c.optim.lr;
     const double floorLr = peak * c.schedule.minLrRatio;
     const int64_t total = c.schedule.steps, warm = c.schedule.warmupSteps;
     if (step < warm) return peak * static_cast<double>(step + 1) / static_cast<double>(warm);
-    const std::string& d = c.schedule.decay;
-    if (d == "constant") return peak;
+    const LrDecay d = c.schedule.decay;
+    if (d == LrDecay::Constant) return peak;
     // Progress through the decay phase; reaches 1 at the last step.
     const int64_t last = std::max<int64_t>(total - 1, warm);
-    if (d == "wsd") {
+    if (d == LrDecay::Wsd) {
         const int64_t decaySteps =
             std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.schedule.wsdDecayFraction * total)));
         const int64_t decayStart = std::max(warm, last - decaySteps);
@@ -46,7 +49,7 @@ double scheduledLr(const RunConfig& c, int64_t step) {
         return peak + (floorLr - peak) * std::min(t, 1.0);
     }
     const double t = last > warm ? std::min(1.0, static_cast<double>(step - warm) / (last - warm)) : 1.0;
-    if (d == "linear") return peak + (floorLr - peak) * t;
+    if (d == LrDecay::Linear) return peak + (floorLr - peak) * t;
     return floorLr + 0.5 * (peak - floorLr) * (1.0 + std::cos(kPi * t));  // cosine
 }
 
@@ -54,8 +57,8 @@ double annealAlpha(const QkNormAnneal& a, int64_t step, int64_t totalSteps) {
     if (a.start >= 1.0) return 1.0;  // the default window [1, 1] means "no anneal"
     const double f = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(totalSteps, 1));
     if (f < a.start) return 1.0;
-    if (a.shape == "hard" || a.end <= a.start) return 0.0;
-    return alphaFromProgress(windowProgress(a.start, a.end, step, totalSteps), a.shape);
+    if (a.shape == AnnealShape::Hard || a.end <= a.start) return 0.0;
+    return annealAlphaAt(windowProgress(a.start, a.end, step, totalSteps), a.shape);
 }
 
 double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t step,
@@ -69,46 +72,21 @@ double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t st
 
 StepSettings settingsAt(const RunConfig& c, int64_t step) {
     StepSettings s;
-    double lrFactor = 1.0;
     s.qkNorm = c.attention.qkNorm;
     s.softcapKind = c.attention.softcap.kind;
     s.softcapC = annealSoftcapC(c.attention.softcap, c.anneal.softcap, step, c.schedule.steps);
     s.seqLen = c.model.seqLen;
     s.alpha = annealAlpha(c.anneal.qkNorm, step, c.schedule.steps);
     // Inside an anneal window (from its first step, where alpha is still 1) QK gains freeze.
-    bool inWindow = c.anneal.qkNorm.start < 1.0 &&
-                    static_cast<double>(step) >= c.anneal.qkNorm.start * static_cast<double>(c.schedule.steps);
-    // Events are sorted by step; later events override earlier ones.
-    for (const auto& e : c.events) {
-        if (e.step > step) continue;  // in list order: later entries override earlier ones
-        const auto& p = e.params;
-        if (e.kind == "lr_multiplier") {
-            lrFactor = p.value("factor", 1.0);
-        } else if (e.kind == "context_length") {
-            s.seqLen = p.value("seq_len", s.seqLen);
-        } else if (e.kind == "dirty_batch") {
-            if (e.step == step) {
-                s.dirtyBatch = true;
-                s.dirtyText = p.value("text", defaultDirtyText());
-            }
-        } else if (e.kind == "qk_norm") {
-            s.qkNorm = p.value("variant", s.qkNorm);
-            s.alpha = 1.0;  // switching a variant on means using it fully
-            inWindow = false;
-        } else if (e.kind == "qk_anneal") {
-            const int64_t n = std::max<int64_t>(1, p.value("steps", int64_t{1}));
-            const double t = std::min(1.0, static_cast<double>(step - e.step) / n);
-            s.alpha = alphaFromProgress(t, p.value("shape", std::string("linear")));
-            inWindow = true;
-        } else if (e.kind == "softcap") {
-            s.softcapKind = p.value("cap", s.softcapKind);
-            s.softcapC = p.value("c", s.softcapC);
-        }
-    }
-    s.lr = scheduledLr(c, step) * lrFactor;
-    if (s.qkNorm == "none") s.alpha = 0.0;  // nothing normalises: the raw path
-    s.annealing = s.qkNorm != "none" && (inWindow || s.alpha < 1.0);
-    if (s.softcapKind == "none") s.softcapC = 0.0;
+    s.inAnnealWindow = c.anneal.qkNorm.start < 1.0 &&
+                       static_cast<double>(step) >= c.anneal.qkNorm.start * static_cast<double>(c.schedule.steps);
+    // Events are sorted by step; later entries override earlier ones.
+    for (const auto& e : c.events)
+        if (e.step <= step) eventKindInfo(e.kind).apply(s, e, step);
+    s.lr = scheduledLr(c, step) * s.lrFactor;
+    if (s.qkNorm == QkNormVariant::None) s.alpha = 0.0;  // nothing normalises: the raw path
+    s.annealing = s.qkNorm != QkNormVariant::None && (s.inAnnealWindow || s.alpha < 1.0);
+    if (s.softcapKind == SoftcapKind::None) s.softcapC = 0.0;
     return s;
 }
 

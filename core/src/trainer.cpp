@@ -135,13 +135,12 @@ struct Trainer::Impl {
 
     AttentionSwitches switchesFor(const StepSettings& s) const {
         AttentionSwitches sw;
-        sw.qkNorm = qkNormFromString(s.qkNorm);
-        const auto& on = config.attention.qkNormOn;
-        sw.normOn = on == "k" ? NormTarget::K : on == "qkv" ? NormTarget::QKV : NormTarget::QK;
-        sw.normAfterRope = config.attention.qkNormPlacement == "after_rope";
+        sw.qkNorm = s.qkNorm;
+        sw.normOn = config.attention.qkNormOn;
+        sw.normAfterRope = config.attention.qkNormPlacement == QkNormPlacement::AfterRope;
         sw.alpha = s.alpha;
         sw.scale = config.logitScale();
-        sw.softcap = softcapFromString(s.softcapKind);
+        sw.softcap = s.softcapKind;
         sw.softcapC = s.softcapC;
         return sw;
     }
@@ -263,15 +262,15 @@ bool Trainer::Impl::waitWhilePaused() {
 // The interventions applied at `step` (source "user") and the config events that take effect
 // there (source "config").
 std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
+    auto record = [](const Event& e) {
+        return EventRecord{e.step, nameOf(e.kind), eventParamsJson(e).dump(), nameOf(e.source)};
+    };
     std::vector<EventRecord> out;
-    for (const auto& e : takeInterventions(step)) {
-        auto params = e.params;
-        params.erase("_intervention");
-        out.push_back(EventRecord{e.step, e.kind, params.dump(), "user"});
-    }
+    for (const auto& e : takeInterventions(step)) out.push_back(record(e));
+    // Config events when they take effect; user events already in the config came from an
+    // earlier session of a resumed run, whose store already holds them.
     for (const auto& e : config.events)
-        if (e.step == step && !e.params.contains("_intervention"))
-            out.push_back(EventRecord{e.step, e.kind, e.params.dump(), "config"});
+        if (e.step == step && e.source == EventSource::Config) out.push_back(record(e));
     return out;
 }
 
@@ -320,7 +319,7 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s) {
     m.softcapC = s.softcapC;
     m.seqLen = s.seqLen;
     m.attentionPath = sw.fused ? "fused" : "explicit";
-    p.qkNormActive = s.qkNorm != "none" && s.alpha > 0;
+    p.qkNormActive = s.qkNorm != QkNormVariant::None && s.alpha > 0;
     return p;
 }
 
@@ -445,7 +444,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     std::stable_sort(d.config.events.begin(), d.config.events.end(),
                      [](const Event& a, const Event& b) { return a.step < b.step; });
     d.options = std::move(options);
-    if (config.run.device == "cuda") {
+    if (config.run.device == DeviceKind::Cuda) {
         if (!torch::cuda::is_available()) {
             const CudaBackend b = cudaBackend();
             throw Error(ErrorCode::Unsupported,
@@ -454,9 +453,9 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
         }
         d.device = torch::Device(torch::kCUDA, 0);
     }
-    d.bf16 = config.run.dtype == "bf16";
-    d.deferredReadback =
-        config.run.readback == "deferred" || (config.run.readback == "auto" && d.device.is_cuda());
+    d.bf16 = config.run.dtype == Precision::Bf16;
+    d.deferredReadback = config.run.readback == Readback::Deferred ||
+                         (config.run.readback == Readback::Auto && d.device.is_cuda());
     torch::set_num_threads(config.run.threads > 0 ? static_cast<int>(config.run.threads)
                                                   : static_cast<int>(std::max(
                                                         1u, std::thread::hardware_concurrency())));
@@ -473,7 +472,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.probeSettings.bins = config.probes.histBins;
     d.probeSettings.lo = config.probes.histMin;
     d.probeSettings.hi = config.probes.histMax;
-    d.probeSettings.symlog = config.probes.histScale == "symlog";
+    d.probeSettings.symlog = config.probes.histScale == HistScale::Symlog;
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
 }
 
@@ -582,16 +581,20 @@ void Trainer::postIntervention(const Event& event) {
     auto& d = *m_impl;
     Event e = event;
     e.step = std::min<int64_t>(d.currentStep + 1, d.config.schedule.steps - 1);
-    e.params["_intervention"] = true;  // reported as a user event, not again as a config event
+    e.source = EventSource::User;  // reported as a user event, not again as a config event
+    try {  // parameter ranges, as for an event read from a preset
+        e = eventFromJson(eventToJson(e), nameOf(e.kind));
+    } catch (const Error& err) {
+        throw Error(ErrorCode::InvalidConfig, std::string("intervention: ") + err.what());
+    }
     RunConfig probe = d.config;
     probe.events.push_back(e);
-    for (auto& ev : probe.events) ev.params.erase("_intervention");
     const auto problems = validationProblems(probe);
     if (!problems.empty())
         throw Error(ErrorCode::InvalidConfig, "intervention: " + problems.front());
-    if (e.kind == "context_length" && e.params.value("seq_len", int64_t{0}) > d.config.maxSeqLen())
+    if (e.kind == EventKind::ContextLength && e.args.seqLen > d.config.maxSeqLen())
         throw Error(ErrorCode::InvalidConfig,
-                    "intervention: context_length seq_len " + e.params["seq_len"].dump() +
+                    "intervention: context_length seq_len " + std::to_string(e.args.seqLen) +
                         " exceeds the longest context this model was built for (" +
                         std::to_string(d.config.maxSeqLen()) +
                         "); add the context switch to the preset's events instead");
@@ -620,7 +623,7 @@ std::string Trainer::deviceDescription() const {
     std::string s = d.device.is_cuda()
                         ? "cuda:0"
                         : "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
-    return s + ", " + d.config.run.dtype;
+    return s + ", " + nameOf(d.config.run.dtype);
 }
 
 std::string torchVersion() {

@@ -47,8 +47,8 @@ RunConfig benchConfig(const std::string& name) {
         c.model.nHeads = 12;
         c.model.seqLen = 1024;
         c.data.batchSize = 16;
-        c.attention.qkNorm = "rms";
-        c.attention.softcap = {"tanh", 50};
+        c.attention.qkNorm = QkNormVariant::Rms;
+        c.attention.softcap = {SoftcapKind::Tanh, 50};
         c.probes.every = 50;
         return c;
     }
@@ -68,11 +68,11 @@ struct Timer : TrainingObserver {
 // The machine's matmul rate in the run's dtype on the run's device: the MFU denominator.
 double matmulGflops(const RunConfig& c) {
     torch::NoGradGuard g;
-    const bool cuda = c.run.device == "cuda";
+    const bool cuda = c.run.device == DeviceKind::Cuda;
     const int64_t n = cuda ? 8192 : 1024;
     auto opts = torch::TensorOptions()
                     .device(cuda ? torch::kCUDA : torch::kCPU)
-                    .dtype(c.run.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32);
+                    .dtype(c.run.dtype == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32);
     auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
     auto sync = [&] {
         if (cuda) torch::cuda::synchronize();
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
             profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profilePath);
         trainer.run(timer);
     }
-    if (c.run.device == "cuda") torch::cuda::synchronize();
+    if (c.run.device == DeviceKind::Cuda) torch::cuda::synchronize();
     const double seconds = std::chrono::duration<double>(Clock::now() - timer.start).count();
     const double stepsPerSec = static_cast<double>(timer.measured) / seconds;
     const double tokens = static_cast<double>(c.data.batchSize * c.model.seqLen);
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     r["device"] = c.run.device;
     r["dtype"] = c.run.dtype;
     r["attention"] = c.run.fusedAttention ? "fused" : "explicit";
-    if (c.run.device == "cuda")
+    if (c.run.device == DeviceKind::Cuda)
         r["peak_mem_gb"] = static_cast<double>(cudaPeakMemoryBytes()) / 1e9;
     r["torch"] = torchVersion();
     std::cout << r.dump() << std::endl;

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     for (const auto& o : overrides) applyOverride(c, o);
     c.schedule.steps = steps;
     c.schedule.warmupSteps = std::min(c.schedule.warmupSteps, steps);
-    c.run.dtype = "fp32";
+    c.run.dtype = Precision::Fp32;
     c.eval.every = 0;
     c.probes.every = 0;
     char tmpl[] = "/tmp/qklab-precision-XXXXXX";
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
         TrainingObserver quiet;
         trainer.run(quiet);
     }
-    const torch::Device device = c.run.device == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    const torch::Device device = c.run.device == DeviceKind::Cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     Transformer model(c);
     torch::serialize::InputArchive archive;
     archive.load_from(dir + "/step-" + std::to_string(steps) + ".pt", device);
@@ -60,10 +60,10 @@ int main(int argc, char** argv) {
     auto batch = data.valBatch(0, 1, c.data.batchSize, c.model.seqLen);
     const auto settings = settingsAt(c, steps - 1);
     AttentionSwitches sw;
-    sw.qkNorm = qkNormFromString(c.attention.qkNorm);
+    sw.qkNorm = c.attention.qkNorm;
     sw.alpha = settings.alpha;
     sw.scale = c.logitScale();
-    sw.softcap = softcapFromString(settings.softcapKind);
+    sw.softcap = settings.softcapKind;
     sw.softcapC = settings.softcapC;
 
     torch::NoGradGuard noGrad;

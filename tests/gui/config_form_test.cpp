@@ -39,18 +39,18 @@ class ConfigFormTest : public QObject {
         RunConfig c = test::tinyConfig();
         c.optim.lr = 0.0321;
         c.optim.betas = {0.8, 0.99};
-        c.attention.qkNorm = "rms_affine";
+        c.attention.qkNorm = QkNormVariant::RmsAffine;
         c.attention.scale = 0.125;
-        c.attention.softcap.kind = "tanh";
+        c.attention.softcap.kind = SoftcapKind::Tanh;
         c.attention.softcap.c = 30;
         c.model.rope = false;
         c.anneal.qkNorm.start = 0.9;
         c.anneal.qkNorm.end = 0.98;
-        c.probes.histScale = "symlog";
+        c.probes.histScale = HistScale::Symlog;
         c.probes.histMin = -4;
         c.probes.histMax = 4;
-        c.events.push_back(Event{20, "lr_multiplier", {{"factor", 0.5}}});
-        c.events.push_back(Event{30, "context_length", {{"seq_len", 16}}});
+        c.events.push_back(eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test"));
+        c.events.push_back(eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 16}}, "test"));
         ConfigForm form;
         form.setConfig(c);
         QStringList problems;
@@ -104,8 +104,8 @@ class ConfigFormTest : public QObject {
     void warningsAreShownButDoNotBlock() {
         RunConfig c;
         // Annealing both fuses at once is legal but inadvisable (domain brief section 3).
-        c.attention.qkNorm = "rms";
-        c.attention.softcap.kind = "tanh";
+        c.attention.qkNorm = QkNormVariant::Rms;
+        c.attention.softcap.kind = SoftcapKind::Tanh;
         c.anneal.qkNorm.start = 0.9;
         c.anneal.qkNorm.end = 1.0;
         c.anneal.softcap.start = 0.9;
@@ -125,7 +125,7 @@ class ConfigFormTest : public QObject {
                                 QStringLiteral("/experiments/blowup_qknorm_rms.json")));
         QCOMPARE(loaded.count(), 1);
         const RunConfig c = loaded.at(0).at(0).value<RunConfig>();
-        QCOMPARE(QString::fromStdString(c.attention.qkNorm), QStringLiteral("rms"));
+        QCOMPARE(c.attention.qkNorm, QkNormVariant::Rms);
         QVERIFY(!c.why.empty());
         QSignalSpy errors(&picker, &PresetPicker::error);
         QVERIFY(!picker.loadPath(QStringLiteral("/nonexistent/preset.json")));
@@ -136,7 +136,7 @@ class ConfigFormTest : public QObject {
         RunConfig c;
         c.why = "test";
         c.optim.lr = 0.02;
-        c.attention.qkNorm = "rms";
+        c.attention.qkNorm = QkNormVariant::Rms;
         const auto j = PresetPicker::presetJson(c);
         QCOMPARE(j.size(), size_t(3));  // why, optim, attention
         QCOMPARE(j["optim"].size(), size_t(1));

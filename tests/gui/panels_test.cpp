@@ -111,7 +111,7 @@ class PanelsTest : public QObject {
         QCOMPARE(lin.edges.front(), -2.0);
         QCOMPARE(lin.edges.back(), 2.0);
         QCOMPARE(lin.center(0), -1.5);
-        p.histScale = "symlog";
+        p.histScale = HistScale::Symlog;
         const HistBins sym = histBinsOf(p);
         QVERIFY(sym.symlog);
         QCOMPARE(sym.toRaw(2.0), 99.0);

@@ -120,8 +120,9 @@ class RunBrowserTest : public QObject {
         const RunConfig replay = RunBrowserPanel::replayConfig(store, id);
         QCOMPARE(int(replay.events.size()), 1);
         QCOMPARE(replay.events[0].step, int64_t(21));
-        QCOMPARE(QString::fromStdString(replay.events[0].kind), QStringLiteral("qk_norm"));
-        QVERIFY(!replay.events[0].params.contains("_intervention"));
+        QCOMPARE(replay.events[0].kind, EventKind::QkNorm);
+        QCOMPARE(replay.events[0].args.variant, QkNormVariant::Rms);
+        QCOMPARE(replay.events[0].source, EventSource::Config);
         QVERIFY(validationProblems(replay).empty());
     }
 

@@ -113,7 +113,7 @@ class WorkerTest : public QObject {
         c.optim.gradClip = 0;
         c.model.initStd = 1.0;
         c.schedule.warmupSteps = 0;
-        c.schedule.decay = "constant";
+        c.schedule.decay = LrDecay::Constant;
         controller.enqueue(request(c, db("c.db")));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 180000);
         QVERIFY(failed.isEmpty());
@@ -165,12 +165,12 @@ class WorkerTest : public QObject {
         QSignalSpy progress(&controller, &RunController::progress);
         QSignalSpy batches(&controller, &RunController::batchReady);
         QSignalSpy finished(&controller, &RunController::finished);
-        QVERIFY(!controller.intervene(Event{0, "lr_multiplier", {{"factor", 0.5}}}));  // idle
+        QVERIFY(!controller.intervene(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test")));  // idle
         controller.enqueue(request(test::tinyConfig(100000), db("f.db")));
         QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 1, 60000);
-        QVERIFY(controller.intervene(Event{0, "lr_multiplier", {{"factor", 0.5}}}));
-        QVERIFY(controller.intervene(Event{0, "qk_norm", {{"variant", "rms"}}}));
-        QVERIFY(controller.intervene(Event{0, "softcap", {{"cap", "tanh"}, {"c", 30.0}}}));
+        QVERIFY(controller.intervene(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test")));
+        QVERIFY(controller.intervene(eventFromJson({{"step", 0}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test")));
+        QVERIFY(controller.intervene(eventFromJson({{"step", 0}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 30.0}}, "test")));
         const int at = progress.count();
         QTRY_VERIFY_WITH_TIMEOUT(progress.count() > at + 2, 30000);
         controller.stop();

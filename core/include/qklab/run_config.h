@@ -3,8 +3,9 @@
 // Defaults live in the structs (a small byte-level model that trains in about a minute on a
 // laptop CPU). JSON in and out goes through a field registry (configFields()) so that the
 // JSON reader, the CLI's `--set dotted.key=value`, the GUI form and the validator all agree
-// on the same dotted keys. Enumerated settings are stored as their JSON strings and checked
-// against the registry's choices; the engine turns them into enums once, at model build.
+// on the same dotted keys. Enumerated settings are enums (qklab/choices.h), converted from
+// their JSON names once, when the config is read. Timed events have a registry of their own
+// (qklab/events.h).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "qklab/choices.h"
+#include "qklab/events.h"
 
 namespace qklab {
 
@@ -29,7 +33,7 @@ struct OptimConfig {
 struct ScheduleConfig {
     int64_t steps = 600;                 // optimizer steps in the run
     int64_t warmupSteps = 30;            // linear warm-up from 0 to optim.lr
-    std::string decay = "cosine";        // constant | linear | cosine | wsd
+    LrDecay decay = LrDecay::Cosine;
     double minLrRatio = 0.1;             // floor as a fraction of optim.lr
     double wsdDecayFraction = 0.2;       // wsd: share of steps spent in the final decay
 };
@@ -48,14 +52,14 @@ struct ModelConfig {
 };
 
 struct SoftcapConfig {
-    std::string kind = "none";           // none | tanh | clamp
+    SoftcapKind kind = SoftcapKind::None;
     double c = 50.0;                     // cap width C (Gemma 2: 50)
 };
 
 struct AttentionConfig {
-    std::string qkNorm = "none";         // none | rms | rms_affine | layernorm | l2_scale | whole_rms
-    std::string qkNormOn = "qk";         // qk | k | qkv
-    std::string qkNormPlacement = "before_rope";  // before_rope | after_rope
+    QkNormVariant qkNorm = QkNormVariant::None;
+    QkNormTarget qkNormOn = QkNormTarget::QK;
+    QkNormPlacement qkNormPlacement = QkNormPlacement::BeforeRope;
     bool qkGainPerHead = false;          // learnable gains per head (true) or shared (Qwen3)
     std::optional<double> scale;         // logit scale s; empty = 1/sqrt(d_head) ("inv_sqrt_d")
     SoftcapConfig softcap;
@@ -65,7 +69,7 @@ struct AttentionConfig {
 struct QkNormAnneal {
     double start = 1.0;
     double end = 1.0;
-    std::string shape = "linear";        // linear | cosine | hard
+    AnnealShape shape = AnnealShape::Linear;
 };
 
 struct SoftcapAnneal {
@@ -92,12 +96,12 @@ struct EvalConfig {
 
 struct RunSettings {
     int64_t seed = 1337;
-    std::string device = "cpu";          // cpu | cuda
-    std::string dtype = "fp32";          // fp32 | bf16 (bf16 is slow on Debian's CPU LibTorch)
+    DeviceKind device = DeviceKind::Cpu;
+    Precision dtype = Precision::Fp32;   // bf16: autocast matmuls, fp32 master weights
     int64_t threads = 0;                 // intra-op threads; 0 = all cores
     int64_t checkpointEvery = 0;         // 0 = checkpoint only when stopped or finished
     bool fusedAttention = true;          // fused kernel where no explicit logits are needed
-    std::string readback = "auto";       // auto | every_step | deferred (loss/grad-norm reads)
+    Readback readback = Readback::Auto;  // when loss/grad norm are read back to the host
 };
 
 struct ProbeConfig {
@@ -105,7 +109,7 @@ struct ProbeConfig {
     int64_t histBins = 128;
     double histMin = -64.0;              // histogram range of raw logits (after hist_scale)
     double histMax = 64.0;
-    std::string histScale = "linear";    // linear | symlog (sign(x)*log10(1+|x|))
+    HistScale histScale = HistScale::Linear;  // symlog = sign(x)*log10(1+|x|)
     int64_t attnMapEvery = 0;            // store one softmax map per layer/head every N steps; 0 = off
 };
 
@@ -113,19 +117,6 @@ struct SpikeConfig {
     int64_t window = 64;                 // rolling window of the z-score (llm.c uses 128)
     double zThreshold = 5.0;             // a value more than this many sigmas above the mean
     int64_t minHistory = 20;             // no verdict before this many samples
-};
-
-// A timed change to the run. Kinds and their parameters:
-//   lr_multiplier  {factor}            LR schedule multiplied by factor from `step` on
-//   context_length {seq_len}           train with this context length from `step` on
-//   dirty_batch    {text?}             the batch at `step` is heavily repeated text
-//   qk_norm        {variant}           switch QK-norm variant from `step` on
-//   qk_anneal      {steps, shape?}     anneal alpha 1 -> 0 over `steps` steps from `step`
-//   softcap        {cap, c}            switch the attention softcap (cap: none|tanh|clamp)
-struct Event {
-    int64_t step = 0;
-    std::string kind;
-    nlohmann::json params = nlohmann::json::object();
 };
 
 struct RunConfig {
@@ -149,13 +140,13 @@ struct RunConfig {
 
 // ---- the field registry -------------------------------------------------------------------
 
-enum class FieldType { Float, Int, Bool, Choice, Text, FloatPair, Scale };
-
 struct FieldInfo {
     std::string key;                     // dotted key, e.g. "optim.lr"
     FieldType type;
     std::string group;                   // GUI group, e.g. "Optimizer & LR schedule"
-    std::string help;                    // one line: meaning and unit
+    std::string label;                   // short human name for the form, e.g. "Peak LR"
+    std::string unit;                    // e.g. "steps", "tokens"; empty = none
+    std::string help;                    // one line: what it means
     std::vector<std::string> choices;    // for Choice
     double minValue = 0, maxValue = 0;   // advisory range for GUI widgets (Float/Int)
     std::function<nlohmann::json(const RunConfig&)> get;
