@@ -7,6 +7,7 @@
 
 #include "model.h"
 #include "probes.h"
+#include "qklab/histogram_bins.h"
 
 using namespace qklab;
 
@@ -254,9 +255,11 @@ TEST(Probes, StatisticsMatchHandComputedValues) {
     cap.qRaw = cap.q * 2;
     cap.kRaw = cap.q * 2;
     ProbeSettings s;
-    s.bins = 4;
-    s.lo = -8;
-    s.hi = 8;  // edges -8,-4,0,4,8
+    ProbeConfig pc;
+    pc.histBins = 4;
+    pc.histMin = -8;
+    pc.histMax = 8;  // edges -8,-4,0,4,8
+    s.bins = histogramBinsOf(pc);
     s.softcap = SoftcapKind::Clamp;
     s.softcapC = 30;
     std::vector<ProbeStats> stats;
@@ -298,10 +301,12 @@ TEST(Probes, SymlogHistogramSeesHugeLogits) {
     cap.probs = torch::tensor({1.0f, 0.0f, 0.0f, 1.0f}).view({1, 1, 2, 2});
     cap.q = cap.k = cap.qRaw = cap.kRaw = torch::ones({1, 1, 2, 2});
     ProbeSettings s;
-    s.bins = 12;
-    s.lo = -6;
-    s.hi = 6;
-    s.symlog = true;
+    ProbeConfig pc;
+    pc.histBins = 12;
+    pc.histMin = -6;
+    pc.histMax = 6;
+    pc.histScale = HistScale::Symlog;
+    s.bins = histogramBinsOf(pc);
     std::vector<ProbeStats> stats;
     std::vector<LogitHistogram> hists;
     computeProbes(0, {cap}, s, stats, hists);
@@ -310,6 +315,47 @@ TEST(Probes, SymlogHistogramSeesHugeLogits) {
     EXPECT_EQ(hists[0].counts[2] + hists[0].counts[3], 1);
     EXPECT_EQ(hists[0].counts[7], 1);
     EXPECT_EQ(hists[0].overflow + hists[0].underflow, 0);
+}
+
+TEST(Probes, CountsLandInTheBinsTheViewsDraw) {
+    // Logits from -1e6 to 1e6, counted by the probes (torch) and binned by the shared
+    // definition the GUI draws with: every value must land in the same bin.
+    for (HistScale scale : {HistScale::Linear, HistScale::Symlog}) {
+        ProbeConfig pc;
+        pc.histBins = 24;
+        pc.histScale = scale;
+        pc.histMin = scale == HistScale::Symlog ? -6.5 : -64;
+        pc.histMax = scale == HistScale::Symlog ? 6.5 : 64;
+        const HistogramBins bins = histogramBinsOf(pc);
+        const std::vector<float> values{-1e6f, -70.f, -64.f, -3.2f, -0.4f, 0.f, 0.7f, 9.f, 63.9f, 64.f, 9e5f};
+        const int64_t T = 11;  // one query row sees all values: put them on the last row
+        auto raw = torch::full({1, 1, T, T}, 0.0f);
+        raw[0][0][T - 1] = torch::tensor(values);
+        AttentionCapture cap;
+        cap.raw = cap.capped = raw;
+        cap.probs = torch::eye(T).view({1, 1, T, T});
+        cap.q = cap.k = cap.qRaw = cap.kRaw = torch::ones({1, 1, T, 2});
+        ProbeSettings s;
+        s.bins = bins;
+        std::vector<ProbeStats> stats;
+        std::vector<LogitHistogram> hists;
+        computeProbes(0, {cap}, s, stats, hists);
+        // Expected: the rows above the last hold zeros (T*(T-1)/2 of them), plus the values.
+        std::vector<int64_t> expected(bins.count(), 0);
+        int64_t under = 0, over = 0;
+        auto count = [&](double v, int64_t n) {
+            const int64_t b = bins.binOf(v);
+            if (b < 0) under += n;
+            else if (b >= bins.count()) over += n;
+            else expected[b] += n;
+        };
+        count(0.0, T * (T - 1) / 2);
+        for (float v : values) count(v, 1);
+        const LogitHistogram& h = hists.back();  // the layer's histogram
+        EXPECT_EQ(h.counts, expected) << nameOf(scale);
+        EXPECT_EQ(h.underflow, under) << nameOf(scale);
+        EXPECT_EQ(h.overflow, over) << nameOf(scale);
+    }
 }
 
 TEST(Probes, AttentionMapIsTheSoftmaxOfTheFirstSequence) {

@@ -21,10 +21,12 @@ HistogramBins histogramBinsOf(const ProbeConfig& probes) {
     b.edges.resize(n + 1);
     // lo + i * width (not accumulated), so that every edge matches the bin index
     // floor((x - lo) / width) the counting uses.
+    // The engine compares float32 logits with the edges: keep them at float precision so that
+    // both sides agree on the bin of a value sitting on an edge.
     const double lo = probes.histMin, hi = probes.histMax;
     const double w = (hi - lo) / n;
-    for (int i = 0; i <= n; ++i) b.edges[i] = lo + i * w;
-    b.edges[n] = hi;
+    for (int i = 0; i <= n; ++i) b.edges[i] = static_cast<float>(lo + i * w);
+    b.edges[n] = static_cast<float>(hi);
     return b;
 }
 
@@ -32,7 +34,9 @@ int64_t HistogramBins::binOf(double logit) const {
     const double x = fromRaw(logit);
     if (x < lo()) return -1;
     if (x > hi()) return count();
-    return std::min<int64_t>(count() - 1, static_cast<int64_t>(std::floor((x - lo()) / width())));
+    // Number of inner edges <= x: [edge_k, edge_k+1) is bin k, and the upper edge is in the last.
+    const auto inner = std::upper_bound(edges.begin() + 1, edges.end() - 1, x);
+    return static_cast<int64_t>(inner - (edges.begin() + 1));
 }
 
 }  // namespace qklab

@@ -54,6 +54,25 @@ torch::Tensor normsByHead(const torch::Tensor& x) {
     return x.to(torch::kFloat32).norm(2, -1).transpose(0, 1).reshape({x.size(1), -1});
 }
 
+// Per head: counts in each bin of `bins` (H, n) and the values below / above them (H, 2). A
+// value's bin is the one whose [left edge, right edge) holds it, the last bin also holding the
+// upper edge: the edges of qklab/histogram_bins.h, which the views draw.
+std::pair<torch::Tensor, torch::Tensor> countInBins(const torch::Tensor& logits,
+                                                    const HistogramBins& bins) {
+    auto v = torch::nan_to_num(logits, 0.0, 3e38, -3e38);
+    if (bins.symlog) v = torch::sign(v) * torch::log1p(v.abs()) / std::log(10.0);  // symlog10
+    const int64_t H = v.size(0), n = bins.count();
+    const std::vector<double> inner(bins.edges.begin() + 1, bins.edges.end() - 1);
+    auto innerEdges = torch::tensor(inner, v.options().dtype(torch::kFloat64)).to(v.scalar_type());
+    auto bin = torch::bucketize(v, innerEdges, /*out_int32=*/false, /*right=*/true);  // 0 .. n-1
+    auto below = v < bins.lo(), above = v > bins.hi();
+    auto inside = ~(below | above);
+    auto heads = torch::arange(H, bin.options()).unsqueeze(1).expand_as(bin);
+    auto flat = (heads * n + bin).masked_select(inside);
+    auto counts = torch::bincount(flat, /*weights=*/{}, H * n).view({H, n});
+    return {counts, torch::stack(std::vector<torch::Tensor>{below.sum(1), above.sum(1)}, 1)};
+}
+
 enum Column {
     kMaxRaw, kP99Raw, kMeanRaw, kMaxCap, kP99Cap, kMeanCap, kQNorm, kKNorm, kQRawNorm, kKRawNorm,
     kEntropy, kFracCap, kColumns
@@ -101,18 +120,15 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
         tables.push_back(torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0));  // row 0 = layer
 
         // Histograms of raw logits; non-finite values (a diverging step) land in the overflow.
-        auto v = torch::nan_to_num(raw, 0.0, 3e38, -3e38);
-        if (settings.symlog) v = torch::sign(v) * torch::log1p(v.abs()) / std::log(10.0);
-        std::vector<torch::Tensor> rows;
-        for (int64_t h = 0; h < H; ++h) rows.push_back(torch::histc(v[h], settings.bins, settings.lo, settings.hi));
-        hists.push_back(torch::stack(rows));  // (H, bins)
-        outside.push_back(torch::stack(std::vector<torch::Tensor>{(v < settings.lo).sum(1), (v > settings.hi).sum(1)}, 1));  // (H, 2)
+        auto counted = countInBins(raw, settings.bins);
+        hists.push_back(counted.first);       // (H, bins)
+        outside.push_back(counted.second);    // (H, 2)
     }
     // One device-to-host transfer for everything.
     auto table = torch::stack(tables).to(torch::kCPU, torch::kFloat64).contiguous();
     auto hist = torch::stack(hists).to(torch::kCPU, torch::kInt64).contiguous();
     auto out = torch::stack(outside).to(torch::kCPU, torch::kInt64).contiguous();
-    const int64_t L = table.size(0), rowsPerLayer = table.size(1), bins = settings.bins;
+    const int64_t L = table.size(0), rowsPerLayer = table.size(1), bins = settings.bins.count();
     const double* t = table.data_ptr<double>();
     const int64_t* hc = hist.data_ptr<int64_t>();
     const int64_t* oc = out.data_ptr<int64_t>();

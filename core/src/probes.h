@@ -4,14 +4,13 @@
 #include <vector>
 
 #include "model.h"
+#include "qklab/histogram_bins.h"
 #include "qklab/records.h"
 
 namespace qklab {
 
 struct ProbeSettings {
-    int64_t bins = 128;
-    double lo = -64, hi = 64;
-    bool symlog = false;
+    HistogramBins bins;                  // the histogram's edges and scale
     SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 0;
 };

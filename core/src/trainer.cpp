@@ -31,6 +31,7 @@
 #include "probes.h"
 #include "qklab/corpus.h"
 #include "qklab/error.h"
+#include "qklab/histogram_bins.h"
 #include "qklab/schedules.h"
 #include "qklab/spikes.h"
 
@@ -469,10 +470,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.params = d.model->parameters();
     d.gains = d.model->qkGains();
     d.buildOptimizer();
-    d.probeSettings.bins = config.probes.histBins;
-    d.probeSettings.lo = config.probes.histMin;
-    d.probeSettings.hi = config.probes.histMax;
-    d.probeSettings.symlog = config.probes.histScale == HistScale::Symlog;
+    d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
 }
 

@@ -27,8 +27,8 @@ struct HistogramBins {
     double center(int bin) const { return 0.5 * (edges[bin] + edges[bin + 1]); }
     double fromRaw(double logit) const { return symlog ? symlog10(logit) : logit; }
     double toRaw(double x) const { return symlog ? invSymlog10(x) : x; }
-    // The bin a raw logit is counted in: -1 below lo, count() above hi, the last bin at hi
-    // (torch::histc's convention, which the probes use).
+    // The bin a raw logit is counted in: [edge_k, edge_k+1) is bin k, the last bin also holds
+    // the upper edge; -1 below lo, count() above hi.
     int64_t binOf(double logit) const;
 };
 
