@@ -134,7 +134,7 @@ blow=(--set schedule.steps=150 --set run.device=$device --set run.dtype=$dtype)
 $cli run experiments/blowup_no_qknorm.json --db "$db" --name blowup-raw "${blow[@]}" >/dev/null
 $cli run experiments/blowup_no_qknorm.json --db "$db" --name blowup-rms "${blow[@]}" --set attention.qk_norm=rms >/dev/null
 for n in blowup-raw blowup-rms; do
-  $cli show $n --json --db "$db" | $python -c "import json,sys; s=json.load(sys.stdin)['summary']; print(json.dumps({'check':'blowup_$dtype','run':'$n','status':s['status'],'max_attn_logit':s['max_attn_logit'],'final_loss':s['final_loss']}))" >>"$results"
+  $cli show $n --json --db "$db" | $python -c "import json,sys; s=json.load(sys.stdin)['summary']; print(json.dumps({'check':'blowup_$dtype','run':'$n','status':s['status'],'max_logit_raw':s['max_logit_raw'],'final_loss':s['final_loss']}))" >>"$results"
 done
 for qk in none rms; do
   record "$($prec --preset experiments/blowup_no_qknorm.json --steps 100 --set run.device=$device --set attention.qk_norm=$qk | sed 's/^{/{"check":"bf16_vs_fp32",/')"

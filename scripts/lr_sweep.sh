@@ -32,7 +32,7 @@ by = {}
 for r in runs:
     _, qk, lr = r["name"].rsplit(":", 2)
     loss = r["final_loss"] if r["status"] == "finished" and isinstance(r["final_loss"], float) else init
-    ml = r["max_attn_logit"] if r["max_attn_logit"] is not None else float("nan")
+    ml = r["max_logit_raw"] if r["max_logit_raw"] is not None else float("nan")
     by.setdefault(qk, {})[float(lr)] = (min(loss, init), r["status"], ml)
 lrs = sorted({lr for d in by.values() for lr in d})
 print("| LR | " + " | ".join(f"{qk}: final loss (max logit)" for qk in by) + " |")

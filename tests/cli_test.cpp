@@ -69,8 +69,8 @@ TEST_F(CliTest, RunListShowExport) {
     EXPECT_EQ(j["summary"]["status"], "finished");
     EXPECT_EQ(j["summary"]["steps_done"], 12);
     EXPECT_LT(j["summary"]["final_loss"].get<double>(), 5.6);
-    EXPECT_GT(j["summary"]["max_attn_logit"].get<double>(), 0.0);
-    EXPECT_EQ(j["summary"]["max_attn_logit_capped"], j["summary"]["max_attn_logit"]);  // no cap
+    EXPECT_GT(j["summary"]["max_logit_raw"].get<double>(), 0.0);
+    EXPECT_EQ(j["summary"]["max_logit_capped"], j["summary"]["max_logit_raw"]);  // no cap
     EXPECT_EQ(j["summary"]["spikes"], 0);
     EXPECT_EQ(j["config"]["optim"]["lr"], 0.01);
     EXPECT_EQ(j["config"]["why"], "tiny");
@@ -83,7 +83,7 @@ TEST_F(CliTest, RunListShowExport) {
     ASSERT_EQ(csv.status, 0);
     EXPECT_EQ(csv.out.rfind("step,loss,val_loss,grad_norm", 0), 0u);
     EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 13);  // header + 12 steps
-    EXPECT_NE(csv.out.find("layer0_max_raw"), std::string::npos);
+    EXPECT_NE(csv.out.find("layer0_logit_max_raw"), std::string::npos);
     const Result js = cli("export first --format json --db " + m_db);
     const json e = json::parse(js.out);
     EXPECT_EQ(e["steps"].size(), 12u);

@@ -208,9 +208,9 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
     EXPECT_EQ(r.stepsDone, 3);
     ASSERT_TRUE(r.finalLoss.has_value());
     EXPECT_DOUBLE_EQ(*r.finalLoss, 2.25);  // the last *finite* loss
-    ASSERT_TRUE(r.maxAttnLogitRaw.has_value());
-    EXPECT_DOUBLE_EQ(*r.maxAttnLogitRaw, 40.0);
-    EXPECT_DOUBLE_EQ(*r.maxAttnLogitCapped, 20.0);
+    ASSERT_TRUE(r.maxLogitRaw.has_value());
+    EXPECT_DOUBLE_EQ(*r.maxLogitRaw, 40.0);
+    EXPECT_DOUBLE_EQ(*r.maxLogitCapped, 20.0);
     EXPECT_EQ(r.spikes, 1);
 
     auto ms = store.stepMetrics(id);
@@ -297,7 +297,7 @@ TEST_F(StoreTest, SummaryIsKeptAcrossFlushesAndProbesFilter) {
     EXPECT_EQ(r.name, "run-" + std::to_string(w.runId()));
     EXPECT_EQ(r.stepsDone, 3);
     EXPECT_DOUBLE_EQ(r.finalLoss.value(), 2.0);
-    EXPECT_DOUBLE_EQ(r.maxAttnLogitRaw.value(), 12);
+    EXPECT_DOUBLE_EQ(r.maxLogitRaw.value(), 12);
     EXPECT_EQ(store.probeStats(w.runId()).size(), 5u);
     auto layers = store.probeStats(w.runId(), -1);
     ASSERT_EQ(layers.size(), 3u);
@@ -483,7 +483,7 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
         EXPECT_TRUE(r.finishedAt.empty());
         EXPECT_EQ(r.stepsDone, 5);
         EXPECT_DOUBLE_EQ(r.finalLoss.value(), 6.0);
-        EXPECT_DOUBLE_EQ(r.maxAttnLogitRaw.value(), 40.0);
+        EXPECT_DOUBLE_EQ(r.maxLogitRaw.value(), 40.0);
         EXPECT_EQ(store.stepMetrics(id).size(), 5u);
         EXPECT_EQ(store.stepMetrics(id).back().step, 4);
         EXPECT_EQ(store.probeStats(id).size(), 5u);

@@ -95,7 +95,7 @@ void printRunTable(const std::vector<RunInfo>& runs) {
         };
         std::printf("%-5lld %-24s %-12s %8lld %10s %12s %6lld  %s\n", static_cast<long long>(r.id),
                     r.name.c_str(), toString(r.status), static_cast<long long>(r.stepsDone),
-                    num(r.finalLoss, "%.4f").c_str(), num(r.maxAttnLogitRaw, "%.4g").c_str(),
+                    num(r.finalLoss, "%.4f").c_str(), num(r.maxLogitRaw, "%.4g").c_str(),
                     static_cast<long long>(r.spikes), r.createdAt.c_str());
     }
 }

@@ -8,8 +8,8 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
-#include <QTextStream>
-#include <map>
+
+#include "qklab/run_export.h"
 
 namespace qklab::gui {
 
@@ -28,46 +28,15 @@ bool savePlot(QCustomPlot* plot, const QString& path, QString* error) {
     return ok;
 }
 
+// The same CSV as `qklab-cli export --format csv` (core's runCsv), byte for byte.
 bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error) {
     QFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text | QIODevice::Truncate)) {
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
         if (error) *error = QStringLiteral("Could not write %1: %2").arg(path, file.errorString());
         return false;
     }
-    const int layers = run.layerCount();
-    // Probe rows keyed by (step, layer) so each step row can carry its layer columns.
-    std::map<std::pair<int64_t, int>, const ProbeStats*> probeAt;
-    for (const auto& p : run.probes) probeAt[{p.step, p.layer}] = &p;
-
-    QTextStream out(&file);
-    out << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_sec,attention_path";
-    for (int l = 0; l < layers; ++l) {
-        out << QStringLiteral(
-                   ",L%1_logit_max_raw,L%1_logit_p99_raw,L%1_logit_max_capped,"
-                   "L%1_q_norm_p90,L%1_k_norm_p90,L%1_entropy")
-                   .arg(l);
-    }
-    out << "\n";
-    out.setRealNumberPrecision(8);
-    for (const auto& m : run.steps) {
-        out << m.step << ',' << m.loss << ',';
-        if (m.valLoss) out << *m.valLoss;
-        out << ',' << m.gradNorm << ',' << m.lr << ',' << m.alpha << ',' << m.softcapC << ','
-            << m.seqLen << ',' << m.tokensPerSec << ',' << QString::fromStdString(m.attentionPath);
-        for (int l = 0; l < layers; ++l) {
-            auto it = probeAt.find({m.step, l});
-            if (it == probeAt.end()) {
-                out << ",,,,,,";
-            } else {
-                const ProbeStats& p = *it->second;
-                out << ',' << p.logitMaxRaw << ',' << p.logitP99Raw << ',' << p.logitMaxCapped
-                    << ',' << p.qNormP90 << ',' << p.kNormP90 << ',' << p.entropy;
-            }
-        }
-        out << "\n";
-    }
-    out.flush();
-    if (file.error() != QFile::NoError) {
+    const std::string text = runCsv(run.steps, run.probes);
+    if (file.write(text.data(), qint64(text.size())) != qint64(text.size()) || !file.flush()) {
         if (error) *error = QStringLiteral("Writing %1 failed: %2").arg(path, file.errorString());
         return false;
     }

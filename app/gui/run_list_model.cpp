@@ -83,10 +83,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return sort ? QVariant(*r.finalLoss)
                             : QVariant(QString::number(*r.finalLoss, 'f', 4));
             case ColMaxLogit:
-                if (!r.maxAttnLogitRaw)
+                if (!r.maxLogitRaw)
                     return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
-                return sort ? QVariant(*r.maxAttnLogitRaw)
-                            : QVariant(formatNumber(*r.maxAttnLogitRaw));
+                return sort ? QVariant(*r.maxLogitRaw)
+                            : QVariant(formatNumber(*r.maxLogitRaw));
             case ColSpikes:
                 return qlonglong(r.spikes);
             case ColCreated: {
@@ -124,8 +124,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return QBrush(QColor(30, 130, 30));
         }
     }
-    if (role == Qt::ForegroundRole && index.column() == ColMaxLogit && r.maxAttnLogitRaw &&
-        *r.maxAttnLogitRaw > 30) {
+    if (role == Qt::ForegroundRole && index.column() == ColMaxLogit && r.maxLogitRaw &&
+        *r.maxLogitRaw > 30) {
         return QBrush(QColor(200, 0, 0));  // past the domain's "intervene" threshold
     }
     return {};

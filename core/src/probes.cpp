@@ -73,6 +73,7 @@ std::pair<torch::Tensor, torch::Tensor> countInBins(const torch::Tensor& logits,
     return {counts, torch::stack(std::vector<torch::Tensor>{below.sum(1), above.sum(1)}, 1)};
 }
 
+// The statistics stacked per head and layer, in probeColumns() order.
 enum Column {
     kMaxRaw, kP99Raw, kMeanRaw, kMaxCap, kP99Cap, kMeanCap, kQNorm, kKNorm, kQRawNorm, kKRawNorm,
     kEntropy, kFracCap, kColumns
@@ -129,6 +130,8 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
     auto hist = torch::stack(hists).to(torch::kCPU, torch::kInt64).contiguous();
     auto out = torch::stack(outside).to(torch::kCPU, torch::kInt64).contiguous();
     const int64_t L = table.size(0), rowsPerLayer = table.size(1), bins = settings.bins.count();
+    const auto& columns = probeColumns();  // the stacked statistics are in this order
+    TORCH_CHECK(static_cast<int64_t>(columns.size()) == kColumns, "probe columns out of step");
     const double* t = table.data_ptr<double>();
     const int64_t* hc = hist.data_ptr<int64_t>();
     const int64_t* oc = out.data_ptr<int64_t>();
@@ -145,18 +148,7 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
             s.step = step;
             s.layer = static_cast<int32_t>(l);
             s.head = static_cast<int32_t>(r - 1);
-            s.logitMaxRaw = row[kMaxRaw];
-            s.logitP99Raw = row[kP99Raw];
-            s.logitMeanRaw = row[kMeanRaw];
-            s.logitMaxCapped = row[kMaxCap];
-            s.logitP99Capped = row[kP99Cap];
-            s.logitMeanCapped = row[kMeanCap];
-            s.qNormP90 = row[kQNorm];
-            s.kNormP90 = row[kKNorm];
-            s.qRawNormP90 = row[kQRawNorm];
-            s.kRawNormP90 = row[kKRawNorm];
-            s.entropy = row[kEntropy];
-            s.fracAtCap = row[kFracCap];
+            for (size_t i = 0; i < columns.size(); ++i) s.*columns[i].field = row[i];
             stats.push_back(s);
         }
         for (int64_t h = 0; h < H; ++h) {

@@ -2,8 +2,10 @@
 #include "qklab/run_export.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace qklab {
 namespace {
@@ -23,6 +25,41 @@ std::string csvNumber(double v) {
     return os.str();
 }
 
+// The step-metric columns of both exports, in order.
+struct StepColumn {
+    const char* name;
+    std::function<json(const StepMetrics&)> toJson;
+    std::function<std::string(const StepMetrics&)> toCsv;
+};
+
+const std::vector<StepColumn>& stepColumns() {
+    auto real = [](double StepMetrics::*f) {
+        return StepColumn{nullptr, [f](const StepMetrics& m) { return number(m.*f); },
+                          [f](const StepMetrics& m) { return csvNumber(m.*f); }};
+    };
+    auto named = [](const char* name, StepColumn c) {
+        c.name = name;
+        return c;
+    };
+    static const std::vector<StepColumn> columns{
+        {"step", [](const StepMetrics& m) { return json(m.step); },
+         [](const StepMetrics& m) { return std::to_string(m.step); }},
+        named("loss", real(&StepMetrics::loss)),
+        {"val_loss", [](const StepMetrics& m) { return optionalNumber(m.valLoss); },
+         [](const StepMetrics& m) { return m.valLoss ? csvNumber(*m.valLoss) : std::string(); }},
+        named("grad_norm", real(&StepMetrics::gradNorm)),
+        named("lr", real(&StepMetrics::lr)),
+        named("alpha", real(&StepMetrics::alpha)),
+        named("softcap_c", real(&StepMetrics::softcapC)),
+        {"seq_len", [](const StepMetrics& m) { return json(m.seqLen); },
+         [](const StepMetrics& m) { return std::to_string(m.seqLen); }},
+        named("tokens_per_s", real(&StepMetrics::tokensPerSec)),
+        {"attention_path", [](const StepMetrics& m) { return json(m.attentionPath); },
+         [](const StepMetrics& m) { return m.attentionPath; }},
+    };
+    return columns;
+}
+
 }  // namespace
 
 json runSummaryJson(RunStore& store, int64_t runId) {
@@ -38,8 +75,8 @@ json runSummaryJson(RunStore& store, int64_t runId) {
     for (const auto& m : store.stepMetrics(runId))
         if (m.valLoss) finalVal = m.valLoss;
     s["final_val_loss"] = optionalNumber(finalVal);
-    s["max_attn_logit"] = optionalNumber(r.maxAttnLogitRaw);
-    s["max_attn_logit_capped"] = optionalNumber(r.maxAttnLogitCapped);
+    s["max_logit_raw"] = optionalNumber(r.maxLogitRaw);
+    s["max_logit_capped"] = optionalNumber(r.maxLogitCapped);
     s["spikes"] = r.spikes;
     s["seed"] = r.seed;
     s["device"] = r.device;
@@ -57,24 +94,19 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     out["run"] = runSummaryJson(store, runId);
     out["config"] = json::parse(store.run(runId).configJson);
     json steps = json::array();
-    for (const auto& m : store.stepMetrics(runId))
-        steps.push_back({{"step", m.step}, {"loss", number(m.loss)}, {"val_loss", optionalNumber(m.valLoss)},
-                         {"grad_norm", number(m.gradNorm)}, {"lr", m.lr}, {"alpha", m.alpha},
-                         {"softcap_c", m.softcapC}, {"seq_len", m.seqLen},
-                         {"tokens_per_s", m.tokensPerSec}, {"attention_path", m.attentionPath}});
+    for (const auto& m : store.stepMetrics(runId)) {
+        json row = json::object();
+        for (const auto& c : stepColumns()) row[c.name] = c.toJson(m);
+        steps.push_back(row);
+    }
     out["steps"] = steps;
     json probes = json::array();
     const auto rows = allHeads ? store.probeStats(runId) : store.probeStats(runId, -1);
-    for (const auto& p : rows)
-        probes.push_back({{"step", p.step}, {"layer", p.layer}, {"head", p.head},
-                          {"logit_max_raw", number(p.logitMaxRaw)}, {"logit_p99_raw", number(p.logitP99Raw)},
-                          {"logit_mean_raw", number(p.logitMeanRaw)},
-                          {"logit_max_capped", number(p.logitMaxCapped)},
-                          {"logit_p99_capped", number(p.logitP99Capped)},
-                          {"logit_mean_capped", number(p.logitMeanCapped)},
-                          {"q_norm_p90", number(p.qNormP90)}, {"k_norm_p90", number(p.kNormP90)},
-                          {"q_raw_norm_p90", number(p.qRawNormP90)}, {"k_raw_norm_p90", number(p.kRawNormP90)},
-                          {"entropy", number(p.entropy)}, {"frac_at_cap", number(p.fracAtCap)}});
+    for (const auto& p : rows) {
+        json row = {{"step", p.step}, {"layer", p.layer}, {"head", p.head}};
+        for (const auto& c : probeColumns()) row[c.name] = number(p.*c.field);
+        probes.push_back(row);
+    }
     out["probes"] = probes;
     json spikes = json::array();
     for (const auto& s : store.spikes(runId))
@@ -93,41 +125,36 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     return out;
 }
 
-std::string runExportCsv(RunStore& store, int64_t runId) {
-    const auto steps = store.stepMetrics(runId);
-    const auto probes = store.probeStats(runId, -1);
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes) {
     int32_t layers = 0;
     std::map<std::pair<int64_t, int32_t>, const ProbeStats*> byStepLayer;
     for (const auto& p : probes) {
+        if (p.head != -1) continue;
         layers = std::max(layers, p.layer + 1);
         byStepLayer[{p.step, p.layer}] = &p;
     }
+    const auto& columns = probeColumns();
     std::ostringstream os;
-    os << "step,loss,val_loss,grad_norm,lr,alpha,softcap_c,seq_len,tokens_per_s,attention_path";
-    static const char* cols[] = {"max_raw", "p99_raw", "mean_raw", "max_capped", "p99_capped",
-                                 "q_norm_p90", "k_norm_p90", "entropy", "frac_at_cap"};
+    std::string sep;
+    for (const auto& c : stepColumns()) os << std::exchange(sep, ",") << c.name;
     for (int32_t l = 0; l < layers; ++l)
-        for (const char* c : cols) os << ",layer" << l << "_" << c;
+        for (const auto& c : columns) os << ",layer" << l << "_" << c.name;
     os << "\n";
     for (const auto& m : steps) {
-        os << m.step << "," << csvNumber(m.loss) << "," << (m.valLoss ? csvNumber(*m.valLoss) : "") << ","
-           << csvNumber(m.gradNorm) << "," << csvNumber(m.lr) << "," << csvNumber(m.alpha) << ","
-           << csvNumber(m.softcapC) << "," << m.seqLen << "," << csvNumber(m.tokensPerSec) << ","
-           << m.attentionPath;
+        sep.clear();
+        for (const auto& c : stepColumns()) os << std::exchange(sep, ",") << c.toCsv(m);
         for (int32_t l = 0; l < layers; ++l) {
             auto it = byStepLayer.find({m.step, l});
-            if (it == byStepLayer.end()) {
-                os << std::string(std::size(cols), ',');
-                continue;
-            }
-            const ProbeStats& p = *it->second;
-            for (double v : {p.logitMaxRaw, p.logitP99Raw, p.logitMeanRaw, p.logitMaxCapped,
-                             p.logitP99Capped, p.qNormP90, p.kNormP90, p.entropy, p.fracAtCap})
-                os << "," << csvNumber(v);
+            for (const auto& c : columns)
+                os << "," << (it == byStepLayer.end() ? std::string() : csvNumber(it->second->*c.field));
         }
         os << "\n";
     }
     return os.str();
+}
+
+std::string runExportCsv(RunStore& store, int64_t runId) {
+    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1));
 }
 
 }  // namespace qklab

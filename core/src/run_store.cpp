@@ -205,8 +205,8 @@ RunInfo readRun(const Statement& st) {
     r.tags = st.columnText(11);
     r.stepsDone = st.columnInt(12);
     r.finalLoss = st.columnOptReal(13);
-    r.maxAttnLogitRaw = st.columnOptReal(14);
-    r.maxAttnLogitCapped = st.columnOptReal(15);
+    r.maxLogitRaw = st.columnOptReal(14);
+    r.maxLogitCapped = st.columnOptReal(15);
     r.statusMessage = st.columnText(16);
     r.spikes = st.columnInt(17);
     return r;
@@ -378,11 +378,10 @@ std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) 
 
 std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_t> head,
                                              int64_t fromStep) {
-    std::string sql =
-        "SELECT step, layer, head, logit_max_raw, logit_p99_raw, logit_mean_raw, "
-        "logit_max_capped, logit_p99_capped, logit_mean_capped, q_norm_p90, k_norm_p90, "
-        "q_raw_norm_p90, k_raw_norm_p90, entropy, frac_at_cap FROM probe_stats "
-        "WHERE run_id = ?1 AND step >= ?2";
+    const auto& columns = probeColumns();
+    std::string sql = "SELECT step, layer, head";
+    for (const auto& c : columns) sql += std::string(", ") + c.name;
+    sql += " FROM probe_stats WHERE run_id = ?1 AND step >= ?2";
     if (head) sql += " AND head = ?3";
     sql += " ORDER BY step, layer, head";
     Statement st(*m_db, sql);
@@ -394,11 +393,8 @@ std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_
         p.step = st.columnInt(0);
         p.layer = static_cast<int32_t>(st.columnInt(1));
         p.head = static_cast<int32_t>(st.columnInt(2));
-        double* fields[] = {&p.logitMaxRaw,    &p.logitP99Raw,    &p.logitMeanRaw,
-                            &p.logitMaxCapped, &p.logitP99Capped, &p.logitMeanCapped,
-                            &p.qNormP90,       &p.kNormP90,       &p.qRawNormP90,
-                            &p.kRawNormP90,    &p.entropy,        &p.fracAtCap};
-        for (int i = 0; i < 12; ++i) *fields[i] = st.columnReal(3 + i);
+        for (size_t i = 0; i < columns.size(); ++i)
+            p.*columns[i].field = st.columnReal(3 + static_cast<int>(i));
         out.push_back(p);
     }
     return out;

@@ -51,6 +51,16 @@ std::string defaultAppVersion() {
 #endif
 }
 
+// INSERT OR REPLACE INTO probe_stats(run_id, step, layer, head, <every probe column>) ...
+std::string probeInsertSql() {
+    std::string names = "run_id, step, layer, head", marks = "?,?,?,?";
+    for (const auto& c : probeColumns()) {
+        names += std::string(", ") + c.name;
+        marks += ",?";
+    }
+    return "INSERT OR REPLACE INTO probe_stats(" + names + ") VALUES(" + marks + ")";
+}
+
 constexpr const char* kFiniteLoss =
     "loss IS NOT NULL AND loss BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308";
 
@@ -107,15 +117,12 @@ void RunWriter::Impl::writeRows() {
             st.bindText(11, m.attentionPath);
         st.exec();
     }
-    Statement& sp = prepared(
-        insProbe, "INSERT OR REPLACE INTO probe_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Statement& sp = prepared(insProbe, probeInsertSql().c_str());
+    const auto& columns = probeColumns();
     for (const ProbeStats& p : probes) {
         sp.bindInt(1, runId).bindInt(2, p.step).bindInt(3, p.layer).bindInt(4, p.head);
-        const double fields[] = {p.logitMaxRaw,    p.logitP99Raw,    p.logitMeanRaw,
-                                 p.logitMaxCapped, p.logitP99Capped, p.logitMeanCapped,
-                                 p.qNormP90,       p.kNormP90,       p.qRawNormP90,
-                                 p.kRawNormP90,    p.entropy,        p.fracAtCap};
-        for (int i = 0; i < 12; ++i) sp.bindReal(5 + i, fields[i]);
+        for (size_t i = 0; i < columns.size(); ++i)
+            sp.bindReal(5 + static_cast<int>(i), p.*columns[i].field);
         sp.exec();
     }
     Statement& sh = prepared(insHist, "INSERT OR REPLACE INTO histograms VALUES(?,?,?,?,?,?,?)");

@@ -4,6 +4,7 @@
 #include <qcustomplot.h>
 
 #include <QFile>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -229,7 +230,20 @@ class PanelsTest : public QObject {
         const QList<QByteArray> lines = f.readAll().split('\n');
         QCOMPARE(lines.size(), 202);  // header + 200 rows + trailing newline
         QVERIFY(lines[0].startsWith("step,loss,val_loss"));
-        QVERIFY(lines[0].contains("L0_logit_max_raw"));
+        for (const auto& c : probeColumns())  // every probe column, the raw q/k norms included
+            QVERIFY(lines[0].contains(QByteArray("layer0_") + c.name));
+        // Byte for byte what qklab-cli exports for the same run.
+        const QString cliCsv = m_dir.filePath(QStringLiteral("cli.csv"));
+        QProcess cli;
+        cli.start(QStringLiteral(QKLAB_CLI_PATH),
+                  {QStringLiteral("export"), QString::number(m_runId), QStringLiteral("--db"), m_db,
+                   QStringLiteral("--format"), QStringLiteral("csv"), QStringLiteral("-o"), cliCsv});
+        QVERIFY(cli.waitForFinished(30000));
+        QCOMPARE(cli.exitCode(), 0);
+        QFile g(cliCsv);
+        QVERIFY(g.open(QIODevice::ReadOnly));
+        f.seek(0);
+        QCOMPARE(f.readAll(), g.readAll());
         LivePlotsPanel panel;
         panel.resize(1000, 700);
         panel.showRun(snap);

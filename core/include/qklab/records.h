@@ -28,6 +28,8 @@ struct StepMetrics {
 };
 
 // Attention statistics of one layer and head at one probed step. head = -1 is the whole layer.
+// Every statistic is a column of probeColumns() below; code that stores, reads or exports
+// probes iterates that table rather than naming the fields.
 struct ProbeStats {
     int64_t step = 0;
     int32_t layer = 0;
@@ -39,6 +41,15 @@ struct ProbeStats {
     double entropy = 0;                  // mean attention entropy per query row (nats)
     double fracAtCap = 0;                // share of raw logits with |logit| >= C
 };
+
+// One probe statistic: its name in the store, JSON and CSV, what it means, and its field.
+struct ProbeColumn {
+    const char* name;                    // e.g. "logit_max_raw"
+    const char* help;
+    double ProbeStats::*field;
+};
+// In store order (the probe_stats table's columns after run_id, step, layer, head).
+const std::vector<ProbeColumn>& probeColumns();
 
 // Histogram of raw logits over fixed edges: bins equal-width over [lo, hi] in the configured
 // scale (linear, or symlog = sign(x)*log10(1+|x|)); values outside land in under/overflow.

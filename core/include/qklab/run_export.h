@@ -10,16 +10,17 @@
 
 namespace qklab {
 
-// Summary of one run: status, steps_done, final_loss, final_val_loss, max_attn_logit (raw),
-// max_attn_logit_capped, spikes, and identification (id, name, seed, device, versions).
+// Summary of one run: status, steps_done, final_loss, final_val_loss, max_logit_raw,
+// max_logit_capped, spikes, and identification (id, name, seed, device, versions).
 nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 
 // {"run": summary, "config": ..., "steps": [...], "probes": [...], "spikes": [...],
 //  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
-// One row per step: the step metrics, then per layer the probe columns (empty on steps
-// without a probe).
+// One row per step: the step metrics, then per layer every probe column (probeColumns(),
+// "layer<L>_<name>"; empty on steps without a probe). The GUI and the CLI both write this.
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes);
 std::string runExportCsv(RunStore& store, int64_t runId);
 
 }  // namespace qklab

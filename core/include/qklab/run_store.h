@@ -29,7 +29,7 @@ struct RunInfo {
     std::string notes, tags;             // tags: comma separated
     int64_t stepsDone = 0;               // last step whose metrics are stored (+1)
     std::optional<double> finalLoss;
-    std::optional<double> maxAttnLogitRaw, maxAttnLogitCapped;
+    std::optional<double> maxLogitRaw, maxLogitCapped;
     int64_t spikes = 0;
     std::string statusMessage;           // why it failed / diverged
 };
