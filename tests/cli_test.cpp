@@ -211,3 +211,19 @@ TEST_F(CliTest, CudaHalfLoadsWhenAskedAndCpuTrainingIsUnchanged) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].loss, b[i].loss) << i;
 }
+
+TEST_F(CliTest, VersionNamesTheCommitOfTheBuild) {
+    const Result r = cli("--version");
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string head;
+    {
+        FILE* p = popen(("git -C " + std::string(QKLAB_SOURCE_DIR) + " rev-parse --short HEAD 2>/dev/null").c_str(), "r");
+        std::array<char, 128> buf{};
+        if (p && fgets(buf.data(), buf.size(), p)) head = buf.data();
+        if (p) pclose(p);
+    }
+    while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
+    if (head.empty()) GTEST_SKIP() << "not a git checkout: no commit to compare with";
+    EXPECT_NE(r.out.find("+" + head), std::string::npos) << r.out << " vs HEAD " << head;
+    EXPECT_NE(r.out.find("LibTorch "), std::string::npos) << r.out;
+}

@@ -383,6 +383,26 @@ TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
     EXPECT_EQ(ms[0].attentionPath, "");
 }
 
+TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addEvent({21, "qk_norm", R"({"variant":"rms","_intervention":true})", "user"});
+        w.addEvent({30, "dirty_batch", "not json", "config"});  // left as it is
+        w.finish(RunStatus::Finished);
+    }
+    // Put back what a version-2 build wrote, then let this build open it.
+    rawExec(R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
+               PRAGMA user_version = 2)",
+            m_path);
+    RunStore store(m_path);
+    EXPECT_EQ(store.schemaVersion(), 3);
+    const auto events = store.events(1);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[0].paramsJson, R"({"variant":"rms"})");
+    EXPECT_EQ(events[0].source, "user");
+    EXPECT_EQ(events[1].paramsJson, "not json");
+}
+
 TEST_F(StoreTest, NewerSchemaIsRefused) {
     { RunStore s(m_path); }
     rawExec("PRAGMA user_version = 99", m_path);

@@ -7,6 +7,7 @@
 //   qklab-cli export RUN --format csv|json [--output FILE] [--db FILE]
 //   qklab-cli check-blas
 //   qklab-cli keys [--markdown]
+//   qklab-cli --version
 //
 // Exit status: 0 when a run finished or diverged (divergence is a result), 2 for bad input
 // (message names the problem), 3 when stopped by Ctrl-C (resumable), 1 for other failures.
@@ -20,6 +21,7 @@
 #include <iostream>
 
 #include "progress_bar.h"
+#include "qklab/config_docs.h"
 #include "qklab/error.h"
 #include "qklab/run_export.h"
 #include "qklab/run_session.h"
@@ -49,6 +51,13 @@ public:
 private:
     cli::ProgressBar& m_bar;
     double m_maxLogit = 0;
+};
+
+// Everything the subcommands' options fill in.
+struct Options {
+    std::string dbPath, presetPath, name, runRef, format = "csv", output;
+    std::vector<std::string> overrides;
+    bool asJson = false, markdown = false;
 };
 
 int exitCodeFor(RunStatus s) {
@@ -100,141 +109,123 @@ void printRunTable(const std::vector<RunInfo>& runs) {
     }
 }
 
+int cmdRun(const Options& o) {
+    // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
+    const bool inlineJson = !o.presetPath.empty() && o.presetPath.front() == '{' &&
+                            !std::ifstream(o.presetPath).good();
+    RunConfig config = inlineJson ? configFromJsonText(o.presetPath, "inline preset", false)
+                                  : loadPreset(o.presetPath, /*checkValues=*/false);
+    for (const auto& assignment : o.overrides) applyOverride(config, assignment);
+    try {
+        validate(config);
+    } catch (const Error& e) {
+        throw Error(e.code(), o.presetPath + (o.overrides.empty() ? ": " : " with --set overrides: ") +
+                                  e.what());
+    }
+    RunSession session(config, SessionOptions{o.dbPath, o.name, {}});
+    return trainSession(session, o.dbPath);
+}
+
+int cmdResume(const Options& o) {
+    int64_t id = 0;
+    {
+        RunStore store(o.dbPath);
+        store.markInterruptedRuns();
+        id = store.findRun(o.runRef).id;
+    }
+    auto session = RunSession::resume(o.dbPath, id);
+    return trainSession(*session, o.dbPath);
+}
+
+int cmdCheckBlas() {
+    const BlasCheck r = checkBlasSpeed();
+    const CudaBackend cuda = cudaBackend();
+    std::printf("matmul: %.1f GFLOP/s%s on %d thread%s\nblas: %s\ncuda: %s, %d GPU(s)\n", r.gflops,
+                r.slow ? " (slow)" : "", r.threads, r.threads == 1 ? "" : "s", r.blas.c_str(),
+                cuda.detail.c_str(), cuda.devices);
+    if (!r.message.empty()) std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
+    return 0;
+}
+
+int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
+    RunStore store(o.dbPath);
+    store.markInterruptedRuns();
+    if (list) {
+        const auto runs = store.listRuns();
+        if (!o.asJson) {
+            printRunTable(runs);
+            return 0;
+        }
+        auto arr = nlohmann::json::array();
+        for (const auto& r : runs) arr.push_back(runSummaryJson(store, r.id));
+        std::cout << arr.dump(2) << "\n";
+        return 0;
+    }
+    const int64_t id = store.findRun(o.runRef).id;
+    if (show) {
+        nlohmann::json j;
+        j["summary"] = runSummaryJson(store, id);
+        j["config"] = nlohmann::json::parse(store.run(id).configJson);
+        if (o.asJson)
+            std::cout << j.dump(2) << "\n";
+        else
+            std::cout << "summary:\n" << j["summary"].dump(2) << "\nconfig:\n" << j["config"].dump(2) << "\n";
+        return 0;
+    }
+    const std::string text = o.format == "csv" ? runExportCsv(store, id) : runExportJson(store, id).dump(1) + "\n";
+    if (o.output.empty()) {
+        std::cout << text;
+        return 0;
+    }
+    std::ofstream out(o.output, std::ios::binary);
+    if (!out || !(out << text)) throw Error(ErrorCode::MissingFile, "cannot write " + o.output);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"qklab-cli: train small transformers and watch their attention logits"};
+    app.set_version_flag("--version", appVersion() + " (LibTorch " + torchVersion() + ")");
     app.require_subcommand(1);
-    std::string dbPath;
-    app.add_option("--db", dbPath, "run database (default: " + defaultDatabasePath() + ")");
+    Options o;
+    app.add_option("--db", o.dbPath, "run database (default: " + defaultDatabasePath() + ")");
 
-    std::string presetPath, name;
-    std::vector<std::string> overrides;
     auto* run = app.add_subcommand("run", "train a preset and record it");
-    run->add_option("preset", presetPath, "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")->required();
-    run->add_option("--set", overrides, "override a config key: dotted.key=value (repeatable)");
-    run->add_option("--name", name, "run name (unique in the database)");
-    run->add_option("--db", dbPath, "run database");
-
-    std::string runRef;
-    bool asJson = false;
+    run->add_option("preset", o.presetPath, "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")->required();
+    run->add_option("--set", o.overrides, "override a config key: dotted.key=value (repeatable)");
+    run->add_option("--name", o.name, "run name (unique in the database)");
+    run->add_option("--db", o.dbPath, "run database");
     auto* resume = app.add_subcommand("resume", "continue a stopped or interrupted run from its last checkpoint");
-    resume->add_option("run", runRef, "run id or name")->required();
-    resume->add_option("--db", dbPath, "run database");
-
+    resume->add_option("run", o.runRef, "run id or name")->required();
+    resume->add_option("--db", o.dbPath, "run database");
     auto* list = app.add_subcommand("list", "list stored runs");
-    list->add_flag("--json", asJson, "machine-readable output");
-    list->add_option("--db", dbPath, "run database");
-
+    list->add_flag("--json", o.asJson, "machine-readable output");
+    list->add_option("--db", o.dbPath, "run database");
     auto* show = app.add_subcommand("show", "config and summary of one run");
-    show->add_option("run", runRef, "run id or name")->required();
-    show->add_flag("--json", asJson, "machine-readable output");
-    show->add_option("--db", dbPath, "run database");
-
-    std::string format = "csv", output;
+    show->add_option("run", o.runRef, "run id or name")->required();
+    show->add_flag("--json", o.asJson, "machine-readable output");
+    show->add_option("--db", o.dbPath, "run database");
     auto* exportCmd = app.add_subcommand("export", "all recorded data of one run");
-    exportCmd->add_option("run", runRef, "run id or name")->required();
-    exportCmd->add_option("--format", format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
-    exportCmd->add_option("--output,-o", output, "file to write (default: standard output)");
-    exportCmd->add_option("--db", dbPath, "run database");
-
+    exportCmd->add_option("run", o.runRef, "run id or name")->required();
+    exportCmd->add_option("--format", o.format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
+    exportCmd->add_option("--output,-o", o.output, "file to write (default: standard output)");
+    exportCmd->add_option("--db", o.dbPath, "run database");
     auto* blas = app.add_subcommand("check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
-    bool markdown = false;
-    auto* keys = app.add_subcommand("keys", "every config key with its default and meaning");
-    keys->add_flag("--markdown", markdown, "as a Markdown table");
+    auto* keys = app.add_subcommand("keys", "every config key and event kind with its default and meaning");
+    keys->add_flag("--markdown", o.markdown, "docs/CONFIG.md");
 
     CLI11_PARSE(app, argc, argv);
-    if (dbPath.empty()) dbPath = defaultDatabasePath();
-
+    if (o.dbPath.empty()) o.dbPath = defaultDatabasePath();
     try {
-        if (*run) {
-            // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
-            const bool inlineJson = !presetPath.empty() && presetPath.front() == '{' &&
-                                    !std::ifstream(presetPath).good();
-            RunConfig config = inlineJson ? configFromJsonText(presetPath, "inline preset", false)
-                                          : loadPreset(presetPath, /*checkValues=*/false);
-            for (const auto& o : overrides) applyOverride(config, o);
-            try {
-                validate(config);
-            } catch (const Error& e) {
-                throw Error(e.code(), presetPath + (overrides.empty() ? ": " : " with --set overrides: ") + e.what());
-            }
-            RunSession session(config, SessionOptions{dbPath, name, {}});
-            return trainSession(session, dbPath);
-        }
-        if (*resume) {
-            RunStore store(dbPath);
-            store.markInterruptedRuns();
-            const int64_t id = store.findRun(runRef).id;
-            auto session = RunSession::resume(dbPath, id);
-            return trainSession(*session, dbPath);
-        }
+        if (*run) return cmdRun(o);
+        if (*resume) return cmdResume(o);
+        if (*blas) return cmdCheckBlas();
         if (*keys) {
-            const RunConfig defaults;
-            if (markdown) std::printf("| key | default | meaning |\n|---|---|---|\n");
-            for (const auto& f : configFields()) {
-                std::string meaning = f.help;
-                if (!f.choices.empty()) {
-                    meaning += " (";
-                    for (size_t i = 0; i < f.choices.size(); ++i) meaning += (i ? " | " : "") + f.choices[i];
-                    meaning += ")";
-                }
-                const std::string def = f.get(defaults).dump();
-                if (markdown)
-                    std::printf("| `%s` | `%s` | %s |\n", f.key.c_str(), def.c_str(), meaning.c_str());
-                else
-                    std::printf("%-28s %-14s %s\n", f.key.c_str(), def.c_str(), meaning.c_str());
-            }
-            if (markdown)
-                std::printf("| `events` | `[]` | timed changes: lr_multiplier {factor}, context_length {seq_len}, "
-                            "dirty_batch {text?}, qk_norm {variant}, qk_anneal {steps, shape?}, softcap {cap, c} |\n");
+            std::cout << (o.markdown ? configReferenceMarkdown() : configKeysText());
             return 0;
         }
-        if (*blas) {
-            const BlasCheck r = checkBlasSpeed();
-            const CudaBackend cuda = cudaBackend();
-            std::printf("matmul: %.1f GFLOP/s%s on %d thread%s\nblas: %s\ncuda: %s, %d GPU(s)\n",
-                        r.gflops, r.slow ? " (slow)" : "", r.threads, r.threads == 1 ? "" : "s",
-                        r.blas.c_str(), cuda.detail.c_str(), cuda.devices);
-            if (!r.message.empty()) std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
-            return 0;
-        }
-        RunStore store(dbPath);
-        store.markInterruptedRuns();
-        if (*list) {
-            const auto runs = store.listRuns();
-            if (asJson) {
-                auto arr = nlohmann::json::array();
-                for (const auto& r : runs) arr.push_back(runSummaryJson(store, r.id));
-                std::cout << arr.dump(2) << "\n";
-            } else {
-                printRunTable(runs);
-            }
-            return 0;
-        }
-        const int64_t id = store.findRun(runRef).id;
-        if (*show) {
-            nlohmann::json j;
-            j["summary"] = runSummaryJson(store, id);
-            j["config"] = nlohmann::json::parse(store.run(id).configJson);
-            if (asJson) {
-                std::cout << j.dump(2) << "\n";
-            } else {
-                std::cout << "summary:\n" << j["summary"].dump(2) << "\nconfig:\n" << j["config"].dump(2) << "\n";
-            }
-            return 0;
-        }
-        if (*exportCmd) {
-            const std::string text = format == "csv" ? runExportCsv(store, id) : runExportJson(store, id).dump(1) + "\n";
-            if (output.empty()) {
-                std::cout << text;
-            } else {
-                std::ofstream out(output, std::ios::binary);
-                if (!out) throw Error(ErrorCode::MissingFile, "cannot write " + output);
-                out << text;
-            }
-            return 0;
-        }
+        return cmdStored(o, *list, *show);
     } catch (const Error& e) {
         std::cerr << "qklab-cli: " << e.what() << "\n";
         return e.code() == ErrorCode::Internal || e.code() == ErrorCode::Database ? 1 : 2;
@@ -242,5 +233,4 @@ int main(int argc, char** argv) {
         std::cerr << "qklab-cli: " << e.what() << "\n";
         return 1;
     }
-    return 0;
 }

@@ -130,14 +130,23 @@ void ConfigForm::addEventsEditor(QFormLayout* form) {
     if (!form) form = addGroupPage(QStringLiteral("Data & events"));
     m_events = new QPlainTextEdit;
     m_events->setObjectName(QStringLiteral("events"));
-    json examples = json::array();
+    std::string examples;
     for (const auto& k : eventKinds())
-        if (k.kind == EventKind::ContextLength || k.kind == EventKind::QkNorm) examples.push_back(k.example);
-    m_events->setPlaceholderText(QString::fromStdString(examples.dump()));
+        if (k.kind == EventKind::ContextLength || k.kind == EventKind::QkNorm)
+            examples += (examples.empty() ? "" : ",\n ") + eventText(eventFromJson(k.example, k.name));
+    m_events->setPlaceholderText(QString::fromStdString("[" + examples + "]"));
     QString tip = tr("Timed events as a JSON list; each is {\"step\": N, \"kind\": ..., its parameters}:");
-    for (const auto& k : eventKinds())
-        tip += QStringLiteral("\n%1: %2").arg(QString::fromStdString(k.example.dump()),
-                                              QString::fromStdString(k.help));
+    for (const auto& k : eventKinds()) {
+        QStringList params;
+        for (const auto& p : k.params)
+            params << QStringLiteral("\"%1\"%2 %3")
+                          .arg(QString::fromStdString(p.key), p.required ? QString() : tr(" (optional)"),
+                               QString::fromStdString(p.help));
+        tip += QStringLiteral("\n\n%1: %2\n  e.g. %3")
+                   .arg(QString::fromStdString(k.name), QString::fromStdString(k.help),
+                        QString::fromStdString(eventText(eventFromJson(k.example, k.name))));
+        if (!params.isEmpty()) tip += QStringLiteral("\n  ") + params.join(QStringLiteral("; "));
+    }
     m_events->setToolTip(tip);
     m_events->setFixedHeight(90);
     auto* label = new QLabel(tr("Timed events"));

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     TracingApplication app(argc, argv);
     QCoreApplication::setOrganizationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationName(QStringLiteral("qklab"));
-    QCoreApplication::setApplicationVersion(QStringLiteral("0.1"));
+    QCoreApplication::setApplicationVersion(QString::fromStdString(qklab::appVersion()));
     qklab::gui::registerGuiMetaTypes();
 
     qklab::gui::LaunchOptions options;

@@ -67,7 +67,7 @@ EventKindInfo lrMultiplier() {
     k.params = {floatParam("factor", "LR multiplier", 1e-6, 1e6, &EventArgs::factor)};
     k.apply = [](StepSettings& s, const Event& e, int64_t) { s.lrFactor = e.args.factor; };
     k.label = [](const EventArgs& a) { return "lr \u00d7" + number(a.factor); };
-    k.example = {{"step", 500}, {"kind", "lr_multiplier"}, {"factor", 0.5}};
+    k.example = {{"step", 200}, {"kind", "lr_multiplier"}, {"factor", 0.5}};
     return k;
 }
 
@@ -122,7 +122,7 @@ EventKindInfo qkNorm() {
         s.inAnnealWindow = false;
     };
     k.label = [](const EventArgs& a) { return std::string("qk_norm ") + nameOf(a.variant); };
-    k.example = {{"step", 700}, {"kind", "qk_norm"}, {"variant", "rms"}};
+    k.example = {{"step", 500}, {"kind", "qk_norm"}, {"variant", "rms"}};
     return k;
 }
 
@@ -142,7 +142,7 @@ EventKindInfo qkAnneal() {
         s.inAnnealWindow = true;
     };
     k.label = [](const EventArgs& a) { return "anneal " + std::to_string(a.steps) + " steps"; };
-    k.example = {{"step", 900}, {"kind", "qk_anneal"}, {"steps", 80}, {"shape", "linear"}};
+    k.example = {{"step", 800}, {"kind", "qk_anneal"}, {"steps", 80}, {"shape", "linear"}};
     return k;
 }
 
@@ -163,7 +163,7 @@ EventKindInfo softcap() {
         return a.cap == SoftcapKind::None ? std::string("softcap none")
                                           : std::string("softcap ") + nameOf(a.cap) + " C=" + number(a.c);
     };
-    k.example = {{"step", 600}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 50.0}};
+    k.example = {{"step", 900}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 50.0}};
     return k;
 }
 
@@ -280,6 +280,17 @@ json eventToJson(const Event& e) {
     j["kind"] = nameOf(e.kind);
     if (e.source == EventSource::User) j["source"] = nameOf(e.source);
     return j;
+}
+
+std::string eventText(const Event& e) {
+    nlohmann::ordered_json j;
+    j["step"] = e.step;
+    j["kind"] = nameOf(e.kind);
+    const json params = eventParamsJson(e);
+    for (const auto& p : eventKindInfo(e.kind).params)
+        if (params.contains(p.key)) j[p.key] = params[p.key];
+    if (e.source == EventSource::User) j["source"] = nameOf(e.source);
+    return j.dump();
 }
 
 Event eventFromRecord(int64_t step, const std::string& kind, const std::string& paramsJson,

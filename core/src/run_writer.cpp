@@ -12,6 +12,7 @@
 
 #include "qklab/error.h"
 #include "qklab/run_store.h"
+#include "qklab/version.h"
 #include "sqlite_db.h"
 
 namespace qklab {
@@ -43,13 +44,6 @@ void raiseMax(std::optional<double>& current, double value) {
     if (!current || value > *current) current = value;
 }
 
-std::string defaultAppVersion() {
-#if defined(QKLAB_VERSION) && defined(QKLAB_GIT_HASH)
-    return std::string(QKLAB_VERSION) + "+" + QKLAB_GIT_HASH;
-#else
-    return {};
-#endif
-}
 
 // INSERT OR REPLACE INTO probe_stats(run_id, step, layer, head, <every probe column>) ...
 std::string probeInsertSql() {
@@ -185,7 +179,7 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
                   "app_version, created_at, pid, host) VALUES(?, 'running', ?,?,?,?,?,?,?,?)");
     ins.bindText(1, run.name.empty() ? "\x01pending" : run.name).bindText(2, run.configJson);
     ins.bindInt(3, run.seed).bindText(4, run.device).bindText(5, run.torchVersion);
-    ins.bindText(6, run.appVersion.empty() ? defaultAppVersion() : run.appVersion);
+    ins.bindText(6, run.appVersion.empty() ? appVersion() : run.appVersion);
     ins.bindText(7, utcNowIso8601()).bindInt(8, getpid()).bindText(9, thisHostName()).exec();
     d.runId = d.db->lastInsertId();
     if (run.name.empty()) {

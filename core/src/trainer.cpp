@@ -628,9 +628,6 @@ std::string torchVersion() {
     return TORCH_VERSION;
 }
 
-std::string appVersion() {
-    return std::string(QKLAB_VERSION) + "+" + QKLAB_GIT_HASH;
-}
 
 bool cudaAvailable() {
     return torch::cuda::is_available();

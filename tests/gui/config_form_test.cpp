@@ -101,6 +101,42 @@ class ConfigFormTest : public QObject {
         QVERIFY(form.problems().join('\n').contains(QStringLiteral("JSON")));
     }
 
+    void eventsAreCheckedAgainstTheFormsOwnSteps() {
+        ConfigForm form;
+        auto* steps = form.editorFor(QStringLiteral("schedule.steps"));
+        QVERIFY(steps);
+        if (auto* box = qobject_cast<QSpinBox*>(steps))
+            box->setValue(1000);
+        else
+            qobject_cast<QLineEdit*>(steps)->setText(QStringLiteral("1000"));
+        // Step 800 of a 1000-step run is fine (the CLI accepts it too); 1000 is past the end.
+        form.eventsEditor()->setPlainText(QStringLiteral("[{\"step\": 800, \"kind\": \"dirty_batch\"}]"));
+        form.revalidateNow();
+        QVERIFY2(form.isValid(), qPrintable(form.problems().join('\n')));
+        QCOMPARE(int(form.config().events.size()), 1);
+        form.eventsEditor()->setPlainText(QStringLiteral("[{\"step\": 1000, \"kind\": \"dirty_batch\"}]"));
+        form.revalidateNow();
+        QVERIFY(!form.isValid());
+        QVERIFY2(form.problems().join('\n').contains(QStringLiteral("events[0].step = 1000")),
+                 qPrintable(form.problems().join('\n')));
+    }
+
+    void eventsEditorTeachesTheRegistrysSyntax() {
+        ConfigForm form;
+        // The placeholder is valid input: pasted as it is, the form accepts it.
+        const QString placeholder = form.eventsEditor()->placeholderText();
+        form.eventsEditor()->setPlainText(placeholder);
+        form.revalidateNow();
+        QVERIFY2(form.isValid(), qPrintable(placeholder + "\n" + form.problems().join('\n')));
+        // The tooltip shows every kind with its parameters, as the parser reads them.
+        const QString tip = form.eventsEditor()->toolTip();
+        for (const auto& k : eventKinds()) {
+            QVERIFY2(tip.contains(QString::fromStdString(k.name)), qPrintable(tip));
+            for (const auto& p : k.params) QVERIFY2(tip.contains(QString::fromStdString("\"" + p.key + "\"")), qPrintable(tip));
+        }
+        QVERIFY(!placeholder.contains(QStringLiteral("params")));
+    }
+
     void warningsAreShownButDoNotBlock() {
         RunConfig c;
         // Annealing both fuses at once is legal but inadvisable (domain brief section 3).

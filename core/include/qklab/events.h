@@ -90,6 +90,9 @@ const EventKindInfo* findEventKind(const std::string& name);
 // out-of-range values throw Error{InvalidConfig} naming `where` + the key and the value.
 Event eventFromJson(const nlohmann::json& j, const std::string& where);
 nlohmann::json eventToJson(const Event& e);  // source only when "user"
+// The same, as text in the order people write it: step, kind, then the parameters in registry
+// order (docs, the form's placeholder and tooltips).
+std::string eventText(const Event& e);
 // The parameters alone (what the store's events table keeps next to step, kind and source).
 nlohmann::json eventParamsJson(const Event& e);
 // An event rebuilt from a stored row; throws Error when the kind or parameters are not valid.

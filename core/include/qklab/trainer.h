@@ -13,6 +13,7 @@
 
 #include "qklab/records.h"
 #include "qklab/run_config.h"
+#include "qklab/version.h"
 
 namespace qklab {
 
@@ -77,7 +78,6 @@ private:
 
 // Environment facts recorded with every run.
 std::string torchVersion();
-std::string appVersion();                    // version + git hash
 bool cudaAvailable();
 
 // LibTorch's CUDA half: loaded at start-up only where an NVIDIA driver is installed, so CPU
