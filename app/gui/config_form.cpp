@@ -13,6 +13,7 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QStackedWidget>
+#include <QStyle>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <climits>
@@ -38,8 +39,12 @@ bool parseDouble(const QString& text, double* out) {
     return true;
 }
 
+// The "invalid" property is styled by resources/qklab.qss; re-polish to apply a change.
 void markInvalid(QWidget* w, bool invalid) {
-    w->setStyleSheet(invalid ? QStringLiteral("background: #ffd6d6;") : QString());
+    if (w->property("invalid").toBool() == invalid) return;
+    w->setProperty("invalid", invalid);
+    w->style()->unpolish(w);
+    w->style()->polish(w);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // only when asked to do so by the command line.
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QIcon>
 #include <QThread>
 #include <QTimer>
 #include <cstdio>
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
     QCoreApplication::setOrganizationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationVersion(QString::fromStdString(qklab::appVersion()));
+    QGuiApplication::setDesktopFileName(QStringLiteral("qklab"));  // resources/qklab.desktop
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/qklab/qklab.png")));
+    QFile style(QStringLiteral(":/qklab/qklab.qss"));
+    if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
     qklab::gui::registerGuiMetaTypes();
 
     qklab::gui::LaunchOptions options;

@@ -11,6 +11,7 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QPushButton>
+#include <QStandardPaths>
 #include <QVBoxLayout>
 
 #include "qklab/error.h"
@@ -59,7 +60,6 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
     m_why = new QLabel;
     m_why->setWordWrap(true);
     m_why->setObjectName(QStringLiteral("presetWhy"));
-    m_why->setStyleSheet(QStringLiteral("color: #304060; font-style: italic;"));
     layout->addWidget(m_why);
 
     connect(m_combo, &QComboBox::activated, this, [this](int index) {
@@ -67,8 +67,8 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty()) loadPath(path);
     });
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path =
-            QFileDialog::getOpenFileName(this, tr("Open preset"), m_dir, tr("Presets (*.json)"));
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open preset"), userDirectory(),
+                                                          tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPath(path);
     });
     connect(m_save, &QPushButton::clicked, this, &PresetPicker::saveAs);
@@ -77,14 +77,12 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
 
 QString PresetPicker::defaultDirectory() {
     const QString env = qEnvironmentVariable("QKLAB_EXPERIMENTS_DIR");
-    if (!env.isEmpty()) return env;
-    const QStringList candidates{QDir::current().filePath(QStringLiteral("experiments")),
-                                 QDir(QCoreApplication::applicationDirPath())
-                                     .filePath(QStringLiteral("../../../experiments")),
-                                 QStringLiteral(QKLAB_EXPERIMENTS_DIR)};
-    for (const QString& c : candidates)
-        if (QFileInfo(c).isDir()) return QDir(c).canonicalPath();
-    return QDir::currentPath();
+    return env.isEmpty() ? QStringLiteral(":/experiments") : env;
+}
+
+QString PresetPicker::userDirectory() {
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+           QStringLiteral("/qklab/presets");
 }
 
 void PresetPicker::setDirectory(const QString& dir) {
@@ -92,33 +90,54 @@ void PresetPicker::setDirectory(const QString& dir) {
     rescan();
 }
 
+// The shipped presets (embedded in the binary), then the ones the user saved.
 void PresetPicker::rescan() {
     m_combo->clear();
     m_combo->addItem(tr("(choose a preset)"), QString());
-    const QFileInfoList files =
-        QDir(m_dir).entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
-    for (const QFileInfo& f : files) {
-        m_combo->addItem(f.completeBaseName(), f.absoluteFilePath());
-        // The why of each preset as its tooltip, so browsing the list teaches.
-        try {
-            const RunConfig c = loadPreset(f.absoluteFilePath().toStdString());
-            m_combo->setItemData(m_combo->count() - 1, QString::fromStdString(c.why),
-                                 Qt::ToolTipRole);
-        } catch (...) {
-            m_combo->setItemData(m_combo->count() - 1, tr("(this preset does not load)"),
-                                 Qt::ToolTipRole);
+    for (const QString& dir : {m_dir, userDirectory()}) {
+        const QFileInfoList files =
+            QDir(dir).entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+        for (const QFileInfo& f : files) {
+            m_combo->addItem(f.completeBaseName(), f.absoluteFilePath());
+            // The why of each preset as its tooltip, so browsing the list teaches.
+            QString tip;
+            try {
+                tip = QString::fromStdString(readPreset(f.absoluteFilePath()).why);
+            } catch (...) {
+                tip = tr("(this preset does not load)");
+            }
+            m_combo->setItemData(m_combo->count() - 1, tip, Qt::ToolTipRole);
         }
     }
 }
 
-bool PresetPicker::loadPath(const QString& path) {
-    if (!QFileInfo::exists(path)) {
-        emit error(tr("Preset not found"), tr("The preset file %1 does not exist.").arg(path));
+// A preset file, or the name of one in the list ("blowup_no_qknorm").
+QString PresetPicker::resolve(const QString& pathOrName) const {
+    if (QFileInfo::exists(pathOrName)) return QFileInfo(pathOrName).absoluteFilePath();
+    for (const QString& dir : {m_dir, userDirectory()}) {
+        const QString candidate = dir + QLatin1Char('/') + pathOrName + QStringLiteral(".json");
+        if (QFileInfo::exists(candidate)) return candidate;
+    }
+    return {};
+}
+
+RunConfig PresetPicker::readPreset(const QString& path) {
+    QFile file(path);  // through QFile: embedded presets (":/experiments/...") read the same
+    if (!file.open(QIODevice::ReadOnly))
+        throw Error(ErrorCode::MissingFile, "cannot read preset " + path.toStdString());
+    return configFromJsonText(file.readAll().toStdString(), path.toStdString());
+}
+
+bool PresetPicker::loadPath(const QString& pathOrName) {
+    const QString path = resolve(pathOrName);
+    if (path.isEmpty()) {
+        emit error(tr("Preset not found"),
+                   tr("There is no preset file or shipped preset called %1.").arg(pathOrName));
         return false;
     }
     try {
-        const RunConfig c = loadPreset(path.toStdString());
-        m_currentPath = QFileInfo(path).absoluteFilePath();
+        const RunConfig c = readPreset(path);
+        m_currentPath = path;
         const int index = m_combo->findData(m_currentPath);
         if (index >= 0) {
             m_combo->setCurrentIndex(index);
@@ -172,8 +191,10 @@ void PresetPicker::saveAs() {
         if (!ok) return;
         c.why = why.toStdString();
     }
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Save as preset"), m_dir, tr("Presets (*.json)"));
+    // The shipped presets are read-only (inside the binary): new ones go to the user's folder.
+    QDir().mkpath(userDirectory());
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save as preset"), userDirectory(),
+                                                      tr("Presets (*.json)"));
     if (path.isEmpty()) return;
     QString err;
     if (!savePreset(c, path, &err)) {

@@ -21,13 +21,17 @@ class PresetPicker : public QWidget {
   public:
     explicit PresetPicker(QWidget* parent = nullptr);
 
-    // $QKLAB_EXPERIMENTS_DIR, ./experiments, next to the binary, or the source tree's.
+    // $QKLAB_EXPERIMENTS_DIR, else the presets embedded in the binary (":/experiments").
     static QString defaultDirectory();
+    // Where presets the user saves go: $XDG_DATA_HOME/qklab/presets (also listed).
+    static QString userDirectory();
+    // A preset through QFile, so embedded ones read like files. Throws qklab::Error.
+    static RunConfig readPreset(const QString& path);
     void setDirectory(const QString& dir);
     QString directory() const { return m_dir; }
 
-    // Loads a preset file (also one outside the directory); emits presetLoaded or error.
-    bool loadPath(const QString& path);
+    // Loads a preset file, or a listed preset by name; emits presetLoaded or error.
+    bool loadPath(const QString& pathOrName);
     QString currentPath() const { return m_currentPath; }
 
     // Where "Save as preset…" gets the config to write.
@@ -45,6 +49,7 @@ class PresetPicker : public QWidget {
 
   private:
     void rescan();
+    QString resolve(const QString& pathOrName) const;
     void saveAs();
 
     QString m_dir;

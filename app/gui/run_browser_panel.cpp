@@ -81,7 +81,7 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     m_details->setWordWrap(true);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_dbLabel = new QLabel;
-    m_dbLabel->setStyleSheet(QStringLiteral("color: #666;"));
+    m_dbLabel->setObjectName(QStringLiteral("databaseLabel"));  // styled by qklab.qss
     bottom->addWidget(m_details, 1);
     bottom->addWidget(m_dbLabel);
     layout->addLayout(bottom);

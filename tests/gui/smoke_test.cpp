@@ -1,5 +1,6 @@
 // smoke_test.cpp — launches the real qklab binary with a tiny config, lets it train ~50 steps,
 // and checks the exit code, the screenshot file and that the loss plot had data points.
+#include <QFile>
 #include <QFileInfo>
 #include <QImage>
 #include <QProcess>
@@ -8,6 +9,7 @@
 #include <QTest>
 
 #include "gui_test_util.h"
+#include "qklab/run_store.h"
 
 class SmokeTest : public QObject {
     Q_OBJECT
@@ -47,6 +49,42 @@ class SmokeTest : public QObject {
         QVERIFY(QFileInfo(shot).size() > 10000);
         const QImage image(shot);
         QVERIFY(image.width() >= 800 && image.height() >= 500);
+    }
+
+    // An installed app has no source tree next to it: the presets come from inside the binary.
+    void presetsLoadFromTheBinaryInAnEmptyFolder() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString copy = dir.filePath(QStringLiteral("qklab"));
+        QVERIFY(QFile::copy(QStringLiteral(QKLAB_APP_PATH), copy));
+        QVERIFY(QFile::setPermissions(copy, QFile::permissions(copy) | QFileDevice::ExeOwner));
+        QStringList args{QStringLiteral("--preset"), QStringLiteral("blowup_no_qknorm"),
+                         QStringLiteral("--db"), dir.filePath(QStringLiteral("r.db")),
+                         QStringLiteral("--autostart"), QStringLiteral("--quit-after-steps"),
+                         QStringLiteral("3"), QStringLiteral("--quiet")};
+        for (const QString& s : qklab::gui::test::tinyOverrides(6)) args << QStringLiteral("--set") << s;
+        QProcess app;
+        app.setProcessChannelMode(QProcess::MergedChannels);
+        app.setWorkingDirectory(dir.path());
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("QKLAB_EXPERIMENTS_DIR"));  // no hint where the source tree is
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("config")));
+        env.insert(QStringLiteral("XDG_DATA_HOME"), dir.filePath(QStringLiteral("data")));
+        if (!env.contains(QStringLiteral("QT_QPA_PLATFORM")))
+            env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        app.setProcessEnvironment(env);
+        app.start(copy, args);
+        QVERIFY2(app.waitForFinished(300000), "qklab did not quit");
+        const QString out = QString::fromLocal8Bit(app.readAll());
+        QVERIFY2(app.exitStatus() == QProcess::NormalExit && app.exitCode() == 0, qPrintable(out));
+        // The run carries the embedded preset's settings (LR 3e-2, symlog histograms).
+        qklab::RunStore store(dir.filePath(QStringLiteral("r.db")).toStdString());
+        const auto runs = store.listRuns();
+        QCOMPARE(int(runs.size()), 1);
+        const qklab::RunConfig c = qklab::configFromJsonText(runs[0].configJson, "stored");
+        QCOMPARE(c.optim.lr, 0.03);
+        QCOMPARE(c.probes.histScale, qklab::HistScale::Symlog);
+        QVERIFY(!c.why.empty());
     }
 };
 
