@@ -117,9 +117,9 @@ TEST(RecordsTest, StatusAndSpikeKindNamesRoundTrip) {
     for (SpikeKind k : {SpikeKind::QkRunaway, SpikeKind::TokenSpike, SpikeKind::DataOrAccumulation})
         EXPECT_EQ(spikeKindFromString(toString(k)), k);
     std::string msg;
-    EXPECT_EQ(errorCodeOf([] { runStatusFromString("exploded"); }, &msg), ErrorCode::InvalidConfig);
+    EXPECT_EQ(errorCodeOf([] { runStatusFromString("exploded"); }, &msg), ErrorCode::Unsupported);
     EXPECT_NE(msg.find("exploded"), std::string::npos) << msg;
-    EXPECT_EQ(errorCodeOf([] { spikeKindFromString("Token_Spike"); }), ErrorCode::InvalidConfig);
+    EXPECT_EQ(errorCodeOf([] { spikeKindFromString("Token_Spike"); }), ErrorCode::Unsupported);
 }
 
 TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
@@ -417,7 +417,7 @@ TEST_F(StoreTest, NamesAreUniqueAndFindRunTakesIdOrName) {
     a.name = "alpha";
     RunWriter wa(m_path, a);
     std::string msg;
-    EXPECT_EQ(errorCodeOf([&] { RunWriter dup(m_path, a); }, &msg), ErrorCode::InvalidConfig);
+    EXPECT_EQ(errorCodeOf([&] { RunWriter dup(m_path, a); }, &msg), ErrorCode::InvalidRequest);
     EXPECT_NE(msg.find("'alpha'"), std::string::npos) << msg;
 
     NewRun b;
@@ -432,7 +432,7 @@ TEST_F(StoreTest, NamesAreUniqueAndFindRunTakesIdOrName) {
     EXPECT_EQ(errorCodeOf([&] { store.run(424242); }), ErrorCode::NotFound);
 
     EXPECT_EQ(errorCodeOf([&] { store.renameRun(wb.runId(), "alpha"); }, &msg),
-              ErrorCode::InvalidConfig);
+              ErrorCode::InvalidRequest);
     EXPECT_NE(msg.find("alpha"), std::string::npos) << msg;
     store.renameRun(wb.runId(), "bravo");
     store.setNotes(wb.runId(), "note");

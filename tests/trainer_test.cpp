@@ -156,7 +156,8 @@ TEST(Trainer, DivergenceIsAnOutcomeNotACrash) {
 
 TEST(Trainer, PauseResumeAndStopFromAnotherThread) {
     const std::string dir = tempDir();
-    Trainer t(tinyConfig(100000), TrainerOptions{dir, {}});
+    Trainer t(tinyConfig(100000));
+    t.setCheckpointDir(dir);
     Collector col;
     std::atomic<int64_t> seen{0};
     col.onEachStep = [&](const StepMetrics& m) { seen = m.step + 1; };
@@ -267,7 +268,8 @@ TEST(Trainer, QkGainsAreFrozenDuringTheAnneal) {
     c.attention.qkNorm = QkNormVariant::RmsAffine;
     c.anneal.qkNorm = {0.5, 1.0, AnnealShape::Linear};  // alpha falls over steps 20..39
     c.run.checkpointEvery = 10;
-    Trainer t(c, TrainerOptions{dir + "/ckpt", {}});
+    Trainer t(c);
+    t.setCheckpointDir(dir + "/ckpt");
     Collector col;
     col.copyDir = dir;
     t.run(col);

@@ -23,61 +23,72 @@
 
 namespace qklab::gui {
 
+namespace {
+
+// The command line, one row per option: name, help, value name (empty for a flag).
+struct OptionSpec {
+    const char* name;
+    const char* help;
+    const char* value;
+};
+
+const OptionSpec kOptions[] = {
+    {"preset", "Load this preset: a JSON file, or the name of a shipped one (blowup_no_qknorm).",
+     "PRESET"},
+    {"set", "Override a config key (repeatable).", "key=value"},
+    {"db", "Run database (default: the user's data dir).", "FILE"},
+    {"autostart", "Start training the form's config at once.", ""},
+    // Not "--name": the xcb platform plugin takes -name/--name (the X11 resource name) out of
+    // argv before the app sees it.
+    {"run-name", "Name of the autostarted run.", "NAME"},
+    {"quit-after-steps", "Stop the run after N steps, then quit.", "N"},
+    {"quit-after-ms", "Quit after this many milliseconds.", "MS"},
+    {"screenshot", "Save a window screenshot before quitting.", "PNG"},
+    {"view-shots", "Save one screenshot per view into DIR before quitting.", "DIR"},
+    {"tab", "Show this view: live, histograms, attention, spikes.", "NAME"},
+    {"open-run", "Show this stored run.", "ID"},
+    {"latency-report", "Write GUI-thread stall statistics here at quit.", "FILE"},
+    {"intervene",
+     "Post an intervention once STEP is trained (repeatable); JSON as in a preset's events, "
+     "e.g. 100:{\"kind\":\"qk_norm\",\"variant\":\"rms\"}",
+     "STEP:JSON"},
+    {"overlay", "Histogram view: overlay the first probed step.", ""},
+    {"quiet", "No modal dialogs; errors go to stderr.", ""},
+};
+
+void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
+    auto value = [&p](const char* name) { return p.value(QString::fromLatin1(name)); };
+    auto isSet = [&p](const char* name) { return p.isSet(QString::fromLatin1(name)); };
+    o->presetPath = value("preset");
+    o->overrides = p.values(QStringLiteral("set"));
+    o->dbPath = value("db");
+    o->autostart = isSet("autostart");
+    o->runName = value("run-name");
+    o->quitAfterSteps = isSet("quit-after-steps") ? value("quit-after-steps").toLongLong() : -1;
+    o->quitAfterMs = isSet("quit-after-ms") ? value("quit-after-ms").toInt() : -1;
+    o->screenshotPath = value("screenshot");
+    if (isSet("view-shots")) o->plotShots << value("view-shots");
+    o->tab = value("tab");
+    o->openRunId = value("open-run").toLongLong();
+    o->latencyReport = value("latency-report");
+    o->interventions = p.values(QStringLiteral("intervene"));
+    o->overlay = isSet("overlay");
+    // Scripted runs must never wait for a click on a dialog.
+    o->quiet = isSet("quiet") || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
+               !o->screenshotPath.isEmpty();
+}
+
+}  // namespace
+
 bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode) {
     QCommandLineParser p;
     p.setApplicationDescription(QStringLiteral(
         "qklab: see why attention logits blow up and how QK-norm and softcap stop it"));
     p.addHelpOption();
     p.addVersionOption();
-    const QCommandLineOption preset(
-        QStringLiteral("preset"), QStringLiteral("Load this preset JSON."), QStringLiteral("FILE"));
-    const QCommandLineOption set(QStringLiteral("set"),
-                                 QStringLiteral("Override a config key (repeatable)."),
-                                 QStringLiteral("key=value"));
-    const QCommandLineOption db(QStringLiteral("db"),
-                                QStringLiteral("Run database (default: the user's data dir)."),
-                                QStringLiteral("FILE"));
-    const QCommandLineOption autostart(QStringLiteral("autostart"),
-                                       QStringLiteral("Start training the form's config at once."));
-    // Not "--name": the xcb platform plugin takes -name/--name (the X11 resource name) out of
-    // argv before the app sees it.
-    const QCommandLineOption name(QStringLiteral("run-name"),
-                                  QStringLiteral("Name of the autostarted run."),
-                                  QStringLiteral("NAME"));
-    const QCommandLineOption quitSteps(QStringLiteral("quit-after-steps"),
-                                       QStringLiteral("Stop the run after N steps, then quit."),
-                                       QStringLiteral("N"));
-    const QCommandLineOption quitMs(QStringLiteral("quit-after-ms"),
-                                    QStringLiteral("Quit after this many milliseconds."),
-                                    QStringLiteral("MS"));
-    const QCommandLineOption shot(QStringLiteral("screenshot"),
-                                  QStringLiteral("Save a window screenshot before quitting."),
-                                  QStringLiteral("PNG"));
-    const QCommandLineOption shots(
-        QStringLiteral("view-shots"),
-        QStringLiteral("Save one screenshot per view into DIR before quitting."),
-        QStringLiteral("DIR"));
-    const QCommandLineOption tab(
-        QStringLiteral("tab"),
-        QStringLiteral("Show this view: live, histograms, attention, spikes."),
-        QStringLiteral("NAME"));
-    const QCommandLineOption openRun(QStringLiteral("open-run"),
-                                     QStringLiteral("Show this stored run."), QStringLiteral("ID"));
-    const QCommandLineOption latency(
-        QStringLiteral("latency-report"),
-        QStringLiteral("Write GUI-thread stall statistics here at quit."), QStringLiteral("FILE"));
-    const QCommandLineOption intervene(
-        QStringLiteral("intervene"),
-        QStringLiteral("Post an intervention once STEP is trained (repeatable); JSON as in a "
-                       "preset's events, e.g. 100:{\"kind\":\"qk_norm\",\"variant\":\"rms\"}"),
-        QStringLiteral("STEP:JSON"));
-    const QCommandLineOption overlay(
-        QStringLiteral("overlay"),
-        QStringLiteral("Histogram view: overlay the first probed step."));
-    const QCommandLineOption quiet(QStringLiteral("quiet"),
-                                   QStringLiteral("No modal dialogs; errors go to stderr."));
-    p.addOptions({preset, set, db, autostart, name, quitSteps, quitMs, shot, shots, tab, openRun,
-                  latency, intervene, overlay, quiet});
+    for (const OptionSpec& spec : kOptions)
+        p.addOption(QCommandLineOption(QString::fromLatin1(spec.name), QString::fromUtf8(spec.help),
+                                       QString::fromLatin1(spec.value)));
     if (!p.parse(args)) {
         std::cerr << "qklab: " << p.errorText().toStdString() << "\n";
         *exitCode = 2;
@@ -93,23 +104,7 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
         *exitCode = 0;
         return false;
     }
-    o->presetPath = p.value(preset);
-    o->overrides = p.values(set);
-    o->dbPath = p.value(db);
-    o->autostart = p.isSet(autostart);
-    o->runName = p.value(name);
-    o->quitAfterSteps = p.isSet(quitSteps) ? p.value(quitSteps).toLongLong() : -1;
-    o->quitAfterMs = p.isSet(quitMs) ? p.value(quitMs).toInt() : -1;
-    o->screenshotPath = p.value(shot);
-    if (p.isSet(shots)) o->plotShots << p.value(shots);
-    o->tab = p.value(tab);
-    o->openRunId = p.value(openRun).toLongLong();
-    o->latencyReport = p.value(latency);
-    o->interventions = p.values(intervene);
-    o->overlay = p.isSet(overlay);
-    // Scripted runs must never wait for a click on a dialog.
-    o->quiet = p.isSet(quiet) || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
-               !o->screenshotPath.isEmpty();
+    fillOptions(p, o);
     return true;
 }
 

@@ -25,6 +25,36 @@ namespace qklab::gui {
 HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
+    layout->addLayout(buildControls());
+    m_info = new QLabel;
+    m_info->setWordWrap(true);
+    m_info->setObjectName(QStringLiteral("histInfo"));
+    layout->addWidget(m_info);
+    auto* splitter = new QSplitter(Qt::Vertical);
+    layout->addWidget(splitter, 1);
+    splitter->addWidget(buildHistogramPlot());
+    splitter->addWidget(buildHeatMap());
+    m_reloadTimer = new QTimer(this);
+    m_reloadTimer->setSingleShot(true);
+    m_reloadTimer->setInterval(1000);
+    connect(m_reloadTimer, &QTimer::timeout, this, &HistogramPanel::reload);
+
+    connect(m_layer, &QComboBox::activated, this, &HistogramPanel::reload);
+    connect(m_head, &QComboBox::activated, this, &HistogramPanel::reload);
+    connect(m_step, &QSlider::valueChanged, this, &HistogramPanel::showStep);
+    connect(m_step2, &QSlider::valueChanged, this, &HistogramPanel::showStep);
+    connect(m_overlay, &QCheckBox::toggled, this, &HistogramPanel::showStep);
+    connect(m_logCounts, &QCheckBox::toggled, this, &HistogramPanel::showStep);
+    connect(m_heat, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        if (m_rows.empty()) return;
+        const double step = m_heat->xAxis->pixelToCoord(e->pos().x());
+        m_step->setValue(indexOfStep(int64_t(step + 0.5)));
+        emit stepSelected(m_rows[m_step->value()].step);
+    });
+    clear();
+}
+
+QGridLayout* HistogramPanel::buildControls() {
     auto* controls = new QGridLayout;
     m_layer = new QComboBox;
     m_layer->setObjectName(QStringLiteral("histLayer"));
@@ -52,15 +82,10 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
     controls->addWidget(m_step2, 2, 1, 1, 3);
     controls->addWidget(m_step2Label, 2, 4);
     controls->setColumnStretch(3, 1);
-    layout->addLayout(controls);
-    m_info = new QLabel;
-    m_info->setWordWrap(true);
-    m_info->setObjectName(QStringLiteral("histInfo"));
-    layout->addWidget(m_info);
+    return controls;
+}
 
-    auto* splitter = new QSplitter(Qt::Vertical);
-    layout->addWidget(splitter, 1);
-
+QCustomPlot* HistogramPanel::buildHistogramPlot() {
     m_hist = new QCustomPlot;
     stylePlot(m_hist, tr("count"));
     m_hist->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
@@ -77,8 +102,11 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
     m_lineB->setName(tr("step B"));
     m_lineB->setLineStyle(QCPGraph::lsStepCenter);
     m_lineB->setPen(QPen(QColor(255, 127, 14), 1.8));
-    splitter->addWidget(m_hist);
+    return m_hist;
+}
 
+// Step x bin, counts on a log colour scale.
+QCustomPlot* HistogramPanel::buildHeatMap() {
     m_heat = new QCustomPlot;
     stylePlot(m_heat, tr("logit"), false);
     m_heat->xAxis->setLabel(tr("step (click to pick)"));
@@ -100,26 +128,7 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
     auto* group = new QCPMarginGroup(m_heat);
     m_heat->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-    splitter->addWidget(m_heat);
-
-    m_reloadTimer = new QTimer(this);
-    m_reloadTimer->setSingleShot(true);
-    m_reloadTimer->setInterval(1000);
-    connect(m_reloadTimer, &QTimer::timeout, this, &HistogramPanel::reload);
-
-    connect(m_layer, &QComboBox::activated, this, &HistogramPanel::reload);
-    connect(m_head, &QComboBox::activated, this, &HistogramPanel::reload);
-    connect(m_step, &QSlider::valueChanged, this, &HistogramPanel::showStep);
-    connect(m_step2, &QSlider::valueChanged, this, &HistogramPanel::showStep);
-    connect(m_overlay, &QCheckBox::toggled, this, &HistogramPanel::showStep);
-    connect(m_logCounts, &QCheckBox::toggled, this, &HistogramPanel::showStep);
-    connect(m_heat, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
-        if (m_rows.empty()) return;
-        const double step = m_heat->xAxis->pixelToCoord(e->pos().x());
-        m_step->setValue(indexOfStep(int64_t(step + 0.5)));
-        emit stepSelected(m_rows[m_step->value()].step);
-    });
-    clear();
+    return m_heat;
 }
 
 HistogramPanel::~HistogramPanel() = default;

@@ -16,6 +16,7 @@
 #include "qklab/run_config.h"
 
 class QCheckBox;
+class QGridLayout;
 class QComboBox;
 class QCPBars;
 class QCPColorMap;
@@ -58,6 +59,9 @@ class HistogramPanel : public QWidget {
     void showEvent(QShowEvent* event) override;
 
   private:
+    QGridLayout* buildControls();
+    QCustomPlot* buildHistogramPlot();
+    QCustomPlot* buildHeatMap();
     struct HistogramLoad {
         std::vector<LogitHistogram> rows;
         std::unique_ptr<QCPColorMapData> heat;

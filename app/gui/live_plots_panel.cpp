@@ -43,6 +43,36 @@ QString spikeHtml(const Spike& s) {
 LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
+    layout->addLayout(buildHeader());
+    auto* grid = new QGridLayout;
+    grid->setSpacing(2);
+    layout->addLayout(grid, 1);
+    buildLossAndGradientPlots();
+    buildLanesPlot();
+    buildProbePlots();
+    grid->addWidget(m_loss, 0, 0);
+    grid->addWidget(m_logits, 0, 1);
+    grid->addWidget(m_grad, 1, 0);
+    grid->addWidget(m_norms, 1, 1);
+    grid->addWidget(m_lanes, 2, 0);
+    grid->addWidget(m_entropy, 2, 1);
+
+    m_replotTimer = new QTimer(this);
+    m_replotTimer->setSingleShot(true);
+    m_replotTimer->setInterval(50);
+    connect(m_replotTimer, &QTimer::timeout, this, &LivePlotsPanel::replotNow);
+    connect(m_follow, &QCheckBox::toggled, this, [this](bool on) {
+        if (on) scheduleReplot();
+    });
+    connect(m_logLogits, &QCheckBox::toggled, this, [this](bool on) {
+        setLogAxis(m_logits->yAxis, on);
+        scheduleReplot();
+    });
+    setupThresholds();
+    for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
+}
+
+QHBoxLayout* LivePlotsPanel::buildHeader() {
     auto* top = new QHBoxLayout;
     m_header = new QLabel(tr("No run shown. Start a run or pick one in the run list."));
     m_header->setObjectName(QStringLiteral("liveHeader"));
@@ -56,12 +86,11 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     top->addWidget(m_header, 1);
     top->addWidget(m_logLogits);
     top->addWidget(m_follow);
-    layout->addLayout(top);
 
-    auto* grid = new QGridLayout;
-    grid->setSpacing(2);
-    layout->addLayout(grid, 1);
+    return top;
+}
 
+void LivePlotsPanel::buildLossAndGradientPlots() {
     m_loss = makePlot(tr("Loss (train, validation, spikes)"), tr("loss (nats/token)"));
     m_trainLoss = m_loss->addGraph();
     m_trainLoss->setName(tr("train"));
@@ -85,9 +114,11 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     m_gradSpikes->setName(tr("spike (hover)"));
     m_gradSpikes->setLineStyle(QCPGraph::lsNone);
     m_gradSpikes->setScatterStyle(m_lossSpikes->scatterStyle());
+}
 
-    // Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so
-    // an intervention's effect on each is visible at the same x.
+// Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so an
+// intervention's effect on each is visible at the same x.
+void LivePlotsPanel::buildLanesPlot() {
     m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"));
     m_lr = m_lanes->addGraph();
     m_lr->setName(tr("LR"));
@@ -105,7 +136,9 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     m_softcapC = m_lanes->addGraph(m_lanes->xAxis, capAxis);
     m_softcapC->setName(tr("softcap C (0 = off)"));
     m_softcapC->setPen(QPen(QColor(214, 39, 40), 1.5));
+}
 
+void LivePlotsPanel::buildProbePlots() {
     m_logits = makePlot(tr("Attention logits per layer: raw max, p99 (light), capped max (dark)"),
                         tr("logit"));
     // Top-left: the threshold and bound labels sit at the right edge, and a blow-up only
@@ -117,27 +150,6 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     setLogAxis(m_norms->yAxis, true);
     m_entropy =
         makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"), tr("entropy (nats)"));
-
-    grid->addWidget(m_loss, 0, 0);
-    grid->addWidget(m_logits, 0, 1);
-    grid->addWidget(m_grad, 1, 0);
-    grid->addWidget(m_norms, 1, 1);
-    grid->addWidget(m_lanes, 2, 0);
-    grid->addWidget(m_entropy, 2, 1);
-
-    m_replotTimer = new QTimer(this);
-    m_replotTimer->setSingleShot(true);
-    m_replotTimer->setInterval(50);
-    connect(m_replotTimer, &QTimer::timeout, this, &LivePlotsPanel::replotNow);
-    connect(m_follow, &QCheckBox::toggled, this, [this](bool on) {
-        if (on) scheduleReplot();
-    });
-    connect(m_logLogits, &QCheckBox::toggled, this, [this](bool on) {
-        setLogAxis(m_logits->yAxis, on);
-        scheduleReplot();
-    });
-    setupThresholds();
-    for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
 }
 
 QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {

@@ -14,6 +14,7 @@
 #include "run_data.h"
 
 class QCheckBox;
+class QHBoxLayout;
 class QCPAxis;
 class QCPGraph;
 class QCPRange;
@@ -49,6 +50,10 @@ class LivePlotsPanel : public QWidget {
     void stepSelected(qint64 step);
 
   private:
+    QHBoxLayout* buildHeader();
+    void buildLossAndGradientPlots();
+    void buildLanesPlot();
+    void buildProbePlots();
     QCustomPlot* makePlot(const QString& title, const QString& yLabel);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
     void addSteps(const std::vector<StepMetrics>& steps, size_t from);

@@ -26,7 +26,7 @@ void RunListModel::setRuns(std::vector<RunInfo> runs) {
         m_runs = std::move(runs);
         m_settings = std::move(settings);
         if (!m_runs.empty())
-            emit dataChanged(index(0, 0), index(int(m_runs.size()) - 1, ColCount - 1));
+            emit dataChanged(index(0, 0), index(int(m_runs.size()) - 1, int(Column::Count) - 1));
         return;
     }
     beginResetModel();
@@ -51,7 +51,7 @@ int RunListModel::rowCount(const QModelIndex& parent) const {
 }
 
 int RunListModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : ColCount;
+    return parent.isValid() ? 0 : int(Column::Count);
 }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
@@ -68,35 +68,35 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole || role == SortRole) {
         const bool sort = role == SortRole;
         switch (index.column()) {
-            case ColId:
+            case int(Column::Id):
                 return qlonglong(r.id);
-            case ColName:
+            case int(Column::Name):
                 return QString::fromStdString(r.name);
-            case ColStatus:
+            case int(Column::Status):
                 return QString::fromLatin1(toString(r.status));
-            case ColSettings:
+            case int(Column::Settings):
                 return m_settings[index.row()];
-            case ColSteps:
+            case int(Column::Steps):
                 return qlonglong(r.stepsDone);
-            case ColFinalLoss:
+            case int(Column::FinalLoss):
                 if (!r.finalLoss) return sort ? QVariant(1e300) : QVariant(QStringLiteral("–"));
                 return sort ? QVariant(*r.finalLoss)
                             : QVariant(QString::number(*r.finalLoss, 'f', 4));
-            case ColMaxLogit:
+            case int(Column::MaxLogit):
                 if (!r.maxLogitRaw)
                     return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
                 return sort ? QVariant(*r.maxLogitRaw)
                             : QVariant(formatNumber(*r.maxLogitRaw));
-            case ColSpikes:
+            case int(Column::Spikes):
                 return qlonglong(r.spikes);
-            case ColCreated: {
+            case int(Column::Created): {
                 if (sort) return QString::fromStdString(r.createdAt);
                 const QDateTime t =
                     QDateTime::fromString(QString::fromStdString(r.createdAt), Qt::ISODate);
                 return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"))
                                    : QString::fromStdString(r.createdAt);
             }
-            case ColTags:
+            case int(Column::Tags):
                 return QString::fromStdString(r.tags);
         }
     }
@@ -108,7 +108,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
         if (!r.notes.empty()) tip += QStringLiteral("\nnotes: ") + QString::fromStdString(r.notes);
         return tip;
     }
-    if (role == Qt::ForegroundRole && index.column() == ColStatus) {
+    if (role == Qt::ForegroundRole && index.column() == int(Column::Status)) {
         switch (r.status) {
             case RunStatus::Running:
                 return QBrush(QColor(20, 90, 200));
@@ -124,7 +124,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return QBrush(QColor(30, 130, 30));
         }
     }
-    if (role == Qt::ForegroundRole && index.column() == ColMaxLogit && r.maxLogitRaw &&
+    if (role == Qt::ForegroundRole && index.column() == int(Column::MaxLogit) && r.maxLogitRaw &&
         *r.maxLogitRaw > 30) {
         return QBrush(QColor(200, 0, 0));  // past the domain's "intervene" threshold
     }

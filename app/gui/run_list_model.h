@@ -16,19 +16,8 @@ namespace qklab::gui {
 class RunListModel : public QAbstractTableModel {
     Q_OBJECT
   public:
-    enum Column {
-        ColId,
-        ColName,
-        ColStatus,
-        ColSettings,
-        ColSteps,
-        ColFinalLoss,
-        ColMaxLogit,
-        ColSpikes,
-        ColCreated,
-        ColTags,
-        ColCount
-    };
+    // Column indices (int(Column::Name) for Qt's int columns).
+    enum class Column { Id, Name, Status, Settings, Steps, FinalLoss, MaxLogit, Spikes, Created, Tags, Count };
     static constexpr int SortRole = Qt::UserRole + 1;
     static constexpr int RunIdRole = Qt::UserRole + 2;
 

@@ -13,17 +13,7 @@
 namespace qklab::gui {
 
 namespace {
-enum Column {
-    ColStep,
-    ColMetric,
-    ColValue,
-    ColZ,
-    ColKind,
-    ColTier,
-    ColMaxLogit,
-    ColQkNorm,
-    ColCount
-};
+enum class Column { Step, Metric, Value, Z, Kind, Tier, MaxLogit, QkNorm, Count };
 
 QTableWidgetItem* item(const QString& text, const QVariant& sortKey = {}) {
     auto* it = new QTableWidgetItem(text);
@@ -76,7 +66,7 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_summary);
     auto* splitter = new QSplitter(Qt::Vertical);
     layout->addWidget(splitter, 1);
-    m_table = new QTableWidget(0, ColCount);
+    m_table = new QTableWidget(0, int(Column::Count));
     m_table->setObjectName(QStringLiteral("spikeTable"));
     m_table->setHorizontalHeaderLabels({tr("step"), tr("metric"), tr("value"), tr("z"),
                                         tr("classification"), tr("tier"),
@@ -97,7 +87,7 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
             [this](int row, int, int, int) { showDetails(row); });
     connect(m_table, &QTableWidget::cellClicked, this, [this](int row, int) {
         showDetails(row);
-        if (QTableWidgetItem* it = m_table->item(row, ColStep))
+        if (QTableWidgetItem* it = m_table->item(row, int(Column::Step)))
             emit stepSelected(it->data(Qt::UserRole).toLongLong());
     });
     clear();
@@ -148,26 +138,26 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes) {
 void SpikesPanel::addRow(const Spike& s) {
     const int row = m_table->rowCount();
     m_table->insertRow(row);
-    m_table->setItem(row, ColStep, item(QString::number(s.step), qlonglong(s.step)));
-    m_table->setItem(row, ColMetric, item(QString::fromStdString(s.metric)));
-    m_table->setItem(row, ColValue, item(formatNumber(s.value)));
-    m_table->setItem(row, ColZ, item(formatNumber(s.zScore)));
-    m_table->setItem(row, ColKind, item(kindText(s.kind)));
-    m_table->setItem(row, ColTier, item(QString::number(s.tier)));
+    m_table->setItem(row, int(Column::Step), item(QString::number(s.step), qlonglong(s.step)));
+    m_table->setItem(row, int(Column::Metric), item(QString::fromStdString(s.metric)));
+    m_table->setItem(row, int(Column::Value), item(formatNumber(s.value)));
+    m_table->setItem(row, int(Column::Z), item(formatNumber(s.zScore)));
+    m_table->setItem(row, int(Column::Kind), item(kindText(s.kind)));
+    m_table->setItem(row, int(Column::Tier), item(QString::number(s.tier)));
     m_table->setItem(
-        row, ColMaxLogit,
+        row, int(Column::MaxLogit),
         item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeMaxLogit),
                                                               formatNumber(s.baselineMaxLogit))
                               : tr("no probe")));
     m_table->setItem(
-        row, ColQkNorm,
+        row, int(Column::QkNorm),
         item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeQkNorm),
                                                               formatNumber(s.baselineQkNorm))
                               : tr("no probe")));
     const QColor tint = s.tier >= 3   ? QColor(255, 225, 225)
                         : s.tier == 2 ? QColor(255, 242, 215)
                                       : QColor(235, 245, 235);
-    for (int c = 0; c < ColCount; ++c) m_table->item(row, c)->setBackground(tint);
+    for (int c = 0; c < int(Column::Count); ++c) m_table->item(row, c)->setBackground(tint);
 }
 
 void SpikesPanel::showDetails(int row) {

@@ -69,7 +69,7 @@ std::string ByteDataLoader::rngState() const {
 void ByteDataLoader::setRngState(const std::string& state) {
     std::istringstream is(state);
     is >> m_rng;
-    if (!is) throw Error(ErrorCode::InvalidConfig, "checkpoint: corrupt data-sampler state");
+    if (!is) throw Error(ErrorCode::BadCheckpoint, "checkpoint: corrupt data-sampler state");
 }
 
 }  // namespace qklab

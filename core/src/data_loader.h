@@ -24,8 +24,6 @@ public:
     Batch dirtyBatch(const std::string& text, int64_t batchSize, int64_t seqLen);
     std::string rngState() const;
     void setRngState(const std::string& state);
-    int64_t trainBytes() const { return m_train.size(0); }
-    int64_t valBytes() const { return m_val.size(0); }
 
 private:
     Batch gather(const torch::Tensor& source, const std::vector<int64_t>& offsets, int64_t seqLen);

@@ -72,7 +72,7 @@ torch::Tensor mix(const torch::Tensor& normed, const torch::Tensor& raw, double 
 
 // ---- attention ---------------------------------------------------------------------------
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c, int64_t layerIndex)
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c)
     : m_nHeads(c.model.nHeads), m_dHead(c.dHead()), m_rope(c.model.rope) {
     const int64_t C = c.model.dModel;
     m_qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(false)));
@@ -87,7 +87,6 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c, int64_t lay
     // Henry et al. 2020 initialise the learnable scale to log2(T^2 - T).
     const double T = static_cast<double>(c.model.seqLen);
     m_l2Scale = register_parameter("l2_scale", torch::full({m_nHeads}, std::log2(T * T - T)));
-    (void)layerIndex;
 }
 
 std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
@@ -95,8 +94,8 @@ std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
 }
 
 torch::Tensor CausalSelfAttentionImpl::normalize(const torch::Tensor& x, const torch::Tensor& gain,
-                                                 QkNormVariant kind, const torch::Tensor& wholeGain,
-                                                 bool /*isQuery*/) {
+                                                 QkNormVariant kind,
+                                                 const torch::Tensor& wholeGain) {
     constexpr double eps = 1e-6;
     const int64_t groups = gain.defined() ? gain.size(0) : 1;
     switch (kind) {
@@ -131,8 +130,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
     auto applyNorm = [&]() {
         if (!norming) return;
         if (sw.normOn != QkNormTarget::K)
-            q = mix(normalize(q, m_qGain, sw.qkNorm, m_wholeQGain, true), q, sw.alpha);
-        k = mix(normalize(k, m_kGain, sw.qkNorm, m_wholeKGain, false), k, sw.alpha);
+            q = mix(normalize(q, m_qGain, sw.qkNorm, m_wholeQGain), q, sw.alpha);
+        k = mix(normalize(k, m_kGain, sw.qkNorm, m_wholeKGain), k, sw.alpha);
         if (sw.normOn == QkNormTarget::QKV)
             v = mix(v * torch::rsqrt(v.pow(2).mean(-1, true) + 1e-6), v, sw.alpha);
     };
@@ -191,9 +190,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
 
 // ---- block -------------------------------------------------------------------------------
 
-BlockImpl::BlockImpl(const RunConfig& c, int64_t layerIndex) {
+BlockImpl::BlockImpl(const RunConfig& c) {
     const int64_t C = c.model.dModel;
-    attn = register_module("attn", CausalSelfAttention(c, layerIndex));
+    attn = register_module("attn", CausalSelfAttention(c));
     m_norm1 = register_parameter("norm1", torch::ones({C}));
     m_norm2 = register_parameter("norm2", torch::ones({C}));
     m_fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(C, c.model.mlpRatio * C).bias(false)));
@@ -219,7 +218,7 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
     m_tokens = register_module("tokens", torch::nn::Embedding(V, C));
     if (!c.model.rope) m_positions = register_module("positions", torch::nn::Embedding(m_maxT, C));
     for (int64_t i = 0; i < c.model.nLayers; ++i)
-        m_blocks.push_back(register_module("block" + std::to_string(i), Block(c, i)));
+        m_blocks.push_back(register_module("block" + std::to_string(i), Block(c)));
     m_finalNorm = register_parameter("final_norm", torch::ones({C}));
     if (!c.model.tieEmbeddings)
         m_head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(C, V).bias(false)));

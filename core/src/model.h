@@ -54,7 +54,7 @@ struct AttentionCapture {
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
 public:
-    CausalSelfAttentionImpl(const RunConfig& c, int64_t layerIndex);
+    explicit CausalSelfAttentionImpl(const RunConfig& c);
     // x: (B, T, C); cos/sin: (T, dh); mask: (T, T) additive (0 / -inf)
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                           const torch::Tensor& mask, const AttentionSwitches& sw,
@@ -63,7 +63,7 @@ public:
 
 private:
     torch::Tensor normalize(const torch::Tensor& x, const torch::Tensor& gain, QkNormVariant kind,
-                            const torch::Tensor& wholeGain, bool isQuery);
+                            const torch::Tensor& wholeGain);
     int64_t m_nHeads, m_dHead;
     bool m_rope;
     torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr};
@@ -75,7 +75,7 @@ TORCH_MODULE(CausalSelfAttention);
 
 class BlockImpl : public torch::nn::Module {
 public:
-    BlockImpl(const RunConfig& c, int64_t layerIndex);
+    explicit BlockImpl(const RunConfig& c);
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                           const torch::Tensor& mask, const AttentionSwitches& sw,
                           AttentionCapture* capture);

@@ -73,75 +73,58 @@ std::pair<torch::Tensor, torch::Tensor> countInBins(const torch::Tensor& logits,
     return {counts, torch::stack(std::vector<torch::Tensor>{below.sum(1), above.sum(1)}, 1)};
 }
 
-// The statistics stacked per head and layer, in probeColumns() order.
-enum Column {
-    kMaxRaw, kP99Raw, kMeanRaw, kMaxCap, kP99Cap, kMeanCap, kQNorm, kKNorm, kQRawNorm, kKRawNorm,
-    kEntropy, kFracCap, kColumns
-};
+// How many statistics computeProbes stacks per head and layer, in probeColumns() order.
+constexpr int64_t kColumns = 12;
 
 }  // namespace
 
-void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
-                   const ProbeSettings& settings, std::vector<ProbeStats>& stats,
-                   std::vector<LogitHistogram>& histograms) {
-    torch::NoGradGuard noGrad;
-    std::vector<torch::Tensor> tables, hists, outside;
-    for (const auto& cap : captures) {
-        const int64_t H = cap.raw.size(1), T = cap.raw.size(2);
-        auto idx = causalIndices(T, cap.raw.device());
-        auto raw = validByHead(cap.raw, idx);  // (H, N)
-        const bool hasCap = settings.softcap != SoftcapKind::None;
-        auto capped = hasCap ? validByHead(cap.capped, idx) : raw;  // (H, N)
-        auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
-        auto qrn = normsByHead(cap.qRaw), krn = normsByHead(cap.kRaw);
-        // Entropy of each query row; xlogy(0, 0) = 0 for the masked (zero) probabilities.
-        auto probs = cap.probs.to(torch::kFloat32);
-        auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
-        auto frac = settings.softcap == SoftcapKind::None
-                        ? torch::zeros({H}, raw.options())
-                        : (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1);
+namespace {
 
-        auto rawMax = raw.amax(1), rawP99 = rowQuantile(raw, 0.99), rawMean = raw.mean(1);
-        auto rawWholeP99 = wholeQuantile(raw, 0.99);
-        // Without a cap the capped statistics equal the raw ones: do not compute them twice.
-        auto perHead = torch::stack(std::vector<torch::Tensor>{rawMax, rawP99, rawMean,
-                                     hasCap ? capped.amax(1) : rawMax,
-                                     hasCap ? rowQuantile(capped, 0.99) : rawP99,
-                                     hasCap ? capped.mean(1) : rawMean,
-                                     rowQuantile(qn, 0.9), rowQuantile(kn, 0.9),
-                                     rowQuantile(qrn, 0.9), rowQuantile(krn, 0.9), entropy, frac},
-                                    1);  // (H, kColumns)
-        auto layer = torch::stack(std::vector<torch::Tensor>{rawMax.max(), rawWholeP99, rawMean.mean(),
-                                   hasCap ? capped.max() : rawMax.max(),
-                                   hasCap ? wholeQuantile(capped, 0.99) : rawWholeP99,
-                                   hasCap ? capped.mean() : rawMean.mean(),
-                                   wholeQuantile(qn, 0.9), wholeQuantile(kn, 0.9),
-                                   wholeQuantile(qrn, 0.9), wholeQuantile(krn, 0.9),
-                                   entropy.mean(), frac.mean()});
-        tables.push_back(torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0));  // row 0 = layer
+// One layer's statistics on the device: row 0 the whole layer, then one row per head, in
+// probeColumns() order: (H + 1) rows x kColumns.
+torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& settings,
+                         const torch::Tensor& raw) {
+    const int64_t H = cap.raw.size(1);
+    const bool hasCap = settings.softcap != SoftcapKind::None;
+    auto capped = hasCap ? validByHead(cap.capped, causalIndices(cap.raw.size(2), cap.raw.device()))
+                         : raw;  // (H, N)
+    auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
+    auto qrn = normsByHead(cap.qRaw), krn = normsByHead(cap.kRaw);
+    // Entropy of each query row; xlogy(0, 0) = 0 for the masked (zero) probabilities.
+    auto probs = cap.probs.to(torch::kFloat32);
+    auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
+    auto frac = hasCap ? (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1)
+                       : torch::zeros({H}, raw.options());
+    auto rawMax = raw.amax(1), rawP99 = rowQuantile(raw, 0.99), rawMean = raw.mean(1);
+    auto rawWholeP99 = wholeQuantile(raw, 0.99);
+    // Without a cap the capped statistics equal the raw ones: do not compute them twice.
+    auto perHead = torch::stack(
+        std::vector<torch::Tensor>{rawMax, rawP99, rawMean, hasCap ? capped.amax(1) : rawMax,
+                                   hasCap ? rowQuantile(capped, 0.99) : rawP99,
+                                   hasCap ? capped.mean(1) : rawMean, rowQuantile(qn, 0.9),
+                                   rowQuantile(kn, 0.9), rowQuantile(qrn, 0.9),
+                                   rowQuantile(krn, 0.9), entropy, frac},
+        1);  // (H, kColumns)
+    auto layer = torch::stack(std::vector<torch::Tensor>{
+        rawMax.max(), rawWholeP99, rawMean.mean(), hasCap ? capped.max() : rawMax.max(),
+        hasCap ? wholeQuantile(capped, 0.99) : rawWholeP99, hasCap ? capped.mean() : rawMean.mean(),
+        wholeQuantile(qn, 0.9), wholeQuantile(kn, 0.9), wholeQuantile(qrn, 0.9),
+        wholeQuantile(krn, 0.9), entropy.mean(), frac.mean()});
+    return torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0);
+}
 
-        // Histograms of raw logits; non-finite values (a diverging step) land in the overflow.
-        auto counted = countInBins(raw, settings.bins);
-        hists.push_back(counted.first);       // (H, bins)
-        outside.push_back(counted.second);    // (H, 2)
-    }
-    // One device-to-host transfer for everything.
-    auto table = torch::stack(tables).to(torch::kCPU, torch::kFloat64).contiguous();
-    auto hist = torch::stack(hists).to(torch::kCPU, torch::kInt64).contiguous();
-    auto out = torch::stack(outside).to(torch::kCPU, torch::kInt64).contiguous();
-    const int64_t L = table.size(0), rowsPerLayer = table.size(1), bins = settings.bins.count();
+// The host copies of the layers' tables and histograms, unpacked into records.
+void unpack(int64_t step, const torch::Tensor& table, const torch::Tensor& hist,
+            const torch::Tensor& out, std::vector<ProbeStats>& stats,
+            std::vector<LogitHistogram>& histograms) {
+    const int64_t L = table.size(0), rowsPerLayer = table.size(1), H = rowsPerLayer - 1;
+    const int64_t bins = hist.size(2);
     const auto& columns = probeColumns();  // the stacked statistics are in this order
     TORCH_CHECK(static_cast<int64_t>(columns.size()) == kColumns, "probe columns out of step");
     const double* t = table.data_ptr<double>();
     const int64_t* hc = hist.data_ptr<int64_t>();
     const int64_t* oc = out.data_ptr<int64_t>();
     for (int64_t l = 0; l < L; ++l) {
-        const int64_t H = rowsPerLayer - 1;
-        LogitHistogram layerHist;
-        layerHist.step = step;
-        layerHist.layer = static_cast<int32_t>(l);
-        layerHist.head = -1;
-        layerHist.counts.assign(bins, 0);
         for (int64_t r = 0; r < rowsPerLayer; ++r) {
             const double* row = t + (l * rowsPerLayer + r) * kColumns;
             ProbeStats s;
@@ -151,15 +134,12 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
             for (size_t i = 0; i < columns.size(); ++i) s.*columns[i].field = row[i];
             stats.push_back(s);
         }
+        LogitHistogram layerHist{step, static_cast<int32_t>(l), -1, std::vector<int64_t>(bins, 0), 0, 0};
         for (int64_t h = 0; h < H; ++h) {
-            LogitHistogram hh;
-            hh.step = step;
-            hh.layer = static_cast<int32_t>(l);
-            hh.head = static_cast<int32_t>(h);
             const int64_t* src = hc + (l * H + h) * bins;
-            hh.counts.assign(src, src + bins);
-            hh.underflow = oc[(l * H + h) * 2];
-            hh.overflow = oc[(l * H + h) * 2 + 1];
+            LogitHistogram hh{step, static_cast<int32_t>(l), static_cast<int32_t>(h),
+                              std::vector<int64_t>(src, src + bins), oc[(l * H + h) * 2],
+                              oc[(l * H + h) * 2 + 1]};
             for (int64_t b = 0; b < bins; ++b) layerHist.counts[b] += hh.counts[b];
             layerHist.underflow += hh.underflow;
             layerHist.overflow += hh.overflow;
@@ -167,6 +147,27 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
         }
         histograms.push_back(std::move(layerHist));
     }
+}
+
+}  // namespace
+
+void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
+                   const ProbeSettings& settings, std::vector<ProbeStats>& stats,
+                   std::vector<LogitHistogram>& histograms) {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> tables, hists, outside;
+    for (const auto& cap : captures) {
+        auto raw = validByHead(cap.raw, causalIndices(cap.raw.size(2), cap.raw.device()));  // (H, N)
+        tables.push_back(layerTable(cap, settings, raw));
+        // Histograms of raw logits; non-finite values (a diverging step) land in the overflow.
+        auto counted = countInBins(raw, settings.bins);
+        hists.push_back(counted.first);     // (H, bins)
+        outside.push_back(counted.second);  // (H, 2)
+    }
+    // One device-to-host transfer for everything.
+    unpack(step, torch::stack(tables).to(torch::kCPU, torch::kFloat64).contiguous(),
+           torch::stack(hists).to(torch::kCPU, torch::kInt64).contiguous(),
+           torch::stack(outside).to(torch::kCPU, torch::kInt64).contiguous(), stats, histograms);
 }
 
 std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<AttentionCapture>& captures,

@@ -53,7 +53,7 @@ const char* toString(RunStatus s) {
 RunStatus runStatusFromString(const std::string& s) {
     for (const auto& entry : kStatusNames)
         if (s == entry.name) return entry.status;
-    throw Error(ErrorCode::InvalidConfig,
+    throw Error(ErrorCode::Unsupported,
                 "unknown run status '" + s + "' (expected one of " + allNames(kStatusNames) + ")");
 }
 
@@ -66,7 +66,7 @@ const char* toString(SpikeKind k) {
 SpikeKind spikeKindFromString(const std::string& s) {
     for (const auto& entry : kKindNames)
         if (s == entry.name) return entry.kind;
-    throw Error(ErrorCode::InvalidConfig,
+    throw Error(ErrorCode::Unsupported,
                 "unknown spike kind '" + s + "' (expected one of " + allNames(kKindNames) + ")");
 }
 

@@ -52,7 +52,6 @@ private:
 }  // namespace
 
 struct RunSession::Impl {
-    std::string dbPath;
     std::unique_ptr<Trainer> trainer;
     std::unique_ptr<RunWriter> writer;
 };
@@ -68,7 +67,6 @@ static std::string checkpointDirFor(const std::string& root, int64_t runId) {
 RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
     : m_impl(std::make_unique<Impl>()) {
     auto& d = *m_impl;
-    d.dbPath = options.dbPath;
     // Build the trainer first: a bad config or a missing data file throws before the store
     // gets a run row.
     d.trainer = std::make_unique<Trainer>(config);
@@ -89,10 +87,10 @@ std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_
     RunStore store(dbPath);
     const RunInfo info = store.run(runId);
     if (info.status == RunStatus::Running)
-        throw Error(ErrorCode::InvalidConfig, "run " + std::to_string(runId) +
+        throw Error(ErrorCode::InvalidRequest, "run " + std::to_string(runId) +
                                                   " is still running; stop it before resuming");
     if (info.status == RunStatus::Finished)
-        throw Error(ErrorCode::InvalidConfig, "run " + std::to_string(runId) + " already finished");
+        throw Error(ErrorCode::InvalidRequest, "run " + std::to_string(runId) + " already finished");
     const auto checkpoints = store.checkpoints(runId);
     if (checkpoints.empty())
         throw Error(ErrorCode::NotFound, "run " + std::to_string(runId) + " has no checkpoint to resume from");
@@ -112,11 +110,10 @@ std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_
     std::unique_ptr<RunSession> session(new RunSession());
     session->m_impl = std::make_unique<Impl>();
     auto& d = *session->m_impl;
-    d.dbPath = dbPath;
     TrainerOptions options;
     options.resumeFrom = last.path;
-    options.checkpointDir = checkpointDirFor(defaultCheckpointRoot(dbPath), runId);
     d.trainer = std::make_unique<Trainer>(config, options);
+    d.trainer->setCheckpointDir(checkpointDirFor(defaultCheckpointRoot(dbPath), runId));
     d.writer = std::make_unique<RunWriter>(dbPath, runId, last.step);
     return session;
 }

@@ -224,7 +224,7 @@ bool isInteger(const std::string& s) {
 // ---- shared helpers (declared in sqlite_db.h) ----
 
 std::unique_ptr<Database> openRunDatabase(const std::string& path) {
-    if (path.empty()) throw Error(ErrorCode::InvalidConfig, "the database path is empty");
+    if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
     if (path != ":memory:") {
         std::filesystem::path parent = std::filesystem::path(path).parent_path();
         std::error_code ec;
@@ -243,9 +243,6 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     return db;
 }
 
-int latestSchemaVersion() {
-    return kLatestVersion;
-}
 
 std::string thisHostName() {
     char buf[256] = {};
@@ -291,9 +288,6 @@ int RunStore::schemaVersion() const {
     return static_cast<int>(m_db->queryInt("PRAGMA user_version"));
 }
 
-Database& RunStore::database() {
-    return *m_db;
-}
 
 int RunStore::markInterruptedRuns() {
     std::vector<std::pair<int64_t, int64_t>> dead;  // (run id, pid)
@@ -513,12 +507,12 @@ int64_t RunStore::dataVersion() {
 }
 
 void RunStore::renameRun(int64_t id, const std::string& name) {
-    if (name.empty()) throw Error(ErrorCode::InvalidConfig, "a run name cannot be empty");
+    if (name.empty()) throw Error(ErrorCode::InvalidRequest, "a run name cannot be empty");
     Transaction tx(*m_db);
     Statement taken(*m_db, "SELECT id FROM runs WHERE name = ? AND id != ?");
     taken.bindText(1, name).bindInt(2, id);
     if (taken.step())
-        throw Error(ErrorCode::InvalidConfig, "a run named '" + name + "' already exists (id " +
+        throw Error(ErrorCode::InvalidRequest, "a run named '" + name + "' already exists (id " +
                                                   std::to_string(taken.columnInt(0)) + ")");
     Statement st(*m_db, "UPDATE runs SET name = ? WHERE id = ?");
     st.bindText(1, name).bindInt(2, id).exec();

@@ -168,7 +168,7 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
         Statement taken(*d.db, "SELECT id FROM runs WHERE name = ?");
         taken.bindText(1, run.name);
         if (taken.step())
-            throw Error(ErrorCode::InvalidConfig,
+            throw Error(ErrorCode::InvalidRequest,
                         "a run named '" + run.name + "' already exists in " + dbPath + " (id " +
                             std::to_string(taken.columnInt(0)) + "); choose another name");
     }

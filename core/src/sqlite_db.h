@@ -112,7 +112,6 @@ constexpr int64_t kQklabApplicationId = 0x514B4C42;  // "QKLB"
 // (NotQklabDatabase) and newer schemas (Unsupported), enables and checks WAL, turns foreign
 // keys on and applies pending migrations in one transaction.
 std::unique_ptr<Database> openRunDatabase(const std::string& path);
-int latestSchemaVersion();
 std::string thisHostName();
 std::string utcNowIso8601();
 

@@ -116,6 +116,7 @@ constexpr double kReadbackSeconds = 0.5;       // ... and about this often, for 
 struct Trainer::Impl {
     RunConfig config;  // events grow with interventions
     TrainerOptions options;
+    std::string checkpointDir;  // empty = no checkpoints
     torch::Device device{torch::kCPU};
     bool bf16 = false;
     bool deferredReadback = false;
@@ -174,9 +175,9 @@ struct Trainer::Impl {
 };
 
 void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer) {
-    if (options.checkpointDir.empty()) return;
-    std::filesystem::create_directories(options.checkpointDir);
-    const std::string path = options.checkpointDir + "/step-" + std::to_string(nextStep) + ".pt";
+    if (checkpointDir.empty()) return;
+    std::filesystem::create_directories(checkpointDir);
+    const std::string path = checkpointDir + "/step-" + std::to_string(nextStep) + ".pt";
     torch::serialize::OutputArchive archive;
     model->save(archive);
     torch::serialize::OutputArchive optArchive;
@@ -212,7 +213,7 @@ void Trainer::Impl::loadCheckpoint(const std::string& path) {
         startStep = next.item<int64_t>();
         data->setRngState(tensorString(sampler));
     } catch (const c10::Error& e) {
-        throw Error(ErrorCode::InvalidConfig,
+        throw Error(ErrorCode::BadCheckpoint,
                     "checkpoint " + path + " cannot be loaded: " + e.what_without_backtrace());
     }
     lastCheckpoint = path;
@@ -601,7 +602,7 @@ void Trainer::postIntervention(const Event& event) {
 }
 
 void Trainer::setCheckpointDir(const std::string& dir) {
-    m_impl->options.checkpointDir = dir;
+    m_impl->checkpointDir = dir;
 }
 const RunConfig& Trainer::config() const {
     return m_impl->config;

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
     char tmpl[] = "/tmp/qklab-precision-XXXXXX";
     const std::string dir = mkdtemp(tmpl);
     {
-        Trainer trainer(c, TrainerOptions{dir, {}});
+        Trainer trainer(c);
+        trainer.setCheckpointDir(dir);
         TrainingObserver quiet;
         trainer.run(quiet);
     }

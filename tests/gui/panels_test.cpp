@@ -262,9 +262,9 @@ class PanelsTest : public QObject {
         RunListModel model;
         model.setRuns(store.listRuns());
         QCOMPARE(model.rowCount(), 1);
-        QCOMPARE(model.data(model.index(0, RunListModel::ColStatus), Qt::DisplayRole).toString(),
+        QCOMPARE(model.data(model.index(0, int(RunListModel::Column::Status)), Qt::DisplayRole).toString(),
                  QStringLiteral("finished"));
-        QVERIFY(model.data(model.index(0, RunListModel::ColSettings), Qt::DisplayRole)
+        QVERIFY(model.data(model.index(0, int(RunListModel::Column::Settings)), Qt::DisplayRole)
                     .toString()
                     .contains(QStringLiteral("qk_norm=none")));
     }

@@ -16,7 +16,9 @@ enum class ErrorCode {
     Database,        // SQLite failed (locked, I/O, constraint)
     NotQklabDatabase,// the file is corrupt or was not written by qklab
     NotFound,        // a run id or name that does not exist
-    Unsupported,     // e.g. CUDA asked for but LibTorch has none
+    Unsupported,     // e.g. CUDA asked for but LibTorch has none, a newer file format
+    BadCheckpoint,   // a checkpoint is corrupt or does not fit the run's model
+    InvalidRequest,  // an action the current state refuses (a taken name, resuming a finished run)
     Internal,
 };
 

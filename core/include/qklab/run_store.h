@@ -72,7 +72,6 @@ public:
     void setTags(int64_t id, const std::string& tags);
     void deleteRun(int64_t id);                    // all rows of the run (checkpoint files stay)
 
-    Database& database();
 
 private:
     std::unique_ptr<Database> m_db;

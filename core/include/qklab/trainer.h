@@ -39,7 +39,6 @@ struct RunOutcome {
 };
 
 struct TrainerOptions {
-    std::string checkpointDir;               // empty = no checkpoints
     std::string resumeFrom;                  // a checkpoint file to continue from
 };
 
@@ -62,7 +61,9 @@ public:
     // reported through onEvent with source "user" so a store can replay the run.
     void postIntervention(const Event& event);
 
-    // Where checkpoints go (set before run(); empty = none).
+    // Where checkpoints go (set before run(); none until set). A setter rather than an
+    // option: a new run's folder is named after its store id, known only once the config has
+    // passed the trainer's checks.
     void setCheckpointDir(const std::string& dir);
 
     const RunConfig& config() const;
