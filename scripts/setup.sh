@@ -19,7 +19,7 @@ requirements=scripts/torch-requirements.txt
 torch_source=${QKLAB_TORCH:-pip}
 
 packages=(
-  cmake g++ make git ccache pkg-config
+  cmake g++ make git ccache pkg-config clang-format
   qt6-base-dev libqcustomplot-dev            # the desktop app
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libgtest-dev
   xvfb xauth imagemagick                     # GUI tests and screenshots

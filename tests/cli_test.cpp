@@ -11,9 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "qklab/run_store.h"
 
@@ -28,7 +27,7 @@ struct Result {
 };
 
 class CliTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         char tmpl[] = "/tmp/qklab-cli-XXXXXX";
         m_dir = mkdtemp(tmpl);
@@ -60,7 +59,8 @@ protected:
 }  // namespace
 
 TEST_F(CliTest, RunListShowExport) {
-    const Result run = cli("run " + m_preset + " --db " + m_db + " --name first --set optim.lr=0.01");
+    const Result run =
+        cli("run " + m_preset + " --db " + m_db + " --name first --set optim.lr=0.01");
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "1\n");  // the run id on stdout
     const Result show = cli("show first --json --db " + m_db);
@@ -92,7 +92,8 @@ TEST_F(CliTest, RunListShowExport) {
 
 TEST_F(CliTest, InlineEmptyPresetMeansDefaults) {
     const Result r = cli("run '{}' --db " + m_db +
-                         " --set schedule.steps=3 --set schedule.warmup_steps=1 --set model.d_model=32 --set model.n_heads=2");
+                         " --set schedule.steps=3 --set schedule.warmup_steps=1 --set "
+                         "model.d_model=32 --set model.n_heads=2");
     ASSERT_EQ(r.status, 0) << r.err;
     const json j = json::parse(cli("show 1 --json --db " + m_db).out);
     EXPECT_EQ(j["config"]["optim"]["lr"], 0.003);  // the default
@@ -132,8 +133,9 @@ TEST_F(CliTest, CorruptDatabaseIsReportedAndLeftAlone) {
 }
 
 TEST_F(CliTest, DivergedRunExitsZeroAndIsMarked) {
-    const Result r = cli("run " + m_preset + " --db " + m_db +
-                         " --set optim.lr=1000 --set optim.grad_clip=0 --set schedule.warmup_steps=0");
+    const Result r =
+        cli("run " + m_preset + " --db " + m_db +
+            " --set optim.lr=1000 --set optim.grad_clip=0 --set schedule.warmup_steps=0");
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
     const auto info = qklab::RunStore(m_db).run(1);
@@ -156,7 +158,8 @@ TEST_F(CliTest, SigkillMidRunKeepsCommittedRowsAndShowsInterrupted) {
         if (!fs::exists(m_db)) continue;
         try {
             qklab::RunStore store(m_db);
-            if (!store.listRuns().empty()) committed = static_cast<int64_t>(store.stepMetrics(1).size());
+            if (!store.listRuns().empty())
+                committed = static_cast<int64_t>(store.stepMetrics(1).size());
         } catch (const std::exception&) {
         }
     }
@@ -217,7 +220,10 @@ TEST_F(CliTest, VersionNamesTheCommitOfTheBuild) {
     ASSERT_EQ(r.status, 0) << r.err;
     std::string head;
     {
-        FILE* p = popen(("git -C " + std::string(QKLAB_SOURCE_DIR) + " rev-parse --short HEAD 2>/dev/null").c_str(), "r");
+        FILE* p = popen(
+            ("git -C " + std::string(QKLAB_SOURCE_DIR) + " rev-parse --short HEAD 2>/dev/null")
+                .c_str(),
+            "r");
         std::array<char, 128> buf{};
         if (p && fgets(buf.data(), buf.size(), p)) head = buf.data();
         if (p) pclose(p);

@@ -3,15 +3,14 @@
 
 #include <algorithm>
 #include <filesystem>
-
 #include <fstream>
 #include <sstream>
 
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
+#include "qklab/run_config.h"
 #include "qklab/run_store.h"
 #include "qklab/schedules.h"
-#include "qklab/run_config.h"
 
 using namespace qklab;
 using nlohmann::json;
@@ -52,7 +51,8 @@ TEST(Config, JsonRoundTripKeepsEveryField) {
     c.attention.scale = 0.125;
     c.attention.softcap = {SoftcapKind::Tanh, 30};
     c.anneal.qkNorm = {0.9, 1.0, AnnealShape::Cosine};
-    c.events.push_back(eventFromJson({{"step", 10}, {"kind", "lr_multiplier"}, {"factor", 2.0}}, "test"));
+    c.events.push_back(
+        eventFromJson({{"step", 10}, {"kind", "lr_multiplier"}, {"factor", 2.0}}, "test"));
     const json j = configToJson(c);
     const RunConfig back = configFromJson(j);
     EXPECT_EQ(configToJson(back), j);
@@ -115,8 +115,10 @@ TEST(Config, BadValuesNameKeyAndValue) {
 }
 
 TEST(Config, EventsAreParsedSortedAndChecked) {
-    const RunConfig c = configFromJson(
-        {{"events", {{{"step", 50}, {"kind", "dirty_batch"}}, {{"step", 10}, {"kind", "context_length"}, {"seq_len", 256}}}}});
+    const RunConfig c =
+        configFromJson({{"events",
+                         {{{"step", 50}, {"kind", "dirty_batch"}},
+                          {{"step", 10}, {"kind", "context_length"}, {"seq_len", 256}}}}});
     ASSERT_EQ(c.events.size(), 2u);
     EXPECT_EQ(c.events[0].kind, EventKind::ContextLength);
     EXPECT_EQ(c.maxSeqLen(), 256);
@@ -148,8 +150,10 @@ TEST(Config, SetOverridesParseValues) {
     EXPECT_FALSE(c.model.rope);
     applyOverride(c, R"(events=[{"step":3,"kind":"softcap","cap":"tanh","c":30}])");
     EXPECT_EQ(c.events.size(), 1u);
-    EXPECT_NE(configError([&] { applyOverride(c, "optim.lrr=1"); }).find("optim.lrr"), std::string::npos);
-    EXPECT_NE(configError([&] { applyOverride(c, "justakey"); }).find("dotted.key=value"), std::string::npos);
+    EXPECT_NE(configError([&] { applyOverride(c, "optim.lrr=1"); }).find("optim.lrr"),
+              std::string::npos);
+    EXPECT_NE(configError([&] { applyOverride(c, "justakey"); }).find("dotted.key=value"),
+              std::string::npos);
     EXPECT_NE(configError([&] { applyOverride(c, "schedule.steps=many"); }).find("schedule.steps"),
               std::string::npos);
 }
@@ -235,7 +239,8 @@ TEST(Events, EveryKindRoundTripsThroughJsonValidationAndTheStore) {
         RunWriter w(db, NewRun{});
         for (auto e : c.events) {
             e.source = EventSource::User;
-            w.addEvent(EventRecord{e.step, nameOf(e.kind), eventParamsJson(e).dump(), nameOf(e.source)});
+            w.addEvent(
+                EventRecord{e.step, nameOf(e.kind), eventParamsJson(e).dump(), nameOf(e.source)});
         }
         w.finish(RunStatus::Finished);
     }
@@ -243,10 +248,12 @@ TEST(Events, EveryKindRoundTripsThroughJsonValidationAndTheStore) {
     const auto rows = store.events(1);
     ASSERT_EQ(rows.size(), c.events.size());
     for (size_t i = 0; i < rows.size(); ++i) {
-        const Event e = eventFromRecord(rows[i].step, rows[i].kind, rows[i].paramsJson, rows[i].source);
+        const Event e =
+            eventFromRecord(rows[i].step, rows[i].kind, rows[i].paramsJson, rows[i].source);
         EXPECT_EQ(e.source, EventSource::User);
         EXPECT_EQ(eventParamsJson(e), eventParamsJson(c.events[i])) << rows[i].kind;
-        EXPECT_EQ(eventLabel(rows[i].kind, rows[i].paramsJson), eventKindInfo(e.kind).label(e.args));
+        EXPECT_EQ(eventLabel(rows[i].kind, rows[i].paramsJson),
+                  eventKindInfo(e.kind).label(e.args));
     }
     std::filesystem::remove_all(tmpl);
 }
@@ -263,7 +270,8 @@ TEST(Events, EachKindChangesTheSettingsItNames) {
         withEvent.events = {e};
         const StepSettings after = settingsAt(withEvent, 900);
         const bool changed = after.lr != before.lr || after.seqLen != before.seqLen ||
-                             after.dirtyBatch != before.dirtyBatch || after.qkNorm != before.qkNorm ||
+                             after.dirtyBatch != before.dirtyBatch ||
+                             after.qkNorm != before.qkNorm ||
                              after.alpha != settingsAt(c, 900).alpha || after.annealing ||
                              after.softcapKind != before.softcapKind;
         EXPECT_TRUE(changed) << k.name << " changed nothing";
@@ -271,11 +279,13 @@ TEST(Events, EachKindChangesTheSettingsItNames) {
 }
 
 TEST(Events, UnknownParametersAreRejectedWithTheKeyNamed) {
-    auto msg = errorFor({{"events", {{{"step", 5}, {"kind", "softcap"}, {"cap", "tanh"}, {"C", 30}}}}});
+    auto msg =
+        errorFor({{"events", {{{"step", 5}, {"kind", "softcap"}, {"cap", "tanh"}, {"C", 30}}}}});
     EXPECT_NE(msg.find("events[0]: softcap takes no parameter \"C\""), std::string::npos) << msg;
     EXPECT_NE(msg.find("did you mean \"c\""), std::string::npos) << msg;
     // The nested form an old placeholder showed is not the syntax: say which key is wrong.
-    msg = errorFor({{"events", {{{"step", 5}, {"kind", "context_length"}, {"params", {{"seq_len", 64}}}}}}});
+    msg = errorFor(
+        {{"events", {{{"step", 5}, {"kind", "context_length"}, {"params", {{"seq_len", 64}}}}}}});
     EXPECT_NE(msg.find("takes no parameter \"params\""), std::string::npos) << msg;
     msg = errorFor({{"events", {{{"step", 5}, {"kind", "softcap"}, {"kind_", "tanh"}}}}});
     EXPECT_NE(msg.find("\"kind_\""), std::string::npos) << msg;

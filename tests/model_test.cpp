@@ -1,11 +1,12 @@
 // model_test.cpp — the attention invariants: QK-norm and softcap bounds, alpha = 0 is the raw
 // path, RoPE keeps norms, causality, and probe statistics against hand-computed values.
+#include "model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 
-#include "model.h"
 #include "probes.h"
 #include "qklab/histogram_bins.h"
 
@@ -53,7 +54,9 @@ Probe forwardInflated(const RunConfig& c, const AttentionSwitches& sw, double in
     return p;
 }
 
-double maxAbs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
+double maxAbs(const torch::Tensor& t) {
+    return t.abs().max().item<double>();
+}
 
 }  // namespace
 
@@ -90,7 +93,8 @@ TEST(Attention, L2NormLogitsAreBoundedByTheLearnableScale) {
 TEST(Attention, TanhSoftcapKeepsLogitsStrictlyBelowC) {
     const RunConfig c = smallConfig();
     for (double C : {5.0, 30.0}) {
-        const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None, 1.0, SoftcapKind::Tanh, C), 100.0);
+        const Probe p = forwardInflated(
+            c, switchesFor(c, QkNormVariant::None, 1.0, SoftcapKind::Tanh, C), 100.0);
         const auto& raw = p.captures[0].raw;
         const auto& capped = p.captures[0].capped;
         EXPECT_GT(maxAbs(raw), 10 * C);  // the raw logits do exceed C, by far
@@ -110,14 +114,17 @@ TEST(Attention, TanhSoftcapKeepsLogitsStrictlyBelowC) {
 
 TEST(Attention, ClampSoftcapPilesLogitsOnTheBoundary) {
     const RunConfig c = smallConfig();
-    const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None, 1.0, SoftcapKind::Clamp, 20.0), 100.0);
+    const Probe p = forwardInflated(
+        c, switchesFor(c, QkNormVariant::None, 1.0, SoftcapKind::Clamp, 20.0), 100.0);
     EXPECT_LE(maxAbs(p.captures[0].capped), 20.0);
     EXPECT_GT((p.captures[0].capped.abs() == 20.0).sum().item<int64_t>(), 0);
 }
 
 TEST(Attention, AlphaZeroIsExactlyTheRawPath) {
     const RunConfig c = smallConfig();
-    for (QkNormVariant norm : {QkNormVariant::Rms, QkNormVariant::RmsAffine, QkNormVariant::LayerNorm, QkNormVariant::L2Scale, QkNormVariant::WholeRms}) {
+    for (QkNormVariant norm :
+         {QkNormVariant::Rms, QkNormVariant::RmsAffine, QkNormVariant::LayerNorm,
+          QkNormVariant::L2Scale, QkNormVariant::WholeRms}) {
         const Probe raw = forwardInflated(c, switchesFor(c, QkNormVariant::None), 3.0);
         const Probe off = forwardInflated(c, switchesFor(c, norm, 0.0), 3.0);
         const Probe on = forwardInflated(c, switchesFor(c, norm, 1.0), 3.0);
@@ -139,7 +146,8 @@ TEST(Attention, HalfAlphaMixesTheVectors) {
 TEST(Attention, RopeKeepsNormsAndCausalityHolds) {
     const RunConfig c = smallConfig();
     const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None), 1.0);
-    EXPECT_TRUE(torch::allclose(p.captures[0].q.norm(2, -1), p.captures[0].qRaw.norm(2, -1), 1e-4, 1e-5));
+    EXPECT_TRUE(
+        torch::allclose(p.captures[0].q.norm(2, -1), p.captures[0].qRaw.norm(2, -1), 1e-4, 1e-5));
     // Softmax rows put zero weight on the future.
     auto future = p.captures[0].probs.triu(1);
     EXPECT_EQ(future.abs().max().item<double>(), 0.0);
@@ -154,7 +162,8 @@ struct LossAndGrads {
     std::vector<torch::Tensor> grads;
 };
 
-LossAndGrads lossAndGrads(Transformer& model, const torch::Tensor& tokens, const AttentionSwitches& sw) {
+LossAndGrads lossAndGrads(Transformer& model, const torch::Tensor& tokens,
+                          const AttentionSwitches& sw) {
     for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
     auto r = model->forward(tokens, tokens.roll(-1, 1), sw, nullptr);
     r.loss.backward();
@@ -183,7 +192,8 @@ TEST(Attention, FusedPathGivesTheExplicitLossAndGradients) {
         {QkNormVariant::Rms, 0.5, QkNormTarget::QK, false, true, 4},  // mid-anneal
         {QkNormVariant::RmsAffine, 1, QkNormTarget::QK, true, true, 1},
         {QkNormVariant::LayerNorm, 1, QkNormTarget::K, false, true, 1},
-        {QkNormVariant::L2Scale, 1, QkNormTarget::QK, false, true, 1},  // per-head learnable scale g
+        {QkNormVariant::L2Scale, 1, QkNormTarget::QK, false, true,
+         1},  // per-head learnable scale g
         {QkNormVariant::L2Scale, 0.25, QkNormTarget::QK, false, true, 1},
         {QkNormVariant::WholeRms, 1, QkNormTarget::QKV, false, true, 1},
         {QkNormVariant::Rms, 1, QkNormTarget::QK, false, false, 1},  // learned absolute positions
@@ -207,7 +217,8 @@ TEST(Attention, FusedPathGivesTheExplicitLossAndGradients) {
         const auto explicitPath = lossAndGrads(model, tokens, sw);
         sw.fused = true;
         const auto fusedPath = lossAndGrads(model, tokens, sw);
-        const double dl = std::fabs(fusedPath.loss - explicitPath.loss) / std::fabs(explicitPath.loss);
+        const double dl =
+            std::fabs(fusedPath.loss - explicitPath.loss) / std::fabs(explicitPath.loss);
         EXPECT_LE(dl, 1e-5) << "variant " << static_cast<int>(k.norm) << " alpha " << k.alpha;
         worstLoss = std::max(worstLoss, dl);
         for (size_t i = 0; i < explicitPath.grads.size(); ++i) {
@@ -224,7 +235,8 @@ TEST(Attention, FusedPathGivesTheExplicitLossAndGradients) {
     }
     RecordProperty("worst_loss_rel", std::to_string(worstLoss));
     RecordProperty("worst_grad_rel", std::to_string(worstGrad));
-    std::printf("fused vs explicit: worst loss rel %.3g, worst gradient rel %.3g\n", worstLoss, worstGrad);
+    std::printf("fused vs explicit: worst loss rel %.3g, worst gradient rel %.3g\n", worstLoss,
+                worstGrad);
 }
 
 TEST(Attention, FusedPathOnlyWhereNoLogitsAreNeeded) {
@@ -247,10 +259,13 @@ TEST(Attention, FusedPathOnlyWhereNoLogitsAreNeeded) {
 TEST(Probes, StatisticsMatchHandComputedValues) {
     // One layer, B = 1, H = 2, T = 2: valid (causal) logits are [0,0], [1,0], [1,1].
     AttentionCapture cap;
-    cap.raw = torch::tensor({1.0f, 99.0f, 2.0f, 3.0f, -4.0f, 99.0f, 10.0f, 40.0f}).view({1, 2, 2, 2});
+    cap.raw =
+        torch::tensor({1.0f, 99.0f, 2.0f, 3.0f, -4.0f, 99.0f, 10.0f, 40.0f}).view({1, 2, 2, 2});
     cap.capped = cap.raw.clamp(-30, 30);
-    cap.probs = torch::tensor({1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0.0f, 0.25f, 0.75f}).view({1, 2, 2, 2});
-    cap.q = torch::tensor({3.0f, 4.0f, 0.0f, 1.0f, 6.0f, 8.0f, 0.0f, 2.0f}).view({1, 2, 2, 2});  // norms 5,1 | 10,2
+    cap.probs =
+        torch::tensor({1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0.0f, 0.25f, 0.75f}).view({1, 2, 2, 2});
+    cap.q = torch::tensor({3.0f, 4.0f, 0.0f, 1.0f, 6.0f, 8.0f, 0.0f, 2.0f})
+                .view({1, 2, 2, 2});  // norms 5,1 | 10,2
     cap.k = cap.q;
     cap.qRaw = cap.q * 2;
     cap.kRaw = cap.q * 2;
@@ -270,15 +285,15 @@ TEST(Probes, StatisticsMatchHandComputedValues) {
     const ProbeStats& h0 = stats[1];
     const ProbeStats& h1 = stats[2];
     EXPECT_EQ(layer.head, -1);
-    EXPECT_DOUBLE_EQ(h0.logitMaxRaw, 3.0);           // the masked 99 is ignored
-    EXPECT_DOUBLE_EQ(h0.logitMeanRaw, 2.0);          // (1 + 2 + 3) / 3
-    EXPECT_DOUBLE_EQ(h0.logitP99Raw, 3.0);           // ceil(0.99 * 3) = 3rd smallest
+    EXPECT_DOUBLE_EQ(h0.logitMaxRaw, 3.0);   // the masked 99 is ignored
+    EXPECT_DOUBLE_EQ(h0.logitMeanRaw, 2.0);  // (1 + 2 + 3) / 3
+    EXPECT_DOUBLE_EQ(h0.logitP99Raw, 3.0);   // ceil(0.99 * 3) = 3rd smallest
     EXPECT_DOUBLE_EQ(h1.logitMaxRaw, 40.0);
     EXPECT_DOUBLE_EQ(h1.logitMaxCapped, 30.0);
-    EXPECT_NEAR(h1.fracAtCap, 1.0 / 3.0, 1e-6);      // |40| >= 30
+    EXPECT_NEAR(h1.fracAtCap, 1.0 / 3.0, 1e-6);  // |40| >= 30
     EXPECT_DOUBLE_EQ(layer.logitMaxRaw, 40.0);
     EXPECT_NEAR(layer.logitMeanRaw, (6.0 + 46.0) / 6.0, 1e-6);
-    EXPECT_DOUBLE_EQ(h0.qNormP90, 5.0);              // ceil(0.9 * 2) = 2nd of {1, 5}
+    EXPECT_DOUBLE_EQ(h0.qNormP90, 5.0);  // ceil(0.9 * 2) = 2nd of {1, 5}
     EXPECT_DOUBLE_EQ(h1.qRawNormP90, 20.0);
     // Entropy: head 0 rows (1, 0) and (.5, .5) -> (0 + ln 2) / 2.
     EXPECT_NEAR(h0.entropy, std::log(2.0) / 2, 1e-6);
@@ -327,7 +342,8 @@ TEST(Probes, CountsLandInTheBinsTheViewsDraw) {
         pc.histMin = scale == HistScale::Symlog ? -6.5 : -64;
         pc.histMax = scale == HistScale::Symlog ? 6.5 : 64;
         const HistogramBins bins = histogramBinsOf(pc);
-        const std::vector<float> values{-1e6f, -70.f, -64.f, -3.2f, -0.4f, 0.f, 0.7f, 9.f, 63.9f, 64.f, 9e5f};
+        const std::vector<float> values{-1e6f, -70.f, -64.f, -3.2f, -0.4f, 0.f,
+                                        0.7f,  9.f,   63.9f, 64.f,  9e5f};
         const int64_t T = 11;  // one query row sees all values: put them on the last row
         auto raw = torch::full({1, 1, T, T}, 0.0f);
         raw[0][0][T - 1] = torch::tensor(values);
@@ -345,9 +361,12 @@ TEST(Probes, CountsLandInTheBinsTheViewsDraw) {
         int64_t under = 0, over = 0;
         auto count = [&](double v, int64_t n) {
             const int64_t b = bins.binOf(v);
-            if (b < 0) under += n;
-            else if (b >= bins.count()) over += n;
-            else expected[b] += n;
+            if (b < 0)
+                under += n;
+            else if (b >= bins.count())
+                over += n;
+            else
+                expected[b] += n;
         };
         count(0.0, T * (T - 1) / 2);
         for (float v : values) count(v, 1);

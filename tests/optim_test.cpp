@@ -391,7 +391,8 @@ TEST(Trainer, DeferredReadbackReportsExactlyWhatEveryStepReadbackReports) {
     c.run.fusedAttention = true;
     c.probes.every = 7;
     c.eval.every = 25;
-    c.events.push_back(eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 3.0}}, "test"));
+    c.events.push_back(
+        eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 3.0}}, "test"));
     const auto a = trainWith(c, Readback::EveryStep);
     const auto b = trainWith(c, Readback::Deferred);
     EXPECT_EQ(a.order, b.order);

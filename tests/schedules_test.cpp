@@ -1,9 +1,9 @@
 // schedules_test.cpp — LR, alpha and softcap-C schedules at their endpoints, and event replay.
+#include "qklab/schedules.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "qklab/schedules.h"
 
 using namespace qklab;
 
@@ -75,12 +75,13 @@ TEST(Schedules, SoftcapAnnealMovesCToTarget) {
 TEST(Schedules, EventsApplyFromTheirStep) {
     RunConfig c = base();
     c.attention.qkNorm = QkNormVariant::Rms;
-    c.events = {eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 10.0}}, "test"),
-                eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 256}}, "test"),
-                eventFromJson({{"step", 40}, {"kind", "dirty_batch"}}, "test"),
-                eventFromJson({{"step", 50}, {"kind", "softcap"}, {"cap", "clamp"}, {"c", 20.0}}, "test"),
-                eventFromJson({{"step", 60}, {"kind", "qk_anneal"}, {"steps", 10}}, "test"),
-                eventFromJson({{"step", 80}, {"kind", "qk_norm"}, {"variant", "layernorm"}}, "test")};
+    c.events = {
+        eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 10.0}}, "test"),
+        eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 256}}, "test"),
+        eventFromJson({{"step", 40}, {"kind", "dirty_batch"}}, "test"),
+        eventFromJson({{"step", 50}, {"kind", "softcap"}, {"cap", "clamp"}, {"c", 20.0}}, "test"),
+        eventFromJson({{"step", 60}, {"kind", "qk_anneal"}, {"steps", 10}}, "test"),
+        eventFromJson({{"step", 80}, {"kind", "qk_norm"}, {"variant", "layernorm"}}, "test")};
     EXPECT_DOUBLE_EQ(settingsAt(c, 19).lr, scheduledLr(c, 19));
     EXPECT_DOUBLE_EQ(settingsAt(c, 20).lr, 10 * scheduledLr(c, 20));
     EXPECT_EQ(settingsAt(c, 29).seqLen, 128);

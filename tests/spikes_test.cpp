@@ -1,10 +1,10 @@
 // spikes_test.cpp — rolling z-score detection and the guide's three spike cases and tiers.
+#include "qklab/spikes.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
-
-#include "qklab/spikes.h"
 
 using namespace qklab;
 
@@ -40,7 +40,8 @@ TEST(RollingZScore, FlagsAJumpAndIgnoresNonFinite) {
 }
 
 namespace {
-std::vector<ProbeSummary> history(double baseMax, double baseNorm, double lastMax, double lastNorm) {
+std::vector<ProbeSummary> history(double baseMax, double baseNorm, double lastMax,
+                                  double lastNorm) {
     std::vector<ProbeSummary> h;
     for (int i = 0; i < 8; ++i) h.push_back({i * 10, baseMax, baseMax / 2, baseNorm});
     h.push_back({80, lastMax, lastMax / 2, lastNorm});
@@ -103,8 +104,10 @@ TEST(SpikeDiagnosis, NoProbesSaysSo) {
 
 TEST(SpikeDiagnosis, SummaryUsesLayerRowsAndRawNorms) {
     std::vector<ProbeStats> rows(3);
-    rows[0].layer = 0, rows[0].head = -1, rows[0].logitMaxRaw = 7, rows[0].qRawNormP90 = 3, rows[0].kRawNormP90 = 4;
-    rows[1].layer = 1, rows[1].head = -1, rows[1].logitMaxRaw = 9, rows[1].qRawNormP90 = 2, rows[1].qNormP90 = 50;
+    rows[0].layer = 0, rows[0].head = -1, rows[0].logitMaxRaw = 7, rows[0].qRawNormP90 = 3,
+    rows[0].kRawNormP90 = 4;
+    rows[1].layer = 1, rows[1].head = -1, rows[1].logitMaxRaw = 9, rows[1].qRawNormP90 = 2,
+    rows[1].qNormP90 = 50;
     rows[2].layer = 1, rows[2].head = 0, rows[2].logitMaxRaw = 99;  // a head row: ignored
     const ProbeSummary s = summarizeProbes(10, rows);
     EXPECT_EQ(s.maxLogit, 9);

@@ -391,9 +391,10 @@ TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
         w.finish(RunStatus::Finished);
     }
     // Put back what a version-2 build wrote, then let this build open it.
-    rawExec(R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
+    rawExec(
+        R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
                PRAGMA user_version = 2)",
-            m_path);
+        m_path);
     RunStore store(m_path);
     EXPECT_EQ(store.schemaVersion(), 3);
     const auto events = store.events(1);

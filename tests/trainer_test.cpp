@@ -2,6 +2,8 @@
 // core claim (logits blow up without QK-norm at a high LR, stay bounded with it), divergence
 // as an outcome, controls from another thread, checkpoint resume, interventions and replay,
 // and frozen QK gains during an anneal.
+#include "qklab/trainer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include "qklab/error.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
-#include "qklab/trainer.h"
 
 using namespace qklab;
 namespace fs = std::filesystem;
@@ -47,7 +48,8 @@ struct Collector : TrainingObserver {
         steps.push_back(m);
         if (onEachStep) onEachStep(m);
     }
-    void onProbes(int64_t, const std::vector<ProbeStats>& s, const std::vector<LogitHistogram>&) override {
+    void onProbes(int64_t, const std::vector<ProbeStats>& s,
+                  const std::vector<LogitHistogram>&) override {
         probes.insert(probes.end(), s.begin(), s.end());
     }
     void onEvent(const EventRecord& e) override { events.push_back(e); }
@@ -223,8 +225,12 @@ TEST(Trainer, InterventionsAreRecordedAndReplayReproducesTheRun) {
         id = s.runId();
         Collector ctl;
         ctl.onEachStep = [&](const StepMetrics& m) {
-            if (m.step == 7) s.trainer().postIntervention(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 4.0}}, "test"));
-            if (m.step == 12) s.trainer().postIntervention(eventFromJson({{"step", 0}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test"));
+            if (m.step == 7)
+                s.trainer().postIntervention(eventFromJson(
+                    {{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 4.0}}, "test"));
+            if (m.step == 12)
+                s.trainer().postIntervention(
+                    eventFromJson({{"step", 0}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test"));
         };
         s.run(&ctl);
     }
@@ -254,12 +260,15 @@ TEST(Trainer, InterventionsAreRecordedAndReplayReproducesTheRun) {
 TEST(Trainer, BadInterventionIsRejectedWithTheReason) {
     Trainer t(tinyConfig());
     try {
-        t.postIntervention(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", -1.0}}, "test"));
+        t.postIntervention(
+            eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", -1.0}}, "test"));
         FAIL();
     } catch (const qklab::Error& e) {
         EXPECT_NE(std::string(e.what()).find("factor"), std::string::npos);
     }
-    EXPECT_THROW(t.postIntervention(eventFromJson({{"step", 0}, {"kind", "context_length"}, {"seq_len", 4096}}, "test")), qklab::Error);
+    EXPECT_THROW(t.postIntervention(eventFromJson(
+                     {{"step", 0}, {"kind", "context_length"}, {"seq_len", 4096}}, "test")),
+                 qklab::Error);
 }
 
 TEST(Trainer, QkGainsAreFrozenDuringTheAnneal) {

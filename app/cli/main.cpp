@@ -11,9 +11,9 @@
 //
 // Exit status: 0 when a run finished or diverged (divergence is a result), 2 for bad input
 // (message names the problem), 3 when stopped by Ctrl-C (resumable), 1 for other failures.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -39,16 +39,19 @@ void onInterrupt(int) {
 }
 
 class CliObserver : public TrainingObserver {
-public:
+  public:
     explicit CliObserver(cli::ProgressBar& bar) : m_bar(bar) {}
-    void onStep(const StepMetrics& m) override { m_bar.update(m.step, m.loss, m.tokensPerSec, m_maxLogit); }
-    void onProbes(int64_t, const std::vector<ProbeStats>& stats, const std::vector<LogitHistogram>&) override {
+    void onStep(const StepMetrics& m) override {
+        m_bar.update(m.step, m.loss, m.tokensPerSec, m_maxLogit);
+    }
+    void onProbes(int64_t, const std::vector<ProbeStats>& stats,
+                  const std::vector<LogitHistogram>&) override {
         m_maxLogit = 0;
         for (const auto& s : stats)
             if (s.head == -1) m_maxLogit = std::max(m_maxLogit, s.logitMaxRaw);
     }
 
-private:
+  private:
     cli::ProgressBar& m_bar;
     double m_maxLogit = 0;
 };
@@ -63,16 +66,20 @@ struct Options {
 int exitCodeFor(RunStatus s) {
     switch (s) {
         case RunStatus::Finished:
-        case RunStatus::Diverged: return 0;
-        case RunStatus::Stopped: return 3;
-        default: return 1;
+        case RunStatus::Diverged:
+            return 0;
+        case RunStatus::Stopped:
+            return 3;
+        default:
+            return 1;
     }
 }
 
 int trainSession(RunSession& session, const std::string& dbPath) {
     const auto& cfg = session.trainer().config();
     const BlasCheck blas = checkBlasSpeed();
-    if (!blas.message.empty()) std::cerr << (blas.slow ? "warning: " : "note: ") << blas.message << "\n";
+    if (!blas.message.empty())
+        std::cerr << (blas.slow ? "warning: " : "note: ") << blas.message << "\n";
     for (const auto& w : configWarnings(cfg)) std::cerr << "warning: " << w << "\n";
     std::cerr << "run " << session.runId() << " in " << dbPath << ": "
               << session.trainer().parameterCount() << " parameters, "
@@ -94,8 +101,8 @@ int trainSession(RunSession& session, const std::string& dbPath) {
 }
 
 void printRunTable(const std::vector<RunInfo>& runs) {
-    std::printf("%-5s %-24s %-12s %8s %10s %12s %6s  %s\n", "id", "name", "status", "steps",
-                "loss", "max logit", "spikes", "created");
+    std::printf("%-5s %-24s %-12s %8s %10s %12s %6s  %s\n", "id", "name", "status", "steps", "loss",
+                "max logit", "spikes", "created");
     for (const auto& r : runs) {
         auto num = [](const std::optional<double>& v, const char* f) {
             char b[32] = "-";
@@ -111,16 +118,17 @@ void printRunTable(const std::vector<RunInfo>& runs) {
 
 int cmdRun(const Options& o) {
     // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
-    const bool inlineJson = !o.presetPath.empty() && o.presetPath.front() == '{' &&
-                            !std::ifstream(o.presetPath).good();
+    const bool inlineJson =
+        !o.presetPath.empty() && o.presetPath.front() == '{' && !std::ifstream(o.presetPath).good();
     RunConfig config = inlineJson ? configFromJsonText(o.presetPath, "inline preset", false)
                                   : loadPreset(o.presetPath, /*checkValues=*/false);
     for (const auto& assignment : o.overrides) applyOverride(config, assignment);
     try {
         validate(config);
     } catch (const Error& e) {
-        throw Error(e.code(), o.presetPath + (o.overrides.empty() ? ": " : " with --set overrides: ") +
-                                  e.what());
+        throw Error(
+            e.code(),
+            o.presetPath + (o.overrides.empty() ? ": " : " with --set overrides: ") + e.what());
     }
     RunSession session(config, SessionOptions{o.dbPath, o.name, {}});
     return trainSession(session, o.dbPath);
@@ -143,7 +151,8 @@ int cmdCheckBlas() {
     std::printf("matmul: %.1f GFLOP/s%s on %d thread%s\nblas: %s\ncuda: %s, %d GPU(s)\n", r.gflops,
                 r.slow ? " (slow)" : "", r.threads, r.threads == 1 ? "" : "s", r.blas.c_str(),
                 cuda.detail.c_str(), cuda.devices);
-    if (!r.message.empty()) std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
+    if (!r.message.empty())
+        std::fprintf(stderr, "%s: %s\n", r.slow ? "warning" : "note", r.message.c_str());
     return 0;
 }
 
@@ -169,10 +178,13 @@ int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
         if (o.asJson)
             std::cout << j.dump(2) << "\n";
         else
-            std::cout << "summary:\n" << j["summary"].dump(2) << "\nconfig:\n" << j["config"].dump(2) << "\n";
+            std::cout << "summary:\n"
+                      << j["summary"].dump(2) << "\nconfig:\n"
+                      << j["config"].dump(2) << "\n";
         return 0;
     }
-    const std::string text = o.format == "csv" ? runExportCsv(store, id) : runExportJson(store, id).dump(1) + "\n";
+    const std::string text =
+        o.format == "csv" ? runExportCsv(store, id) : runExportJson(store, id).dump(1) + "\n";
     if (o.output.empty()) {
         std::cout << text;
         return 0;
@@ -192,11 +204,15 @@ int main(int argc, char** argv) {
     app.add_option("--db", o.dbPath, "run database (default: " + defaultDatabasePath() + ")");
 
     auto* run = app.add_subcommand("run", "train a preset and record it");
-    run->add_option("preset", o.presetPath, "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")->required();
+    run->add_option(
+           "preset", o.presetPath,
+           "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")
+        ->required();
     run->add_option("--set", o.overrides, "override a config key: dotted.key=value (repeatable)");
     run->add_option("--name", o.name, "run name (unique in the database)");
     run->add_option("--db", o.dbPath, "run database");
-    auto* resume = app.add_subcommand("resume", "continue a stopped or interrupted run from its last checkpoint");
+    auto* resume = app.add_subcommand(
+        "resume", "continue a stopped or interrupted run from its last checkpoint");
     resume->add_option("run", o.runRef, "run id or name")->required();
     resume->add_option("--db", o.dbPath, "run database");
     auto* list = app.add_subcommand("list", "list stored runs");
@@ -208,11 +224,14 @@ int main(int argc, char** argv) {
     show->add_option("--db", o.dbPath, "run database");
     auto* exportCmd = app.add_subcommand("export", "all recorded data of one run");
     exportCmd->add_option("run", o.runRef, "run id or name")->required();
-    exportCmd->add_option("--format", o.format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
+    exportCmd->add_option("--format", o.format, "csv or json")
+        ->check(CLI::IsMember({"csv", "json"}));
     exportCmd->add_option("--output,-o", o.output, "file to write (default: standard output)");
     exportCmd->add_option("--db", o.dbPath, "run database");
-    auto* blas = app.add_subcommand("check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
-    auto* keys = app.add_subcommand("keys", "every config key and event kind with its default and meaning");
+    auto* blas = app.add_subcommand(
+        "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
+    auto* keys =
+        app.add_subcommand("keys", "every config key and event kind with its default and meaning");
     keys->add_flag("--markdown", o.markdown, "docs/CONFIG.md");
 
     CLI11_PARSE(app, argc, argv);

@@ -8,13 +8,13 @@
 namespace qklab::cli {
 
 class ProgressBar {
-public:
+  public:
     ProgressBar(int64_t firstStep, int64_t totalSteps, bool interactive);
     // Redraws at most ~10 times a second on a terminal; prints a line per 10% otherwise.
     void update(int64_t step, double loss, double tokensPerSec, double maxLogit);
     void finish();
 
-private:
+  private:
     int64_t m_first, m_total;
     bool m_interactive;
     int m_lastDecile = -1;

@@ -138,14 +138,17 @@ void ConfigForm::addEventsEditor(QFormLayout* form) {
     std::string examples;
     for (const auto& k : eventKinds())
         if (k.kind == EventKind::ContextLength || k.kind == EventKind::QkNorm)
-            examples += (examples.empty() ? "" : ",\n ") + eventText(eventFromJson(k.example, k.name));
+            examples +=
+                (examples.empty() ? "" : ",\n ") + eventText(eventFromJson(k.example, k.name));
     m_events->setPlaceholderText(QString::fromStdString("[" + examples + "]"));
-    QString tip = tr("Timed events as a JSON list; each is {\"step\": N, \"kind\": ..., its parameters}:");
+    QString tip =
+        tr("Timed events as a JSON list; each is {\"step\": N, \"kind\": ..., its parameters}:");
     for (const auto& k : eventKinds()) {
         QStringList params;
         for (const auto& p : k.params)
             params << QStringLiteral("\"%1\"%2 %3")
-                          .arg(QString::fromStdString(p.key), p.required ? QString() : tr(" (optional)"),
+                          .arg(QString::fromStdString(p.key),
+                               p.required ? QString() : tr(" (optional)"),
                                QString::fromStdString(p.help));
         tip += QStringLiteral("\n\n%1: %2\n  e.g. %3")
                    .arg(QString::fromStdString(k.name), QString::fromStdString(k.help),

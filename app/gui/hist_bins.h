@@ -9,7 +9,9 @@ namespace qklab::gui {
 
 using HistBins = HistogramBins;
 
-inline HistBins histBinsOf(const ProbeConfig& probes) { return histogramBinsOf(probes); }
+inline HistBins histBinsOf(const ProbeConfig& probes) {
+    return histogramBinsOf(probes);
+}
 
 QString histogramAxisLabel(const HistBins& bins);
 

@@ -39,7 +39,8 @@ QWidget* editorFor(const EventParamInfo& p, const nlohmann::json& initial) {
         case FieldType::Choice: {
             auto* box = new QComboBox;
             for (const auto& c : p.choices) box->addItem(QString::fromStdString(c));
-            if (initial.is_string()) box->setCurrentText(QString::fromStdString(initial.get<std::string>()));
+            if (initial.is_string())
+                box->setCurrentText(QString::fromStdString(initial.get<std::string>()));
             w = box;
             break;
         }
@@ -151,7 +152,8 @@ Event InterventionPanel::eventFor(EventKind kind) const {
     return e;
 }
 
-void InterventionPanel::setParam(EventKind kind, const std::string& key, const nlohmann::json& value) {
+void InterventionPanel::setParam(EventKind kind, const std::string& key,
+                                 const nlohmann::json& value) {
     const auto& params = eventKindInfo(kind).params;
     for (auto& r : m_rows) {
         if (r.kind != kind) continue;
@@ -160,8 +162,10 @@ void InterventionPanel::setParam(EventKind kind, const std::string& key, const n
             QWidget* w = r.editors[i];
             if (auto* d = qobject_cast<QDoubleSpinBox*>(w)) d->setValue(value.get<double>());
             if (auto* s = qobject_cast<QSpinBox*>(w)) s->setValue(int(value.get<double>()));
-            if (auto* c = qobject_cast<QComboBox*>(w)) c->setCurrentText(QString::fromStdString(value.get<std::string>()));
-            if (auto* e = qobject_cast<QLineEdit*>(w)) e->setText(QString::fromStdString(value.get<std::string>()));
+            if (auto* c = qobject_cast<QComboBox*>(w))
+                c->setCurrentText(QString::fromStdString(value.get<std::string>()));
+            if (auto* e = qobject_cast<QLineEdit*>(w))
+                e->setText(QString::fromStdString(value.get<std::string>()));
         }
     }
 }

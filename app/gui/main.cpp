@@ -66,7 +66,9 @@ int main(int argc, char** argv) {
     // the window is up (the check is a ~50 ms matmul).
     QTimer::singleShot(0, &window, [&window] {
         const qklab::BlasCheck blas = qklab::checkBlasSpeed();
-        if (blas.slow) window.showError(QObject::tr("Slow matrix library"), QString::fromStdString(blas.message));
+        if (blas.slow)
+            window.showError(QObject::tr("Slow matrix library"),
+                             QString::fromStdString(blas.message));
     });
     if (!driver.begin()) {
         // Interactive users keep the window (the error was shown); scripts get an exit code.

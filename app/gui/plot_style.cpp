@@ -87,7 +87,8 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
 }
 
 QString eventLabel(const EventRecord& e) {
-    return QString::fromStdString(qklab::eventLabel(e.kind, e.paramsJson.empty() ? "{}" : e.paramsJson));
+    return QString::fromStdString(
+        qklab::eventLabel(e.kind, e.paramsJson.empty() ? "{}" : e.paramsJson));
 }
 
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,

@@ -1,8 +1,6 @@
 // run_browser_panel.cpp — table, filter, edit actions and change polling.
 #include "run_browser_panel.h"
 
-#include <algorithm>
-
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -18,6 +16,7 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "run_data.h"
 #include "run_list_model.h"

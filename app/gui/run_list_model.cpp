@@ -83,10 +83,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return sort ? QVariant(*r.finalLoss)
                             : QVariant(QString::number(*r.finalLoss, 'f', 4));
             case int(Column::MaxLogit):
-                if (!r.maxLogitRaw)
-                    return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
-                return sort ? QVariant(*r.maxLogitRaw)
-                            : QVariant(formatNumber(*r.maxLogitRaw));
+                if (!r.maxLogitRaw) return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
+                return sort ? QVariant(*r.maxLogitRaw) : QVariant(formatNumber(*r.maxLogitRaw));
             case int(Column::Spikes):
                 return qlonglong(r.spikes);
             case int(Column::Created): {

@@ -17,7 +17,19 @@ class RunListModel : public QAbstractTableModel {
     Q_OBJECT
   public:
     // Column indices (int(Column::Name) for Qt's int columns).
-    enum class Column { Id, Name, Status, Settings, Steps, FinalLoss, MaxLogit, Spikes, Created, Tags, Count };
+    enum class Column {
+        Id,
+        Name,
+        Status,
+        Settings,
+        Steps,
+        FinalLoss,
+        MaxLogit,
+        Spikes,
+        Created,
+        Tags,
+        Count
+    };
     static constexpr int SortRole = Qt::UserRole + 1;
     static constexpr int RunIdRole = Qt::UserRole + 2;
 

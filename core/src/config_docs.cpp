@@ -60,10 +60,12 @@ std::string configReferenceMarkdown() {
        << "alpha = 1 before `start`, 0 after `end`; start = end = 1 means no anneal.\n\n"
        << "| key | default | meaning |\n|---|---|---|\n";
     for (const auto& f : configFields())
-        os << "| `" << f.key << "` | `" << f.get(defaults).dump() << "` | " << meaningOf(f) << " |\n";
+        os << "| `" << f.key << "` | `" << f.get(defaults).dump() << "` | " << meaningOf(f)
+           << " |\n";
     os << "| `events` | `[]` | timed changes to the run (below) |\n\n"
        << "## Events\n\n"
-       << "Each event is `{\"step\": N, \"kind\": ..., <parameters>}` and changes the run from its\n"
+       << "Each event is `{\"step\": N, \"kind\": ..., <parameters>}` and changes the run from "
+          "its\n"
        << "step on; unknown parameters are an error. Interventions made while a run trains (the\n"
        << "app, `--intervene`) are stored with source `user`; the stored config plus its events\n"
        << "replays the run exactly (same seed, CPU).\n\n";

@@ -108,10 +108,13 @@ struct FieldTable {
 
 void optimizerFields(FieldTable& t) {
     t.group = "Optimizer & LR schedule";
-    t.add("optim.lr", "Peak learning rate", "", "peak learning rate (AdamW)",
-          [](RunConfig& c) -> double& { return c.optim.lr; }, 1e-6, 1.0);
-    t.add("optim.weight_decay", "Weight decay", "", "decoupled weight decay on matrices (not on norms/gains)",
-          [](RunConfig& c) -> double& { return c.optim.weightDecay; }, 0, 1);
+    t.add(
+        "optim.lr", "Peak learning rate", "", "peak learning rate (AdamW)",
+        [](RunConfig& c) -> double& { return c.optim.lr; }, 1e-6, 1.0);
+    t.add(
+        "optim.weight_decay", "Weight decay", "",
+        "decoupled weight decay on matrices (not on norms/gains)",
+        [](RunConfig& c) -> double& { return c.optim.weightDecay; }, 0, 1);
     FieldInfo b;
     b.key = "optim.betas";
     b.type = FieldType::FloatPair;
@@ -126,47 +129,68 @@ void optimizerFields(FieldTable& t) {
         c.optim.betas = {v[0].get<double>(), v[1].get<double>()};
     };
     t.add(b);
-    t.add("optim.eps", "AdamW epsilon", "", "AdamW epsilon",
-          [](RunConfig& c) -> double& { return c.optim.eps; }, 1e-12, 1e-3);
-    t.add("optim.grad_clip", "Gradient clip", "L2 norm", "clip the global gradient L2 norm to this; 0 = off",
-          [](RunConfig& c) -> double& { return c.optim.gradClip; }, 0, 100);
-    t.add("optim.z_loss", "z-loss", "", "z-loss coefficient: adds z * log(Z)^2 (Wortsman et al. 1e-4); 0 = off",
-          [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
-    t.add("schedule.steps", "Training steps", "steps", "optimizer steps in the run",
-          [](RunConfig& c) -> int64_t& { return c.schedule.steps; }, 1, 1e7);
-    t.add("schedule.warmup_steps", "Warm-up", "steps", "linear LR warm-up steps from 0",
-          [](RunConfig& c) -> int64_t& { return c.schedule.warmupSteps; }, 0, 1e7);
+    t.add(
+        "optim.eps", "AdamW epsilon", "", "AdamW epsilon",
+        [](RunConfig& c) -> double& { return c.optim.eps; }, 1e-12, 1e-3);
+    t.add(
+        "optim.grad_clip", "Gradient clip", "L2 norm",
+        "clip the global gradient L2 norm to this; 0 = off",
+        [](RunConfig& c) -> double& { return c.optim.gradClip; }, 0, 100);
+    t.add(
+        "optim.z_loss", "z-loss", "",
+        "z-loss coefficient: adds z * log(Z)^2 (Wortsman et al. 1e-4); 0 = off",
+        [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
+    t.add(
+        "schedule.steps", "Training steps", "steps", "optimizer steps in the run",
+        [](RunConfig& c) -> int64_t& { return c.schedule.steps; }, 1, 1e7);
+    t.add(
+        "schedule.warmup_steps", "Warm-up", "steps", "linear LR warm-up steps from 0",
+        [](RunConfig& c) -> int64_t& { return c.schedule.warmupSteps; }, 0, 1e7);
     t.add("schedule.decay", "LR decay", "", "LR shape after warm-up (wsd = warmup-stable-decay)",
           [](RunConfig& c) -> LrDecay& { return c.schedule.decay; });
-    t.add("schedule.min_lr_ratio", "Final LR / peak", "", "final LR as a fraction of optim.lr",
-          [](RunConfig& c) -> double& { return c.schedule.minLrRatio; }, 0, 1);
-    t.add("schedule.wsd_decay_fraction", "WSD decay share", "of steps",
-          "wsd: share of the steps spent in the final decay",
-          [](RunConfig& c) -> double& { return c.schedule.wsdDecayFraction; }, 0.01, 1);
+    t.add(
+        "schedule.min_lr_ratio", "Final LR / peak", "", "final LR as a fraction of optim.lr",
+        [](RunConfig& c) -> double& { return c.schedule.minLrRatio; }, 0, 1);
+    t.add(
+        "schedule.wsd_decay_fraction", "WSD decay share", "of steps",
+        "wsd: share of the steps spent in the final decay",
+        [](RunConfig& c) -> double& { return c.schedule.wsdDecayFraction; }, 0.01, 1);
 }
 
 void modelFields(FieldTable& t) {
     t.group = "Model";
-    t.add("model.d_model", "Model width", "", "residual width d_model",
-          [](RunConfig& c) -> int64_t& { return c.model.dModel; }, 8, 8192);
-    t.add("model.n_layers", "Layers", "", "transformer blocks",
-          [](RunConfig& c) -> int64_t& { return c.model.nLayers; }, 1, 96);
-    t.add("model.n_heads", "Attention heads", "", "attention heads; d_head = d_model / n_heads",
-          [](RunConfig& c) -> int64_t& { return c.model.nHeads; }, 1, 128);
-    t.add("model.seq_len", "Context length", "bytes", "context length T",
-          [](RunConfig& c) -> int64_t& { return c.model.seqLen; }, 2, 65536);
-    t.add("model.rope", "Rotary positions (RoPE)", "", "rotary position embedding (off = learned absolute positions)",
+    t.add(
+        "model.d_model", "Model width", "", "residual width d_model",
+        [](RunConfig& c) -> int64_t& { return c.model.dModel; }, 8, 8192);
+    t.add(
+        "model.n_layers", "Layers", "", "transformer blocks",
+        [](RunConfig& c) -> int64_t& { return c.model.nLayers; }, 1, 96);
+    t.add(
+        "model.n_heads", "Attention heads", "", "attention heads; d_head = d_model / n_heads",
+        [](RunConfig& c) -> int64_t& { return c.model.nHeads; }, 1, 128);
+    t.add(
+        "model.seq_len", "Context length", "bytes", "context length T",
+        [](RunConfig& c) -> int64_t& { return c.model.seqLen; }, 2, 65536);
+    t.add("model.rope", "Rotary positions (RoPE)", "",
+          "rotary position embedding (off = learned absolute positions)",
           [](RunConfig& c) -> bool& { return c.model.rope; });
-    t.add("model.rope_base", "RoPE base", "", "RoPE frequency base",
-          [](RunConfig& c) -> double& { return c.model.ropeBase; }, 2, 1e7);
-    t.add("model.mlp_ratio", "MLP width ratio", "× d_model", "MLP hidden width / d_model",
-          [](RunConfig& c) -> int64_t& { return c.model.mlpRatio; }, 1, 16);
-    t.add("model.output_softcap", "Output softcap", "", "tanh cap on the LM-head logits (Gemma 2: 30); 0 = off",
-          [](RunConfig& c) -> double& { return c.model.outputSoftcap; }, 0, 1000);
-    t.add("model.tie_embeddings", "Tie embeddings", "", "share the token embedding with the LM head",
+    t.add(
+        "model.rope_base", "RoPE base", "", "RoPE frequency base",
+        [](RunConfig& c) -> double& { return c.model.ropeBase; }, 2, 1e7);
+    t.add(
+        "model.mlp_ratio", "MLP width ratio", "× d_model", "MLP hidden width / d_model",
+        [](RunConfig& c) -> int64_t& { return c.model.mlpRatio; }, 1, 16);
+    t.add(
+        "model.output_softcap", "Output softcap", "",
+        "tanh cap on the LM-head logits (Gemma 2: 30); 0 = off",
+        [](RunConfig& c) -> double& { return c.model.outputSoftcap; }, 0, 1000);
+    t.add("model.tie_embeddings", "Tie embeddings", "",
+          "share the token embedding with the LM head",
           [](RunConfig& c) -> bool& { return c.model.tieEmbeddings; });
-    t.add("model.init_std", "Init std", "", "std of the normal weight init (residual projections are scaled down)",
-          [](RunConfig& c) -> double& { return c.model.initStd; }, 1e-4, 1);
+    t.add(
+        "model.init_std", "Init std", "",
+        "std of the normal weight init (residual projections are scaled down)",
+        [](RunConfig& c) -> double& { return c.model.initStd; }, 1e-4, 1);
 }
 
 void attentionFields(FieldTable& t) {
@@ -175,7 +199,8 @@ void attentionFields(FieldTable& t) {
           "QK-norm variant: per-head RMS (no gain / learnable gain), per-head LayerNorm, L2 with "
           "a learnable scale g replacing s, or RMS over the whole projection (OLMo 2)",
           [](RunConfig& c) -> QkNormVariant& { return c.attention.qkNorm; });
-    t.add("attention.qk_norm_on", "Normalise", "", "what is normalised: q and k, k only (light), or q, k and v",
+    t.add("attention.qk_norm_on", "Normalise", "",
+          "what is normalised: q and k, k only (light), or q, k and v",
           [](RunConfig& c) -> QkNormTarget& { return c.attention.qkNormOn; });
     t.add("attention.qk_norm_placement", "Norm before/after RoPE", "",
           "normalise before or after RoPE (a rotation: norms are kept either way)",
@@ -203,28 +228,40 @@ void attentionFields(FieldTable& t) {
     };
     t.add(s);
     t.group = "Softcap";
-    t.add("attention.softcap.kind", "Softcap", "", "cap on attention logits: C*tanh(x/C), or clamp(x, -C, C)",
+    t.add("attention.softcap.kind", "Softcap", "",
+          "cap on attention logits: C*tanh(x/C), or clamp(x, -C, C)",
           [](RunConfig& c) -> SoftcapKind& { return c.attention.softcap.kind; });
-    t.add("attention.softcap.c", "Cap width C", "", "cap width C (Gemma 2: 50; below ~20 flattens attention)",
-          [](RunConfig& c) -> double& { return c.attention.softcap.c; }, 0.1, 1e4);
+    t.add(
+        "attention.softcap.c", "Cap width C", "",
+        "cap width C (Gemma 2: 50; below ~20 flattens attention)",
+        [](RunConfig& c) -> double& { return c.attention.softcap.c; }, 0.1, 1e4);
 }
 
 void annealFields(FieldTable& t) {
     t.group = "Anneal";
-    t.add("anneal.qk_norm.start", "QK-norm anneal start", "of steps",
-          "fraction of steps where alpha starts falling from 1 (1 = no anneal)",
-          [](RunConfig& c) -> double& { return c.anneal.qkNorm.start; }, 0, 1);
-    t.add("anneal.qk_norm.end", "QK-norm anneal end", "of steps", "fraction of steps where alpha reaches 0",
-          [](RunConfig& c) -> double& { return c.anneal.qkNorm.end; }, 0, 1);
-    t.add("anneal.qk_norm.shape", "Anneal curve", "", "alpha curve inside the window (hard = switch off at start)",
+    t.add(
+        "anneal.qk_norm.start", "QK-norm anneal start", "of steps",
+        "fraction of steps where alpha starts falling from 1 (1 = no anneal)",
+        [](RunConfig& c) -> double& { return c.anneal.qkNorm.start; }, 0, 1);
+    t.add(
+        "anneal.qk_norm.end", "QK-norm anneal end", "of steps",
+        "fraction of steps where alpha reaches 0",
+        [](RunConfig& c) -> double& { return c.anneal.qkNorm.end; }, 0, 1);
+    t.add("anneal.qk_norm.shape", "Anneal curve", "",
+          "alpha curve inside the window (hard = switch off at start)",
           [](RunConfig& c) -> AnnealShape& { return c.anneal.qkNorm.shape; });
-    t.add("anneal.softcap.start", "Softcap anneal start", "of steps",
-          "fraction of steps where C starts moving to c_to (1 = no anneal)",
-          [](RunConfig& c) -> double& { return c.anneal.softcap.start; }, 0, 1);
-    t.add("anneal.softcap.end", "Softcap anneal end", "of steps", "fraction of steps where C reaches c_to",
-          [](RunConfig& c) -> double& { return c.anneal.softcap.end; }, 0, 1);
-    t.add("anneal.softcap.c_to", "Final cap width", "", "softcap C at the end of its anneal (1000 ~ off)",
-          [](RunConfig& c) -> double& { return c.anneal.softcap.cTo; }, 0.1, 1e6);
+    t.add(
+        "anneal.softcap.start", "Softcap anneal start", "of steps",
+        "fraction of steps where C starts moving to c_to (1 = no anneal)",
+        [](RunConfig& c) -> double& { return c.anneal.softcap.start; }, 0, 1);
+    t.add(
+        "anneal.softcap.end", "Softcap anneal end", "of steps",
+        "fraction of steps where C reaches c_to",
+        [](RunConfig& c) -> double& { return c.anneal.softcap.end; }, 0, 1);
+    t.add(
+        "anneal.softcap.c_to", "Final cap width", "",
+        "softcap C at the end of its anneal (1000 ~ off)",
+        [](RunConfig& c) -> double& { return c.anneal.softcap.cTo; }, 0.1, 1e6);
 }
 
 void dataFields(FieldTable& t) {
@@ -232,54 +269,74 @@ void dataFields(FieldTable& t) {
     t.add("data.source", "Training text", "",
           "\"builtin\" (generated corpus shipped in the app) or a text file path",
           [](RunConfig& c) -> std::string& { return c.data.source; });
-    t.add("data.batch_size", "Batch size", "sequences", "sequences per step",
-          [](RunConfig& c) -> int64_t& { return c.data.batchSize; }, 1, 4096);
-    t.add("data.val_fraction", "Validation share", "of text", "tail of the corpus held out for validation",
-          [](RunConfig& c) -> double& { return c.data.valFraction; }, 0.01, 0.5);
-    t.add("eval.every", "Validate every", "steps", "validation loss every N steps (0 = only at the end)",
-          [](RunConfig& c) -> int64_t& { return c.eval.every; }, 0, 1e7);
-    t.add("eval.batches", "Validation batches", "batches", "batches per validation",
-          [](RunConfig& c) -> int64_t& { return c.eval.batches; }, 1, 1000);
+    t.add(
+        "data.batch_size", "Batch size", "sequences", "sequences per step",
+        [](RunConfig& c) -> int64_t& { return c.data.batchSize; }, 1, 4096);
+    t.add(
+        "data.val_fraction", "Validation share", "of text",
+        "tail of the corpus held out for validation",
+        [](RunConfig& c) -> double& { return c.data.valFraction; }, 0.01, 0.5);
+    t.add(
+        "eval.every", "Validate every", "steps",
+        "validation loss every N steps (0 = only at the end)",
+        [](RunConfig& c) -> int64_t& { return c.eval.every; }, 0, 1e7);
+    t.add(
+        "eval.batches", "Validation batches", "batches", "batches per validation",
+        [](RunConfig& c) -> int64_t& { return c.eval.batches; }, 1, 1000);
 }
 
 void probeFields(FieldTable& t) {
     t.group = "Probes";
-    t.add("probes.every", "Probe every", "steps", "record attention statistics every N steps (0 = off)",
-          [](RunConfig& c) -> int64_t& { return c.probes.every; }, 0, 1e6);
-    t.add("probes.hist_bins", "Histogram bins", "bins", "raw-logit histogram bins",
-          [](RunConfig& c) -> int64_t& { return c.probes.histBins; }, 1, 4096);
-    t.add("probes.hist_min", "Histogram from", "", "lower histogram edge (in hist_scale units)",
-          [](RunConfig& c) -> double& { return c.probes.histMin; }, -1e6, 1e6);
-    t.add("probes.hist_max", "Histogram to", "", "upper histogram edge (in hist_scale units)",
-          [](RunConfig& c) -> double& { return c.probes.histMax; }, -1e6, 1e6);
+    t.add(
+        "probes.every", "Probe every", "steps",
+        "record attention statistics every N steps (0 = off)",
+        [](RunConfig& c) -> int64_t& { return c.probes.every; }, 0, 1e6);
+    t.add(
+        "probes.hist_bins", "Histogram bins", "bins", "raw-logit histogram bins",
+        [](RunConfig& c) -> int64_t& { return c.probes.histBins; }, 1, 4096);
+    t.add(
+        "probes.hist_min", "Histogram from", "", "lower histogram edge (in hist_scale units)",
+        [](RunConfig& c) -> double& { return c.probes.histMin; }, -1e6, 1e6);
+    t.add(
+        "probes.hist_max", "Histogram to", "", "upper histogram edge (in hist_scale units)",
+        [](RunConfig& c) -> double& { return c.probes.histMax; }, -1e6, 1e6);
     t.add("probes.hist_scale", "Histogram scale", "",
           "bin raw logits linearly, or by sign(x)*log10(1+|x|) to see 10^6",
           [](RunConfig& c) -> HistScale& { return c.probes.histScale; });
-    t.add("probes.attn_map_every", "Attention map every", "steps",
-          "store the softmax map of one sequence every N steps (0 = off)",
-          [](RunConfig& c) -> int64_t& { return c.probes.attnMapEvery; }, 0, 1e6);
-    t.add("spikes.window", "Spike window", "steps", "rolling window of the spike z-score (llm.c: 128)",
-          [](RunConfig& c) -> int64_t& { return c.spikes.window; }, 2, 1e5);
-    t.add("spikes.z_threshold", "Spike threshold", "σ",
-          "a loss/grad-norm this many sigmas above the window mean is a spike",
-          [](RunConfig& c) -> double& { return c.spikes.zThreshold; }, 0.5, 100);
-    t.add("spikes.min_history", "Spike warm-up", "steps", "values seen before any spike verdict",
-          [](RunConfig& c) -> int64_t& { return c.spikes.minHistory; }, 2, 1e5);
+    t.add(
+        "probes.attn_map_every", "Attention map every", "steps",
+        "store the softmax map of one sequence every N steps (0 = off)",
+        [](RunConfig& c) -> int64_t& { return c.probes.attnMapEvery; }, 0, 1e6);
+    t.add(
+        "spikes.window", "Spike window", "steps",
+        "rolling window of the spike z-score (llm.c: 128)",
+        [](RunConfig& c) -> int64_t& { return c.spikes.window; }, 2, 1e5);
+    t.add(
+        "spikes.z_threshold", "Spike threshold", "σ",
+        "a loss/grad-norm this many sigmas above the window mean is a spike",
+        [](RunConfig& c) -> double& { return c.spikes.zThreshold; }, 0.5, 100);
+    t.add(
+        "spikes.min_history", "Spike warm-up", "steps", "values seen before any spike verdict",
+        [](RunConfig& c) -> int64_t& { return c.spikes.minHistory; }, 2, 1e5);
 }
 
 void runFields(FieldTable& t) {
     t.group = "Device";
-    t.add("run.seed", "Seed", "", "seed of init and data order",
-          [](RunConfig& c) -> int64_t& { return c.run.seed; }, 0, 2147483647);
+    t.add(
+        "run.seed", "Seed", "", "seed of init and data order",
+        [](RunConfig& c) -> int64_t& { return c.run.seed; }, 0, 2147483647);
     t.add("run.device", "Device", "", "where to train",
           [](RunConfig& c) -> DeviceKind& { return c.run.device; });
-    t.add("run.dtype", "Precision", "", "compute precision (master weights stay fp32; probes in fp32)",
+    t.add("run.dtype", "Precision", "",
+          "compute precision (master weights stay fp32; probes in fp32)",
           [](RunConfig& c) -> Precision& { return c.run.dtype; });
-    t.add("run.threads", "CPU threads", "threads", "CPU threads (0 = all cores)",
-          [](RunConfig& c) -> int64_t& { return c.run.threads; }, 0, 256);
-    t.add("run.checkpoint_every", "Checkpoint every", "steps",
-          "save a checkpoint every N steps (0 = only at stop/end)",
-          [](RunConfig& c) -> int64_t& { return c.run.checkpointEvery; }, 0, 1e7);
+    t.add(
+        "run.threads", "CPU threads", "threads", "CPU threads (0 = all cores)",
+        [](RunConfig& c) -> int64_t& { return c.run.threads; }, 0, 256);
+    t.add(
+        "run.checkpoint_every", "Checkpoint every", "steps",
+        "save a checkpoint every N steps (0 = only at stop/end)",
+        [](RunConfig& c) -> int64_t& { return c.run.checkpointEvery; }, 0, 1e7);
     t.add("run.fused_attention", "Fused attention", "",
           "fused attention kernel on steps that need no explicit logits (no probe, no softcap); "
           "false = always the explicit path",

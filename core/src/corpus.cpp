@@ -18,7 +18,7 @@ namespace qklab {
 namespace {
 
 class Generator {
-public:
+  public:
     explicit Generator(uint64_t seed) : m_rng(seed) {}
 
     template <size_t N>
@@ -28,19 +28,23 @@ public:
     int number(int lo, int hi) { return lo + static_cast<int>(m_rng() % (hi - lo + 1)); }
 
     void tale(std::string& out) {
-        static const char* const names[] = {"Alice", "Bruno", "Clara", "Dmitri", "Elena", "Farid",
-                                            "Greta", "Hiro",  "Ines",  "Jonas",  "Kira",  "Lorenzo"};
-        static const char* const adjectives[] = {"old", "quiet", "red", "golden", "small",
+        static const char* const names[] = {"Alice", "Bruno", "Clara", "Dmitri",
+                                            "Elena", "Farid", "Greta", "Hiro",
+                                            "Ines",  "Jonas", "Kira",  "Lorenzo"};
+        static const char* const adjectives[] = {"old",   "quiet",  "red",    "golden", "small",
                                                  "heavy", "bright", "broken", "wooden", "strange"};
-        static const char* const nouns[] = {"lamp", "key", "boat", "letter", "garden", "bridge",
-                                            "clock", "horse", "window", "map", "song", "tower"};
-        static const char* const verbs[] = {"found", "carried", "painted", "opened", "lost",
-                                            "mended", "followed", "watched", "sold", "remembered"};
-        static const char* const places[] = {"by the river", "in the market", "under the hill",
-                                             "at the harbour", "behind the mill", "in the tower",
-                                             "near the gate", "on the road north"};
-        static const char* const times[] = {"In the morning", "At dusk", "Later that day",
-                                            "When the rain stopped", "Before supper", "At noon"};
+        static const char* const nouns[] = {"lamp",   "key",    "boat",  "letter",
+                                            "garden", "bridge", "clock", "horse",
+                                            "window", "map",    "song",  "tower"};
+        static const char* const verbs[] = {"found", "carried",   "painted",  "opened",
+                                            "lost",  "mended",    "followed", "watched",
+                                            "sold",  "remembered"};
+        static const char* const places[] = {"by the river",   "in the market",    "under the hill",
+                                             "at the harbour", "behind the mill",  "in the tower",
+                                             "near the gate",  "on the road north"};
+        static const char* const times[] = {"In the morning", "At dusk",
+                                            "Later that day", "When the rain stopped",
+                                            "Before supper",  "At noon"};
         const char* hero = pick(names);
         const char* friendName = pick(names);
         out += "The tale of ";
@@ -72,7 +76,7 @@ public:
     void dialogue(std::string& out) {
         static const char* const speakers[] = {"KING", "QUEEN", "FOOL", "GUARD", "MERCHANT"};
         static const char* const lines[] = {
-            "What news from the north?",       "The bridge is broken, my lord.",
+            "What news from the north?",        "The bridge is broken, my lord.",
             "Then we shall wait for the boat.", "I have carried the letter all night.",
             "Speak softly, the tower listens.", "Bring me the golden key.",
             "The market is quiet today.",       "Who opened the window?",
@@ -92,10 +96,12 @@ public:
         for (int i = 0; i < lines; ++i) {
             const int a = number(0, 99), b = number(0, 99);
             if (m_rng() % 2) {
-                out += std::to_string(a) + " + " + std::to_string(b) + " = " + std::to_string(a + b);
+                out +=
+                    std::to_string(a) + " + " + std::to_string(b) + " = " + std::to_string(a + b);
             } else {
                 const int hi = std::max(a, b), lo = std::min(a, b);
-                out += std::to_string(hi) + " - " + std::to_string(lo) + " = " + std::to_string(hi - lo);
+                out += std::to_string(hi) + " - " + std::to_string(lo) + " = " +
+                       std::to_string(hi - lo);
             }
             out += ".\n";
         }
@@ -103,8 +109,8 @@ public:
     }
 
     void inventory(std::string& out) {
-        static const char* const items[] = {"apples", "candles", "ropes", "loaves", "nails",
-                                            "barrels", "lanterns", "coins"};
+        static const char* const items[] = {"apples", "candles", "ropes",    "loaves",
+                                            "nails",  "barrels", "lanterns", "coins"};
         out += "Inventory:";
         const int n = number(2, 4);
         for (int i = 0; i < n; ++i) {
@@ -114,7 +120,7 @@ public:
         out += ".\n\n";
     }
 
-private:
+  private:
     std::mt19937_64 m_rng;
 };
 
@@ -126,10 +132,24 @@ std::string builtinCorpus(int64_t bytes) {
     out.reserve(static_cast<size_t>(bytes) + 1024);
     while (static_cast<int64_t>(out.size()) < bytes) {
         switch (g.number(0, 9)) {
-            case 0: case 1: case 2: case 3: g.tale(out); break;
-            case 4: case 5: case 6: g.dialogue(out); break;
-            case 7: case 8: g.arithmetic(out); break;
-            default: g.inventory(out); break;
+            case 0:
+            case 1:
+            case 2:
+            case 3:
+                g.tale(out);
+                break;
+            case 4:
+            case 5:
+            case 6:
+                g.dialogue(out);
+                break;
+            case 7:
+            case 8:
+                g.arithmetic(out);
+                break;
+            default:
+                g.inventory(out);
+                break;
         }
     }
     out.resize(static_cast<size_t>(bytes));

@@ -14,10 +14,11 @@ ByteDataLoader::ByteDataLoader(const std::string& text, double valFraction, int6
     const auto nVal = static_cast<int64_t>(static_cast<double>(n) * valFraction);
     const int64_t nTrain = n - nVal;
     if (nVal < maxSeqLen + 1 || nTrain < maxSeqLen + 1)
-        throw Error(ErrorCode::InvalidConfig,
-                    "data.source has " + std::to_string(n) + " bytes: too few for a " +
-                        std::to_string(maxSeqLen) + "-byte context in both the training and the "
-                        "validation split (data.val_fraction)");
+        throw Error(ErrorCode::InvalidConfig, "data.source has " + std::to_string(n) +
+                                                  " bytes: too few for a " +
+                                                  std::to_string(maxSeqLen) +
+                                                  "-byte context in both the training and the "
+                                                  "validation split (data.val_fraction)");
     auto all = torch::from_blob(const_cast<char*>(text.data()), {n}, torch::kUInt8).clone();
     m_train = all.narrow(0, 0, nTrain);
     m_val = all.narrow(0, nTrain, nVal);
@@ -26,9 +27,10 @@ ByteDataLoader::ByteDataLoader(const std::string& text, double valFraction, int6
 Batch ByteDataLoader::gather(const torch::Tensor& source, const std::vector<int64_t>& offsets,
                              int64_t seqLen) {
     const auto B = static_cast<int64_t>(offsets.size());
-    auto start = torch::tensor(offsets, torch::kInt64).unsqueeze(1);        // (B, 1)
+    auto start = torch::tensor(offsets, torch::kInt64).unsqueeze(1);           // (B, 1)
     auto idx = start + torch::arange(seqLen + 1, torch::kInt64).unsqueeze(0);  // (B, T+1)
-    auto rows = source.index_select(0, idx.reshape({-1})).reshape({B, seqLen + 1}).to(torch::kInt64);
+    auto rows =
+        source.index_select(0, idx.reshape({-1})).reshape({B, seqLen + 1}).to(torch::kInt64);
     return {rows.narrow(1, 0, seqLen), rows.narrow(1, 1, seqLen)};
 }
 
@@ -54,7 +56,8 @@ Batch ByteDataLoader::dirtyBatch(const std::string& text, int64_t batchSize, int
     std::string tiled;
     while (static_cast<int64_t>(tiled.size()) < seqLen + 1 + static_cast<int64_t>(text.size()))
         tiled += text;
-    auto source = torch::from_blob(tiled.data(), {static_cast<int64_t>(tiled.size())}, torch::kUInt8).clone();
+    auto source =
+        torch::from_blob(tiled.data(), {static_cast<int64_t>(tiled.size())}, torch::kUInt8).clone();
     std::vector<int64_t> offsets(batchSize);
     for (int64_t b = 0; b < batchSize; ++b) offsets[b] = b % static_cast<int64_t>(text.size());
     return gather(source, offsets, seqLen);

@@ -17,7 +17,7 @@ struct Batch {
 };
 
 class ByteDataLoader {
-public:
+  public:
     ByteDataLoader(const std::string& text, double valFraction, int64_t maxSeqLen, uint64_t seed);
     Batch trainBatch(int64_t batchSize, int64_t seqLen);
     Batch valBatch(int64_t index, int64_t batchesTotal, int64_t batchSize, int64_t seqLen);
@@ -25,7 +25,7 @@ public:
     std::string rngState() const;
     void setRngState(const std::string& state);
 
-private:
+  private:
     Batch gather(const torch::Tensor& source, const std::vector<int64_t>& offsets, int64_t seqLen);
     torch::Tensor m_train, m_val;  // (N) uint8
     std::mt19937_64 m_rng;

@@ -26,7 +26,8 @@ using nlohmann::json;
 // Typed parameter entries, in the style of the config field registry.
 EventParamInfo floatParam(std::string key, std::string help, double lo, double hi,
                           double EventArgs::*member, bool required = true) {
-    EventParamInfo p{std::move(key), FieldType::Float, std::move(help), required, lo, hi, {}, {}, {}, {}};
+    EventParamInfo p{
+        std::move(key), FieldType::Float, std::move(help), required, lo, hi, {}, {}, {}, {}};
     p.get = [member](const EventArgs& a) { return json(a.*member); };
     p.set = [member](EventArgs& a, const json& v) { a.*member = v.get<double>(); };
     return p;
@@ -43,8 +44,16 @@ EventParamInfo intParam(std::string key, std::string help, double lo, double hi,
 template <class E>
 EventParamInfo choiceParam(std::string key, std::string help, E EventArgs::*member,
                            bool required = true) {
-    EventParamInfo p{std::move(key), FieldType::Choice, std::move(help), required, 0, 0,
-                     choiceNames<E>(), {}, {}, {}};
+    EventParamInfo p{std::move(key),
+                     FieldType::Choice,
+                     std::move(help),
+                     required,
+                     0,
+                     0,
+                     choiceNames<E>(),
+                     {},
+                     {},
+                     {}};
     p.get = [member](const EventArgs& a) { return json(nameOf(a.*member)); };
     p.set = [member](EventArgs& a, const json& v) {
         a.*member = *parseChoice<E>(v.get<std::string>());
@@ -76,8 +85,9 @@ EventKindInfo contextLength() {
     k.kind = EventKind::ContextLength;
     k.title = "Context length";
     k.action = "Switch context";
-    k.help = "train with this context length from this step on (the model is built for the "
-             "longest one the events name)";
+    k.help =
+        "train with this context length from this step on (the model is built for the "
+        "longest one the events name)";
     k.params = {intParam("seq_len", "context length T in bytes", 2, 65536, &EventArgs::seqLen)};
     // Positions (RoPE tables, learned embeddings) exist only up to the longest context the
     // config names, so a mid-run switch cannot go beyond it.
@@ -94,8 +104,9 @@ EventKindInfo dirtyBatch() {
     k.title = "Dirty batch";
     k.action = "Inject batch";
     k.help = "the batch of this one step is heavily repeated text";
-    EventParamInfo text{"text", FieldType::Text, "the repeated text (default: an advert)",
-                        false, 0, 0, {}, {}, {}, {}};
+    EventParamInfo text{
+        "text", FieldType::Text, "the repeated text (default: an advert)", false, 0, 0, {}, {}, {},
+        {}};
     text.get = [](const EventArgs& a) { return json(a.text); };
     text.set = [](EventArgs& a, const json& v) { a.text = v.get<std::string>(); };
     k.params = {text};
@@ -131,8 +142,9 @@ EventKindInfo qkAnneal() {
     k.kind = EventKind::QkAnneal;
     k.title = "QK-norm anneal";
     k.action = "Start anneal";
-    k.help = "anneal QK-norm away: alpha falls 1 -> 0 over `steps` steps from this step "
-             "(learnable QK gains freeze)";
+    k.help =
+        "anneal QK-norm away: alpha falls 1 -> 0 over `steps` steps from this step "
+        "(learnable QK gains freeze)";
     k.params = {intParam("steps", "length of the anneal in steps", 1, 1e7, &EventArgs::steps),
                 choiceParam<AnnealShape>("shape", "alpha curve", &EventArgs::shape, false)};
     k.apply = [](StepSettings& s, const Event& e, int64_t step) {
@@ -152,16 +164,17 @@ EventKindInfo softcap() {
     k.title = "Softcap";
     k.action = "Set softcap";
     k.help = "switch the attention-logit softcap from this step on";
-    k.params = {choiceParam<SoftcapKind>("cap", "cap form", &EventArgs::cap),
-                floatParam("c", "cap width C (ignored for cap none)", 0.1, 1e6, &EventArgs::c,
-                           false)};
+    k.params = {
+        choiceParam<SoftcapKind>("cap", "cap form", &EventArgs::cap),
+        floatParam("c", "cap width C (ignored for cap none)", 0.1, 1e6, &EventArgs::c, false)};
     k.apply = [](StepSettings& s, const Event& e, int64_t) {
         s.softcapKind = e.args.cap;
         s.softcapC = e.args.c;
     };
     k.label = [](const EventArgs& a) {
-        return a.cap == SoftcapKind::None ? std::string("softcap none")
-                                          : std::string("softcap ") + nameOf(a.cap) + " C=" + number(a.c);
+        return a.cap == SoftcapKind::None
+                   ? std::string("softcap none")
+                   : std::string("softcap ") + nameOf(a.cap) + " C=" + number(a.c);
     };
     k.example = {{"step", 900}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 50.0}};
     return k;
@@ -180,20 +193,21 @@ void setParam(const EventParamInfo& p, EventArgs& args, const json& v, const std
         case FieldType::Float:
             if (!v.is_number()) paramError(where, p.key, v, "a number");
             if (!(v.get<double>() >= p.minValue && v.get<double>() <= p.maxValue))
-                paramError(where, p.key, v, "a number in [" + number(p.minValue) + ", " +
-                                                number(p.maxValue) + "]");
+                paramError(where, p.key, v,
+                           "a number in [" + number(p.minValue) + ", " + number(p.maxValue) + "]");
             break;
         case FieldType::Int:
             if (!v.is_number_integer()) paramError(where, p.key, v, "an integer");
             if (v.get<double>() < p.minValue || v.get<double>() > p.maxValue)
-                paramError(where, p.key, v, "an integer in [" + number(p.minValue) + ", " +
-                                                number(p.maxValue) + "]");
+                paramError(
+                    where, p.key, v,
+                    "an integer in [" + number(p.minValue) + ", " + number(p.maxValue) + "]");
             break;
         case FieldType::Choice: {
             std::string list;
             for (const auto& c : p.choices) list += (list.empty() ? "" : " | ") + c;
-            if (!v.is_string() ||
-                std::find(p.choices.begin(), p.choices.end(), v.get<std::string>()) == p.choices.end())
+            if (!v.is_string() || std::find(p.choices.begin(), p.choices.end(),
+                                            v.get<std::string>()) == p.choices.end())
                 paramError(where, p.key, v, "one of " + list);
             break;
         }
@@ -234,7 +248,9 @@ Event eventFromJson(const json& j, const std::string& where) {
     Event e;
     e.step = j["step"].get<int64_t>();
     e.kind = info->kind;
-    if (e.step < 0) throw Error(ErrorCode::InvalidConfig, where + ".step = " + shortJson(j["step"]) + ": must be >= 0");
+    if (e.step < 0)
+        throw Error(ErrorCode::InvalidConfig,
+                    where + ".step = " + shortJson(j["step"]) + ": must be >= 0");
     std::vector<std::string> known{"step", "kind", "source"};
     for (const auto& p : info->params) known.push_back(p.key);
     for (auto it = j.begin(); it != j.end(); ++it) {
@@ -299,8 +315,8 @@ Event eventFromRecord(int64_t step, const std::string& kind, const std::string& 
     try {
         j = json::parse(paramsJson);
     } catch (const json::parse_error&) {
-        throw Error(ErrorCode::InvalidConfig, "stored event at step " + std::to_string(step) +
-                                                  ": parameters are not JSON");
+        throw Error(ErrorCode::InvalidConfig,
+                    "stored event at step " + std::to_string(step) + ": parameters are not JSON");
     }
     if (!j.is_object()) j = json::object();
     j.erase("_intervention");  // written by qklab 0.1 into user events (now `source`)
@@ -323,7 +339,8 @@ std::string eventKindsSummary() {
     std::string out;
     for (const auto& k : eventKinds()) {
         std::string params;
-        for (const auto& p : k.params) params += (params.empty() ? "" : ", ") + p.key + (p.required ? "" : "?");
+        for (const auto& p : k.params)
+            params += (params.empty() ? "" : ", ") + p.key + (p.required ? "" : "?");
         out += (out.empty() ? "" : "\n") + k.name + " {" + params + "}";
     }
     return out;

@@ -42,7 +42,8 @@ torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, doubl
 namespace {
 
 // Rotate-half RoPE (GPT-NeoX layout). x: (B, H, T, dh); cos/sin: (T, dh).
-torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos,
+                        const torch::Tensor& sin) {
     const int64_t half = x.size(-1) / 2;
     auto x1 = x.narrow(-1, 0, half);
     auto x2 = x.narrow(-1, half, half);
@@ -75,7 +76,8 @@ torch::Tensor mix(const torch::Tensor& normed, const torch::Tensor& raw, double 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c)
     : m_nHeads(c.model.nHeads), m_dHead(c.dHead()), m_rope(c.model.rope) {
     const int64_t C = c.model.dModel;
-    m_qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(false)));
+    m_qkv =
+        register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(false)));
     m_proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(false)));
     const int64_t groups = c.attention.qkGainPerHead ? m_nHeads : 1;
     // All QK gains exist whatever the variant, so an intervention can switch variants mid-run;
@@ -105,7 +107,8 @@ torch::Tensor CausalSelfAttentionImpl::normalize(const torch::Tensor& x, const t
             return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) *
                    gain.view({1, groups, 1, m_dHead});
         case QkNormVariant::LayerNorm:
-            return torch::layer_norm(x, {m_dHead}, {}, {}, 1e-5) * gain.view({1, groups, 1, m_dHead});
+            return torch::layer_norm(x, {m_dHead}, {}, {}, 1e-5) *
+                   gain.view({1, groups, 1, m_dHead});
         case QkNormVariant::L2Scale:
             return F::normalize(x, F::NormalizeFuncOptions().dim(-1).eps(eps));
         case QkNormVariant::WholeRms:  // over the whole projection (all heads at once), OLMo 2
@@ -195,8 +198,10 @@ BlockImpl::BlockImpl(const RunConfig& c) {
     attn = register_module("attn", CausalSelfAttention(c));
     m_norm1 = register_parameter("norm1", torch::ones({C}));
     m_norm2 = register_parameter("norm2", torch::ones({C}));
-    m_fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(C, c.model.mlpRatio * C).bias(false)));
-    m_out = register_module("out", torch::nn::Linear(torch::nn::LinearOptions(c.model.mlpRatio * C, C).bias(false)));
+    m_fc = register_module(
+        "fc", torch::nn::Linear(torch::nn::LinearOptions(C, c.model.mlpRatio * C).bias(false)));
+    m_out = register_module(
+        "out", torch::nn::Linear(torch::nn::LinearOptions(c.model.mlpRatio * C, C).bias(false)));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -221,13 +226,14 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
         m_blocks.push_back(register_module("block" + std::to_string(i), Block(c)));
     m_finalNorm = register_parameter("final_norm", torch::ones({C}));
     if (!c.model.tieEmbeddings)
-        m_head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(C, V).bias(false)));
+        m_head =
+            register_module("head", torch::nn::Linear(torch::nn::LinearOptions(C, V).bias(false)));
 
     // Rotary tables for the longest context any event asks for.
     auto invFreq = torch::pow(c.model.ropeBase, -torch::arange(0, D, 2, torch::kFloat64) / D);
     auto t = torch::arange(m_maxT, torch::kFloat64);
-    auto freqs = torch::outer(t, invFreq);                  // (maxT, D/2)
-    auto emb = torch::cat({freqs, freqs}, -1);              // (maxT, D)
+    auto freqs = torch::outer(t, invFreq);      // (maxT, D/2)
+    auto emb = torch::cat({freqs, freqs}, -1);  // (maxT, D)
     m_cos = register_buffer("rope_cos", emb.cos().to(torch::kFloat32));
     m_sin = register_buffer("rope_sin", emb.sin().to(torch::kFloat32));
 
@@ -240,8 +246,8 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
         auto& p = item.value();
         if (p.dim() < 2) continue;  // norms and gains keep their init
         if (name.find("gain") != std::string::npos) continue;
-        const bool residual = name.find("attn.proj") != std::string::npos ||
-                              name.find(".out.") != std::string::npos;
+        const bool residual =
+            name.find("attn.proj") != std::string::npos || name.find(".out.") != std::string::npos;
         p.normal_(0.0, residual ? residualStd : std);
     }
 }

@@ -22,11 +22,11 @@ struct AttentionSwitches {
     QkNormVariant qkNorm = QkNormVariant::None;
     QkNormTarget normOn = QkNormTarget::QK;
     bool normAfterRope = false;
-    double alpha = 1.0;          // q = alpha * norm(q) + (1 - alpha) * q_raw (same for k)
-    double scale = 0.0;          // s, fixed during an anneal
+    double alpha = 1.0;  // q = alpha * norm(q) + (1 - alpha) * q_raw (same for k)
+    double scale = 0.0;  // s, fixed during an anneal
     SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 50.0;
-    bool fused = false;          // fused kernel (only where fusedAttentionPossible says so)
+    bool fused = false;  // fused kernel (only where fusedAttentionPossible says so)
 };
 
 // at::scaled_dot_product_attention with an explicit scale arrived in LibTorch 2.1; Debian's
@@ -45,55 +45,55 @@ bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing);
 
 // What one layer's attention hands to the probes (all detached; filled only on probe steps).
 struct AttentionCapture {
-    torch::Tensor raw;           // (B, H, T, T) logits before softcap, unmasked
-    torch::Tensor capped;        // (B, H, T, T) after softcap (== raw without cap)
-    torch::Tensor probs;         // (B, H, T, T) softmax
-    torch::Tensor q, k;          // (B, H, T, dh) as they enter the dot product (pre-scale)
-    torch::Tensor qRaw, kRaw;    // (B, H, T, dh) straight out of the projection
+    torch::Tensor raw;         // (B, H, T, T) logits before softcap, unmasked
+    torch::Tensor capped;      // (B, H, T, T) after softcap (== raw without cap)
+    torch::Tensor probs;       // (B, H, T, T) softmax
+    torch::Tensor q, k;        // (B, H, T, dh) as they enter the dot product (pre-scale)
+    torch::Tensor qRaw, kRaw;  // (B, H, T, dh) straight out of the projection
 };
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
-public:
+  public:
     explicit CausalSelfAttentionImpl(const RunConfig& c);
     // x: (B, T, C); cos/sin: (T, dh); mask: (T, T) additive (0 / -inf)
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          const torch::Tensor& mask, const AttentionSwitches& sw,
-                          AttentionCapture* capture);
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
+                          const torch::Tensor& sin, const torch::Tensor& mask,
+                          const AttentionSwitches& sw, AttentionCapture* capture);
     std::vector<torch::Tensor> qkGains();  // learnable QK scales, frozen during an anneal
 
-private:
+  private:
     torch::Tensor normalize(const torch::Tensor& x, const torch::Tensor& gain, QkNormVariant kind,
                             const torch::Tensor& wholeGain);
     int64_t m_nHeads, m_dHead;
     bool m_rope;
     torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr};
-    torch::Tensor m_qGain, m_kGain;          // (G, dh), G = n_heads or 1 (shared)
+    torch::Tensor m_qGain, m_kGain;            // (G, dh), G = n_heads or 1 (shared)
     torch::Tensor m_wholeQGain, m_wholeKGain;  // (C) for whole-projection RMS (OLMo 2)
-    torch::Tensor m_l2Scale;                 // (H) learnable g replacing s (Henry et al.)
+    torch::Tensor m_l2Scale;                   // (H) learnable g replacing s (Henry et al.)
 };
 TORCH_MODULE(CausalSelfAttention);
 
 class BlockImpl : public torch::nn::Module {
-public:
+  public:
     explicit BlockImpl(const RunConfig& c);
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          const torch::Tensor& mask, const AttentionSwitches& sw,
-                          AttentionCapture* capture);
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
+                          const torch::Tensor& sin, const torch::Tensor& mask,
+                          const AttentionSwitches& sw, AttentionCapture* capture);
     CausalSelfAttention attn{nullptr};
 
-private:
-    torch::Tensor m_norm1, m_norm2;          // RMSNorm weights (C)
+  private:
+    torch::Tensor m_norm1, m_norm2;  // RMSNorm weights (C)
     torch::nn::Linear m_fc{nullptr}, m_out{nullptr};
 };
 TORCH_MODULE(Block);
 
 struct ForwardResult {
-    torch::Tensor loss;          // scalar: cross-entropy (+ z-loss)
-    torch::Tensor ceLoss;        // scalar: cross-entropy alone
+    torch::Tensor loss;    // scalar: cross-entropy (+ z-loss)
+    torch::Tensor ceLoss;  // scalar: cross-entropy alone
 };
 
 class TransformerImpl : public torch::nn::Module {
-public:
+  public:
     explicit TransformerImpl(const RunConfig& c);
     // tokens, targets: (B, T) int64. captures: one per layer when probing, else null.
     ForwardResult forward(const torch::Tensor& tokens, const torch::Tensor& targets,
@@ -104,7 +104,7 @@ public:
     int64_t parameterCount();
     int64_t nLayers() const { return static_cast<int64_t>(m_blocks.size()); }
 
-private:
+  private:
     const torch::Tensor& causalMask(int64_t T, const torch::Device& device);
     int64_t m_dModel, m_nHeads, m_maxT;
     double m_outputSoftcap, m_zLoss;

@@ -26,8 +26,9 @@ torch::Tensor causalIndices(int64_t T, const torch::Device& device) {
 torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
     const int64_t n = x.size(1);
     if (n <= limit) return x;
-    auto idx = torch::linspace(0, static_cast<double>(n - 1), limit, x.options().dtype(torch::kFloat64))
-                   .to(torch::kInt64);
+    auto idx =
+        torch::linspace(0, static_cast<double>(n - 1), limit, x.options().dtype(torch::kFloat64))
+            .to(torch::kInt64);
     return x.index_select(1, idx);
 }
 
@@ -35,7 +36,8 @@ torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
 torch::Tensor rowQuantile(const torch::Tensor& x, double q) {
     auto s = sampleColumns(x, kMaxQuantileSamples);
     const int64_t n = s.size(1);
-    const int64_t k = std::max<int64_t>(1, std::min<int64_t>(n, static_cast<int64_t>(std::ceil(q * n))));
+    const int64_t k =
+        std::max<int64_t>(1, std::min<int64_t>(n, static_cast<int64_t>(std::ceil(q * n))));
     return std::get<0>(torch::kthvalue(s, k, 1));
 }
 
@@ -46,7 +48,11 @@ torch::Tensor wholeQuantile(const torch::Tensor& x, double q) {
 // (B, H, T, T) -> (H, B * T(T+1)/2): the valid logits of each head.
 torch::Tensor validByHead(const torch::Tensor& m, const torch::Tensor& idx) {
     const int64_t B = m.size(0), H = m.size(1), T = m.size(2);
-    return m.to(torch::kFloat32).transpose(0, 1).reshape({H, B, T * T}).index_select(2, idx).reshape({H, -1});
+    return m.to(torch::kFloat32)
+        .transpose(0, 1)
+        .reshape({H, B, T * T})
+        .index_select(2, idx)
+        .reshape({H, -1});
 }
 
 // (B, H, T, D) -> (H, B * T) L2 norms per token.
@@ -65,7 +71,7 @@ std::pair<torch::Tensor, torch::Tensor> countInBins(const torch::Tensor& logits,
     const std::vector<double> inner(bins.edges.begin() + 1, bins.edges.end() - 1);
     auto innerEdges = torch::tensor(inner, v.options().dtype(torch::kFloat64)).to(v.scalar_type());
     auto bin = torch::bucketize(v, innerEdges, /*out_int32=*/false, /*right=*/true);  // 0 .. n-1
-    auto below = v < bins.lo(), above = v > bins.hi();
+    auto below = v<bins.lo(), above = v> bins.hi();
     auto inside = ~(below | above);
     auto heads = torch::arange(H, bin.options()).unsqueeze(1).expand_as(bin);
     auto flat = (heads * n + bin).masked_select(inside);
@@ -134,11 +140,15 @@ void unpack(int64_t step, const torch::Tensor& table, const torch::Tensor& hist,
             for (size_t i = 0; i < columns.size(); ++i) s.*columns[i].field = row[i];
             stats.push_back(s);
         }
-        LogitHistogram layerHist{step, static_cast<int32_t>(l), -1, std::vector<int64_t>(bins, 0), 0, 0};
+        LogitHistogram layerHist{
+            step, static_cast<int32_t>(l), -1, std::vector<int64_t>(bins, 0), 0, 0};
         for (int64_t h = 0; h < H; ++h) {
             const int64_t* src = hc + (l * H + h) * bins;
-            LogitHistogram hh{step, static_cast<int32_t>(l), static_cast<int32_t>(h),
-                              std::vector<int64_t>(src, src + bins), oc[(l * H + h) * 2],
+            LogitHistogram hh{step,
+                              static_cast<int32_t>(l),
+                              static_cast<int32_t>(h),
+                              std::vector<int64_t>(src, src + bins),
+                              oc[(l * H + h) * 2],
                               oc[(l * H + h) * 2 + 1]};
             for (int64_t b = 0; b < bins; ++b) layerHist.counts[b] += hh.counts[b];
             layerHist.underflow += hh.underflow;
@@ -157,7 +167,8 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
     torch::NoGradGuard noGrad;
     std::vector<torch::Tensor> tables, hists, outside;
     for (const auto& cap : captures) {
-        auto raw = validByHead(cap.raw, causalIndices(cap.raw.size(2), cap.raw.device()));  // (H, N)
+        auto raw =
+            validByHead(cap.raw, causalIndices(cap.raw.size(2), cap.raw.device()));  // (H, N)
         tables.push_back(layerTable(cap, settings, raw));
         // Histograms of raw logits; non-finite values (a diverging step) land in the overflow.
         auto counted = countInBins(raw, settings.bins);
@@ -177,7 +188,8 @@ std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<Attentio
     for (size_t l = 0; l < captures.size(); ++l) {
         const auto& p = captures[l].probs;  // (B, H, T, T)
         const int64_t H = p.size(1), S = std::min<int64_t>(p.size(2), maxSize);
-        auto block = p[0].narrow(1, 0, S).narrow(2, 0, S).to(torch::kCPU, torch::kFloat32).contiguous();
+        auto block =
+            p[0].narrow(1, 0, S).narrow(2, 0, S).to(torch::kCPU, torch::kFloat32).contiguous();
         for (int64_t h = 0; h < H; ++h) {
             AttentionMap m;
             m.step = step;

@@ -10,7 +10,7 @@
 namespace qklab {
 
 struct ProbeSettings {
-    HistogramBins bins;                  // the histogram's edges and scale
+    HistogramBins bins;  // the histogram's edges and scale
     SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 0;
 };

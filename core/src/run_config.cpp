@@ -3,13 +3,14 @@
 // Type errors are raised while reading (by the field registry); value errors by validate(),
 // which collects the same messages the GUI shows inline. Every message names the dotted key
 // and the offending value, so a user never has to guess which line of a preset is wrong.
+#include "qklab/run_config.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "qklab/error.h"
-#include "qklab/run_config.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -41,7 +42,8 @@ bool isSection(const std::string& prefix) {
 
 std::vector<Event> eventsFromJson(const json& list) {
     if (!list.is_array())
-        throw Error(ErrorCode::InvalidConfig, "config key \"events\": expected a list, got " + shortJson(list));
+        throw Error(ErrorCode::InvalidConfig,
+                    "config key \"events\": expected a list, got " + shortJson(list));
     std::vector<Event> events;
     for (size_t i = 0; i < list.size(); ++i)
         events.push_back(eventFromJson(list[i], "events[" + std::to_string(i) + "]"));
@@ -74,7 +76,7 @@ void readObject(RunConfig& c, const json& j, const std::string& prefix) {
 // Value checks shared by validate() and validationProblems(), one group at a time. Each
 // problem names the dotted key, the value and the rule.
 class ProblemList {
-public:
+  public:
     explicit ProblemList(std::vector<std::string>& out) : m_out(out) {}
     void need(bool ok, const std::string& key, const std::string& value, const std::string& rule) {
         if (!ok) m_out.push_back(key + " = " + clipped(value) + ": " + rule);
@@ -83,7 +85,7 @@ public:
         need(ok, key, fmt(value), rule);
     }
 
-private:
+  private:
     std::vector<std::string>& m_out;
 };
 
@@ -124,8 +126,8 @@ void checkModel(const RunConfig& c, ProblemList& p) {
     if (c.attention.scale)
         p.need(*c.attention.scale > 0 && std::isfinite(*c.attention.scale), "attention.scale",
                *c.attention.scale, "must be > 0 (or \"inv_sqrt_d\")");
-    p.need(c.attention.softcap.c > 0 && std::isfinite(c.attention.softcap.c),
-           "attention.softcap.c", c.attention.softcap.c, "must be > 0");
+    p.need(c.attention.softcap.c > 0 && std::isfinite(c.attention.softcap.c), "attention.softcap.c",
+           c.attention.softcap.c, "must be > 0");
 }
 
 void checkAnneal(const RunConfig& c, ProblemList& p) {
@@ -289,15 +291,17 @@ std::vector<std::string> configWarnings(const RunConfig& c) {
     const bool qkAnneal = qa.start < 1.0;
     const bool capAnneal = sa.start < 1.0 && c.attention.softcap.kind != SoftcapKind::None;
     if (qkAnneal && capAnneal && qa.start < sa.end && sa.start < qa.end)
-        w.push_back("the QK-norm and softcap anneal windows overlap: the guide advises against "
-                    "annealing both fuses at once");
+        w.push_back(
+            "the QK-norm and softcap anneal windows overlap: the guide advises against "
+            "annealing both fuses at once");
     if (qkAnneal && c.attention.qkNorm == QkNormVariant::None)
         w.push_back("anneal.qk_norm is set but attention.qk_norm is none: nothing to anneal");
     if (qkAnneal && c.attention.qkNormOn == QkNormTarget::K)
         w.push_back("K-only QK-norm is light protection and not meant for annealing");
     if (qkAnneal && qa.shape != AnnealShape::Hard && qa.end - qa.start < 0.03)
-        w.push_back("a QK-norm anneal window under 3% of the steps gives a visible loss rebound "
-                    "(5-10% is the guide's range)");
+        w.push_back(
+            "a QK-norm anneal window under 3% of the steps gives a visible loss rebound "
+            "(5-10% is the guide's range)");
     if (c.attention.softcap.kind != SoftcapKind::None && c.attention.softcap.c < 20 &&
         c.attention.qkNorm != QkNormVariant::None)
         w.push_back("softcap C < 20 with QK-norm on flattens attention (start at 50)");
@@ -305,10 +309,12 @@ std::vector<std::string> configWarnings(const RunConfig& c) {
         c.attention.qkNorm != QkNormVariant::L2Scale) {
         const double ref = 1.0 / std::sqrt(static_cast<double>(c.dHead()));
         if (*c.attention.scale > 1.5 * ref)
-            w.push_back("attention.scale is above 1/sqrt(d_head) with QK-norm: attention too sharp");
+            w.push_back(
+                "attention.scale is above 1/sqrt(d_head) with QK-norm: attention too sharp");
         if (*c.attention.scale < ref / 1.5)
-            w.push_back("attention.scale is below 1/sqrt(d_head) with QK-norm: attention nearly "
-                        "uniform (scale applied twice?)");
+            w.push_back(
+                "attention.scale is below 1/sqrt(d_head) with QK-norm: attention nearly "
+                "uniform (scale applied twice?)");
     }
     if (c.run.dtype == Precision::Bf16 && c.run.device == DeviceKind::Cpu)
         w.push_back("bf16 on the CPU is slow with Debian's LibTorch 1.13; fp32 is the CPU default");

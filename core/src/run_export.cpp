@@ -16,7 +16,9 @@ json number(double v) {
     return std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
 }
 
-json optionalNumber(const std::optional<double>& v) { return v ? number(*v) : json(nullptr); }
+json optionalNumber(const std::optional<double>& v) {
+    return v ? number(*v) : json(nullptr);
+}
 
 std::string csvNumber(double v) {
     std::ostringstream os;
@@ -110,16 +112,24 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     out["probes"] = probes;
     json spikes = json::array();
     for (const auto& s : store.spikes(runId))
-        spikes.push_back({{"step", s.step}, {"metric", s.metric}, {"value", number(s.value)},
-                          {"z_score", number(s.zScore)}, {"kind", toString(s.kind)}, {"tier", s.tier},
-                          {"probe_step", s.probeStep}, {"probe_max_logit", number(s.probeMaxLogit)},
+        spikes.push_back({{"step", s.step},
+                          {"metric", s.metric},
+                          {"value", number(s.value)},
+                          {"z_score", number(s.zScore)},
+                          {"kind", toString(s.kind)},
+                          {"tier", s.tier},
+                          {"probe_step", s.probeStep},
+                          {"probe_max_logit", number(s.probeMaxLogit)},
                           {"baseline_max_logit", number(s.baselineMaxLogit)},
                           {"probe_qk_norm", number(s.probeQkNorm)},
-                          {"baseline_qk_norm", number(s.baselineQkNorm)}, {"diagnosis", s.diagnosis}});
+                          {"baseline_qk_norm", number(s.baselineQkNorm)},
+                          {"diagnosis", s.diagnosis}});
     out["spikes"] = spikes;
     json events = json::array();
     for (const auto& e : store.events(runId))
-        events.push_back({{"step", e.step}, {"kind", e.kind}, {"params", json::parse(e.paramsJson)},
+        events.push_back({{"step", e.step},
+                          {"kind", e.kind},
+                          {"params", json::parse(e.paramsJson)},
                           {"source", e.source}});
     out["events"] = events;
     return out;
@@ -146,7 +156,8 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
         for (int32_t l = 0; l < layers; ++l) {
             auto it = byStepLayer.find({m.step, l});
             for (const auto& c : columns)
-                os << "," << (it == byStepLayer.end() ? std::string() : csvNumber(it->second->*c.field));
+                os << ","
+                   << (it == byStepLayer.end() ? std::string() : csvNumber(it->second->*c.field));
         }
         os << "\n";
     }

@@ -11,7 +11,7 @@ namespace {
 
 // Forwards the trainer's reports to the store's writer and to an optional extra observer.
 class Recorder : public TrainingObserver {
-public:
+  public:
     Recorder(RunWriter& writer, TrainingObserver* extra) : m_writer(writer), m_extra(extra) {}
     void onStep(const StepMetrics& m) override {
         m_writer.addStep(m);
@@ -44,7 +44,7 @@ public:
         if (m_extra) m_extra->onFlushPoint();
     }
 
-private:
+  private:
     RunWriter& m_writer;
     TrainingObserver* m_extra;
 };
@@ -78,8 +78,8 @@ RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
     run.torchVersion = torchVersion();
     run.appVersion = appVersion();
     d.writer = std::make_unique<RunWriter>(options.dbPath, run);
-    const std::string root =
-        options.checkpointRoot.empty() ? defaultCheckpointRoot(options.dbPath) : options.checkpointRoot;
+    const std::string root = options.checkpointRoot.empty() ? defaultCheckpointRoot(options.dbPath)
+                                                            : options.checkpointRoot;
     d.trainer->setCheckpointDir(checkpointDirFor(root, d.writer->runId()));
 }
 
@@ -87,20 +87,23 @@ std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_
     RunStore store(dbPath);
     const RunInfo info = store.run(runId);
     if (info.status == RunStatus::Running)
-        throw Error(ErrorCode::InvalidRequest, "run " + std::to_string(runId) +
-                                                  " is still running; stop it before resuming");
+        throw Error(ErrorCode::InvalidRequest,
+                    "run " + std::to_string(runId) + " is still running; stop it before resuming");
     if (info.status == RunStatus::Finished)
-        throw Error(ErrorCode::InvalidRequest, "run " + std::to_string(runId) + " already finished");
+        throw Error(ErrorCode::InvalidRequest,
+                    "run " + std::to_string(runId) + " already finished");
     const auto checkpoints = store.checkpoints(runId);
     if (checkpoints.empty())
-        throw Error(ErrorCode::NotFound, "run " + std::to_string(runId) + " has no checkpoint to resume from");
+        throw Error(ErrorCode::NotFound,
+                    "run " + std::to_string(runId) + " has no checkpoint to resume from");
     const CheckpointInfo last = *std::max_element(
         checkpoints.begin(), checkpoints.end(),
         [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
 
     // The stored config plus the user's interventions before the checkpoint reproduce the
     // run up to there; the checkpoint holds weights, optimizer and sampler state.
-    RunConfig config = configFromJsonText(info.configJson, "run " + std::to_string(runId) + " config");
+    RunConfig config =
+        configFromJsonText(info.configJson, "run " + std::to_string(runId) + " config");
     for (const auto& e : store.events(runId))
         if (e.source == nameOf(EventSource::User) && e.step < last.step)
             config.events.push_back(eventFromRecord(e.step, e.kind, e.paramsJson, e.source));
@@ -139,7 +142,11 @@ RunOutcome RunSession::run(TrainingObserver* extra) {
     }
 }
 
-int64_t RunSession::runId() const { return m_impl->writer->runId(); }
-Trainer& RunSession::trainer() { return *m_impl->trainer; }
+int64_t RunSession::runId() const {
+    return m_impl->writer->runId();
+}
+Trainer& RunSession::trainer() {
+    return *m_impl->trainer;
+}
 
 }  // namespace qklab

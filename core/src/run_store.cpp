@@ -243,7 +243,6 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     return db;
 }
 
-
 std::string thisHostName() {
     char buf[256] = {};
     if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
@@ -287,7 +286,6 @@ const std::string& RunStore::path() const {
 int RunStore::schemaVersion() const {
     return static_cast<int>(m_db->queryInt("PRAGMA user_version"));
 }
-
 
 int RunStore::markInterruptedRuns() {
     std::vector<std::pair<int64_t, int64_t>> dead;  // (run id, pid)
@@ -513,7 +511,7 @@ void RunStore::renameRun(int64_t id, const std::string& name) {
     taken.bindText(1, name).bindInt(2, id);
     if (taken.step())
         throw Error(ErrorCode::InvalidRequest, "a run named '" + name + "' already exists (id " +
-                                                  std::to_string(taken.columnInt(0)) + ")");
+                                                   std::to_string(taken.columnInt(0)) + ")");
     Statement st(*m_db, "UPDATE runs SET name = ? WHERE id = ?");
     st.bindText(1, name).bindInt(2, id).exec();
     if (m_db->changes() == 0)

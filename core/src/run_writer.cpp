@@ -44,7 +44,6 @@ void raiseMax(std::optional<double>& current, double value) {
     if (!current || value > *current) current = value;
 }
 
-
 // INSERT OR REPLACE INTO probe_stats(run_id, step, layer, head, <every probe column>) ...
 std::string probeInsertSql() {
     std::string names = "run_id, step, layer, head", marks = "?,?,?,?";

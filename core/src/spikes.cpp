@@ -70,8 +70,9 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         spike.kind = SpikeKind::DataOrAccumulation;
         spike.tier = 1;
         spike.probeStep = -1;
-        spike.diagnosis = "No attention probe was recorded before this spike, so logits and q/k "
-                          "norms cannot be read. Turn probes on (probes.every) to diagnose.";
+        spike.diagnosis =
+            "No attention probe was recorded before this spike, so logits and q/k "
+            "norms cannot be read. Turn probes on (probes.every) to diagnose.";
         return;
     }
     const ProbeSummary& cur = history.back();
@@ -102,8 +103,8 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
 
     std::ostringstream why;
     why << "Latest probe (step " << cur.step << "): max raw logit " << fmt(cur.maxLogit)
-        << " (baseline " << fmt(baseMax) << "), p99 " << fmt(cur.p99Logit)
-        << ", q/k norm p90 " << fmt(cur.qkNorm) << " (baseline " << fmt(baseNorm) << "). ";
+        << " (baseline " << fmt(baseMax) << "), p99 " << fmt(cur.p99Logit) << ", q/k norm p90 "
+        << fmt(cur.qkNorm) << " (baseline " << fmt(baseNorm) << "). ";
     if ((logitsHigh || logitJump) && normsRising) {
         spike.kind = SpikeKind::QkRunaway;
         why << "Logits are large and q/k lengths grew with them: Q/K length runaway. ";

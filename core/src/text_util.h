@@ -1,10 +1,9 @@
 // text_util.h — small text helpers for messages that name a key and a value (private to core).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace qklab {
 

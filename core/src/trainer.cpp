@@ -581,7 +581,7 @@ void Trainer::postIntervention(const Event& event) {
     Event e = event;
     e.step = std::min<int64_t>(d.currentStep + 1, d.config.schedule.steps - 1);
     e.source = EventSource::User;  // reported as a user event, not again as a config event
-    try {  // parameter ranges, as for an event read from a preset
+    try {                          // parameter ranges, as for an event read from a preset
         e = eventFromJson(eventToJson(e), nameOf(e.kind));
     } catch (const Error& err) {
         throw Error(ErrorCode::InvalidConfig, std::string("intervention: ") + err.what());
@@ -628,7 +628,6 @@ std::string Trainer::deviceDescription() const {
 std::string torchVersion() {
     return TORCH_VERSION;
 }
-
 
 bool cudaAvailable() {
     return torch::cuda::is_available();

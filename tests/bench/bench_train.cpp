@@ -5,10 +5,10 @@
 //
 // Prints one JSON line: steps/s, tokens/s, model FLOP/s (6N + 12*L*T*d per token, the PaLM
 // count) and the machine's measured matmul FLOP/s, so results can be read against the peak.
-#include <CLI/CLI.hpp>
-#include <torch/torch.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <iostream>
 
@@ -20,7 +20,9 @@ static int64_t cudaPeakMemoryBytes() {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
 }
 #else
-static int64_t cudaPeakMemoryBytes() { return 0; }  // CPU-only LibTorch
+static int64_t cudaPeakMemoryBytes() {
+    return 0;
+}  // CPU-only LibTorch
 #endif
 
 using namespace qklab;
@@ -111,7 +113,7 @@ int main(int argc, char** argv) {
     c.schedule.warmupSteps = std::min<int64_t>(c.schedule.warmupSteps, warmup);
     c.probes.every = probesEvery;
     c.probes.attnMapEvery = 0;
-    c.eval.every = 0;          // validation is not part of a training step
+    c.eval.every = 0;  // validation is not part of a training step
     c.eval.batches = 1;
     c.run.threads = threads;
     for (const auto& o : overrides) applyOverride(c, o);

@@ -7,10 +7,10 @@
 // the trained model twice, in fp32 and under bf16 autocast, and compares the raw logits of
 // every layer: relative Frobenius error over the causal logits, and the max absolute error.
 // Prints one JSON line. Works on the CPU (slowly in bf16 with LibTorch 1.13) and on CUDA.
-#include <CLI/CLI.hpp>
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
         TrainingObserver quiet;
         trainer.run(quiet);
     }
-    const torch::Device device = c.run.device == DeviceKind::Cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    const torch::Device device = c.run.device == DeviceKind::Cuda ? torch::Device(torch::kCUDA, 0)
+                                                                  : torch::Device(torch::kCPU);
     Transformer model(c);
     torch::serialize::InputArchive archive;
     archive.load_from(dir + "/step-" + std::to_string(steps) + ".pt", device);
@@ -76,7 +77,8 @@ int main(int argc, char** argv) {
     at::autocast::clear_cache();
 
     const int64_t T = c.model.seqLen;
-    auto causal = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
+    auto causal =
+        torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
     double errSq = 0, refSq = 0, maxAbsErr = 0, maxLogit = 0;
     for (size_t l = 0; l < fp32.size(); ++l) {
         auto ref = fp32[l].raw.to(torch::kFloat32).masked_select(causal);

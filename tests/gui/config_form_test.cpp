@@ -49,8 +49,10 @@ class ConfigFormTest : public QObject {
         c.probes.histScale = HistScale::Symlog;
         c.probes.histMin = -4;
         c.probes.histMax = 4;
-        c.events.push_back(eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test"));
-        c.events.push_back(eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 16}}, "test"));
+        c.events.push_back(
+            eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test"));
+        c.events.push_back(
+            eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 16}}, "test"));
         ConfigForm form;
         form.setConfig(c);
         QStringList problems;
@@ -110,11 +112,13 @@ class ConfigFormTest : public QObject {
         else
             qobject_cast<QLineEdit*>(steps)->setText(QStringLiteral("1000"));
         // Step 800 of a 1000-step run is fine (the CLI accepts it too); 1000 is past the end.
-        form.eventsEditor()->setPlainText(QStringLiteral("[{\"step\": 800, \"kind\": \"dirty_batch\"}]"));
+        form.eventsEditor()->setPlainText(
+            QStringLiteral("[{\"step\": 800, \"kind\": \"dirty_batch\"}]"));
         form.revalidateNow();
         QVERIFY2(form.isValid(), qPrintable(form.problems().join('\n')));
         QCOMPARE(int(form.config().events.size()), 1);
-        form.eventsEditor()->setPlainText(QStringLiteral("[{\"step\": 1000, \"kind\": \"dirty_batch\"}]"));
+        form.eventsEditor()->setPlainText(
+            QStringLiteral("[{\"step\": 1000, \"kind\": \"dirty_batch\"}]"));
         form.revalidateNow();
         QVERIFY(!form.isValid());
         QVERIFY2(form.problems().join('\n').contains(QStringLiteral("events[0].step = 1000")),
@@ -132,7 +136,9 @@ class ConfigFormTest : public QObject {
         const QString tip = form.eventsEditor()->toolTip();
         for (const auto& k : eventKinds()) {
             QVERIFY2(tip.contains(QString::fromStdString(k.name)), qPrintable(tip));
-            for (const auto& p : k.params) QVERIFY2(tip.contains(QString::fromStdString("\"" + p.key + "\"")), qPrintable(tip));
+            for (const auto& p : k.params)
+                QVERIFY2(tip.contains(QString::fromStdString("\"" + p.key + "\"")),
+                         qPrintable(tip));
         }
         QVERIFY(!placeholder.contains(QStringLiteral("params")));
     }

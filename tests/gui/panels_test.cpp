@@ -235,9 +235,10 @@ class PanelsTest : public QObject {
         // Byte for byte what qklab-cli exports for the same run.
         const QString cliCsv = m_dir.filePath(QStringLiteral("cli.csv"));
         QProcess cli;
-        cli.start(QStringLiteral(QKLAB_CLI_PATH),
-                  {QStringLiteral("export"), QString::number(m_runId), QStringLiteral("--db"), m_db,
-                   QStringLiteral("--format"), QStringLiteral("csv"), QStringLiteral("-o"), cliCsv});
+        cli.start(
+            QStringLiteral(QKLAB_CLI_PATH),
+            {QStringLiteral("export"), QString::number(m_runId), QStringLiteral("--db"), m_db,
+             QStringLiteral("--format"), QStringLiteral("csv"), QStringLiteral("-o"), cliCsv});
         QVERIFY(cli.waitForFinished(30000));
         QCOMPARE(cli.exitCode(), 0);
         QFile g(cliCsv);
@@ -262,7 +263,8 @@ class PanelsTest : public QObject {
         RunListModel model;
         model.setRuns(store.listRuns());
         QCOMPARE(model.rowCount(), 1);
-        QCOMPARE(model.data(model.index(0, int(RunListModel::Column::Status)), Qt::DisplayRole).toString(),
+        QCOMPARE(model.data(model.index(0, int(RunListModel::Column::Status)), Qt::DisplayRole)
+                     .toString(),
                  QStringLiteral("finished"));
         QVERIFY(model.data(model.index(0, int(RunListModel::Column::Settings)), Qt::DisplayRole)
                     .toString()

@@ -58,11 +58,12 @@ class SmokeTest : public QObject {
         const QString copy = dir.filePath(QStringLiteral("qklab"));
         QVERIFY(QFile::copy(QStringLiteral(QKLAB_APP_PATH), copy));
         QVERIFY(QFile::setPermissions(copy, QFile::permissions(copy) | QFileDevice::ExeOwner));
-        QStringList args{QStringLiteral("--preset"), QStringLiteral("blowup_no_qknorm"),
-                         QStringLiteral("--db"), dir.filePath(QStringLiteral("r.db")),
+        QStringList args{QStringLiteral("--preset"),    QStringLiteral("blowup_no_qknorm"),
+                         QStringLiteral("--db"),        dir.filePath(QStringLiteral("r.db")),
                          QStringLiteral("--autostart"), QStringLiteral("--quit-after-steps"),
-                         QStringLiteral("3"), QStringLiteral("--quiet")};
-        for (const QString& s : qklab::gui::test::tinyOverrides(6)) args << QStringLiteral("--set") << s;
+                         QStringLiteral("3"),           QStringLiteral("--quiet")};
+        for (const QString& s : qklab::gui::test::tinyOverrides(6))
+            args << QStringLiteral("--set") << s;
         QProcess app;
         app.setProcessChannelMode(QProcess::MergedChannels);
         app.setWorkingDirectory(dir.path());

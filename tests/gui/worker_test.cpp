@@ -165,12 +165,16 @@ class WorkerTest : public QObject {
         QSignalSpy progress(&controller, &RunController::progress);
         QSignalSpy batches(&controller, &RunController::batchReady);
         QSignalSpy finished(&controller, &RunController::finished);
-        QVERIFY(!controller.intervene(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test")));  // idle
+        QVERIFY(!controller.intervene(eventFromJson(
+            {{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test")));  // idle
         controller.enqueue(request(test::tinyConfig(100000), db("f.db")));
         QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 1, 60000);
-        QVERIFY(controller.intervene(eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test")));
-        QVERIFY(controller.intervene(eventFromJson({{"step", 0}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test")));
-        QVERIFY(controller.intervene(eventFromJson({{"step", 0}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 30.0}}, "test")));
+        QVERIFY(controller.intervene(
+            eventFromJson({{"step", 0}, {"kind", "lr_multiplier"}, {"factor", 0.5}}, "test")));
+        QVERIFY(controller.intervene(
+            eventFromJson({{"step", 0}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test")));
+        QVERIFY(controller.intervene(eventFromJson(
+            {{"step", 0}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 30.0}}, "test")));
         const int at = progress.count();
         QTRY_VERIFY_WITH_TIMEOUT(progress.count() > at + 2, 30000);
         controller.stop();

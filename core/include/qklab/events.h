@@ -10,10 +10,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "qklab/choices.h"
 
@@ -57,12 +56,12 @@ struct StepSettings;
 struct RunConfig;
 
 struct EventParamInfo {
-    std::string key;                     // JSON key, e.g. "factor"
-    FieldType type;                      // Float, Int, Text or Choice
+    std::string key;  // JSON key, e.g. "factor"
+    FieldType type;   // Float, Int, Text or Choice
     std::string help;
-    bool required = true;                // optional ones take the EventArgs default
-    double minValue = 0, maxValue = 0;   // Float/Int: accepted range (inclusive)
-    std::vector<std::string> choices;    // Choice
+    bool required = true;               // optional ones take the EventArgs default
+    double minValue = 0, maxValue = 0;  // Float/Int: accepted range (inclusive)
+    std::vector<std::string> choices;   // Choice
     std::function<nlohmann::json(const EventArgs&)> get;
     std::function<void(EventArgs&, const nlohmann::json&)> set;  // no range check
     // Mid-run, a tighter upper bound than maxValue (the context a model was built for).
@@ -71,15 +70,15 @@ struct EventParamInfo {
 
 struct EventKindInfo {
     EventKind kind;
-    std::string name;                    // JSON name, e.g. "lr_multiplier"
-    std::string title;                   // for people, e.g. "LR multiplier"
-    std::string action;                  // the intervention button, e.g. "Change LR"
-    std::string help;                    // what it does, one line
+    std::string name;    // JSON name, e.g. "lr_multiplier"
+    std::string title;   // for people, e.g. "LR multiplier"
+    std::string action;  // the intervention button, e.g. "Change LR"
+    std::string help;    // what it does, one line
     std::vector<EventParamInfo> params;
     // Changes the settings of a step at or after the event's step (events apply in order).
     std::function<void(StepSettings&, const Event&, int64_t step)> apply;
     std::function<std::string(const EventArgs&)> label;  // plot label, e.g. "LR ×0.5"
-    nlohmann::json example;              // a complete event, for docs and the form
+    nlohmann::json example;                              // a complete event, for docs and the form
 };
 
 const std::vector<EventKindInfo>& eventKinds();

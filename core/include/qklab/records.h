@@ -16,15 +16,15 @@ RunStatus runStatusFromString(const std::string& s);  // throws Error on an unkn
 
 struct StepMetrics {
     int64_t step = 0;
-    double loss = 0;                     // training loss of this step's batch (nats/token)
-    std::optional<double> valLoss;       // when validation ran at this step
-    double gradNorm = 0;                 // global L2 norm before clipping
-    double lr = 0;                       // LR used for this step (schedule x multipliers)
-    double alpha = 1;                    // QK-norm anneal weight (1 = fully normed)
-    double softcapC = 0;                 // attention softcap width in effect (0 = none)
-    int64_t seqLen = 0;                  // context length in effect
+    double loss = 0;                // training loss of this step's batch (nats/token)
+    std::optional<double> valLoss;  // when validation ran at this step
+    double gradNorm = 0;            // global L2 norm before clipping
+    double lr = 0;                  // LR used for this step (schedule x multipliers)
+    double alpha = 1;               // QK-norm anneal weight (1 = fully normed)
+    double softcapC = 0;            // attention softcap width in effect (0 = none)
+    int64_t seqLen = 0;             // context length in effect
     double tokensPerSec = 0;
-    std::string attentionPath;           // "fused" or "explicit" kernel; empty = not recorded
+    std::string attentionPath;  // "fused" or "explicit" kernel; empty = not recorded
 };
 
 // Attention statistics of one layer and head at one probed step. head = -1 is the whole layer.
@@ -34,17 +34,17 @@ struct ProbeStats {
     int64_t step = 0;
     int32_t layer = 0;
     int32_t head = -1;
-    double logitMaxRaw = 0, logitP99Raw = 0, logitMeanRaw = 0;        // before softcap
+    double logitMaxRaw = 0, logitP99Raw = 0, logitMeanRaw = 0;  // before softcap
     double logitMaxCapped = 0, logitP99Capped = 0, logitMeanCapped = 0;
-    double qNormP90 = 0, kNormP90 = 0;   // L2 norms of q, k as they enter the dot product
+    double qNormP90 = 0, kNormP90 = 0;        // L2 norms of q, k as they enter the dot product
     double qRawNormP90 = 0, kRawNormP90 = 0;  // ... and straight out of the projections
-    double entropy = 0;                  // mean attention entropy per query row (nats)
-    double fracAtCap = 0;                // share of raw logits with |logit| >= C
+    double entropy = 0;                       // mean attention entropy per query row (nats)
+    double fracAtCap = 0;                     // share of raw logits with |logit| >= C
 };
 
 // One probe statistic: its name in the store, JSON and CSV, what it means, and its field.
 struct ProbeColumn {
-    const char* name;                    // e.g. "logit_max_raw"
+    const char* name;  // e.g. "logit_max_raw"
     const char* help;
     double ProbeStats::*field;
 };
@@ -66,8 +66,8 @@ struct AttentionMap {
     int64_t step = 0;
     int32_t layer = 0;
     int32_t head = 0;
-    int32_t size = 0;                    // T (rows = columns)
-    std::vector<float> weights;          // row-major size x size
+    int32_t size = 0;            // T (rows = columns)
+    std::vector<float> weights;  // row-major size x size
 };
 
 enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation };
@@ -76,25 +76,25 @@ SpikeKind spikeKindFromString(const std::string& s);
 
 struct Spike {
     int64_t step = 0;
-    std::string metric;                  // "loss" or "grad_norm"
+    std::string metric;  // "loss" or "grad_norm"
     double value = 0, zScore = 0;
     SpikeKind kind = SpikeKind::DataOrAccumulation;
-    int tier = 1;                        // prescription tier 1..4 (domain brief section 4)
-    int64_t probeStep = -1;              // the probe the diagnosis was read from (-1: none)
+    int tier = 1;            // prescription tier 1..4 (domain brief section 4)
+    int64_t probeStep = -1;  // the probe the diagnosis was read from (-1: none)
     double probeMaxLogit = 0, baselineMaxLogit = 0;
     double probeQkNorm = 0, baselineQkNorm = 0;
-    std::string diagnosis;               // one paragraph a user can read
+    std::string diagnosis;  // one paragraph a user can read
 };
 
 struct EventRecord {
     int64_t step = 0;
     std::string kind;
     std::string paramsJson;
-    std::string source = "config";       // config | user (an intervention)
+    std::string source = "config";  // config | user (an intervention)
 };
 
 struct CheckpointInfo {
-    int64_t step = 0;                    // the step a resumed run starts at
+    int64_t step = 0;  // the step a resumed run starts at
     std::string path;
 };
 

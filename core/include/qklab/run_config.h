@@ -10,11 +10,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "qklab/choices.h"
 #include "qklab/events.h"
@@ -22,46 +21,46 @@
 namespace qklab {
 
 struct OptimConfig {
-    double lr = 3e-3;                    // peak learning rate
-    double weightDecay = 0.1;            // decoupled (AdamW) decay, matrices only
+    double lr = 3e-3;          // peak learning rate
+    double weightDecay = 0.1;  // decoupled (AdamW) decay, matrices only
     std::vector<double> betas{0.9, 0.95};
     double eps = 1e-8;
-    double gradClip = 1.0;               // global L2-norm clip; 0 = off
-    double zLoss = 0.0;                  // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
+    double gradClip = 1.0;  // global L2-norm clip; 0 = off
+    double zLoss = 0.0;     // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
 };
 
 struct ScheduleConfig {
-    int64_t steps = 600;                 // optimizer steps in the run
-    int64_t warmupSteps = 30;            // linear warm-up from 0 to optim.lr
+    int64_t steps = 600;       // optimizer steps in the run
+    int64_t warmupSteps = 30;  // linear warm-up from 0 to optim.lr
     LrDecay decay = LrDecay::Cosine;
-    double minLrRatio = 0.1;             // floor as a fraction of optim.lr
-    double wsdDecayFraction = 0.2;       // wsd: share of steps spent in the final decay
+    double minLrRatio = 0.1;        // floor as a fraction of optim.lr
+    double wsdDecayFraction = 0.2;  // wsd: share of steps spent in the final decay
 };
 
 struct ModelConfig {
     int64_t dModel = 128;
     int64_t nLayers = 2;
-    int64_t nHeads = 4;                  // d_head = d_model / n_heads
-    int64_t seqLen = 128;                // context length T
-    bool rope = true;                    // rotary positions; false = learned absolute
+    int64_t nHeads = 4;    // d_head = d_model / n_heads
+    int64_t seqLen = 128;  // context length T
+    bool rope = true;      // rotary positions; false = learned absolute
     double ropeBase = 10000.0;
-    int64_t mlpRatio = 4;                // MLP hidden = mlp_ratio * d_model
-    double outputSoftcap = 0.0;          // tanh cap on LM logits; 0 = off (Gemma 2: 30)
+    int64_t mlpRatio = 4;        // MLP hidden = mlp_ratio * d_model
+    double outputSoftcap = 0.0;  // tanh cap on LM logits; 0 = off (Gemma 2: 30)
     bool tieEmbeddings = false;
     double initStd = 0.02;
 };
 
 struct SoftcapConfig {
     SoftcapKind kind = SoftcapKind::None;
-    double c = 50.0;                     // cap width C (Gemma 2: 50)
+    double c = 50.0;  // cap width C (Gemma 2: 50)
 };
 
 struct AttentionConfig {
     QkNormVariant qkNorm = QkNormVariant::None;
     QkNormTarget qkNormOn = QkNormTarget::QK;
     QkNormPlacement qkNormPlacement = QkNormPlacement::BeforeRope;
-    bool qkGainPerHead = false;          // learnable gains per head (true) or shared (Qwen3)
-    std::optional<double> scale;         // logit scale s; empty = 1/sqrt(d_head) ("inv_sqrt_d")
+    bool qkGainPerHead = false;   // learnable gains per head (true) or shared (Qwen3)
+    std::optional<double> scale;  // logit scale s; empty = 1/sqrt(d_head) ("inv_sqrt_d")
     SoftcapConfig softcap;
 };
 
@@ -75,7 +74,7 @@ struct QkNormAnneal {
 struct SoftcapAnneal {
     double start = 1.0;
     double end = 1.0;
-    double cTo = 1000.0;                 // C reached at the end (1000 ~ off)
+    double cTo = 1000.0;  // C reached at the end (1000 ~ off)
 };
 
 struct AnnealConfig {
@@ -84,13 +83,13 @@ struct AnnealConfig {
 };
 
 struct DataConfig {
-    std::string source = "builtin";      // "builtin" or a path to a UTF-8/byte text file
+    std::string source = "builtin";  // "builtin" or a path to a UTF-8/byte text file
     int64_t batchSize = 16;
-    double valFraction = 0.1;            // tail of the corpus held out for validation
+    double valFraction = 0.1;  // tail of the corpus held out for validation
 };
 
 struct EvalConfig {
-    int64_t every = 100;                 // validation loss every N steps; 0 = only at the end
+    int64_t every = 100;  // validation loss every N steps; 0 = only at the end
     int64_t batches = 4;
 };
 
@@ -105,22 +104,22 @@ struct RunSettings {
 };
 
 struct ProbeConfig {
-    int64_t every = 10;                  // probe attention every N steps; 0 = off
+    int64_t every = 10;  // probe attention every N steps; 0 = off
     int64_t histBins = 128;
-    double histMin = -64.0;              // histogram range of raw logits (after hist_scale)
+    double histMin = -64.0;  // histogram range of raw logits (after hist_scale)
     double histMax = 64.0;
     HistScale histScale = HistScale::Linear;  // symlog = sign(x)*log10(1+|x|)
-    int64_t attnMapEvery = 0;            // store one softmax map per layer/head every N steps; 0 = off
+    int64_t attnMapEvery = 0;  // store one softmax map per layer/head every N steps; 0 = off
 };
 
 struct SpikeConfig {
-    int64_t window = 64;                 // rolling window of the z-score (llm.c uses 128)
-    double zThreshold = 5.0;             // a value more than this many sigmas above the mean
-    int64_t minHistory = 20;             // no verdict before this many samples
+    int64_t window = 64;      // rolling window of the z-score (llm.c uses 128)
+    double zThreshold = 5.0;  // a value more than this many sigmas above the mean
+    int64_t minHistory = 20;  // no verdict before this many samples
 };
 
 struct RunConfig {
-    std::string why;                     // free text: what this preset/run demonstrates
+    std::string why;  // free text: what this preset/run demonstrates
     OptimConfig optim;
     ScheduleConfig schedule;
     ModelConfig model;
@@ -134,21 +133,21 @@ struct RunConfig {
     std::vector<Event> events;
 
     int64_t dHead() const { return model.dModel / model.nHeads; }
-    double logitScale() const;           // attention.scale or 1/sqrt(d_head)
-    int64_t maxSeqLen() const;           // over model.seq_len and context_length events
+    double logitScale() const;  // attention.scale or 1/sqrt(d_head)
+    int64_t maxSeqLen() const;  // over model.seq_len and context_length events
 };
 
 // ---- the field registry -------------------------------------------------------------------
 
 struct FieldInfo {
-    std::string key;                     // dotted key, e.g. "optim.lr"
+    std::string key;  // dotted key, e.g. "optim.lr"
     FieldType type;
-    std::string group;                   // GUI group, e.g. "Optimizer & LR schedule"
-    std::string label;                   // short human name for the form, e.g. "Peak LR"
-    std::string unit;                    // e.g. "steps", "tokens"; empty = none
-    std::string help;                    // one line: what it means
-    std::vector<std::string> choices;    // for Choice
-    double minValue = 0, maxValue = 0;   // advisory range for GUI widgets (Float/Int)
+    std::string group;                  // GUI group, e.g. "Optimizer & LR schedule"
+    std::string label;                  // short human name for the form, e.g. "Peak LR"
+    std::string unit;                   // e.g. "steps", "tokens"; empty = none
+    std::string help;                   // one line: what it means
+    std::vector<std::string> choices;   // for Choice
+    double minValue = 0, maxValue = 0;  // advisory range for GUI widgets (Float/Int)
     std::function<nlohmann::json(const RunConfig&)> get;
     std::function<void(RunConfig&, const nlohmann::json&)> set;  // throws Error naming the key
 };

@@ -14,13 +14,13 @@
 namespace qklab {
 
 struct SessionOptions {
-    std::string dbPath;                  // the SQLite store
-    std::string name;                    // run name; empty = "run-<id>"
-    std::string checkpointRoot;          // empty = "<dbPath>.checkpoints"
+    std::string dbPath;          // the SQLite store
+    std::string name;            // run name; empty = "run-<id>"
+    std::string checkpointRoot;  // empty = "<dbPath>.checkpoints"
 };
 
 class RunSession {
-public:
+  public:
     // New run. Validates the config and builds the model; throws Error on bad input (nothing
     // is written to the store in that case).
     RunSession(const RunConfig& config, const SessionOptions& options);
@@ -34,7 +34,7 @@ public:
     int64_t runId() const;
     Trainer& trainer();
 
-private:
+  private:
     RunSession() = default;
     struct Impl;
     std::unique_ptr<Impl> m_impl;

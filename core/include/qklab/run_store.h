@@ -25,17 +25,17 @@ struct RunInfo {
     std::string configJson;
     int64_t seed = 0;
     std::string device, torchVersion, appVersion;
-    std::string createdAt, finishedAt;   // ISO 8601 UTC
-    std::string notes, tags;             // tags: comma separated
-    int64_t stepsDone = 0;               // last step whose metrics are stored (+1)
+    std::string createdAt, finishedAt;  // ISO 8601 UTC
+    std::string notes, tags;            // tags: comma separated
+    int64_t stepsDone = 0;              // last step whose metrics are stored (+1)
     std::optional<double> finalLoss;
     std::optional<double> maxLogitRaw, maxLogitCapped;
     int64_t spikes = 0;
-    std::string statusMessage;           // why it failed / diverged
+    std::string statusMessage;  // why it failed / diverged
 };
 
 class RunStore {
-public:
+  public:
     // Opens (creating and migrating when new or empty) the database at path; ":memory:" works.
     // Throws Error{NotQklabDatabase} for a corrupt file or one written by another program.
     explicit RunStore(const std::string& path);
@@ -62,7 +62,7 @@ public:
     std::vector<Spike> spikes(int64_t runId);
     std::vector<EventRecord> events(int64_t runId);
     std::vector<CheckpointInfo> checkpoints(int64_t runId);
-    int64_t maxRunId();                            // cheap change detection for the GUI
+    int64_t maxRunId();  // cheap change detection for the GUI
     // Changes whenever another connection commits (PRAGMA data_version): with maxRunId() it
     // tells a polling GUI whether anything needs re-reading, without reading any table.
     int64_t dataVersion();
@@ -70,15 +70,14 @@ public:
     void renameRun(int64_t id, const std::string& name);
     void setNotes(int64_t id, const std::string& notes);
     void setTags(int64_t id, const std::string& tags);
-    void deleteRun(int64_t id);                    // all rows of the run (checkpoint files stay)
+    void deleteRun(int64_t id);  // all rows of the run (checkpoint files stay)
 
-
-private:
+  private:
     std::unique_ptr<Database> m_db;
 };
 
 struct NewRun {
-    std::string name;                    // empty = "run-<id>"
+    std::string name;  // empty = "run-<id>"
     std::string configJson;
     int64_t seed = 0;
     std::string device, torchVersion, appVersion;
@@ -88,12 +87,12 @@ struct NewRun {
 // trainer calls it at probe steps and at least every ~0.5 s), so a SIGKILL loses at most the
 // last uncommitted batch.
 class RunWriter {
-public:
+  public:
     // Creates the run row (status running, with this process's pid and host).
     RunWriter(const std::string& dbPath, const NewRun& run);
     // Re-opens an existing run to continue it (resume): rows after fromStep are deleted.
     RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep);
-    ~RunWriter();                        // flushes; never throws
+    ~RunWriter();  // flushes; never throws
     RunWriter(const RunWriter&) = delete;
     RunWriter& operator=(const RunWriter&) = delete;
 
@@ -105,14 +104,14 @@ public:
     void addSpike(const Spike& s);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);
-    void flush();                        // one transaction for everything buffered
+    void flush();  // one transaction for everything buffered
     void finish(RunStatus status, const std::string& message = {});
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 
-std::string defaultDatabasePath();       // $XDG_DATA_HOME/qklab/runs.db or ~/.local/share/...
+std::string defaultDatabasePath();  // $XDG_DATA_HOME/qklab/runs.db or ~/.local/share/...
 
 }  // namespace qklab

@@ -24,10 +24,10 @@ double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t st
 // The settings in effect at one step: schedules with every event at or before it applied.
 struct StepSettings {
     double lr = 0;
-    double lrFactor = 1;                 // the latest lr_multiplier event's factor
-    double alpha = 1;                    // 1 = normed path, 0 = raw path
-    bool annealing = false;              // inside an anneal window (alpha may still be 1): freeze QK gains
-    bool inAnnealWindow = false;         // (while events apply) an anneal window or event is on
+    double lrFactor = 1;          // the latest lr_multiplier event's factor
+    double alpha = 1;             // 1 = normed path, 0 = raw path
+    bool annealing = false;       // inside an anneal window (alpha may still be 1): freeze QK gains
+    bool inAnnealWindow = false;  // (while events apply) an anneal window or event is on
     QkNormVariant qkNorm = QkNormVariant::None;  // variant in effect
     SoftcapKind softcapKind = SoftcapKind::None;
     double softcapC = 0;

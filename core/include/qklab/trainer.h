@@ -18,7 +18,7 @@
 namespace qklab {
 
 class TrainingObserver {
-public:
+  public:
     virtual ~TrainingObserver() = default;
     virtual void onStep(const StepMetrics&) {}
     virtual void onProbes(int64_t /*step*/, const std::vector<ProbeStats>&,
@@ -39,11 +39,11 @@ struct RunOutcome {
 };
 
 struct TrainerOptions {
-    std::string resumeFrom;                  // a checkpoint file to continue from
+    std::string resumeFrom;  // a checkpoint file to continue from
 };
 
 class Trainer {
-public:
+  public:
     // Validates the config, loads data, builds the model. Throws Error on bad input.
     Trainer(const RunConfig& config, TrainerOptions options = {});
     ~Trainer();
@@ -68,11 +68,11 @@ public:
 
     const RunConfig& config() const;
     int64_t parameterCount() const;
-    int64_t startStep() const;               // > 0 when resumed from a checkpoint
-    int64_t currentStep() const;             // the step being trained or about to be (thread-safe)
+    int64_t startStep() const;    // > 0 when resumed from a checkpoint
+    int64_t currentStep() const;  // the step being trained or about to be (thread-safe)
     std::string deviceDescription() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
@@ -85,8 +85,8 @@ bool cudaAvailable();
 // runs do not carry it (QKLAB_CUDA=on|off overrides; core/src/cuda_backend.cpp).
 struct CudaBackend {
     bool loaded = false;
-    int devices = 0;                         // GPUs visible once loaded
-    std::string detail;                      // e.g. "not loaded: no NVIDIA driver ..."
+    int devices = 0;     // GPUs visible once loaded
+    std::string detail;  // e.g. "not loaded: no NVIDIA driver ..."
 };
 CudaBackend cudaBackend();
 
@@ -94,8 +94,8 @@ CudaBackend cudaBackend();
 // libopenblas0-openmp trains ~20x slower). Returns GFLOP/s and a warning when slow.
 struct BlasCheck {
     double gflops = 0;
-    int threads = 0;                         // intra-op threads the measurement used
-    std::string blas;                        // which BLAS, e.g. "Intel MKL (linked into LibTorch 2.15.0)"
+    int threads = 0;   // intra-op threads the measurement used
+    std::string blas;  // which BLAS, e.g. "Intel MKL (linked into LibTorch 2.15.0)"
     bool slow = false;
     std::string message;
 };
