@@ -141,7 +141,7 @@ void optimizerFields(FieldTable& t) {
         "z-loss coefficient: adds z * log(Z)^2 (Wortsman et al. 1e-4); 0 = off",
         [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
     t.add(
-        "schedule.steps", "Training steps", "steps", "optimizer steps in the run",
+        "schedule.steps", "Training steps", "", "optimizer steps in the run",
         [](RunConfig& c) -> int64_t& { return c.schedule.steps; }, 1, 1e7);
     t.add(
         "schedule.warmup_steps", "Warm-up", "steps", "linear LR warm-up steps from 0",
@@ -281,7 +281,7 @@ void dataFields(FieldTable& t) {
         "validation loss every N steps (0 = only at the end)",
         [](RunConfig& c) -> int64_t& { return c.eval.every; }, 0, 1e7);
     t.add(
-        "eval.batches", "Validation batches", "batches", "batches per validation",
+        "eval.batches", "Validation batches", "", "batches per validation",
         [](RunConfig& c) -> int64_t& { return c.eval.batches; }, 1, 1000);
 }
 
@@ -292,7 +292,7 @@ void probeFields(FieldTable& t) {
         "record attention statistics every N steps (0 = off)",
         [](RunConfig& c) -> int64_t& { return c.probes.every; }, 0, 1e6);
     t.add(
-        "probes.hist_bins", "Histogram bins", "bins", "raw-logit histogram bins",
+        "probes.hist_bins", "Histogram bins", "", "raw-logit histogram bins",
         [](RunConfig& c) -> int64_t& { return c.probes.histBins; }, 1, 4096);
     t.add(
         "probes.hist_min", "Histogram from", "", "lower histogram edge (in hist_scale units)",
@@ -331,7 +331,7 @@ void runFields(FieldTable& t) {
           "compute precision (master weights stay fp32; probes in fp32)",
           [](RunConfig& c) -> Precision& { return c.run.dtype; });
     t.add(
-        "run.threads", "CPU threads", "threads", "CPU threads (0 = all cores)",
+        "run.threads", "CPU threads", "", "CPU threads (0 = all cores)",
         [](RunConfig& c) -> int64_t& { return c.run.threads; }, 0, 256);
     t.add(
         "run.checkpoint_every", "Checkpoint every", "steps",
