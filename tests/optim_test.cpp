@@ -137,6 +137,16 @@ TEST(DeviceAdamW, MatchesLibTorchAdamWOverTenSteps) {
 
 namespace {
 
+// An archive written to bytes and read back, as a checkpoint file would be.
+torch::serialize::InputArchive reread(torch::serialize::OutputArchive& out) {
+    std::ostringstream bytes;
+    out.save_to(bytes);
+    std::istringstream in(bytes.str());
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    return archive;
+}
+
 // LibTorch keys optimizer state by the parameter's TensorImpl: the pointer in 2.x, the pointer
 // printed to a string in 1.13.
 template <class Optimizer>
@@ -186,23 +196,13 @@ torch::serialize::InputArchive legacyArchive(torch::optim::AdamW& opt,
     }
     out.write("state", states);
     out.write("param_groups", groups);
-    std::ostringstream bytes;
-    out.save_to(bytes);
-    std::istringstream in(bytes.str());
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
-    return archive;
+    return reread(out);
 }
 
 torch::serialize::InputArchive savedBy(torch::optim::AdamW& opt) {
     torch::serialize::OutputArchive out;
     opt.save(out);
-    std::ostringstream bytes;
-    out.save_to(bytes);
-    std::istringstream in(bytes.str());
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
-    return archive;
+    return reread(out);
 }
 
 }  // namespace
@@ -271,11 +271,7 @@ TEST(DeviceAdamW, SaveAndLoadRoundTrip) {
     first.step();
     torch::serialize::OutputArchive out;
     first.save(out);
-    std::ostringstream bytes;
-    out.save_to(bytes);
-    std::istringstream in(bytes.str());
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
+    auto archive = reread(out);
     DeviceAdamW second(t.groups(t.a), 0.9, 0.95, 1e-8);
     second.load(archive);
     EXPECT_EQ(second.stepCount(0), 1);
