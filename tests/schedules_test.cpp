@@ -47,29 +47,61 @@ TEST(Schedules, DecayShapesReachTheFloorAtTheLastStep) {
 TEST(Schedules, AlphaEndpoints) {
     QkNormAnneal none;  // default window [1, 1]: no anneal
     for (int64_t s : {0, 50, 99}) EXPECT_EQ(annealAlpha(none, s, 100), 1.0);
-    QkNormAnneal a{0.5, 1.0, AnnealShape::Linear};
+    QkNormAnneal a{0.5, 1.0, AnnealShape::Linear};  // steps 50 .. 99 (the last step)
     EXPECT_EQ(annealAlpha(a, 0, 100), 1.0);
     EXPECT_EQ(annealAlpha(a, 49, 100), 1.0);
     EXPECT_DOUBLE_EQ(annealAlpha(a, 50, 100), 1.0);  // the descent starts here
-    EXPECT_DOUBLE_EQ(annealAlpha(a, 75, 100), 0.5);
-    EXPECT_NEAR(annealAlpha(a, 99, 100), 0.02, 1e-12);
-    QkNormAnneal early{0.2, 0.6, AnnealShape::Linear};
-    EXPECT_EQ(annealAlpha(early, 60, 100), 0.0);  // 0 after the end
+    EXPECT_DOUBLE_EQ(annealAlpha(a, 75, 100), 1.0 - 25.0 / 49.0);
+    EXPECT_NEAR(annealAlpha(a, 98, 100), 1.0 / 49.0, 1e-12);
+    EXPECT_EQ(annealAlpha(a, 99, 100), 0.0);  // exactly 0 at the last step (was 0.02)
+    // The same window on 600 steps ends at step 599 with alpha exactly 0 (was 0.021 at
+    // 600 steps and 0.125 for a 92%..100% window on 100 steps).
+    EXPECT_EQ(annealAlpha(a, 599, 600), 0.0);
+    EXPECT_EQ(annealAlpha({0.92, 1.0, AnnealShape::Linear}, 99, 100), 0.0);
+    EXPECT_DOUBLE_EQ(annealAlpha({0.92, 1.0, AnnealShape::Linear}, 92, 100), 1.0);
+    QkNormAnneal early{0.2, 0.6, AnnealShape::Linear};  // steps 20 .. 60
+    EXPECT_NEAR(annealAlpha(early, 59, 100), 1.0 / 40.0, 1e-12);
+    EXPECT_EQ(annealAlpha(early, 60, 100), 0.0);  // 0 at and after the end
     EXPECT_EQ(annealAlpha(early, 99, 100), 0.0);
     QkNormAnneal hard{0.9, 1.0, AnnealShape::Hard};
     EXPECT_EQ(annealAlpha(hard, 89, 100), 1.0);
     EXPECT_EQ(annealAlpha(hard, 90, 100), 0.0);
-    QkNormAnneal cosine{0.0, 1.0, AnnealShape::Cosine};
-    EXPECT_NEAR(annealAlpha(cosine, 50, 100), 0.5, 1e-12);
-    EXPECT_NEAR(annealAlpha(cosine, 25, 100), 0.5 * (1 + std::cos(M_PI * 0.25)), 1e-12);
+    EXPECT_EQ(annealAlpha(hard, 99, 100), 0.0);
+    // Start and end round to the same step (50.0 and 50.4): a hard switch at step 50.
+    QkNormAnneal sameStep{0.5, 0.504, AnnealShape::Linear};
+    EXPECT_EQ(annealAlpha(sameStep, 49, 100), 1.0);
+    EXPECT_EQ(annealAlpha(sameStep, 50, 100), 0.0);
+    EXPECT_EQ(annealAlpha(sameStep, 51, 100), 0.0);
+    QkNormAnneal cosine{0.0, 1.0, AnnealShape::Cosine};  // steps 0 .. 99
+    EXPECT_NEAR(annealAlpha(cosine, 33, 100), 0.5 * (1 + std::cos(M_PI * 33.0 / 99.0)), 1e-12);
+    EXPECT_EQ(annealAlpha(cosine, 99, 100), 0.0);
 }
 
 TEST(Schedules, SoftcapAnnealMovesCToTarget) {
     SoftcapConfig s{SoftcapKind::Tanh, 30};
-    SoftcapAnneal a{0.5, 1.0, 1000};
+    SoftcapAnneal a{0.5, 1.0, 1000};  // steps 50 .. 99
     EXPECT_EQ(annealSoftcapC(s, a, 10, 100), 30);
-    EXPECT_DOUBLE_EQ(annealSoftcapC(s, a, 75, 100), 515);
+    EXPECT_EQ(annealSoftcapC(s, a, 50, 100), 30);
+    EXPECT_DOUBLE_EQ(annealSoftcapC(s, a, 75, 100), 30 + 970 * 25.0 / 49.0);
+    EXPECT_EQ(annealSoftcapC(s, a, 99, 100), 1000);  // exactly c_to at the last step
+    SoftcapAnneal sameStep{0.5, 0.504, 1000};        // a switch at step 50
+    EXPECT_EQ(annealSoftcapC(s, sameStep, 49, 100), 30);
+    EXPECT_EQ(annealSoftcapC(s, sameStep, 50, 100), 1000);
     EXPECT_EQ(annealSoftcapC(s, SoftcapAnneal{}, 99, 100), 30);
+}
+
+TEST(Schedules, AnnealWindowSettingsAtTheLastStep) {
+    RunConfig c = base();
+    c.schedule.steps = 100;
+    c.attention.qkNorm = QkNormVariant::Rms;
+    c.anneal.qkNorm = {0.92, 1.0, AnnealShape::Linear};
+    c.attention.softcap = {SoftcapKind::Tanh, 30};
+    c.anneal.softcap = {0.5, 1.0, 500};
+    EXPECT_FALSE(settingsAt(c, 91).inAnnealWindow);
+    EXPECT_TRUE(settingsAt(c, 92).inAnnealWindow);
+    const StepSettings last = settingsAt(c, 99);
+    EXPECT_EQ(last.alpha, 0.0);
+    EXPECT_EQ(last.softcapC, 500);
 }
 
 TEST(Schedules, EventsApplyFromTheirStep) {

@@ -283,7 +283,10 @@ TEST(Trainer, QkGainsAreFrozenDuringTheAnneal) {
     col.copyDir = dir;
     t.run(col);
     EXPECT_EQ(col.steps[19].alpha, 1.0);
-    EXPECT_DOUBLE_EQ(col.steps[30].alpha, 0.5);
+    EXPECT_DOUBLE_EQ(col.steps[30].alpha, 9.0 / 19.0);  // steps 20 .. 39
+    // The window ends at the last step: it and the final evaluation run at alpha = 0 exactly.
+    EXPECT_EQ(col.steps[39].alpha, 0.0);
+    EXPECT_TRUE(col.steps[39].valLoss.has_value());
     auto gainsAt = [&](int64_t step) {
         Transformer m(c);
         torch::serialize::InputArchive a;

@@ -12,13 +12,27 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// Position of `step` inside [start, end) as t in [0, 1]; fractions of total steps.
-double windowProgress(double start, double end, int64_t step, int64_t totalSteps) {
-    const double f =
-        static_cast<double>(step) / static_cast<double>(std::max<int64_t>(totalSteps, 1));
-    if (f < start) return 0.0;
-    if (f >= end) return 1.0;
-    return (f - start) / (end - start);
+// An anneal window in steps. A fraction f of the run means step round(f * steps), and the end
+// is clamped to the last step, so a window ending at 1.0 is finished *at* the last step: the
+// final step and the final evaluation see the annealed-to value exactly.
+struct StepWindow {
+    int64_t start = 0, end = 0;
+};
+
+StepWindow stepWindow(double start, double end, int64_t totalSteps) {
+    const int64_t total = std::max<int64_t>(totalSteps, 1);
+    StepWindow w;
+    w.start = std::min<int64_t>(std::llround(start * static_cast<double>(total)), total - 1);
+    w.end = std::clamp<int64_t>(std::llround(end * static_cast<double>(total)), w.start, total - 1);
+    return w;
+}
+
+// Progress t in [0, 1] through the window: 0 before or at its start, 1 at and after its end.
+// A window whose ends fall on the same step is a switch at that step.
+double windowProgress(const StepWindow& w, int64_t step) {
+    if (step >= w.end) return 1.0;
+    if (step <= w.start) return 0.0;
+    return static_cast<double>(step - w.start) / static_cast<double>(w.end - w.start);
 }
 
 }  // namespace
@@ -61,21 +75,22 @@ double scheduledLr(const RunConfig& c, int64_t step) {
 
 double annealAlpha(const QkNormAnneal& a, int64_t step, int64_t totalSteps) {
     if (a.start >= 1.0) return 1.0;  // the default window [1, 1] means "no anneal"
-    const double f =
-        static_cast<double>(step) / static_cast<double>(std::max<int64_t>(totalSteps, 1));
-    if (f < a.start) return 1.0;
-    if (a.shape == AnnealShape::Hard || a.end <= a.start) return 0.0;
-    return annealAlphaAt(windowProgress(a.start, a.end, step, totalSteps), a.shape);
+    const StepWindow w = stepWindow(a.start, a.end, totalSteps);
+    if (step < w.start) return 1.0;
+    if (a.shape == AnnealShape::Hard) return 0.0;
+    const double t = windowProgress(w, step);
+    return t >= 1.0 ? 0.0 : annealAlphaAt(t, a.shape);  // exactly 0 from the end on
 }
 
 double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t step,
                       int64_t totalSteps) {
     if (a.start >= 1.0) return s.c;
-    const double t =
-        a.end <= a.start
-            ? (static_cast<double>(step) / std::max<int64_t>(totalSteps, 1) >= a.start ? 1.0 : 0.0)
-            : windowProgress(a.start, a.end, step, totalSteps);
-    return s.c + (a.cTo - s.c) * t;
+    const double t = windowProgress(stepWindow(a.start, a.end, totalSteps), step);
+    return t >= 1.0 ? a.cTo : s.c + (a.cTo - s.c) * t;  // exactly c_to from the end on
+}
+
+bool inQkNormAnnealWindow(const QkNormAnneal& a, int64_t step, int64_t totalSteps) {
+    return a.start < 1.0 && step >= stepWindow(a.start, a.end, totalSteps).start;
 }
 
 StepSettings settingsAt(const RunConfig& c, int64_t step) {
@@ -86,9 +101,7 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     s.seqLen = c.model.seqLen;
     s.alpha = annealAlpha(c.anneal.qkNorm, step, c.schedule.steps);
     // Inside an anneal window (from its first step, where alpha is still 1) QK gains freeze.
-    s.inAnnealWindow =
-        c.anneal.qkNorm.start < 1.0 &&
-        static_cast<double>(step) >= c.anneal.qkNorm.start * static_cast<double>(c.schedule.steps);
+    s.inAnnealWindow = inQkNormAnnealWindow(c.anneal.qkNorm, step, c.schedule.steps);
     // Events are sorted by step; later entries override earlier ones.
     for (const auto& e : c.events)
         if (e.step <= step) eventKindInfo(e.kind).apply(s, e, step);

@@ -14,10 +14,17 @@ namespace qklab {
 // optim.lr * schedule.min_lr_ratio at the last step.
 double scheduledLr(const RunConfig& c, int64_t step);
 
-// QK-norm anneal weight alpha in [0, 1] from the config window: 1 before start, 0 after end.
+// Window fractions map to steps: f -> round(f * steps), the end clamped to the last step.
+
+// QK-norm anneal weight alpha in [0, 1] from the config window: 1 before the start step,
+// exactly 0 at and after the end step (so a window ending at 1.0 finishes at the last step).
 double annealAlpha(const QkNormAnneal& a, int64_t step, int64_t totalSteps);
 
-// Softcap width from the config window: c before start, c_to after end, linear between.
+// True from the QK-norm anneal window's start step on (learnable QK gains freeze there).
+bool inQkNormAnnealWindow(const QkNormAnneal& a, int64_t step, int64_t totalSteps);
+
+// Softcap width from the config window: c before the start step, exactly c_to at and after
+// the end step, linear between.
 double annealSoftcapC(const SoftcapConfig& s, const SoftcapAnneal& a, int64_t step,
                       int64_t totalSteps);
 
