@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "probes.h"
 #include "qklab/histogram_bins.h"
@@ -375,6 +376,37 @@ TEST(Probes, CountsLandInTheBinsTheViewsDraw) {
         EXPECT_EQ(h.underflow, under) << nameOf(scale);
         EXPECT_EQ(h.overflow, over) << nameOf(scale);
     }
+}
+
+TEST(Probes, NanLogitsAreCountedApartNotInTheZeroBin) {
+    // Causal 2x2: the valid logits are (0,0), (1,0), (1,1) = NaN, 0.5, +inf.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    AttentionCapture cap;
+    cap.raw = torch::tensor({nan, 0.0f, 0.5f, inf}).view({1, 1, 2, 2});
+    cap.capped = cap.raw;
+    cap.probs = torch::tensor({1.0f, 0.0f, 0.5f, 0.5f}).view({1, 1, 2, 2});
+    cap.q = cap.k = cap.qRaw = cap.kRaw = torch::ones({1, 1, 2, 2});
+    ProbeConfig pc;
+    pc.histBins = 4;
+    pc.histMin = 2;  // the 0 that NaN used to become lies below the range: a NaN is no underflow
+    pc.histMax = 10;
+    ProbeSettings s;
+    s.bins = histogramBinsOf(pc);
+    std::vector<ProbeStats> stats;
+    std::vector<LogitHistogram> hists;
+    computeProbes(0, {cap}, s, stats, hists);
+    const LogitHistogram& h = hists.back();
+    EXPECT_EQ(h.nan, 1);
+    EXPECT_EQ(h.underflow, 1);  // 0.5
+    EXPECT_EQ(h.overflow, 1);   // +inf
+    EXPECT_EQ(h.counts, (std::vector<int64_t>{0, 0, 0, 0}));
+    pc.histMin = -4;  // now 0 is inside: the NaN must still not land in the zero bin
+    s.bins = histogramBinsOf(pc);
+    hists.clear();
+    computeProbes(0, {cap}, s, stats, hists);
+    EXPECT_EQ(hists.back().nan, 1);
+    EXPECT_EQ(hists.back().counts, (std::vector<int64_t>{0, 1, 0, 0}));  // 0.5 only
 }
 
 TEST(Probes, AttentionMapIsTheSoftmaxOfTheFirstSequence) {

@@ -22,6 +22,8 @@
 namespace fs = std::filesystem;
 using namespace qklab;
 
+constexpr int kLatestSchema = 4;  // 4: histograms.nan
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -164,6 +166,7 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
         h.counts = {0, 1, 255, 256, int64_t(1) << 40, -7, std::numeric_limits<int64_t>::max()};
         h.underflow = 3;
         h.overflow = 9;
+        h.nan = 4;
         w.addHistogram(h);
 
         AttentionMap am;
@@ -247,6 +250,7 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
                                                   std::numeric_limits<int64_t>::max()}));
     EXPECT_EQ(hs[0].underflow, 3);
     EXPECT_EQ(hs[0].overflow, 9);
+    EXPECT_EQ(hs[0].nan, 4);
     EXPECT_EQ(store.histograms(id, 1, 0).size(), 0u);
     EXPECT_EQ(store.histogramSteps(id), std::vector<int64_t>{2});
     // The blob is little-endian int64, 8 bytes per bin, whatever the host's byte order.
@@ -313,20 +317,20 @@ TEST_F(StoreTest, EmptyFileIsMigrated) {
     ASSERT_EQ(fs::file_size(m_path), 0u);
     {
         RunStore store(m_path);
-        EXPECT_EQ(store.schemaVersion(), 3);
+        EXPECT_EQ(store.schemaVersion(), kLatestSchema);
         EXPECT_TRUE(store.listRuns().empty());
     }
-    EXPECT_EQ(rawInt("PRAGMA user_version"), 3);
+    EXPECT_EQ(rawInt("PRAGMA user_version"), kLatestSchema);
     EXPECT_EQ(rawInt("PRAGMA application_id"), 0x514B4C42);
     EXPECT_EQ(rawText("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(rawInt("SELECT count(*) FROM sqlite_master WHERE name = 'step_metrics'"), 1);
     RunStore again(m_path);  // reopening a current file is a no-op
-    EXPECT_EQ(again.schemaVersion(), 3);
+    EXPECT_EQ(again.schemaVersion(), kLatestSchema);
 }
 
 TEST_F(StoreTest, InMemoryDatabaseWorks) {
     RunStore store(":memory:");
-    EXPECT_EQ(store.schemaVersion(), 3);
+    EXPECT_EQ(store.schemaVersion(), kLatestSchema);
     EXPECT_EQ(store.maxRunId(), 0);
     EXPECT_EQ(store.markInterruptedRuns(), 0);
 }
@@ -371,16 +375,37 @@ TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
         w.finish(RunStatus::Finished);
     }
     // Turn the file back into what a version-1 build wrote.
-    rawExec("ALTER TABLE step_metrics DROP COLUMN attention_path; PRAGMA user_version = 1", m_path);
+    rawExec(
+        "ALTER TABLE step_metrics DROP COLUMN attention_path; ALTER TABLE histograms DROP COLUMN "
+        "nan; PRAGMA user_version = 1",
+        m_path);
     ASSERT_EQ(rawInt("SELECT count(*) FROM pragma_table_info('step_metrics') "
                      "WHERE name = 'attention_path'"),
               0);
     RunStore store(m_path);
-    EXPECT_EQ(store.schemaVersion(), 3);
+    EXPECT_EQ(store.schemaVersion(), kLatestSchema);
     const auto ms = store.stepMetrics(id);
     ASSERT_EQ(ms.size(), 1u);
     EXPECT_DOUBLE_EQ(ms[0].loss, 2.5);
     EXPECT_EQ(ms[0].attentionPath, "");
+}
+
+TEST_F(StoreTest, VersionThreeHistogramsGainAZeroNanCount) {
+    {
+        RunWriter w(m_path, NewRun{});
+        LogitHistogram h;
+        h.counts = {1, 2};
+        h.overflow = 5;
+        w.addHistogram(h);
+        w.finish(RunStatus::Finished);
+    }
+    rawExec("ALTER TABLE histograms DROP COLUMN nan; PRAGMA user_version = 3", m_path);
+    RunStore store(m_path);
+    EXPECT_EQ(store.schemaVersion(), kLatestSchema);
+    const auto hs = store.histograms(1, 0, -1);
+    ASSERT_EQ(hs.size(), 1u);
+    EXPECT_EQ(hs[0].overflow, 5);
+    EXPECT_EQ(hs[0].nan, 0);
 }
 
 TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
@@ -393,10 +418,10 @@ TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
     // Put back what a version-2 build wrote, then let this build open it.
     rawExec(
         R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
-               PRAGMA user_version = 2)",
+               ALTER TABLE histograms DROP COLUMN nan; PRAGMA user_version = 2)",
         m_path);
     RunStore store(m_path);
-    EXPECT_EQ(store.schemaVersion(), 3);
+    EXPECT_EQ(store.schemaVersion(), kLatestSchema);
     const auto events = store.events(1);
     ASSERT_EQ(events.size(), 2u);
     EXPECT_EQ(events[0].paramsJson, R"({"variant":"rms"})");

@@ -305,11 +305,13 @@ void HistogramPanel::showStep() {
         m_step2Label->setText(QString());
     }
     m_lineB->setVisible(m_overlay->isChecked());
-    m_info->setText(tr("%1 logits counted · underflow %2 · overflow %3 · largest non-empty bin "
-                       "reaches %4%5")
-                        .arg(total + a.underflow + a.overflow)
+    // NaN logits are in no bin: say how many, so that a diverging step does not look empty.
+    m_info->setText(tr("%1 logits counted · underflow %2 · overflow %3 · NaN %4 · largest "
+                       "non-empty bin reaches %5%6")
+                        .arg(total + a.underflow + a.overflow + a.nan)
                         .arg(a.underflow)
                         .arg(a.overflow)
+                        .arg(a.nan)
                         .arg(formatNumber(binsMatch ? bins.toRaw(maxEdge) : maxEdge))
                         .arg(binsMatch ? QString() : tr(" (bin count differs from the config)")));
     m_hist->xAxis->setRange(bins.edges.front() - 2 * w, bins.edges.back() + 2 * w);

@@ -188,7 +188,12 @@ QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, i
     if (metric == QLatin1String("max_capped")) color = color.darker(170);
     g->setPen(QPen(color,
                    metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
-    g->setName(QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' ')));
+    QString name = QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' '));
+    // p99 and the norm p90s are estimated from a strided sample unless the run asked for
+    // exact percentiles: the legend says so (they are off by about 1%).
+    const bool percentile = metric == QLatin1String("p99_raw") || plot == m_norms;
+    if (percentile && !m_run.config.probes.exactPercentiles) name += tr(" (sampled)");
+    g->setName(name);
     m_layerGraphs.insert(key, g);
     plot->legend->setVisible(true);
     return g;

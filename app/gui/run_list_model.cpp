@@ -3,10 +3,21 @@
 
 #include <QBrush>
 #include <QDateTime>
+#include <cmath>
+#include <iterator>
 
 #include "run_data.h"
 
 namespace qklab::gui {
+
+namespace {
+// A loss as shown and as sorted: missing ones sort last, NaN (a diverged validation) too.
+QVariant lossCell(const std::optional<double>& loss, bool sort) {
+    if (!loss) return sort ? QVariant(1e300) : QVariant(QStringLiteral("–"));
+    if (std::isnan(*loss)) return sort ? QVariant(1e299) : QVariant(QStringLiteral("NaN"));
+    return sort ? QVariant(*loss) : QVariant(QString::number(*loss, 'f', 4));
+}
+}  // namespace
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -56,8 +67,10 @@ int RunListModel::columnCount(const QModelIndex& parent) const {
 
 QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"id",         "name",      "status", "key settings", "steps",
-                                  "final loss", "max logit", "spikes", "created",      "tags"};
+    static const char* names[] = {"id",     "name",     "status",     "key settings",
+                                  "steps",  "val loss", "train loss", "max logit",
+                                  "spikes", "created",  "tags"};
+    static_assert(std::size(names) == size_t(Column::Count), "one header per column");
     return tr(names[section]);
 }
 
@@ -78,10 +91,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return m_settings[index.row()];
             case int(Column::Steps):
                 return qlonglong(r.stepsDone);
-            case int(Column::FinalLoss):
-                if (!r.finalLoss) return sort ? QVariant(1e300) : QVariant(QStringLiteral("–"));
-                return sort ? QVariant(*r.finalLoss)
-                            : QVariant(QString::number(*r.finalLoss, 'f', 4));
+            case int(Column::ValLoss):
+                return lossCell(r.finalValLoss, sort);
+            case int(Column::TrainLoss):
+                return lossCell(r.finalLoss, sort);
             case int(Column::MaxLogit):
                 if (!r.maxLogitRaw) return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
                 return sort ? QVariant(*r.maxLogitRaw) : QVariant(formatNumber(*r.maxLogitRaw));

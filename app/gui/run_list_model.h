@@ -1,5 +1,5 @@
 // run_list_model.h — the runs of one database as a table model (name, status, key settings,
-// steps, final loss, max logit, spikes, date, tags).
+// steps, val loss, train loss, max logit, spikes, date, tags).
 //
 // setRuns() is called by a poll every second, so it updates rows in place when the set of
 // runs is unchanged (selection and scroll position survive) and only resets when runs were
@@ -23,7 +23,8 @@ class RunListModel : public QAbstractTableModel {
         Status,
         Settings,
         Steps,
-        FinalLoss,
+        ValLoss,    // the latest validation loss: what runs are compared on
+        TrainLoss,  // the last training step's loss (one batch: noisy)
         MaxLogit,
         Spikes,
         Created,

@@ -23,15 +23,7 @@ QTableWidgetItem* item(const QString& text, const QVariant& sortKey = {}) {
 }
 
 QString kindText(SpikeKind k) {
-    switch (k) {
-        case SpikeKind::QkRunaway:
-            return QObject::tr("Q/K length runaway");
-        case SpikeKind::TokenSpike:
-            return QObject::tr("token/position spike");
-        case SpikeKind::DataOrAccumulation:
-            return QObject::tr("data or accumulation bug");
-    }
-    return QString();
+    return QString::fromUtf8(spikeKindTitle(k));
 }
 }  // namespace
 
@@ -53,7 +45,8 @@ QString SpikesPanel::tierText(int tier) {
                 "it 1000 steps before judging.");
         case 4:
             return tr(
-                "Tier 4: still spiking with QK-norm → look at init, LR, batch size and schedule.");
+                "Tier 4: still spiking with QK-norm, or frequent spikes while attention looks "
+                "normal → look at init, LR, batch size and schedule.");
     }
     return tr("Tier %1").arg(tier);
 }

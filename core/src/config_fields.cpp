@@ -245,7 +245,7 @@ void annealFields(FieldTable& t) {
         [](RunConfig& c) -> double& { return c.anneal.qkNorm.start; }, 0, 1);
     t.add(
         "anneal.qk_norm.end", "QK-norm anneal end", "of steps",
-        "fraction of steps where alpha reaches 0",
+        "fraction of steps where alpha reaches exactly 0 (1 = at the last step)",
         [](RunConfig& c) -> double& { return c.anneal.qkNorm.end; }, 0, 1);
     t.add("anneal.qk_norm.shape", "Anneal curve", "",
           "alpha curve inside the window (hard = switch off at start)",
@@ -256,7 +256,7 @@ void annealFields(FieldTable& t) {
         [](RunConfig& c) -> double& { return c.anneal.softcap.start; }, 0, 1);
     t.add(
         "anneal.softcap.end", "Softcap anneal end", "of steps",
-        "fraction of steps where C reaches c_to",
+        "fraction of steps where C reaches exactly c_to (1 = at the last step)",
         [](RunConfig& c) -> double& { return c.anneal.softcap.end; }, 0, 1);
     t.add(
         "anneal.softcap.c_to", "Final cap width", "",
@@ -307,6 +307,10 @@ void probeFields(FieldTable& t) {
         "probes.attn_map_every", "Attention map every", "steps",
         "store the softmax map of one sequence every N steps (0 = off)",
         [](RunConfig& c) -> int64_t& { return c.probes.attnMapEvery; }, 0, 1e6);
+    t.add("probes.exact_percentiles", "Exact percentiles", "",
+          "p99/p90 from every value (slower) instead of an evenly strided sample of up to "
+          "32768 values per row (off: about 1% error, labelled \"sampled\")",
+          [](RunConfig& c) -> bool& { return c.probes.exactPercentiles; });
     t.add(
         "spikes.window", "Spike window", "steps",
         "rolling window of the spike z-score (llm.c: 128)",

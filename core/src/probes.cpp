@@ -3,6 +3,7 @@
 #include "probes.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace qklab {
@@ -32,17 +33,18 @@ torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
     return x.index_select(1, idx);
 }
 
-// Per-row quantile q of x (R, N) via kthvalue, as a (R) tensor.
-torch::Tensor rowQuantile(const torch::Tensor& x, double q) {
-    auto s = sampleColumns(x, kMaxQuantileSamples);
+// Per-row quantile q of x (R, N) via kthvalue, as a (R) tensor; on at most `limit` values per
+// row (an evenly strided sample above that).
+torch::Tensor rowQuantile(const torch::Tensor& x, double q, int64_t limit) {
+    auto s = sampleColumns(x, limit);
     const int64_t n = s.size(1);
     const int64_t k =
         std::max<int64_t>(1, std::min<int64_t>(n, static_cast<int64_t>(std::ceil(q * n))));
     return std::get<0>(torch::kthvalue(s, k, 1));
 }
 
-torch::Tensor wholeQuantile(const torch::Tensor& x, double q) {
-    return rowQuantile(x.reshape({1, -1}), q).squeeze(0);
+torch::Tensor wholeQuantile(const torch::Tensor& x, double q, int64_t limit) {
+    return rowQuantile(x.reshape({1, -1}), q, limit).squeeze(0);
 }
 
 // (B, H, T, T) -> (H, B * T(T+1)/2): the valid logits of each head.
@@ -60,23 +62,28 @@ torch::Tensor normsByHead(const torch::Tensor& x) {
     return x.to(torch::kFloat32).norm(2, -1).transpose(0, 1).reshape({x.size(1), -1});
 }
 
-// Per head: counts in each bin of `bins` (H, n) and the values below / above them (H, 2). A
+// Per head: counts in each bin of `bins` (H, n) and the values below / above them and the NaN
+// values (H, 3). A
 // value's bin is the one whose [left edge, right edge) holds it, the last bin also holding the
 // upper edge: the edges of qklab/histogram_bins.h, which the views draw.
 std::pair<torch::Tensor, torch::Tensor> countInBins(const torch::Tensor& logits,
                                                     const HistogramBins& bins) {
-    auto v = torch::nan_to_num(logits, 0.0, 3e38, -3e38);
+    auto isNan = torch::isnan(logits);
+    auto v = torch::nan_to_num(logits, 0.0, 3e38, -3e38);  // +-inf: over/underflow
     if (bins.symlog) v = torch::sign(v) * torch::log1p(v.abs()) / std::log(10.0);  // symlog10
     const int64_t H = v.size(0), n = bins.count();
     const std::vector<double> inner(bins.edges.begin() + 1, bins.edges.end() - 1);
     auto innerEdges = torch::tensor(inner, v.options().dtype(torch::kFloat64)).to(v.scalar_type());
     auto bin = torch::bucketize(v, innerEdges, /*out_int32=*/false, /*right=*/true);  // 0 .. n-1
-    auto below = v<bins.lo(), above = v> bins.hi();
-    auto inside = ~(below | above);
+    // NaN became 0 above only so that bucketize is defined; it counts in no bin and in
+    // neither tail.
+    auto below = (v < bins.lo()) & ~isNan, above = (v > bins.hi()) & ~isNan;
+    auto inside = ~(below | above | isNan);
     auto heads = torch::arange(H, bin.options()).unsqueeze(1).expand_as(bin);
     auto flat = (heads * n + bin).masked_select(inside);
     auto counts = torch::bincount(flat, /*weights=*/{}, H * n).view({H, n});
-    return {counts, torch::stack(std::vector<torch::Tensor>{below.sum(1), above.sum(1)}, 1)};
+    return {counts,
+            torch::stack(std::vector<torch::Tensor>{below.sum(1), above.sum(1), isNan.sum(1)}, 1)};
 }
 
 // How many statistics computeProbes stacks per head and layer, in probeColumns() order.
@@ -92,6 +99,14 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
                          const torch::Tensor& raw) {
     const int64_t H = cap.raw.size(1);
     const bool hasCap = settings.softcap != SoftcapKind::None;
+    const int64_t limit =
+        settings.exactPercentiles ? std::numeric_limits<int64_t>::max() : kMaxQuantileSamples;
+    const auto rowQ = [limit](const torch::Tensor& x, double q) {
+        return rowQuantile(x, q, limit);
+    };
+    const auto wholeQ = [limit](const torch::Tensor& x, double q) {
+        return wholeQuantile(x, q, limit);
+    };
     auto capped = hasCap ? validByHead(cap.capped, causalIndices(cap.raw.size(2), cap.raw.device()))
                          : raw;  // (H, N)
     auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
@@ -101,21 +116,20 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
     auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
     auto frac = hasCap ? (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1)
                        : torch::zeros({H}, raw.options());
-    auto rawMax = raw.amax(1), rawP99 = rowQuantile(raw, 0.99), rawMean = raw.mean(1);
-    auto rawWholeP99 = wholeQuantile(raw, 0.99);
+    auto rawMax = raw.amax(1), rawP99 = rowQ(raw, 0.99), rawMean = raw.mean(1);
+    auto rawWholeP99 = wholeQ(raw, 0.99);
     // Without a cap the capped statistics equal the raw ones: do not compute them twice.
     auto perHead = torch::stack(
         std::vector<torch::Tensor>{rawMax, rawP99, rawMean, hasCap ? capped.amax(1) : rawMax,
-                                   hasCap ? rowQuantile(capped, 0.99) : rawP99,
-                                   hasCap ? capped.mean(1) : rawMean, rowQuantile(qn, 0.9),
-                                   rowQuantile(kn, 0.9), rowQuantile(qrn, 0.9),
-                                   rowQuantile(krn, 0.9), entropy, frac},
+                                   hasCap ? rowQ(capped, 0.99) : rawP99,
+                                   hasCap ? capped.mean(1) : rawMean, rowQ(qn, 0.9), rowQ(kn, 0.9),
+                                   rowQ(qrn, 0.9), rowQ(krn, 0.9), entropy, frac},
         1);  // (H, kColumns)
     auto layer = torch::stack(std::vector<torch::Tensor>{
         rawMax.max(), rawWholeP99, rawMean.mean(), hasCap ? capped.max() : rawMax.max(),
-        hasCap ? wholeQuantile(capped, 0.99) : rawWholeP99, hasCap ? capped.mean() : rawMean.mean(),
-        wholeQuantile(qn, 0.9), wholeQuantile(kn, 0.9), wholeQuantile(qrn, 0.9),
-        wholeQuantile(krn, 0.9), entropy.mean(), frac.mean()});
+        hasCap ? wholeQ(capped, 0.99) : rawWholeP99, hasCap ? capped.mean() : rawMean.mean(),
+        wholeQ(qn, 0.9), wholeQ(kn, 0.9), wholeQ(qrn, 0.9), wholeQ(krn, 0.9), entropy.mean(),
+        frac.mean()});
     return torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0);
 }
 
@@ -141,18 +155,20 @@ void unpack(int64_t step, const torch::Tensor& table, const torch::Tensor& hist,
             stats.push_back(s);
         }
         LogitHistogram layerHist{
-            step, static_cast<int32_t>(l), -1, std::vector<int64_t>(bins, 0), 0, 0};
+            step, static_cast<int32_t>(l), -1, std::vector<int64_t>(bins, 0), 0, 0, 0};
         for (int64_t h = 0; h < H; ++h) {
             const int64_t* src = hc + (l * H + h) * bins;
             LogitHistogram hh{step,
                               static_cast<int32_t>(l),
                               static_cast<int32_t>(h),
                               std::vector<int64_t>(src, src + bins),
-                              oc[(l * H + h) * 2],
-                              oc[(l * H + h) * 2 + 1]};
+                              oc[(l * H + h) * 3],
+                              oc[(l * H + h) * 3 + 1],
+                              oc[(l * H + h) * 3 + 2]};
             for (int64_t b = 0; b < bins; ++b) layerHist.counts[b] += hh.counts[b];
             layerHist.underflow += hh.underflow;
             layerHist.overflow += hh.overflow;
+            layerHist.nan += hh.nan;
             histograms.push_back(std::move(hh));
         }
         histograms.push_back(std::move(layerHist));
@@ -170,10 +186,10 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
         auto raw =
             validByHead(cap.raw, causalIndices(cap.raw.size(2), cap.raw.device()));  // (H, N)
         tables.push_back(layerTable(cap, settings, raw));
-        // Histograms of raw logits; non-finite values (a diverging step) land in the overflow.
+        // Histograms of raw logits; +-inf (a diverging step) land in under/overflow, NaN apart.
         auto counted = countInBins(raw, settings.bins);
         hists.push_back(counted.first);     // (H, bins)
-        outside.push_back(counted.second);  // (H, 2)
+        outside.push_back(counted.second);  // (H, 3)
     }
     // One device-to-host transfer for everything.
     unpack(step, torch::stack(tables).to(torch::kCPU, torch::kFloat64).contiguous(),

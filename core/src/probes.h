@@ -13,6 +13,7 @@ struct ProbeSettings {
     HistogramBins bins;  // the histogram's edges and scale
     SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 0;
+    bool exactPercentiles = false;  // false: percentiles on at most kMaxQuantileSamples per row
 };
 
 // Per layer and head (+ head = -1 for the whole layer): logit max/p99/mean raw and capped,
@@ -28,7 +29,5 @@ void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
 // Softmax maps of the first sequence in the batch, top-left block of at most maxSize tokens.
 std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<AttentionCapture>& captures,
                                         int64_t maxSize = 128);
-
-constexpr int64_t kMaxQuantileSamples = int64_t{1} << 15;
 
 }  // namespace qklab

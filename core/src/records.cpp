@@ -24,12 +24,14 @@ constexpr StatusName kStatusNames[] = {
 struct KindName {
     SpikeKind kind;
     const char* name;
+    const char* title;
 };
 
 constexpr KindName kKindNames[] = {
-    {SpikeKind::QkRunaway, "qk_runaway"},
-    {SpikeKind::TokenSpike, "token_spike"},
-    {SpikeKind::DataOrAccumulation, "data_or_accumulation"},
+    {SpikeKind::QkRunaway, "qk_runaway", "Q/K length runaway"},
+    {SpikeKind::TokenSpike, "token_spike", "token/position spike"},
+    {SpikeKind::DataOrAccumulation, "data_or_accumulation", "data or accumulation bug"},
+    {SpikeKind::HighLogits, "high_logits", "logits high, no jump"},
 };
 
 template <typename Table>
@@ -63,6 +65,12 @@ const char* toString(SpikeKind k) {
     return "unknown";
 }
 
+const char* spikeKindTitle(SpikeKind k) {
+    for (const auto& entry : kKindNames)
+        if (entry.kind == k) return entry.title;
+    return "unknown";
+}
+
 SpikeKind spikeKindFromString(const std::string& s) {
     for (const auto& entry : kKindNames)
         if (s == entry.name) return entry.kind;
@@ -74,20 +82,21 @@ const std::vector<ProbeColumn>& probeColumns() {
     static const std::vector<ProbeColumn> columns{
         {"logit_max_raw", "max attention logit before the softcap", &ProbeStats::logitMaxRaw},
         {"logit_p99_raw", "99th percentile of the logits before the softcap",
-         &ProbeStats::logitP99Raw},
+         &ProbeStats::logitP99Raw, true},
         {"logit_mean_raw", "mean logit before the softcap", &ProbeStats::logitMeanRaw},
         {"logit_max_capped", "max logit after the softcap (what softmax sees)",
          &ProbeStats::logitMaxCapped},
-        {"logit_p99_capped", "99th percentile after the softcap", &ProbeStats::logitP99Capped},
+        {"logit_p99_capped", "99th percentile after the softcap", &ProbeStats::logitP99Capped,
+         true},
         {"logit_mean_capped", "mean logit after the softcap", &ProbeStats::logitMeanCapped},
-        {"q_norm_p90", "90th percentile of |q| as it enters the dot product",
-         &ProbeStats::qNormP90},
-        {"k_norm_p90", "90th percentile of |k| as it enters the dot product",
-         &ProbeStats::kNormP90},
+        {"q_norm_p90", "90th percentile of |q| as it enters the dot product", &ProbeStats::qNormP90,
+         true},
+        {"k_norm_p90", "90th percentile of |k| as it enters the dot product", &ProbeStats::kNormP90,
+         true},
         {"q_raw_norm_p90", "90th percentile of |q| straight out of the projection",
-         &ProbeStats::qRawNormP90},
+         &ProbeStats::qRawNormP90, true},
         {"k_raw_norm_p90", "90th percentile of |k| straight out of the projection",
-         &ProbeStats::kRawNormP90},
+         &ProbeStats::kRawNormP90, true},
         {"entropy", "mean attention entropy per query row (nats)", &ProbeStats::entropy},
         {"frac_at_cap", "share of raw logits with |logit| >= C", &ProbeStats::fracAtCap},
     };

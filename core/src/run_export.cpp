@@ -7,6 +7,9 @@
 #include <sstream>
 #include <utility>
 
+#include "qklab/error.h"
+#include "qklab/run_config.h"
+
 namespace qklab {
 namespace {
 
@@ -62,6 +65,16 @@ const std::vector<StepColumn>& stepColumns() {
     return columns;
 }
 
+// Whether a stored run's percentiles are exact; an unreadable config counts as the default
+// (sampled), which is what every run before probes.exact_percentiles did.
+bool exactPercentilesOf(const std::string& configJson) {
+    try {
+        return configFromJsonText(configJson, "run", false).probes.exactPercentiles;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
 }  // namespace
 
 json runSummaryJson(RunStore& store, int64_t runId) {
@@ -73,10 +86,7 @@ json runSummaryJson(RunStore& store, int64_t runId) {
     s["status_message"] = r.statusMessage;
     s["steps_done"] = r.stepsDone;
     s["final_loss"] = optionalNumber(r.finalLoss);
-    std::optional<double> finalVal;
-    for (const auto& m : store.stepMetrics(runId))
-        if (m.valLoss) finalVal = m.valLoss;
-    s["final_val_loss"] = optionalNumber(finalVal);
+    s["final_val_loss"] = optionalNumber(r.finalValLoss);
     s["max_logit_raw"] = optionalNumber(r.maxLogitRaw);
     s["max_logit_capped"] = optionalNumber(r.maxLogitCapped);
     s["spikes"] = r.spikes;
@@ -110,6 +120,14 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
         probes.push_back(row);
     }
     out["probes"] = probes;
+    // Which columns are estimates, so that a reader never mistakes a sampled p99 for exact.
+    const bool exact = exactPercentilesOf(store.run(runId).configJson);
+    json percentileColumns = json::array();
+    for (const auto& c : probeColumns())
+        if (c.percentile) percentileColumns.push_back(c.name);
+    out["percentiles"] = {{"method", exact ? "exact" : "sampled"},
+                          {"max_values_per_row", exact ? json(nullptr) : json(kMaxQuantileSamples)},
+                          {"columns", percentileColumns}};
     json spikes = json::array();
     for (const auto& s : store.spikes(runId))
         spikes.push_back({{"step", s.step},
@@ -135,7 +153,8 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     return out;
 }
 
-std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes) {
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
+                   bool exactPercentiles) {
     int32_t layers = 0;
     std::map<std::pair<int64_t, int32_t>, const ProbeStats*> byStepLayer;
     for (const auto& p : probes) {
@@ -148,7 +167,9 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
     std::string sep;
     for (const auto& c : stepColumns()) os << std::exchange(sep, ",") << c.name;
     for (int32_t l = 0; l < layers; ++l)
-        for (const auto& c : columns) os << ",layer" << l << "_" << c.name;
+        for (const auto& c : columns)
+            os << ",layer" << l << "_" << c.name
+               << (c.percentile && !exactPercentiles ? "_sampled" : "");
     os << "\n";
     for (const auto& m : steps) {
         sep.clear();
@@ -165,7 +186,8 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
 }
 
 std::string runExportCsv(RunStore& store, int64_t runId) {
-    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1));
+    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1),
+                  exactPercentilesOf(store.run(runId).configJson));
 }
 
 }  // namespace qklab

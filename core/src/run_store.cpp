@@ -112,6 +112,10 @@ ALTER TABLE step_metrics ADD COLUMN attention_path TEXT;
 UPDATE events SET params_json = json_remove(params_json, '$._intervention')
  WHERE json_valid(params_json) AND json_type(params_json, '$._intervention') IS NOT NULL;
 )sql",
+    // 4: NaN logits are counted on their own instead of landing in the zero bin
+    R"sql(
+ALTER TABLE histograms ADD COLUMN nan INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -187,7 +191,10 @@ const char* const kRunColumns =
     "r.id, r.name, r.status, r.config_json, r.seed, r.device, r.torch_version, r.app_version, "
     "r.created_at, r.finished_at, r.notes, r.tags, r.steps_done, r.final_loss, r.max_logit_raw, "
     "r.max_logit_capped, r.status_message, "
-    "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id)";
+    "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id), "
+    // The latest validation: a backwards walk of the (run_id, step) key, at most eval.every rows.
+    "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss IS NOT NULL "
+    "ORDER BY m.step DESC LIMIT 1)";
 
 RunInfo readRun(const Statement& st) {
     RunInfo r;
@@ -209,6 +216,7 @@ RunInfo readRun(const Statement& st) {
     r.maxLogitCapped = st.columnOptReal(15);
     r.statusMessage = st.columnText(16);
     r.spikes = st.columnInt(17);
+    r.finalValLoss = st.columnOptReal(18);
     return r;
 }
 
@@ -394,7 +402,7 @@ std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_
 
 std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, int32_t head) {
     Statement st(*m_db,
-                 "SELECT step, counts, underflow, overflow FROM histograms "
+                 "SELECT step, counts, underflow, overflow, nan FROM histograms "
                  "WHERE run_id = ? AND layer = ? AND head = ? ORDER BY step");
     st.bindInt(1, runId).bindInt(2, layer).bindInt(3, head);
     std::vector<LogitHistogram> out;
@@ -406,6 +414,7 @@ std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, i
         h.counts = decodeInt64s(st.columnBlob(1));
         h.underflow = st.columnInt(2);
         h.overflow = st.columnInt(3);
+        h.nan = st.columnInt(4);
         out.push_back(std::move(h));
     }
     return out;

@@ -118,11 +118,15 @@ void RunWriter::Impl::writeRows() {
             sp.bindReal(5 + static_cast<int>(i), p.*columns[i].field);
         sp.exec();
     }
-    Statement& sh = prepared(insHist, "INSERT OR REPLACE INTO histograms VALUES(?,?,?,?,?,?,?)");
+    Statement& sh =
+        prepared(insHist,
+                 "INSERT OR REPLACE INTO histograms(run_id, step, layer, head, counts, underflow, "
+                 "overflow, nan) VALUES(?,?,?,?,?,?,?,?)");
     for (const LogitHistogram& h : histograms) {
         std::vector<unsigned char> blob = encodeInt64s(h.counts);
         sh.bindInt(1, runId).bindInt(2, h.step).bindInt(3, h.layer).bindInt(4, h.head);
         sh.bindBlob(5, blob.data(), blob.size()).bindInt(6, h.underflow).bindInt(7, h.overflow);
+        sh.bindInt(8, h.nan);
         sh.exec();
     }
     Statement& sm = prepared(insMap, "INSERT OR REPLACE INTO attention_maps VALUES(?,?,?,?,?,?)");

@@ -16,13 +16,68 @@ double median(std::vector<double> v) {
 }
 
 std::string fmt(double v) {
+    return diagnosisNumber(v);
+}
+
+// Population spread of v around its median, floored at 5% of the median so that a flat
+// baseline does not turn noise into a huge z-score (the ratio test guards the rest).
+double spreadAround(const std::vector<double>& v, double centre) {
+    double sq = 0;
+    for (double x : v) sq += (x - centre) * (x - centre);
+    const double sd = v.empty() ? 0 : std::sqrt(sq / static_cast<double>(v.size()));
+    return std::max({sd, 0.05 * std::fabs(centre), 1e-9});
+}
+
+Change changeAgainst(double value, const std::vector<double>& baseline) {
+    Change c;
+    c.value = value;
+    if (baseline.empty()) {
+        c.baseline = value;
+        return c;
+    }
+    c.baseline = median(baseline);
+    c.ratio = c.baseline != 0 ? value / c.baseline : 1.0;
+    c.z = (value - c.baseline) / spreadAround(baseline, c.baseline);
+    return c;
+}
+
+// "20.4 = 1.09x its baseline 18.7 (z 1.2)"
+std::string changeText(const Change& c, bool relative) {
+    if (!relative) return fmt(c.value);
+    return fmt(c.value) + " = " + fmt(c.ratio) + "x its baseline " + fmt(c.baseline) + " (z " +
+           fmt(c.z) + ")";
+}
+
+std::string levelText(LogitLevel level) {
+    switch (level) {
+        case LogitLevel::Healthy:
+            return "healthy";
+        case LogitLevel::Elevated:
+            return "above the healthy line, below the intervention line";
+        case LogitLevel::Intervene:
+            return "beyond the intervention line";
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string diagnosisNumber(double v) {
+    // Three significant digits, but whole numbers from 100 on (1450, not 1.45e+03).
+    if (std::isfinite(v) && std::fabs(v) >= 100 && std::fabs(v) < 1e9)
+        return std::to_string(std::llround(v));
     std::ostringstream os;
     os.precision(3);
     os << v;
     return os.str();
 }
 
-}  // namespace
+LogitLevel logitLevel(double maxLogit, double p99Logit) {
+    if (maxLogit > kInterveneMaxLogit || p99Logit > kInterveneP99Logit)
+        return LogitLevel::Intervene;
+    if (maxLogit >= kHealthyMaxLogit || p99Logit >= kHealthyP99Logit) return LogitLevel::Elevated;
+    return LogitLevel::Healthy;
+}
 
 RollingZScore::RollingZScore(int64_t window, int64_t minHistory)
     : m_window(std::max<int64_t>(window, 2)), m_minHistory(std::max<int64_t>(minHistory, 2)) {}
@@ -64,81 +119,164 @@ ProbeSummary summarizeProbes(int64_t step, const std::vector<ProbeStats>& rows) 
     return s;
 }
 
-void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
-                   const DiagnosisContext& ctx) {
-    if (history.empty()) {
-        spike.kind = SpikeKind::DataOrAccumulation;
-        spike.tier = 1;
-        spike.probeStep = -1;
-        spike.diagnosis =
-            "No attention probe was recorded before this spike, so logits and q/k "
-            "norms cannot be read. Turn probes on (probes.every) to diagnose.";
-        return;
-    }
+SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx) {
+    SpikeEvidence e;
+    const double window = std::max<double>(static_cast<double>(ctx.stepsSoFar), kRareSpikeSteps);
+    e.rare = static_cast<double>(ctx.spikesSoFar) * kRareSpikeSteps / window <= 1.0;
+    if (history.empty()) return e;
     const ProbeSummary& cur = history.back();
-    // Baseline: the median of up to 10 probes before the latest one (the latest alone if none).
     std::vector<double> maxes, norms;
-    const size_t first = history.size() > 11 ? history.size() - 11 : 0;
+    const size_t first =
+        history.size() > kBaselineProbes + 1 ? history.size() - kBaselineProbes - 1 : 0;
     for (size_t i = first; i + 1 < history.size(); ++i) {
         maxes.push_back(history[i].maxLogit);
         norms.push_back(history[i].qkNorm);
     }
-    const double baseMax = maxes.empty() ? cur.maxLogit : median(maxes);
-    const double baseNorm = norms.empty() ? cur.qkNorm : median(norms);
-    spike.probeStep = cur.step;
-    spike.probeMaxLogit = cur.maxLogit;
-    spike.baselineMaxLogit = baseMax;
-    spike.probeQkNorm = cur.qkNorm;
-    spike.baselineQkNorm = baseNorm;
+    e.probeStep = cur.step;
+    e.baselineProbes = static_cast<int>(maxes.size());
+    e.relative = e.baselineProbes >= kMinBaselineProbes;
+    e.maxLogit = changeAgainst(cur.maxLogit, maxes);
+    e.qkNorm = changeAgainst(cur.qkNorm, norms);
+    e.p99Logit = cur.p99Logit;
+    e.level = logitLevel(cur.maxLogit, cur.p99Logit);
+    e.firstQkNorm = history.front().qkNorm;
+    e.firstProbeStep = history.front().step;
+    e.logitJump = e.relative && e.maxLogit.ratio >= kJumpRatio && e.maxLogit.z >= kJumpZ &&
+                  e.level != LogitLevel::Healthy;
+    e.normsRising = e.relative && e.qkNorm.ratio >= kNormRiseRatio && e.qkNorm.z >= kNormRiseZ;
+    e.normsGrownSinceStart =
+        history.size() > 1 && e.firstQkNorm > 0 && cur.qkNorm >= kChronicNormGrowth * e.firstQkNorm;
+    return e;
+}
 
-    const bool logitJump = cur.maxLogit >= std::max(1.5 * baseMax, baseMax + 5.0);
-    const bool logitsHigh = cur.maxLogit >= kHealthyMaxLogit || cur.p99Logit >= kHealthyP99Logit;
-    const bool normsRising = baseNorm > 0 && cur.qkNorm >= 1.15 * baseNorm;
-    // A run whose logits were already past the intervention line before this spike, with q/k
-    // lengths grown several-fold since the run's first probe, ran away earlier: the spike is
-    // a symptom of that runaway, not a one-off token spike.
-    const double firstNorm = history.front().qkNorm;
-    const bool chronicRunaway = history.size() > 1 && baseMax >= kInterveneMaxLogit &&
-                                firstNorm > 0 && baseNorm >= 2.0 * firstNorm;
+namespace {
 
+SpikeKind classify(const SpikeEvidence& e) {
+    if (e.logitJump) return e.normsRising ? SpikeKind::QkRunaway : SpikeKind::TokenSpike;
+    if (e.level == LogitLevel::Intervene)
+        return e.normsRising || e.normsGrownSinceStart ? SpikeKind::QkRunaway
+                                                       : SpikeKind::HighLogits;
+    return SpikeKind::DataOrAccumulation;
+}
+
+int tierOf(SpikeKind kind, const SpikeEvidence& e, bool qkNormActive) {
+    if (kind == SpikeKind::DataOrAccumulation) return e.rare ? 1 : 4;
+    if (qkNormActive) return 4;
+    return kind == SpikeKind::QkRunaway ? 3 : 2;
+}
+
+// The sentences that state the numbers: probe, logits against baseline and thresholds, norms.
+void writeEvidence(std::ostringstream& why, const SpikeEvidence& e) {
+    why << "Latest probe before the spike: step " << e.probeStep;
+    if (e.relative)
+        why << "; baseline = median of the " << e.baselineProbes << " probes before it. ";
+    else
+        why << "; only " << e.baselineProbes << " earlier probe(s), too few for a baseline, so "
+            << "only the absolute thresholds apply. ";
+    why << "Max raw logit " << changeText(e.maxLogit, e.relative);
+    if (e.relative) {
+        const bool up = e.maxLogit.ratio >= kJumpRatio && e.maxLogit.z >= kJumpZ;
+        why << (e.logitJump ? ": a jump"
+                : up        ? ": up, but still healthy"
+                            : ": no jump")
+            << " (a jump is >= " << fmt(kJumpRatio) << "x and z >= " << fmt(kJumpZ)
+            << " past the healthy line)";
+    }
+    why << "; p99 " << fmt(e.p99Logit) << ". Healthy is max < " << fmt(kHealthyMaxLogit)
+        << " and p99 < " << fmt(kHealthyP99Logit) << ", intervene beyond max "
+        << fmt(kInterveneMaxLogit) << " or p99 " << fmt(kInterveneP99Logit) << ": this probe is "
+        << levelText(e.level) << ". ";
+    why << "q/k norm p90 " << changeText(e.qkNorm, e.relative);
+    if (e.relative) why << (e.normsRising ? ": rising" : ": flat");
+    if (e.normsGrownSinceStart)
+        why << "; " << fmt(e.qkNorm.value / e.firstQkNorm) << "x the run's first probe (step "
+            << e.firstProbeStep << ")";
+    why << ". ";
+}
+
+void writeVerdict(std::ostringstream& why, SpikeKind kind, const SpikeEvidence& e) {
+    switch (kind) {
+        case SpikeKind::QkRunaway:
+            if (e.logitJump)
+                why << "Logits jumped and q/k lengths rose with them: Q/K length runaway. ";
+            else
+                why << "Logits are beyond the intervention line without a new jump and q/k "
+                       "lengths have grown: the Q/K lengths ran away earlier, and this spike is "
+                       "a symptom of it. ";
+            break;
+        case SpikeKind::TokenSpike:
+            why << "Logits jumped while q/k norms stayed flat: a sporadic token/position spike. ";
+            break;
+        case SpikeKind::HighLogits:
+            why << "Logits are beyond the intervention line but did not jump at this spike, and "
+                   "q/k norms are stable: the logits are high, not newly spiking. ";
+            break;
+        case SpikeKind::DataOrAccumulation:
+            why << "Attention shows no jump and the logits are not beyond the intervention "
+                   "line: the cause is more likely the data or the loss/gradient accumulation "
+                   "than attention. ";
+            break;
+    }
+}
+
+void writeTier(std::ostringstream& why, int tier, SpikeKind kind) {
+    switch (tier) {
+        case 1:
+            why << "Tier 1: change nothing in attention; check the sampler, the data pipeline "
+                   "and the loss. Do not touch QK-norm.";
+            break;
+        case 2:
+            why << "Tier 2: add a tanh softcap with C = 50, watch 500 steps, then C = 30 and/or "
+                   "grad clip 1.0.";
+            break;
+        case 3:
+            why << "Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give it 1000 steps "
+                   "before judging.";
+            break;
+        default:
+            if (kind == SpikeKind::DataOrAccumulation)
+                why << "Tier 4: spikes are too frequent for tier 1 and attention is not the "
+                       "cause: after the data pipeline and the loss, look at init, LR, batch "
+                       "size and schedule. Do not touch QK-norm.";
+            else
+                why << "Tier 4: still spiking with QK-norm on; look at init, LR, batch size and "
+                       "schedule (a head bias initialised to 10 was once the cause).";
+    }
+}
+
+}  // namespace
+
+void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
+                   const DiagnosisContext& ctx) {
+    const SpikeEvidence e = spikeEvidence(history, ctx);
     std::ostringstream why;
-    why << "Latest probe (step " << cur.step << "): max raw logit " << fmt(cur.maxLogit)
-        << " (baseline " << fmt(baseMax) << "), p99 " << fmt(cur.p99Logit) << ", q/k norm p90 "
-        << fmt(cur.qkNorm) << " (baseline " << fmt(baseNorm) << "). ";
-    if ((logitsHigh || logitJump) && normsRising) {
-        spike.kind = SpikeKind::QkRunaway;
-        why << "Logits are large and q/k lengths grew with them: Q/K length runaway. ";
-    } else if (chronicRunaway) {
-        spike.kind = SpikeKind::QkRunaway;
-        why << "Logits were already beyond " << fmt(kInterveneMaxLogit) << " before this spike and "
-            << "q/k lengths are " << fmt(baseNorm / firstNorm) << "x their first probe (step "
-            << history.front().step << "): the Q/K lengths ran away earlier. ";
-    } else if (logitsHigh || logitJump) {
-        spike.kind = SpikeKind::TokenSpike;
-        why << "Logits jumped while q/k norms stayed flat: a sporadic token/position spike. ";
-    } else {
+    if (history.empty()) {
         spike.kind = SpikeKind::DataOrAccumulation;
-        why << "Logits and norms look normal: the cause is more likely the data or the loss/"
-               "gradient accumulation than attention. ";
-    }
-
-    if (spike.kind == SpikeKind::DataOrAccumulation) {
-        spike.tier = 1;
-        why << "Tier 1: change nothing in attention; check the sampler, the data pipeline and "
-               "the loss. Do not touch QK-norm.";
-    } else if (ctx.qkNormActive) {
-        spike.tier = 4;
-        why << "Tier 4: still spiking with QK-norm on; look at init, LR, batch size and "
-               "schedule (a head bias initialised to 10 was once the cause).";
-    } else if (spike.kind == SpikeKind::TokenSpike) {
-        spike.tier = 2;
-        why << "Tier 2: add a tanh softcap with C = 50, watch 500 steps, then C = 30 and/or grad "
-               "clip 1.0.";
+        spike.tier = 1;  // nothing says attention is involved: start with the data
+        spike.probeStep = -1;
+        why << "No attention probe was recorded before this spike, so logits and q/k norms "
+               "cannot be read. Turn probes on (probes.every) to diagnose. ";
     } else {
-        spike.tier = 3;
-        why << "Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give it 1000 steps before "
-               "judging.";
+        spike.kind = classify(e);
+        spike.tier = tierOf(spike.kind, e, ctx.qkNormActive);
+        spike.probeStep = e.probeStep;
+        spike.probeMaxLogit = e.maxLogit.value;
+        spike.baselineMaxLogit = e.maxLogit.baseline;
+        spike.probeQkNorm = e.qkNorm.value;
+        spike.baselineQkNorm = e.qkNorm.baseline;
+        writeEvidence(why, e);
+        writeVerdict(why, spike.kind, e);
     }
+    why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar
+        << " steps: " << (e.rare ? "no more than one per " : "more than one per ")
+        << fmt(kRareSpikeSteps) << " steps. ";
+    if (!ctx.recentEvents.empty()) {
+        why << "Just before it:";
+        for (size_t i = 0; i < ctx.recentEvents.size(); ++i)
+            why << (i ? "; " : " ") << ctx.recentEvents[i];
+        why << ". ";
+    }
+    writeTier(why, spike.tier, spike.kind);
     spike.diagnosis = why.str();
 }
 

@@ -343,6 +343,13 @@ void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopSta
     ctx.qkNormActive = qkNormActive;
     ctx.spikesSoFar = st.spikesSoFar;
     ctx.stepsSoFar = m.step + 1;
+    // Events (config and interventions) in the spike's episode window: a context switch or
+    // a dirty batch a few steps back is the likeliest reason for a loss spike.
+    for (const Event& e : config.events)
+        if (e.step <= m.step && m.step - e.step <= kSpikeRefractorySteps)
+            ctx.recentEvents.push_back("step " + std::to_string(e.step) + ", " +
+                                       eventKindInfo(e.kind).title + ": " +
+                                       eventKindInfo(e.kind).label(e.args));
     diagnoseSpike(spike, st.probeHistory, ctx);
     observer.onSpike(spike);
 }
@@ -472,6 +479,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.gains = d.model->qkGains();
     d.buildOptimizer();
     d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
+    d.probeSettings.exactPercentiles = config.probes.exactPercentiles;
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
 }
 

@@ -269,6 +269,18 @@ class PanelsTest : public QObject {
         QVERIFY(model.data(model.index(0, int(RunListModel::Column::Settings)), Qt::DisplayRole)
                     .toString()
                     .contains(QStringLiteral("qk_norm=none")));
+        // The loss a run is judged by is its latest validation (step 190: 3.2), not the last
+        // training batch (step 199: 3.01), and each column says which one it shows.
+        const auto cell = [&](RunListModel::Column c) {
+            return model.data(model.index(0, int(c)), Qt::DisplayRole).toString();
+        };
+        const auto header = [&](RunListModel::Column c) {
+            return model.headerData(int(c), Qt::Horizontal, Qt::DisplayRole).toString();
+        };
+        QCOMPARE(header(RunListModel::Column::ValLoss), QStringLiteral("val loss"));
+        QCOMPARE(cell(RunListModel::Column::ValLoss), QStringLiteral("3.2000"));
+        QCOMPARE(header(RunListModel::Column::TrainLoss), QStringLiteral("train loss"));
+        QCOMPARE(cell(RunListModel::Column::TrainLoss), QStringLiteral("3.0100"));
     }
 };
 

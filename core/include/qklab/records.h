@@ -47,18 +47,27 @@ struct ProbeColumn {
     const char* name;  // e.g. "logit_max_raw"
     const char* help;
     double ProbeStats::*field;
+    // A percentile, estimated from an evenly strided sample unless probes.exact_percentiles:
+    // views label it "(sampled)" and the CSV export names it "<name>_sampled".
+    bool percentile = false;
 };
+// Percentile columns are estimated on at most this many evenly strided values per row unless
+// probes.exact_percentiles is on.
+constexpr int64_t kMaxQuantileSamples = int64_t{1} << 15;
+
 // In store order (the probe_stats table's columns after run_id, step, layer, head).
 const std::vector<ProbeColumn>& probeColumns();
 
 // Histogram of raw logits over fixed edges: bins equal-width over [lo, hi] in the configured
-// scale (linear, or symlog = sign(x)*log10(1+|x|)); values outside land in under/overflow.
+// scale (linear, or symlog = sign(x)*log10(1+|x|)); values outside land in under/overflow
+// (-inf and +inf too), and NaN logits are counted apart in `nan`, never in a bin.
 struct LogitHistogram {
     int64_t step = 0;
     int32_t layer = 0;
     int32_t head = -1;
     std::vector<int64_t> counts;
     int64_t underflow = 0, overflow = 0;
+    int64_t nan = 0;
 };
 
 // Softmax matrix of one sample sequence (row = query, column = key), for one layer and head.
@@ -70,8 +79,10 @@ struct AttentionMap {
     std::vector<float> weights;  // row-major size x size
 };
 
-enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation };
+// The diagnosis's verdicts (see spikes.h). The name is stored; the title is what views show.
+enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits };
 const char* toString(SpikeKind k);
+const char* spikeKindTitle(SpikeKind k);
 SpikeKind spikeKindFromString(const std::string& s);
 
 struct Spike {

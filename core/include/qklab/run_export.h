@@ -18,8 +18,10 @@ nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
 // One row per step: the step metrics, then per layer every probe column (probeColumns(),
-// "layer<L>_<name>"; empty on steps without a probe). The GUI and the CLI both write this.
-std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes);
+// "layer<L>_<name>", percentile columns "..._sampled" unless the run's percentiles were
+// exact; empty on steps without a probe). The GUI and the CLI both write this.
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
+                   bool exactPercentiles);
 std::string runExportCsv(RunStore& store, int64_t runId);
 
 }  // namespace qklab

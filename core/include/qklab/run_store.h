@@ -25,10 +25,11 @@ struct RunInfo {
     std::string configJson;
     int64_t seed = 0;
     std::string device, torchVersion, appVersion;
-    std::string createdAt, finishedAt;  // ISO 8601 UTC
-    std::string notes, tags;            // tags: comma separated
-    int64_t stepsDone = 0;              // last step whose metrics are stored (+1)
-    std::optional<double> finalLoss;
+    std::string createdAt, finishedAt;   // ISO 8601 UTC
+    std::string notes, tags;             // tags: comma separated
+    int64_t stepsDone = 0;               // last step whose metrics are stored (+1)
+    std::optional<double> finalLoss;     // the last finite training-step loss
+    std::optional<double> finalValLoss;  // the latest validation loss (NaN when it diverged)
     std::optional<double> maxLogitRaw, maxLogitCapped;
     int64_t spikes = 0;
     std::string statusMessage;  // why it failed / diverged

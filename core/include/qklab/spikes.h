@@ -2,12 +2,16 @@
 //
 // Detection follows llm.c's OutlierDetector: a rolling window of the last N values, and the
 // z-score of the newest value against it. Diagnosis reads the probes recorded *before* the
-// spike and applies the domain brief's three cases and four prescription tiers (section 4).
+// spike and applies the domain brief's three cases and four prescription tiers (section 4):
+// a case is decided by the latest probe's change against the run's own recent baseline (in
+// ratio and in z-score), with the brief's absolute thresholds as a second condition, and the
+// text is written from exactly the numbers that decided it.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "qklab/records.h"
@@ -37,11 +41,58 @@ struct ProbeSummary {
 };
 ProbeSummary summarizeProbes(int64_t step, const std::vector<ProbeStats>& rows);
 
+// Thresholds from the domain brief (section 4): healthy below both, intervene beyond either.
+constexpr double kHealthyMaxLogit = 20.0;
+constexpr double kHealthyP99Logit = 10.0;
+constexpr double kInterveneMaxLogit = 30.0;
+constexpr double kInterveneP99Logit = 15.0;
+
+// Where a probe's raw logits sit against those thresholds. The diagnosis and the live logit
+// alarms both read this, so they never disagree about "healthy".
+enum class LogitLevel { Healthy, Elevated, Intervene };
+LogitLevel logitLevel(double maxLogit, double p99Logit);
+
+// What counts as a change against the baseline (the median of up to kBaselineProbes probes
+// before the latest one): a logit jump needs both ratio and z, *and* logits past the healthy
+// line; rising q/k norms need both ratio and z.
+constexpr int kBaselineProbes = 10;
+constexpr int kMinBaselineProbes = 3;  // fewer: no relative verdict, thresholds only
+constexpr double kJumpRatio = 1.5, kJumpZ = 3.0;
+constexpr double kNormRiseRatio = 1.15, kNormRiseZ = 2.0;
+constexpr double kChronicNormGrowth = 2.0;  // q/k norms vs the run's first probe
+constexpr double kRareSpikeSteps = 5000;    // tier 1: at most one spike per this many steps
+
+// One probe value against its baseline.
+struct Change {
+    double value = 0, baseline = 0;
+    double ratio = 1;  // value / baseline (1 when the baseline is 0)
+    double z = 0;      // (value - baseline mean) / baseline spread (spread floored at 5%)
+};
+
+// Everything the classification is decided on, kept for the text and for tests.
+struct SpikeEvidence {
+    int64_t probeStep = -1;
+    int baselineProbes = 0;  // probes in the baseline
+    Change maxLogit, qkNorm;
+    double p99Logit = 0;
+    double firstQkNorm = 0;  // the run's first probe
+    int64_t firstProbeStep = 0;
+    LogitLevel level = LogitLevel::Healthy;
+    bool relative = false;  // enough baseline for ratio/z verdicts
+    bool logitJump = false, normsRising = false, normsGrownSinceStart = false;
+    bool rare = false;  // at most one spike per kRareSpikeSteps steps so far
+};
+
 struct DiagnosisContext {
     bool qkNormActive = false;  // QK-norm on (alpha > 0) when the spike happened
     int64_t spikesSoFar = 0;    // including this one
     int64_t stepsSoFar = 0;
+    // Config events and interventions that took effect shortly before or at the spike, as
+    // "step N: label" (e.g. "step 450: dirty batch").
+    std::vector<std::string> recentEvents;
 };
+
+SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx);
 
 // Classify a spike from the probe history (oldest first: the first entry is the run's first
 // probe, the last the probe nearest before the spike). Fills kind, tier, probe fields and the
@@ -49,10 +100,7 @@ struct DiagnosisContext {
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
                    const DiagnosisContext& ctx);
 
-// Thresholds from the domain brief.
-constexpr double kHealthyMaxLogit = 20.0;
-constexpr double kHealthyP99Logit = 10.0;
-constexpr double kInterveneMaxLogit = 30.0;
-constexpr double kInterveneP99Logit = 15.0;
+// Numbers as the diagnosis text writes them (3 significant digits), for tests and views.
+std::string diagnosisNumber(double v);
 
 }  // namespace qklab
