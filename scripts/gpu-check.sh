@@ -136,8 +136,11 @@ $cli run experiments/blowup_no_qknorm.json --db "$db" --name blowup-rms "${blow[
 for n in blowup-raw blowup-rms; do
   $cli show $n --json --db "$db" | $python -c "import json,sys; s=json.load(sys.stdin)['summary']; print(json.dumps({'check':'blowup_$dtype','run':'$n','status':s['status'],'max_logit_raw':s['max_logit_raw'],'final_loss':s['final_loss']}))" >>"$results"
 done
+# The protocol of docs/EXPERIMENTS.md: 3 seeds, 4 batches, per layer; a QK-norm model also
+# with the norm removed from the same checkpoint. A healthy LR and the blow-up LR.
 for qk in none rms; do
-  record "$($prec --preset experiments/blowup_no_qknorm.json --steps 100 --set run.device=$device --set attention.qk_norm=$qk | sed 's/^{/{"check":"bf16_vs_fp32",/')"
+  record "$($prec --preset experiments/default.json --steps 300 --seeds 1,2,3 --batches 4 --set run.device=$device --set attention.qk_norm=$qk | sed 's/^{/{"check":"bf16_vs_fp32",/')"
+  record "$($prec --preset experiments/blowup_no_qknorm.json --steps 60 --seeds 1,2,3 --batches 4 --set run.device=$device --set attention.qk_norm=$qk | sed 's/^{/{"check":"bf16_vs_fp32",/')"
 done
 
 # 3. Speed.

@@ -409,6 +409,33 @@ TEST(Probes, NanLogitsAreCountedApartNotInTheZeroBin) {
     EXPECT_EQ(hists.back().counts, (std::vector<int64_t>{0, 1, 0, 0}));  // 0.5 only
 }
 
+TEST(Probes, ExactPercentilesUseEveryValue) {
+    // One head, T = 300: 45,150 causal logits, more than the 32,768 the sample keeps.
+    const int64_t T = 300;
+    torch::manual_seed(7);
+    AttentionCapture cap;
+    cap.raw = torch::randn({1, 1, T, T}).pow(3);  // heavy tails: the sample misses some
+    cap.capped = cap.raw;
+    cap.probs = torch::eye(T).view({1, 1, T, T});
+    cap.q = cap.k = cap.qRaw = cap.kRaw = torch::ones({1, 1, T, 2});
+    auto valid = cap.raw.view({T, T}).masked_select(torch::ones({T, T}, torch::kBool).tril());
+    const int64_t n = valid.numel(), k = static_cast<int64_t>(std::ceil(0.99 * n));
+    const double exact = std::get<0>(torch::kthvalue(valid, k)).item<double>();
+    ProbeSettings s;
+    s.bins = histogramBinsOf(ProbeConfig{});
+    const auto p99 = [&](bool exactPercentiles) {
+        s.exactPercentiles = exactPercentiles;
+        std::vector<ProbeStats> stats;
+        std::vector<LogitHistogram> hists;
+        computeProbes(0, {cap}, s, stats, hists);
+        return stats[0].logitP99Raw;  // the layer row
+    };
+    EXPECT_DOUBLE_EQ(p99(true), exact);
+    const double sampled = p99(false);
+    EXPECT_NE(sampled, exact);
+    EXPECT_NEAR(sampled, exact, 0.05 * std::fabs(exact));  // an estimate, within a few %
+}
+
 TEST(Probes, AttentionMapIsTheSoftmaxOfTheFirstSequence) {
     const RunConfig c = smallConfig();
     const Probe p = forwardInflated(c, switchesFor(c, QkNormVariant::None), 1.0);

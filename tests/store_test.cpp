@@ -17,6 +17,7 @@
 
 #include "../core/src/sqlite_db.h"  // the RAII layer is internal to core; tested here too
 #include "qklab/error.h"
+#include "qklab/run_export.h"
 #include "qklab/run_store.h"
 
 namespace fs = std::filesystem;
@@ -116,12 +117,42 @@ TEST(RecordsTest, StatusAndSpikeKindNamesRoundTrip) {
     EXPECT_STREQ(toString(RunStatus::Interrupted), "interrupted");
     EXPECT_STREQ(toString(SpikeKind::QkRunaway), "qk_runaway");
     EXPECT_STREQ(toString(SpikeKind::DataOrAccumulation), "data_or_accumulation");
-    for (SpikeKind k : {SpikeKind::QkRunaway, SpikeKind::TokenSpike, SpikeKind::DataOrAccumulation})
+    for (SpikeKind k : {SpikeKind::QkRunaway, SpikeKind::TokenSpike, SpikeKind::DataOrAccumulation,
+                        SpikeKind::HighLogits})
         EXPECT_EQ(spikeKindFromString(toString(k)), k);
+    EXPECT_STREQ(toString(SpikeKind::HighLogits), "high_logits");
+    EXPECT_STREQ(spikeKindTitle(SpikeKind::HighLogits), "logits high, no jump");
     std::string msg;
     EXPECT_EQ(errorCodeOf([] { runStatusFromString("exploded"); }, &msg), ErrorCode::Unsupported);
     EXPECT_NE(msg.find("exploded"), std::string::npos) << msg;
     EXPECT_EQ(errorCodeOf([] { spikeKindFromString("Token_Spike"); }), ErrorCode::Unsupported);
+}
+
+// Percentile columns are named "_sampled" exactly when a layer has more values than the
+// sample: the default model's logits (16 x 4 x 128*129/2 = 528,384) but not its q/k vectors
+// (16 x 4 x 128 = 8,192), and nothing once probes.exact_percentiles is on.
+TEST(RunExportTest, SampledPercentilesAreNamedInTheCsv) {
+    StepMetrics m;
+    ProbeStats p;
+    const auto header = [&](const RunConfig& c) {
+        const std::string csv = runCsv({m}, {p}, c);
+        return csv.substr(0, csv.find('\n')) + ",";
+    };
+    RunConfig c;
+    EXPECT_NE(header(c).find(",layer0_logit_p99_raw_sampled,"), std::string::npos);
+    EXPECT_NE(header(c).find(",layer0_logit_p99_capped_sampled,"), std::string::npos);
+    EXPECT_NE(header(c).find(",layer0_q_raw_norm_p90,"), std::string::npos);
+    EXPECT_NE(header(c).find(",layer0_logit_max_raw,"), std::string::npos);
+    c.probes.exactPercentiles = true;
+    EXPECT_EQ(header(c).find("_sampled"), std::string::npos);
+    RunConfig tiny;  // 4 x 2 x 32*33/2 = 4,224 logits: every value is used
+    tiny.data.batchSize = 4;
+    tiny.model.nHeads = 2;
+    tiny.model.seqLen = 32;
+    EXPECT_EQ(header(tiny).find("_sampled"), std::string::npos);
+    // A context switch to 256 makes the longest context count.
+    tiny.events = {eventFromJson({{"step", 1}, {"kind", "context_length"}, {"seq_len", 256}}, "t")};
+    EXPECT_NE(header(tiny).find(",layer0_logit_p99_raw_sampled,"), std::string::npos);
 }
 
 TEST_F(StoreTest, EveryRecordTypeRoundTrips) {

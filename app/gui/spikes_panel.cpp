@@ -156,14 +156,14 @@ void SpikesPanel::addRow(const Spike& s) {
 void SpikesPanel::showDetails(int row) {
     if (row < 0 || row >= int(m_spikes.size())) return;
     const Spike& s = m_spikes[row];
-    m_details->setHtml(
-        tr("<h3>Step %1: %2</h3><p>%3</p><p><b>Probe</b> at step %4: max logit %5 vs baseline %6; "
-           "q/k norm %7 vs baseline %8.</p><p><b>%9</b></p>")
-            .arg(s.step)
-            .arg(kindText(s.kind), QString::fromStdString(s.diagnosis).toHtmlEscaped())
-            .arg(s.probeStep)
-            .arg(formatNumber(s.probeMaxLogit), formatNumber(s.baselineMaxLogit),
-                 formatNumber(s.probeQkNorm), formatNumber(s.baselineQkNorm), tierText(s.tier)));
+    // The stored paragraph alone: it states the numbers that decided the verdict and the tier
+    // in words fitted to them (a generic tier line beside it said "logits healthy" for
+    // logits at 22.8).
+    m_details->setHtml(tr("<h3>Step %1: %2, tier %3</h3><p>%4</p>")
+                           .arg(s.step)
+                           .arg(kindText(s.kind))
+                           .arg(s.tier)
+                           .arg(QString::fromStdString(s.diagnosis).toHtmlEscaped()));
 }
 
 }  // namespace qklab::gui

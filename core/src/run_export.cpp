@@ -65,13 +65,13 @@ const std::vector<StepColumn>& stepColumns() {
     return columns;
 }
 
-// Whether a stored run's percentiles are exact; an unreadable config counts as the default
-// (sampled), which is what every run before probes.exact_percentiles did.
-bool exactPercentilesOf(const std::string& configJson) {
+// A stored run's config; an unreadable one counts as the defaults (percentiles sampled, as
+// every run before probes.exact_percentiles).
+RunConfig configOfStoredRun(const std::string& configJson) {
     try {
-        return configFromJsonText(configJson, "run", false).probes.exactPercentiles;
+        return configFromJsonText(configJson, "run", false);
     } catch (const Error&) {
-        return false;
+        return RunConfig{};
     }
 }
 
@@ -121,13 +121,14 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     }
     out["probes"] = probes;
     // Which columns are estimates, so that a reader never mistakes a sampled p99 for exact.
-    const bool exact = exactPercentilesOf(store.run(runId).configJson);
-    json percentileColumns = json::array();
+    const RunConfig config = configOfStoredRun(store.run(runId).configJson);
+    json sampled = json::array(), exact = json::array();
     for (const auto& c : probeColumns())
-        if (c.percentile) percentileColumns.push_back(c.name);
-    out["percentiles"] = {{"method", exact ? "exact" : "sampled"},
-                          {"max_values_per_row", exact ? json(nullptr) : json(kMaxQuantileSamples)},
-                          {"columns", percentileColumns}};
+        if (c.percentile != ProbeColumn::Percentile::None)
+            (layerPercentileSampled(config, c) ? sampled : exact).push_back(c.name);
+    out["percentiles"] = {{"sampled_columns", sampled},
+                          {"exact_columns", exact},
+                          {"max_values_per_row", kMaxQuantileSamples}};
     json spikes = json::array();
     for (const auto& s : store.spikes(runId))
         spikes.push_back({{"step", s.step},
@@ -153,8 +154,17 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     return out;
 }
 
+bool layerPercentileSampled(const RunConfig& c, const ProbeColumn& column) {
+    if (column.percentile == ProbeColumn::Percentile::None || c.probes.exactPercentiles)
+        return false;
+    const int64_t T = c.maxSeqLen();
+    const int64_t perSequence =
+        column.percentile == ProbeColumn::Percentile::OverLogits ? T * (T + 1) / 2 : T;
+    return c.data.batchSize * c.model.nHeads * perSequence > kMaxQuantileSamples;
+}
+
 std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
-                   bool exactPercentiles) {
+                   const RunConfig& config) {
     int32_t layers = 0;
     std::map<std::pair<int64_t, int32_t>, const ProbeStats*> byStepLayer;
     for (const auto& p : probes) {
@@ -169,7 +179,7 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
     for (int32_t l = 0; l < layers; ++l)
         for (const auto& c : columns)
             os << ",layer" << l << "_" << c.name
-               << (c.percentile && !exactPercentiles ? "_sampled" : "");
+               << (layerPercentileSampled(config, c) ? "_sampled" : "");
     os << "\n";
     for (const auto& m : steps) {
         sep.clear();
@@ -187,7 +197,7 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
 
 std::string runExportCsv(RunStore& store, int64_t runId) {
     return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1),
-                  exactPercentilesOf(store.run(runId).configJson));
+                  configOfStoredRun(store.run(runId).configJson));
 }
 
 }  // namespace qklab

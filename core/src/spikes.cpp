@@ -167,7 +167,7 @@ int tierOf(SpikeKind kind, const SpikeEvidence& e, bool qkNormActive) {
 
 // The sentences that state the numbers: probe, logits against baseline and thresholds, norms.
 void writeEvidence(std::ostringstream& why, const SpikeEvidence& e) {
-    why << "Latest probe before the spike: step " << e.probeStep;
+    why << "Latest probe at or before the spike: step " << e.probeStep;
     if (e.relative)
         why << "; baseline = median of the " << e.baselineProbes << " probes before it. ";
     else
@@ -176,8 +176,10 @@ void writeEvidence(std::ostringstream& why, const SpikeEvidence& e) {
     why << "Max raw logit " << changeText(e.maxLogit, e.relative);
     if (e.relative) {
         const bool up = e.maxLogit.ratio >= kJumpRatio && e.maxLogit.z >= kJumpZ;
+        const bool down = e.maxLogit.ratio <= 1 / kJumpRatio && e.maxLogit.z <= -kJumpZ;
         why << (e.logitJump ? ": a jump"
                 : up        ? ": up, but still healthy"
+                : down      ? ": lower than its baseline, no jump"
                             : ": no jump")
             << " (a jump is >= " << fmt(kJumpRatio) << "x and z >= " << fmt(kJumpZ)
             << " past the healthy line)";
@@ -187,7 +189,10 @@ void writeEvidence(std::ostringstream& why, const SpikeEvidence& e) {
         << fmt(kInterveneMaxLogit) << " or p99 " << fmt(kInterveneP99Logit) << ": this probe is "
         << levelText(e.level) << ". ";
     why << "q/k norm p90 " << changeText(e.qkNorm, e.relative);
-    if (e.relative) why << (e.normsRising ? ": rising" : ": flat");
+    if (e.relative) {
+        const bool falling = e.qkNorm.ratio <= 1 / kNormRiseRatio && e.qkNorm.z <= -kNormRiseZ;
+        why << (e.normsRising ? ": rising" : falling ? ": falling" : ": flat");
+    }
     if (e.normsGrownSinceStart)
         why << "; " << fmt(e.qkNorm.value / e.firstQkNorm) << "x the run's first probe (step "
             << e.firstProbeStep << ")";

@@ -90,14 +90,14 @@ void report(const RunConfig& c, int64_t seed, const std::string& view, double al
     for (size_t l = 0; l < layers.size(); ++l) {
         const LayerError& L = layers[l];
         nlohmann::json r;
-        r["trained_qk_norm"] = c.attention.qkNorm;
+        r["trained_qk_norm"] = nameOf(c.attention.qkNorm);
         r["view"] = view;
         r["alpha"] = alpha;
         r["lr"] = c.optim.lr;
         r["steps"] = c.schedule.steps;
         r["seed"] = seed;
         r["layer"] = l;
-        r["device"] = c.run.device;
+        r["device"] = nameOf(c.run.device);
         r["max_abs_logit_fp32"] = L.maxLogit;
         r["rel_err"] = std::sqrt(L.errSq / std::max(L.refSq, 1e-30));
         r["rel_err_per_batch"] = L.perBatchRelErr;

@@ -47,9 +47,10 @@ struct ProbeColumn {
     const char* name;  // e.g. "logit_max_raw"
     const char* help;
     double ProbeStats::*field;
-    // A percentile, estimated from an evenly strided sample unless probes.exact_percentiles:
-    // views label it "(sampled)" and the CSV export names it "<name>_sampled".
-    bool percentile = false;
+    // A percentile over the causal logits or over the tokens' q/k vectors. Above
+    // kMaxQuantileSamples values it is estimated from an evenly strided sample unless
+    // probes.exact_percentiles (see layerPercentileSampled in run_export.h).
+    enum class Percentile { None, OverLogits, OverTokens } percentile = Percentile::None;
 };
 // Percentile columns are estimated on at most this many evenly strided values per row unless
 // probes.exact_percentiles is on.

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "qklab/run_config.h"
 #include "qklab/run_store.h"
 
 namespace qklab {
@@ -17,11 +18,16 @@ nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 //  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
+// Whether a layer row's percentile column is an estimate in a run of config c: more values
+// than kMaxQuantileSamples in a layer at the longest context, and probes.exact_percentiles
+// off. Views label such columns "(sampled)" and the CSV names them "<name>_sampled".
+bool layerPercentileSampled(const RunConfig& c, const ProbeColumn& column);
+
 // One row per step: the step metrics, then per layer every probe column (probeColumns(),
-// "layer<L>_<name>", percentile columns "..._sampled" unless the run's percentiles were
-// exact; empty on steps without a probe). The GUI and the CLI both write this.
+// "layer<L>_<name>", "..._sampled" where layerPercentileSampled; empty on steps without a
+// probe). The GUI and the CLI both write this.
 std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
-                   bool exactPercentiles);
+                   const RunConfig& config);
 std::string runExportCsv(RunStore& store, int64_t runId);
 
 }  // namespace qklab
