@@ -176,6 +176,12 @@ TEST(Config, EveryShippedPresetIsValidAndSaysWhy) {
         if (entry.path().extension() != ".json") continue;
         const RunConfig c = loadPreset(entry.path().string());
         EXPECT_GT(c.why.size(), 40u) << entry.path();
+        // fp32 tanh reaches C exactly: a capped logit is <= C, never claimed to be < C.
+        if (c.attention.softcap.kind != SoftcapKind::None) {
+            std::ostringstream strict;
+            strict << "< " << c.attention.softcap.c;
+            EXPECT_EQ(c.why.find(strict.str()), std::string::npos) << entry.path();
+        }
         ++count;
     }
     EXPECT_GE(count, 5);

@@ -77,6 +77,7 @@ class PanelsTest : public QObject {
                 h.counts[s % 32] = 100 + s;
                 h.underflow = 1;
                 h.overflow = s;
+                h.nan = s == 50 ? 7 : 0;
                 w.addHistogram(h);
             }
         }
@@ -189,6 +190,12 @@ class PanelsTest : public QObject {
         for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it)
             total += it->value;
         QCOMPARE(total, 150.0);
+        // NaN logits are in no bin; the panel counts them beside under/overflow.
+        auto* info = panel.findChild<QLabel*>(QStringLiteral("histInfo"));
+        QVERIFY(info);
+        QVERIFY2(info->text().contains(QStringLiteral("NaN 7")), qPrintable(info->text()));
+        QVERIFY2(info->text().startsWith(QStringLiteral("208 logits counted")),
+                 qPrintable(info->text()));  // 150 in bins + 1 under + 50 over + 7 NaN
         auto* map = qobject_cast<QCPColorMap*>(panel.heatMapPlot()->plottable(0));
         QVERIFY(map);
         QTRY_COMPARE_WITH_TIMEOUT(map->data()->keySize(), 40, 5000);
