@@ -3,6 +3,7 @@
 // stay, the run shows as interrupted).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,4 +233,163 @@ TEST_F(CliTest, VersionNamesTheCommitOfTheBuild) {
     if (head.empty()) GTEST_SKIP() << "not a git checkout: no commit to compare with";
     EXPECT_NE(r.out.find("+" + head), std::string::npos) << r.out << " vs HEAD " << head;
     EXPECT_NE(r.out.find("LibTorch "), std::string::npos) << r.out;
+}
+
+// ---- issue 10: nothing lost, nothing crashes ----
+
+namespace {
+std::string fileBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
+// Item 1: `export RUN -o DB` used to overwrite the database (exit 0, every run lost).
+TEST_F(CliTest, ExportNeverOverwritesTheDatabaseOrAnotherSqliteFile) {
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db).status, 0);
+    for (const std::string target : {m_db, m_db + "-wal", m_db + "-shm"}) {
+        if (!fs::exists(target)) continue;
+        const Result r = cli("export 1 -o " + target + " --db " + m_db);
+        EXPECT_EQ(r.status, 2) << target;
+        EXPECT_NE(r.err.find("database being read"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(json::parse(cli("list --json --db " + m_db).out).size(), 1u);  // nothing lost
+    // Another SQLite file is kept unless --force.
+    const std::string other = m_dir + "/other.db";
+    ASSERT_EQ(cli("run " + m_preset + " --db " + other).status, 0);
+    const std::string before = fileBytes(other);
+    const Result refused = cli("export 1 -o " + other + " --db " + m_db);
+    EXPECT_EQ(refused.status, 2);
+    EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+    EXPECT_EQ(fileBytes(other), before);
+    EXPECT_EQ(cli("export 1 --force -o " + other + " --db " + m_db).status, 0);
+    EXPECT_EQ(fileBytes(other).rfind("step,loss", 0), 0u);
+    EXPECT_FALSE(fs::exists(other + ".qklab-tmp"));  // written aside, then renamed
+}
+
+// Item 4: with the defaults a killed run can be resumed: a rolling checkpoint is kept at
+// least every run.checkpoint_seconds (60 s; 0.3 s here so the test is quick).
+TEST_F(CliTest, KilledRunWithDefaultSettingsIsResumable) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "run", m_preset.c_str(), "--db", m_db.c_str(),
+              "--set", "schedule.steps=100000", "--set", "run.checkpoint_seconds=0.3",
+              static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    bool haveCheckpoint = false;
+    for (int i = 0; i < 600 && !haveCheckpoint; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        try {
+            qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+            haveCheckpoint = !store.checkpoints(1).empty();
+        } catch (const std::exception&) {
+        }
+    }
+    ASSERT_TRUE(haveCheckpoint);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    {
+        qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+        EXPECT_EQ(store.checkpoints(1).size(), 1u);  // rolling: only the newest is kept
+    }
+    int64_t checkpointStep = 0;
+    {
+        qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+        checkpointStep = store.checkpoints(1)[0].step;
+        EXPECT_EQ(store.run(1).status, qklab::RunStatus::Interrupted);
+    }
+    // Resume it, let it train past the checkpoint, and stop it with Ctrl-C (exit 3).
+    const pid_t again = fork();
+    if (again == 0) {
+        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "resume", "1", "--db", m_db.c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // The resume first drops the rows after its checkpoint, then trains past it.
+    int64_t steps = 0;
+    bool rewound = false;
+    for (int i = 0; i < 600 && !(rewound && steps > checkpointStep + 5); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        try {
+            qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+            steps = store.run(1).stepsDone;
+            rewound = rewound || steps <= checkpointStep;
+        } catch (const std::exception&) {
+        }
+    }
+    kill(again, SIGINT);
+    int status = 0;
+    waitpid(again, &status, 0);
+    EXPECT_EQ(WEXITSTATUS(status), 3);
+    EXPECT_GT(steps, checkpointStep + 5);
+}
+
+// Item 11: parser errors exit 2 (not CLI11's 105..114), help and version 0.
+TEST_F(CliTest, EveryParserErrorExitsTwo) {
+    EXPECT_EQ(cli("export 1 --format xml --db " + m_db).status, 2);
+    EXPECT_EQ(cli("run").status, 2);
+    EXPECT_EQ(cli("list --no-such-option").status, 2);
+    EXPECT_EQ(cli("run " + m_preset + " --set").status, 2);
+    EXPECT_EQ(cli("").status, 2);  // no subcommand
+    EXPECT_EQ(cli("--help").status, 0);
+    EXPECT_EQ(cli("--version").status, 0);
+}
+
+// Item 12: silent surprises.
+TEST_F(CliTest, SilentSurprisesAreRefusedOrSaid) {
+    const Result emptyDb = cli("list --db ''");
+    EXPECT_EQ(emptyDb.status, 2);
+    EXPECT_NE(emptyDb.err.find("--db"), std::string::npos) << emptyDb.err;
+    // A zero-byte file is taken over only when truly empty, and the user is told.
+    std::ofstream(m_db).close();
+    const Result zero = cli("run " + m_preset + " --db " + m_db);
+    EXPECT_EQ(zero.status, 0) << zero.err;
+    EXPECT_NE(zero.err.find("is an empty file"), std::string::npos) << zero.err;
+    const std::string walDb = m_dir + "/wal.db";
+    std::ofstream(walDb).close();
+    std::ofstream(walDb + "-wal") << "not empty";
+    EXPECT_EQ(cli("run " + m_preset + " --db " + walDb).status, 2);
+    EXPECT_EQ(fs::file_size(walDb), 0u);
+    // A run named "2": "name:2" finds it, "id:2" the run with id 2.
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " --name 2").status, 0);  // id 2
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " --name 1").status, 0);  // id 3
+    EXPECT_EQ(json::parse(cli("show name:1 --json --db " + m_db).out)["summary"]["id"], 3);
+    EXPECT_EQ(json::parse(cli("show id:1 --json --db " + m_db).out)["summary"]["id"], 1);
+    EXPECT_EQ(cli("show id:9 --db " + m_db).status, 2);
+    // Control characters in a name would break the list table.
+    const Result newline =
+        cli("run " + m_preset + " --db " + m_db + " --name \"$(printf 'a\\nb')\"");
+    EXPECT_EQ(newline.status, 2);
+    EXPECT_NE(newline.err.find("control characters"), std::string::npos) << newline.err;
+}
+
+// Items 6 and 13: readers never write. list/show/export leave the file byte for byte as it
+// was, a dead writer's run is shown as interrupted without being updated, and an older
+// schema is read without being migrated.
+TEST_F(CliTest, ReadersNeverWrite) {
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db).status, 0);
+    {
+        sqlite3* raw = nullptr;
+        ASSERT_EQ(sqlite3_open(m_db.c_str(), &raw), SQLITE_OK);
+        // A writer that died (pid 0 never runs a qklab) on a file of schema 3.
+        sqlite3_exec(raw,
+                     "UPDATE runs SET status = 'running', pid = 0; ALTER TABLE histograms DROP "
+                     "COLUMN nan; PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE);",
+                     nullptr, nullptr, nullptr);
+        sqlite3_close(raw);
+    }
+    const std::string before = fileBytes(m_db);
+    const json runs = json::parse(cli("list --json --db " + m_db).out);
+    EXPECT_EQ(runs[0]["status"], "interrupted");
+    EXPECT_EQ(cli("show 1 --db " + m_db).status, 0);
+    EXPECT_EQ(cli("export 1 --format json --db " + m_db).status, 0);
+    EXPECT_EQ(fileBytes(m_db), before);
+    qklab::RunStore reader(m_db, qklab::StoreAccess::ReadOnly);
+    EXPECT_EQ(reader.schemaVersion(), 3);  // not migrated
+    EXPECT_FALSE(reader.histograms(1, 0, -1).empty());
+    EXPECT_EQ(reader.run(1).status, qklab::RunStatus::Interrupted);
+    // A reader of a file that is not there creates nothing.
+    EXPECT_EQ(cli("list --db " + m_dir + "/missing.db").status, 2);
+    EXPECT_FALSE(fs::exists(m_dir + "/missing.db"));
 }

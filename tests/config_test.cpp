@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "qklab/config_docs.h"
@@ -187,6 +188,17 @@ TEST(Config, EveryShippedPresetIsValidAndSaysWhy) {
     EXPECT_GE(count, 5);
 }
 
+TEST(Config, ValidationBatchesAreBounded) {
+    RunConfig c;
+    c.eval.batches = 1000000000;  // passed validation and spent days in one validation pass
+    const auto problems = validationProblems(c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("eval.batches = 1e+09: must be in [1, 1000]"), std::string::npos)
+        << problems[0];
+    c.eval.batches = 1000;
+    EXPECT_TRUE(validationProblems(c).empty());
+}
+
 TEST(Config, WarningsFollowTheGuide) {
     RunConfig c;
     c.attention.qkNorm = QkNormVariant::Rms;
@@ -302,4 +314,188 @@ TEST(Events, UnknownParametersAreRejectedWithTheKeyNamed) {
     // A pasted megabyte is quoted in part.
     msg = errorFor({{"events", {{{"step", 5}, {"kind", std::string(100000, 'x')}}}}});
     EXPECT_LT(msg.size(), 300u);
+}
+
+// ---- issue 10: hostile JSON text is refused with a short Error, never a crash ----------------
+
+namespace {
+
+std::string nested(size_t depth, const std::string& inner = "1") {
+    return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+bool mentions(const std::string& msg, const std::string& part) {
+    return msg.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(ConfigLimits, Item7DeepNestingIsRefusedNamingTheLimit) {
+    const std::string deep = nested(80000);
+    auto msg = configError([&] { configFromJsonText(R"({"optim":{"lr":)" + deep + "}}", "p"); });
+    EXPECT_TRUE(mentions(msg, "optim.lr[0]")) << msg.substr(0, 300);
+    EXPECT_TRUE(mentions(msg, "64 levels")) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 1000u);
+    msg = configError([&] {
+        configFromJsonText(
+            R"({"events":[{"step":1,"kind":"lr_multiplier","factor":)" + deep + "}]}", "p");
+    });
+    EXPECT_TRUE(mentions(msg, "events[0].factor")) << msg.substr(0, 300);
+    EXPECT_TRUE(mentions(msg, "64 levels")) << msg.substr(0, 300);
+    RunConfig c;
+    msg = configError([&] { applyOverride(c, "optim.lr=" + deep); });
+    EXPECT_TRUE(mentions(msg, "64 levels")) << msg.substr(0, 300);
+    msg = configError([&] { applyOverride(c, "events=" + deep); });
+    EXPECT_TRUE(mentions(msg, "64 levels")) << msg.substr(0, 300);
+    msg =
+        configError([&] { eventFromRecord(3, "lr_multiplier", R"({"factor":)" + deep + "}", ""); });
+    EXPECT_TRUE(mentions(msg, "stored event at step 3")) << msg.substr(0, 300);
+    EXPECT_TRUE(mentions(msg, "64 levels")) << msg.substr(0, 300);
+    // 64 levels (the root object, optim and 62 arrays) are read; one more is not.
+    msg = configError([&] { configFromJsonText(R"({"optim":{"lr":)" + nested(62) + "}}", "p"); });
+    EXPECT_TRUE(mentions(msg, "expected a number")) << msg;
+    msg = configError([&] { configFromJsonText(R"({"optim":{"lr":)" + nested(63) + "}}", "p"); });
+    EXPECT_TRUE(mentions(msg, "64 levels")) << msg;
+    // A deep value built in code is quoted in part, without a deep walk.
+    json value = 1;
+    for (int i = 0; i < 80000; ++i) {
+        json outer = json::array();
+        outer.push_back(std::move(value));  // moved, not copied: a copy of a deep value recurses
+        value = std::move(outer);
+    }
+    json config;
+    config["optim"]["lr"] = std::move(value);
+    msg = errorFor(config);
+    EXPECT_TRUE(mentions(msg, "optim.lr")) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 1000u);
+}
+
+TEST(ConfigLimits, Item7HugeKeysAndValuesAreClippedAndQuick) {
+    const std::string huge(10'000'000, 'k');
+    // An unknown key: no did-you-mean table over ten million characters, no echo of them.
+    auto msg = configError([&] { configFromJsonText("{\"" + huge + "\":1}", "p"); });
+    EXPECT_LT(msg.size(), 1000u);
+    EXPECT_TRUE(mentions(msg, "unknown config key \"kkkkkkkkkk")) << msg.substr(0, 300);
+    RunConfig c;
+    msg = configError([&] { applyOverride(c, huge + "=1"); });
+    EXPECT_LT(msg.size(), 1000u);
+    EXPECT_TRUE(mentions(msg, "unknown config key \"kkkkkkkkkk")) << msg.substr(0, 300);
+    msg = configError([&] {
+        configFromJsonText(R"({"events":[{"step":1,"kind":"dirty_batch",")" + huge + "\":1}]}",
+                           "p");
+    });
+    EXPECT_LT(msg.size(), 1000u);
+    EXPECT_TRUE(mentions(msg, "takes no parameter \"kkkkkkkkkk")) << msg.substr(0, 300);
+    // A syntax error quotes the token it stopped at: here an unterminated 10 MB string.
+    msg = configError([&] { configFromJsonText("{\"why\":\"" + huge, "p"); });
+    EXPECT_LT(msg.size(), 1000u);
+    EXPECT_TRUE(mentions(msg, "p is not valid JSON")) << msg.substr(0, 300);
+    msg = configError([&] { eventFromRecord(3, "dirty_batch", "{\"text\":\"" + huge, ""); });
+    EXPECT_LT(msg.size(), 1000u);
+    // A cut never splits a UTF-8 character: the message stays text.
+    const std::string euros = "\xe2\x82\xac";
+    std::string many;
+    for (int i = 0; i < 1000; ++i) many += euros;
+    msg = configError([&] { applyOverride(c, "attention.qk_norm=" + many); });
+    EXPECT_LT(msg.size(), 1000u);
+    EXPECT_NO_THROW(json(msg).dump()) << "message is not valid UTF-8";
+    msg = configError([&] { applyOverride(c, "data.source=bad\xff"); });
+    EXPECT_TRUE(mentions(msg, "not valid UTF-8")) << msg;
+    EXPECT_NO_THROW(json(msg).dump()) << "message is not valid UTF-8";
+}
+
+TEST(ConfigLimits, Item10OverflowingNumbersNameKeyAndValue) {
+    RunConfig c;
+    auto msg = configError([&] { applyOverride(c, "optim.lr=1e999"); });
+    EXPECT_TRUE(mentions(msg, "optim.lr = 1e999")) << msg;
+    msg = configError([&] { configFromJsonText(R"({"optim":{"lr":1E400}})", "p.json"); });
+    EXPECT_TRUE(mentions(msg, "p.json: optim.lr = 1E400")) << msg;
+    msg = configError([&] {
+        configFromJsonText(R"({"events":[{"step":1,"kind":"lr_multiplier","factor":-1e999}]})",
+                           "p");
+    });
+    EXPECT_TRUE(mentions(msg, "events[0].factor = -1e999")) << msg;
+    msg = configError([&] { configFromJsonText("[1, 2, 1e999]", "p"); });
+    EXPECT_TRUE(mentions(msg, "[2] = 1e999")) << msg;
+    // A file name that looks like a huge number stays a file name.
+    applyOverride(c, "data.source=1e999");
+    EXPECT_EQ(c.data.source, "1e999");
+}
+
+TEST(ConfigLimits, Item10IntegersBeyondInt64AreRefusedAsWritten) {
+    RunConfig c;
+    auto msg = configError([&] { applyOverride(c, "schedule.steps=18446744073709551615"); });
+    EXPECT_TRUE(mentions(msg, "schedule.steps")) << msg;
+    EXPECT_TRUE(mentions(msg, "18446744073709551615")) << msg;
+    EXPECT_EQ(c.schedule.steps, RunConfig{}.schedule.steps);
+    msg = configError(
+        [&] { configFromJsonText(R"({"model":{"d_model":9223372036854775808}})", "p"); });
+    EXPECT_TRUE(mentions(msg, "model.d_model")) << msg;
+    EXPECT_TRUE(mentions(msg, "9223372036854775808")) << msg;
+    msg = configError([&] { applyOverride(c, "schedule.steps=99999999999999999999999"); });
+    EXPECT_TRUE(mentions(msg, "schedule.steps = 99999999999999999999999")) << msg;
+    msg = configError([&] { applyOverride(c, "run.seed=-9223372036854775809"); });
+    EXPECT_TRUE(mentions(msg, "run.seed = -9223372036854775809")) << msg;
+    msg =
+        errorFor(json::parse(R"({"events":[{"step":18446744073709551615,"kind":"dirty_batch"}]})"));
+    EXPECT_TRUE(mentions(msg, "events[0].step = 18446744073709551615")) << msg;
+    applyOverride(c, "schedule.steps=9223372036854775807");  // int64 max itself is read exactly
+    EXPECT_EQ(c.schedule.steps, std::numeric_limits<int64_t>::max());
+}
+
+TEST(ConfigLimits, Item10FloatsMustFitTheFloat32Engine) {
+    RunConfig c;
+    applyOverride(c, "probes.hist_min=-1e308");
+    auto msg = configError([&] { validate(c); });
+    EXPECT_TRUE(mentions(msg, "probes.hist_min = -1e+308")) << msg;
+    c = RunConfig{};
+    applyOverride(c, "probes.hist_max=1e7");  // beyond the field table's range
+    EXPECT_TRUE(mentions(configError([&] { validate(c); }), "probes.hist_max = 1e+07"));
+    c = RunConfig{};
+    applyOverride(c, "optim.lr=1e30");
+    EXPECT_TRUE(mentions(configError([&] { validate(c); }), "optim.lr = 1e+30"));
+    c = RunConfig{};
+    applyOverride(c, "attention.softcap.c=1e300");
+    EXPECT_TRUE(mentions(configError([&] { validate(c); }), "attention.softcap.c = 1e+300"));
+    c = RunConfig{};
+    applyOverride(c, "attention.scale=1e39");
+    EXPECT_TRUE(mentions(configError([&] { validate(c); }), "attention.scale = 1e+39"));
+    // Read from JSON the factor is range-checked; an event built in code is checked by validate.
+    msg = errorFor(json::parse(R"({"events":[{"step":1,"kind":"lr_multiplier","factor":1e308}]})"));
+    EXPECT_TRUE(mentions(msg, "events[0].factor = 1e+308")) << msg;
+    c = RunConfig{};
+    Event e;
+    e.kind = EventKind::LrMultiplier;
+    e.args.factor = 1e308;
+    c.events = {e};
+    msg = configError([&] { validate(c); });
+    EXPECT_TRUE(mentions(msg, "events[0].factor = 1e+308")) << msg;
+    e.kind = EventKind::ContextLength;
+    e.args.seqLen = -5;
+    c.events = {e};
+    EXPECT_TRUE(mentions(configError([&] { validate(c); }), "events[0].seq_len = -5"));
+}
+
+TEST(ConfigLimits, Item12DuplicateKeysAreRefusedNamingThePath) {
+    auto msg =
+        configError([] { configFromJsonText(R"({"optim":{"lr":1},"optim":{"lr":2}})", "p"); });
+    EXPECT_TRUE(mentions(msg, "p: duplicate key \"optim\"")) << msg;
+    msg = configError([] { configFromJsonText(R"({"optim":{"lr":0.1,"lr":0.2}})", "p"); });
+    EXPECT_TRUE(mentions(msg, "duplicate key \"optim.lr\"")) << msg;
+    msg = configError([] {
+        configFromJsonText(R"({"events":[{"step":1,"kind":"dirty_batch"},
+                                         {"step":2,"kind":"dirty_batch","step":3}]})",
+                           "p");
+    });
+    EXPECT_TRUE(mentions(msg, "duplicate key \"events[1].step\"")) << msg;
+    RunConfig c;
+    msg = configError(
+        [&] { applyOverride(c, R"(events=[{"step":1,"kind":"qk_norm","kind":"softcap"}])"); });
+    EXPECT_TRUE(mentions(msg, "duplicate key \"events[0].kind\"")) << msg;
+    msg =
+        configError([] { eventFromRecord(3, "lr_multiplier", R"({"factor":1,"factor":2})", ""); });
+    EXPECT_TRUE(mentions(msg, "stored event at step 3: duplicate key \"factor\"")) << msg;
+    // Equal keys in different objects are fine.
+    EXPECT_NO_THROW(
+        configFromJsonText(R"({"anneal":{"qk_norm":{"start":1},"softcap":{"start":1}}})", "p"));
 }

@@ -548,9 +548,11 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
         w.addEvent({3, "warmup_end", "{}", "config"});
         w.addEvent({7, "lr_scale", "{}", "user"});
         w.addCheckpoint({5, "c5"});
-        w.addCheckpoint({8, "c8"});
         w.finish(RunStatus::Stopped, "stopped by user");
     }
+    // A later checkpoint's row (the writer itself keeps only the newest one; this is the
+    // resume-from-an-older-checkpoint case).
+    rawExec("INSERT INTO checkpoints VALUES(" + std::to_string(id) + ", 8, 'c8', '')", m_path);
     {
         RunWriter w(m_path, id, 5);
         RunStore store(m_path);
@@ -696,7 +698,10 @@ TEST_F(StoreTest, SigkilledWriterKeepsCommittedRows) {
     EXPECT_EQ(store.stepMetrics(id).size(), size_t(kBatches * kPerBatch));
     RunInfo r = store.run(id);
     EXPECT_EQ(r.stepsDone, kBatches * kPerBatch);
-    EXPECT_EQ(r.status, RunStatus::Running);
+    // Reads already show the dead writer's run as interrupted; the row changes only when a
+    // writer marks it.
+    EXPECT_EQ(r.status, RunStatus::Interrupted);
+    EXPECT_EQ(rawInt("SELECT status = 'running' FROM runs WHERE id = " + std::to_string(id)), 1);
     EXPECT_EQ(rawInt("SELECT pid FROM runs WHERE id = " + std::to_string(id)), child);
     EXPECT_EQ(store.markInterruptedRuns(), 1);
     r = store.run(id);
@@ -755,4 +760,94 @@ TEST_F(StoreTest, LockedDatabaseGivesAClearError) {
     EXPECT_NE(msg.find(m_path), std::string::npos) << msg;
     // Reading alongside the writer still works: that is what WAL is for.
     EXPECT_EQ(impatient.queryInt("SELECT count(*) FROM runs"), 0);
+}
+
+// ---- issue 10 ----
+
+// Item 5: two resumes started together both used to be accepted and both wrote the run.
+TEST_F(StoreTest, SecondConcurrentResumeIsRefused) {
+    {
+        RunWriter w(m_path, NewRun{});
+        w.finish(RunStatus::Stopped);
+    }
+    RunStore first(m_path), second(m_path);
+    const RunInfo before = first.claimForResume(1);
+    EXPECT_EQ(before.status, RunStatus::Stopped);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { second.claimForResume(1); }, &msg), ErrorCode::InvalidRequest);
+    EXPECT_NE(msg.find("already being resumed"), std::string::npos) << msg;
+    first.releaseResumeClaim(before);  // the resume could not start: the run is as it was
+    EXPECT_EQ(second.run(1).status, RunStatus::Stopped);
+    EXPECT_NO_THROW(second.claimForResume(1));
+}
+
+// Item 3: a kill between deleting an old checkpoint file and committing rows could leave a
+// row whose file is gone; resume falls back to the newest checkpoint that exists.
+TEST_F(StoreTest, ResumeFallsBackToTheNewestCheckpointWhoseFileExists) {
+    const std::string kept = (m_dir / "step-5.pt").string();
+    std::ofstream(kept) << "weights";
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addCheckpoint({5, kept});
+        w.flush();
+        // A row whose file is gone; added straight to the table (the writer would drop the
+        // step-5 row once the step-10 row is committed).
+        sqlite3* raw = nullptr;
+        sqlite3_open(m_path.c_str(), &raw);
+        sqlite3_exec(raw, "INSERT INTO checkpoints VALUES(1, 10, '/nonexistent/step-10.pt', '')",
+                     nullptr, nullptr, nullptr);
+        sqlite3_close(raw);
+        w.finish(RunStatus::Interrupted);
+    }
+    RunStore store(m_path);
+    const auto c = store.newestUsableCheckpoint(1);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->step, 5);
+    EXPECT_EQ(rawInt("SELECT count(*) FROM checkpoints WHERE step = 10"), 0);
+}
+
+// Item 3: the writer drops older checkpoints only after the newer one's row is committed.
+TEST_F(StoreTest, OlderCheckpointGoesOnlyAfterTheNewerRowIsCommitted) {
+    const std::string a = (m_dir / "step-5.pt").string(), b = (m_dir / "step-10.pt").string();
+    std::ofstream(a) << "a";
+    std::ofstream(b) << "b";
+    RunWriter w(m_path, NewRun{});
+    w.addCheckpoint({5, a});
+    w.flush();
+    w.addCheckpoint({10, b});
+    EXPECT_TRUE(fs::exists(a));  // buffered, not committed: the old file must stay
+    w.flush();
+    EXPECT_FALSE(fs::exists(a));
+    EXPECT_TRUE(fs::exists(b));
+    EXPECT_EQ(rawInt("SELECT count(*) FROM checkpoints"), 1);
+}
+
+// Item 12: control characters in a run name broke the list table.
+TEST_F(StoreTest, RunNamesWithControlCharactersAreRefused) {
+    NewRun nr;
+    nr.name = "a\nb";
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { RunWriter w(m_path, nr); }, &msg), ErrorCode::InvalidRequest);
+    EXPECT_NE(msg.find("control characters"), std::string::npos) << msg;
+    RunWriter w(m_path, NewRun{});
+    RunStore store(m_path);
+    EXPECT_EQ(errorCodeOf([&] { store.renameRun(1, "tab\there"); }), ErrorCode::InvalidRequest);
+    EXPECT_EQ(errorCodeOf([&] { store.renameRun(1, std::string(300, 'x')); }),
+              ErrorCode::InvalidRequest);
+}
+
+// Item 13: a reader opens without creating, migrating or writing.
+TEST_F(StoreTest, ReadOnlyStoreCreatesNothing) {
+    EXPECT_EQ(errorCodeOf([&] { RunStore s(m_path, StoreAccess::ReadOnly); }),
+              ErrorCode::MissingFile);
+    EXPECT_FALSE(fs::exists(m_path));
+    {
+        RunWriter w(m_path, NewRun{});
+        w.finish(RunStatus::Finished);
+    }
+    RunStore reader(m_path, StoreAccess::ReadOnly);
+    EXPECT_TRUE(reader.readOnly());
+    EXPECT_EQ(reader.listRuns().size(), 1u);
+    EXPECT_EQ(reader.markInterruptedRuns(), 0);
+    EXPECT_THROW(reader.renameRun(1, "x"), Error);  // a write on a read-only connection
 }

@@ -15,14 +15,18 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
+#include "qklab/resources.h"
 #include "qklab/run_export.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
@@ -60,7 +64,7 @@ class CliObserver : public TrainingObserver {
 struct Options {
     std::string dbPath, presetPath, name, runRef, format = "csv", output;
     std::vector<std::string> overrides;
-    bool asJson = false, markdown = false;
+    bool asJson = false, markdown = false, force = false;
 };
 
 int exitCodeFor(RunStatus s) {
@@ -81,6 +85,9 @@ int trainSession(RunSession& session, const std::string& dbPath) {
     if (!blas.message.empty())
         std::cerr << (blas.slow ? "warning: " : "note: ") << blas.message << "\n";
     for (const auto& w : configWarnings(cfg)) std::cerr << "warning: " << w << "\n";
+    std::string threadsWarning;
+    cappedThreads(cfg.run.threads, &threadsWarning);
+    if (!threadsWarning.empty()) std::cerr << "warning: " << threadsWarning << "\n";
     std::cerr << "run " << session.runId() << " in " << dbPath << ": "
               << session.trainer().parameterCount() << " parameters, "
               << session.trainer().deviceDescription() << "\n";
@@ -117,6 +124,21 @@ void printRunTable(const std::vector<RunInfo>& runs) {
     }
 }
 
+// A zero-byte file is taken over only when it is truly empty (its WAL holds nothing
+// either), and the user is told.
+void noteEmptyDatabaseFile(const std::string& dbPath) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(dbPath, ec) ||
+        std::filesystem::file_size(dbPath, ec) != 0)
+        return;
+    const std::string wal = dbPath + "-wal";
+    if (std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0)
+        throw Error(ErrorCode::InvalidRequest,
+                    dbPath + " is empty but " + wal +
+                        " is not: its data may still be in the WAL; refusing to take it over");
+    std::cerr << "note: " << dbPath << " is an empty file; it becomes a qklab database\n";
+}
+
 int cmdRun(const Options& o) {
     // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
     const bool inlineJson =
@@ -131,6 +153,7 @@ int cmdRun(const Options& o) {
             e.code(),
             o.presetPath + (o.overrides.empty() ? ": " : " with --set overrides: ") + e.what());
     }
+    noteEmptyDatabaseFile(o.dbPath);
     RunSession session(config, SessionOptions{o.dbPath, o.name, {}});
     return trainSession(session, o.dbPath);
 }
@@ -138,8 +161,7 @@ int cmdRun(const Options& o) {
 int cmdResume(const Options& o) {
     int64_t id = 0;
     {
-        RunStore store(o.dbPath);
-        store.markInterruptedRuns();
+        RunStore store(o.dbPath, StoreAccess::ReadOnly);
         id = store.findRun(o.runRef).id;
     }
     auto session = RunSession::resume(o.dbPath, id);
@@ -157,9 +179,59 @@ int cmdCheckBlas() {
     return 0;
 }
 
+// True when `path` names the file itself or its WAL / shared-memory companions.
+bool isDatabaseOrCompanion(const std::string& path, const std::string& dbPath) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+        const std::string p = dbPath + suffix;
+        if (fs::exists(p, ec) && fs::exists(path, ec) && fs::equivalent(path, p, ec)) return true;
+    }
+    return false;
+}
+
+bool looksLikeSqlite(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char header[16] = {};
+    return in.read(header, sizeof header) && std::memcmp(header, "SQLite format 3", 16) == 0;
+}
+
+// Writes an export next to its target and renames it over the target, so that a failed or
+// interrupted export never leaves half a file, and refuses targets whose loss would hurt.
+void writeExport(const std::string& text, const std::string& path, const std::string& dbPath,
+                 bool force) {
+    if (isDatabaseOrCompanion(path, dbPath))
+        throw Error(ErrorCode::InvalidRequest,
+                    "refusing to export over " + path + ": it is the database being read");
+    if (!force && looksLikeSqlite(path))
+        throw Error(ErrorCode::InvalidRequest,
+                    "refusing to overwrite " + path + ": it is a SQLite database (use --force)");
+    const std::string tmp = path + ".qklab-tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out || !(out << text) || !out.flush()) {
+            std::remove(tmp.c_str());
+            throw Error(ErrorCode::Io, "cannot write " + path);
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw Error(ErrorCode::Io, "cannot write " + path + ": " + std::strerror(errno));
+    }
+}
+
 int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
-    RunStore store(o.dbPath);
-    store.markInterruptedRuns();
+    // Readers never write: no migration, no status update (a dead writer's run is shown as
+    // interrupted), and a database on read-only media can be read.
+    std::unique_ptr<RunStore> opened;
+    try {
+        opened = std::make_unique<RunStore>(o.dbPath, StoreAccess::ReadOnly);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::MissingFile || o.runRef.empty()) throw;
+        throw Error(ErrorCode::NotFound, std::string(e.what()) + ", so there is no run '" +
+                                             o.runRef.substr(0, 80) + "'");
+    }
+    RunStore& store = *opened;
     if (list) {
         const auto runs = store.listRuns();
         if (!o.asJson) {
@@ -190,8 +262,7 @@ int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
         std::cout << text;
         return 0;
     }
-    std::ofstream out(o.output, std::ios::binary);
-    if (!out || !(out << text)) throw Error(ErrorCode::MissingFile, "cannot write " + o.output);
+    writeExport(text, o.output, o.dbPath, o.force);
     return 0;
 }
 
@@ -202,7 +273,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", appVersion() + " (LibTorch " + torchVersion() + ")");
     app.require_subcommand(1);
     Options o;
-    app.add_option("--db", o.dbPath, "run database (default: " + defaultDatabasePath() + ")");
+    std::vector<CLI::Option*> dbOptions{
+        app.add_option("--db", o.dbPath, "run database (default: " + defaultDatabasePath() + ")")};
 
     auto* run = app.add_subcommand("run", "train a preset and record it");
     run->add_option(
@@ -211,31 +283,43 @@ int main(int argc, char** argv) {
         ->required();
     run->add_option("--set", o.overrides, "override a config key: dotted.key=value (repeatable)");
     run->add_option("--name", o.name, "run name (unique in the database)");
-    run->add_option("--db", o.dbPath, "run database");
+    dbOptions.push_back(run->add_option("--db", o.dbPath, "run database"));
     auto* resume = app.add_subcommand(
         "resume", "continue a stopped or interrupted run from its last checkpoint");
     resume->add_option("run", o.runRef, "run id or name")->required();
-    resume->add_option("--db", o.dbPath, "run database");
+    dbOptions.push_back(resume->add_option("--db", o.dbPath, "run database"));
     auto* list = app.add_subcommand("list", "list stored runs");
     list->add_flag("--json", o.asJson, "machine-readable output");
-    list->add_option("--db", o.dbPath, "run database");
+    dbOptions.push_back(list->add_option("--db", o.dbPath, "run database"));
     auto* show = app.add_subcommand("show", "config and summary of one run");
     show->add_option("run", o.runRef, "run id or name")->required();
     show->add_flag("--json", o.asJson, "machine-readable output");
-    show->add_option("--db", o.dbPath, "run database");
+    dbOptions.push_back(show->add_option("--db", o.dbPath, "run database"));
     auto* exportCmd = app.add_subcommand("export", "all recorded data of one run");
     exportCmd->add_option("run", o.runRef, "run id or name")->required();
     exportCmd->add_option("--format", o.format, "csv or json")
         ->check(CLI::IsMember({"csv", "json"}));
     exportCmd->add_option("--output,-o", o.output, "file to write (default: standard output)");
-    exportCmd->add_option("--db", o.dbPath, "run database");
+    exportCmd->add_flag("--force", o.force, "overwrite a file that is a SQLite database");
+    dbOptions.push_back(exportCmd->add_option("--db", o.dbPath, "run database"));
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
     auto* keys =
         app.add_subcommand("keys", "every config key and event kind with its default and meaning");
     keys->add_flag("--markdown", o.markdown, "docs/CONFIG.md");
 
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help and --version exit 0; every other parser error is bad input: 2, as the
+        // README promises (CLI11's own codes are 105..114).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    for (const CLI::Option* opt : dbOptions)
+        if (opt->count() > 0 && o.dbPath.empty()) {
+            std::cerr << "qklab-cli: --db: the path is empty\n";
+            return 2;
+        }
     if (o.dbPath.empty()) o.dbPath = defaultDatabasePath();
     try {
         if (*run) return cmdRun(o);
@@ -248,7 +332,9 @@ int main(int argc, char** argv) {
         return cmdStored(o, *list, *show);
     } catch (const Error& e) {
         std::cerr << "qklab-cli: " << e.what() << "\n";
-        return e.code() == ErrorCode::Internal || e.code() == ErrorCode::Database ? 1 : 2;
+        const bool badInput = e.code() != ErrorCode::Internal && e.code() != ErrorCode::Database &&
+                              e.code() != ErrorCode::Io;
+        return badInput ? 2 : 1;
     } catch (const std::exception& e) {
         std::cerr << "qklab-cli: " << e.what() << "\n";
         return 1;

@@ -30,7 +30,7 @@ void readStoreAsync(QObject* receiver, const QString& dbPath, std::function<T(Ru
         auto result = std::make_shared<T>();
         QString error;
         try {
-            RunStore store(path);
+            RunStore store(path, StoreAccess::ReadOnly);  // readers never write
             *result = job(store);
         } catch (const std::exception& e) {
             error = QString::fromStdString(e.what());

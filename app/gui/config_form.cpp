@@ -19,7 +19,9 @@
 #include <climits>
 #include <cmath>
 
+#include "qklab/corpus.h"
 #include "qklab/error.h"
+#include "qklab/resources.h"
 
 namespace qklab::gui {
 
@@ -45,6 +47,49 @@ void markInvalid(QWidget* w, bool invalid) {
     w->setProperty("invalid", invalid);
     w->style()->unpolish(w);
     w->style()->polish(w);
+}
+
+// The estimate's parts, for the status line's tooltip.
+QString memoryTip(const RunConfig& c) {
+    const MemoryEstimate m = estimateMemory(c);
+    const auto b = [](double bytes) { return QString::fromStdString(formatBytes(bytes)); };
+    QString tip = QObject::tr(
+                      "Memory a training step needs, estimated from the config:\n"
+                      "parameters %1 (%2 values), gradients %3, AdamW state %4,\n"
+                      "activations %5, attention %6, logits %7,\n"
+                      "causal mask and tables %8, data %9, validation %10")
+                      .arg(b(m.parameters), QString::number(m.parameterCount, 'g', 4),
+                           b(m.gradients), b(m.optimizer), b(m.activations), b(m.attention),
+                           b(m.logits), b(m.buffers), b(m.data))
+                      .arg(b(m.validation));
+    const double limit = memoryLimitBytes(c);
+    if (limit <= 0)
+        tip += QObject::tr("\nnot checked: run.device = cuda and run.max_memory = 0");
+    else if (c.run.maxMemoryGiB > 0)
+        tip += QObject::tr("\nlimit %1 (run.max_memory)").arg(b(limit));
+    else
+        tip += QObject::tr("\nlimit %1 (this machine's available memory)").arg(b(limit));
+    return tip;
+}
+
+// Problems in red, warnings in orange; a valid config gets the green line with d_head, the
+// logit scale and the memory the run needs (on a line of its own below any warnings).
+QString messagesHtml(const RunConfig& c, const QStringList& problems, const QStringList& warnings) {
+    QString html;
+    for (const QString& p : problems)
+        html += QStringLiteral("<div style='color:#b00000'>✖ %1</div>").arg(p.toHtmlEscaped());
+    for (const QString& w : warnings)
+        html += QStringLiteral("<div style='color:#a06000'>⚠ %1</div>").arg(w.toHtmlEscaped());
+    if (!problems.isEmpty()) return html;
+    const QString need = QStringLiteral("≈ %1 to train")
+                             .arg(QString::fromStdString(formatBytes(estimateMemory(c).total)));
+    if (!warnings.isEmpty())
+        return html + QStringLiteral("<div style='color:#505050'>%1</div>").arg(need);
+    return QStringLiteral(
+               "<div style='color:#2a7a2a'>✔ config is valid (d_head %1, s %2) · %3</div>")
+        .arg(c.model.nHeads > 0 ? c.dHead() : 0)
+        .arg(c.model.nHeads > 0 ? c.logitScale() : 0.0, 0, 'g', 4)
+        .arg(need);
 }
 
 }  // namespace
@@ -359,22 +404,17 @@ void ConfigForm::revalidateNow() {
         m_labels[key]->setFont(font);
     }
     for (const auto& p : validationProblems(c)) problems << QString::fromStdString(p);
+    // What would fail only once the run is built block Start the same way: a data.source that
+    // is no readable text file (a FIFO would hang the worker) and a run this machine's memory
+    // (or run.max_memory) cannot hold. Both are a stat and some arithmetic: no allocation.
+    for (const std::string& p : {dataSourceProblem(c.data.source), memoryProblem(c)})
+        if (!p.empty()) problems << QString::fromStdString(p);
     QStringList warnings;
     for (const auto& w : configWarnings(c)) warnings << QString::fromStdString(w);
     m_problems = problems;
     m_warnings = warnings;
-
-    QString html;
-    for (const QString& p : problems)
-        html += QStringLiteral("<div style='color:#b00000'>✖ %1</div>").arg(p.toHtmlEscaped());
-    for (const QString& w : warnings)
-        html += QStringLiteral("<div style='color:#a06000'>⚠ %1</div>").arg(w.toHtmlEscaped());
-    if (html.isEmpty())
-        html =
-            QStringLiteral("<div style='color:#2a7a2a'>✔ config is valid (d_head %1, s %2)</div>")
-                .arg(c.model.nHeads > 0 ? c.dHead() : 0)
-                .arg(c.model.nHeads > 0 ? c.logitScale() : 0.0, 0, 'g', 4);
-    m_messages->setText(html);
+    m_messages->setText(messagesHtml(c, problems, warnings));
+    m_messages->setToolTip(problems.isEmpty() ? memoryTip(c) : QString());
 
     const bool valid = problems.isEmpty();
     if (!m_loading) emit configChanged();

@@ -106,9 +106,15 @@ void RunBrowserPanel::setPollInterval(int ms) {
 }
 
 bool RunBrowserPanel::openDatabase(const QString& path) {
+    // A file this user cannot write (read-only media, someone else's) is browsed read-only:
+    // listing must not need a write.
+    const QFileInfo info(path);
+    const bool readOnly = info.exists() && !info.isWritable();
     try {
-        auto store = std::make_unique<RunStore>(path.toStdString());
-        // Runs whose writer died (crash, kill, power loss) would otherwise show "running" forever.
+        auto store = std::make_unique<RunStore>(
+            path.toStdString(), readOnly ? StoreAccess::ReadOnly : StoreAccess::ReadWrite);
+        // Runs whose writer died (crash, kill, power loss) are stored as interrupted when the
+        // file can be written; reads show them as interrupted either way.
         store->markInterruptedRuns();
         m_store = std::move(store);
     } catch (const std::exception& e) {
@@ -118,7 +124,8 @@ bool RunBrowserPanel::openDatabase(const QString& path) {
         return false;
     }
     m_path = QFileInfo(path).absoluteFilePath();
-    m_dbLabel->setText(QFileInfo(path).fileName());
+    m_dbLabel->setText(readOnly ? tr("%1 (read-only)").arg(QFileInfo(path).fileName())
+                                : QFileInfo(path).fileName());
     m_dbLabel->setToolTip(m_path);
     m_lastMaxId = -1;
     m_model->setRuns({});

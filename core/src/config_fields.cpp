@@ -341,6 +341,11 @@ void runFields(FieldTable& t) {
         "run.checkpoint_every", "Checkpoint every", "steps",
         "save a checkpoint every N steps (0 = only at stop/end)",
         [](RunConfig& c) -> int64_t& { return c.run.checkpointEvery; }, 0, 1e7);
+    t.add(
+        "run.checkpoint_seconds", "Rolling checkpoint every", "s",
+        "keep one rolling checkpoint at least this often (wall time), so that a crash or kill "
+        "costs at most this much training; 0 = off",
+        [](RunConfig& c) -> double& { return c.run.checkpointSeconds; }, 0, 1e7);
     t.add("run.fused_attention", "Fused attention", "",
           "fused attention kernel on steps that need no explicit logits (no probe, no softcap); "
           "false = always the explicit path",
@@ -349,6 +354,12 @@ void runFields(FieldTable& t) {
           "when loss and grad norm come back to the host: every_step, or deferred to "
           "probe/eval/checkpoint steps and ~0.5 s (no per-step GPU sync); auto = deferred on cuda",
           [](RunConfig& c) -> Readback& { return c.run.readback; });
+    t.add(
+        "run.max_memory", "Memory limit", "GiB",
+        "memory the run may need, checked against an estimate before it starts; 0 = the "
+        "machine's available memory (on cuda only a limit > 0 is checked: the GPU's memory is "
+        "not the host's)",
+        [](RunConfig& c) -> double& { return c.run.maxMemoryGiB; }, 0, 1e6);
 }
 
 std::vector<FieldInfo> buildFields() {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "qklab/corpus.h"
@@ -248,9 +249,11 @@ Event eventFromJson(const json& j, const std::string& where) {
     Event e;
     e.step = j["step"].get<int64_t>();
     e.kind = info->kind;
-    if (e.step < 0)
+    // An unsigned step beyond int64 would wrap to a negative one.
+    if (e.step < 0 || (j["step"].is_number_unsigned() &&
+                       j["step"].get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())))
         throw Error(ErrorCode::InvalidConfig,
-                    where + ".step = " + shortJson(j["step"]) + ": must be >= 0");
+                    where + ".step = " + shortJson(j["step"]) + ": must be in [0, 2^63)");
     std::vector<std::string> known{"step", "kind", "source"};
     for (const auto& p : info->params) known.push_back(p.key);
     for (auto it = j.begin(); it != j.end(); ++it) {
@@ -311,19 +314,21 @@ std::string eventText(const Event& e) {
 
 Event eventFromRecord(int64_t step, const std::string& kind, const std::string& paramsJson,
                       const std::string& source) {
+    const std::string where = "stored event at step " + std::to_string(step);
     json j;
     try {
-        j = json::parse(paramsJson);
-    } catch (const json::parse_error&) {
-        throw Error(ErrorCode::InvalidConfig,
-                    "stored event at step " + std::to_string(step) + ": parameters are not JSON");
+        j = parseJsonText(paramsJson);
+    } catch (const JsonSyntaxError&) {
+        throw Error(ErrorCode::InvalidConfig, where + ": parameters are not JSON");
+    } catch (const Error& e) {
+        throw Error(e.code(), where + ": " + e.what());
     }
     if (!j.is_object()) j = json::object();
     j.erase("_intervention");  // written by qklab 0.1 into user events (now `source`)
     j["step"] = step;
     j["kind"] = kind;
     j["source"] = source.empty() ? std::string("config") : source;
-    return eventFromJson(j, "stored event at step " + std::to_string(step));
+    return eventFromJson(j, where);
 }
 
 std::string eventLabel(const std::string& kind, const std::string& paramsJson) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "qklab/error.h"
@@ -36,8 +37,20 @@ std::string fmt(double v) {
 
 bool isSection(const std::string& prefix) {
     for (const auto& f : configFields())
-        if (f.key.compare(0, prefix.size() + 1, prefix + ".") == 0) return true;
+        if (f.key.size() > prefix.size() && f.key[prefix.size()] == '.' &&
+            f.key.compare(0, prefix.size(), prefix) == 0)
+            return true;
     return false;
+}
+
+// The registry's integer setters read any JSON integer as int64: refuse an unsigned one that
+// does not fit, which would wrap (2^64 - 1 reads as -1).
+void setField(RunConfig& c, const FieldInfo& f, const json& v) {
+    if (f.type == FieldType::Int && v.is_number_unsigned() &&
+        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw Error(ErrorCode::InvalidConfig, "config key \"" + f.key + "\": " + v.dump() +
+                                                  " is outside the 64-bit integer range");
+    f.set(c, v);
 }
 
 std::vector<Event> eventsFromJson(const json& list) {
@@ -64,7 +77,7 @@ void readObject(RunConfig& c, const json& j, const std::string& prefix) {
             continue;
         }
         if (const FieldInfo* f = findField(key)) {
-            f->set(c, it.value());
+            setField(c, *f, it.value());
         } else if (isSection(key)) {
             readObject(c, it.value(), key);
         } else {
@@ -89,9 +102,16 @@ class ProblemList {
     std::vector<std::string>& m_out;
 };
 
+// Every float reaches the engine as float32 (a tensor, a kernel argument, a histogram edge),
+// where a finite double beyond this becomes inf.
+constexpr double kFloat32Max = 3.0e38;
+// The LR times the largest lr_multiplier factor (1e6) stays far inside float32; a larger LR
+// could only diverge sooner.
+constexpr double kMaxLr = 1e6;
+
 void checkOptimizer(const RunConfig& c, ProblemList& p) {
     const auto& o = c.optim;
-    p.need(std::isfinite(o.lr) && o.lr > 0, "optim.lr", o.lr, "must be > 0");
+    p.need(o.lr > 0 && o.lr <= kMaxLr, "optim.lr", o.lr, "must be in (0, " + fmt(kMaxLr) + "]");
     p.need(o.weightDecay >= 0, "optim.weight_decay", o.weightDecay, "must be >= 0");
     p.need(o.betas.size() == 2 && o.betas[0] >= 0 && o.betas[0] < 1 && o.betas[1] >= 0 &&
                o.betas[1] < 1,
@@ -147,7 +167,10 @@ void checkDataAndRun(const RunConfig& c, ProblemList& p) {
     p.need(c.data.valFraction > 0 && c.data.valFraction <= 0.5, "data.val_fraction",
            c.data.valFraction, "must be in (0, 0.5]");
     p.need(c.eval.every >= 0, "eval.every", fmt(c.eval.every), "must be >= 0");
-    p.need(c.eval.batches >= 1, "eval.batches", fmt(c.eval.batches), "must be >= 1");
+    // Each batch is a forward pass: a billion of them passed the memory check and would have
+    // spent days in one validation.
+    p.need(c.eval.batches >= 1 && c.eval.batches <= 1000, "eval.batches", fmt(c.eval.batches),
+           "must be in [1, 1000]");
     p.need(c.run.seed >= 0, "run.seed", fmt(c.run.seed), "must be >= 0");
     p.need(c.run.threads >= 0, "run.threads", fmt(c.run.threads), "must be >= 0 (0 = all cores)");
     p.need(c.run.checkpointEvery >= 0, "run.checkpoint_every", fmt(c.run.checkpointEvery),
@@ -159,6 +182,14 @@ void checkProbes(const RunConfig& c, ProblemList& p) {
     p.need(pr.every >= 0, "probes.every", fmt(pr.every), "must be >= 0 (0 = off)");
     p.need(pr.histBins >= 1 && pr.histBins <= 4096, "probes.hist_bins", fmt(pr.histBins),
            "must be in [1, 4096]");
+    // The engine keeps the edges and their spacing in float32: hold them to the range the field
+    // table declares.
+    for (const auto& [key, value] :
+         {std::pair{"probes.hist_min", pr.histMin}, std::pair{"probes.hist_max", pr.histMax}}) {
+        const FieldInfo& f = *findField(key);
+        p.need(value >= f.minValue && value <= f.maxValue, key, value,
+               "must be in [" + fmt(f.minValue) + ", " + fmt(f.maxValue) + "]");
+    }
     p.need(pr.histMax > pr.histMin, "probes.hist_max", pr.histMax,
            "must be > probes.hist_min = " + fmt(pr.histMin));
     p.need(pr.attnMapEvery >= 0, "probes.attn_map_every", fmt(pr.attnMapEvery), "must be >= 0");
@@ -170,12 +201,29 @@ void checkProbes(const RunConfig& c, ProblemList& p) {
 }
 
 // Parameter types and ranges are checked when an event is read (eventFromJson); what depends
-// on the rest of the config is checked here.
+// on the rest of the config is checked here, and the ranges again for events built in code.
 void checkEvents(const RunConfig& c, ProblemList& p) {
     for (size_t i = 0; i < c.events.size(); ++i) {
         const Event& e = c.events[i];
-        p.need(e.step >= 0 && e.step < c.schedule.steps, "events[" + std::to_string(i) + "].step",
-               fmt(e.step), "must be in [0, schedule.steps = " + fmt(c.schedule.steps) + ")");
+        const std::string where = "events[" + std::to_string(i) + "]";
+        p.need(e.step >= 0 && e.step < c.schedule.steps, where + ".step", fmt(e.step),
+               "must be in [0, schedule.steps = " + fmt(c.schedule.steps) + ")");
+        for (const auto& param : eventKindInfo(e.kind).params) {
+            if (param.type != FieldType::Float && param.type != FieldType::Int) continue;
+            const double x = param.get(e.args).get<double>();
+            p.need(x >= param.minValue && x <= param.maxValue, where + "." + param.key, x,
+                   "must be in [" + fmt(param.minValue) + ", " + fmt(param.maxValue) + "]");
+        }
+    }
+}
+
+void checkFloat32(const RunConfig& c, ProblemList& p) {
+    for (const auto& f : configFields()) {
+        if (f.type != FieldType::Float && f.type != FieldType::Scale) continue;
+        const json v = f.get(c);  // a Scale may be "inv_sqrt_d"
+        if (v.is_number())
+            p.need(std::fabs(v.get<double>()) <= kFloat32Max, f.key, v.get<double>(),
+                   "must be within the float32 range (|x| <= " + fmt(kFloat32Max) + ")");
     }
 }
 
@@ -187,6 +235,7 @@ void collectProblems(const RunConfig& c, std::vector<std::string>& out) {
     checkDataAndRun(c, p);
     checkProbes(c, p);
     checkEvents(c, p);
+    checkFloat32(c, p);
 }
 
 }  // namespace
@@ -210,14 +259,10 @@ RunConfig configFromJson(const json& j, bool checkValues) {
 }
 
 RunConfig configFromJsonText(const std::string& text, const std::string& origin, bool checkValues) {
-    json j;
     try {
-        j = json::parse(text);
-    } catch (const json::parse_error& e) {
+        return configFromJson(parseJsonText(text), checkValues);
+    } catch (const JsonSyntaxError& e) {
         throw Error(ErrorCode::InvalidConfig, origin + " is not valid JSON: " + e.what());
-    }
-    try {
-        return configFromJson(j, checkValues);
     } catch (const Error& e) {
         throw Error(e.code(), origin + ": " + e.what());
     }
@@ -249,27 +294,42 @@ json configToJson(const RunConfig& c) {
     return j;
 }
 
+namespace {
+
+// The value of `--set key=text`: JSON when it parses, else the bare word (rms, cosine). A Text
+// field keeps the text itself unless it is a quoted JSON string, so a path such as 123 or 1e999
+// stays a path.
+json overrideValue(const std::string& key, const std::string& text, bool textField) {
+    try {
+        const json value = parseJsonText(text, key);
+        return textField && !value.is_string() ? json(text) : value;
+    } catch (const JsonSyntaxError&) {
+        return text;
+    } catch (const Error&) {
+        if (textField) return text;
+        throw;  // JSON beyond the limits (too deep, 1e999): not a word either
+    }
+}
+
+}  // namespace
+
 void applyOverride(RunConfig& c, const std::string& assignment) {
+    // A config is stored as JSON, which holds only UTF-8 text.
+    if (!isValidUtf8(assignment))
+        throw Error(ErrorCode::InvalidConfig,
+                    "--set \"" + clipped(assignment) + "\": not valid UTF-8 text");
     const auto eq = assignment.find('=');
     if (eq == std::string::npos || eq == 0)
         throw Error(ErrorCode::InvalidConfig,
                     "--set expects dotted.key=value, got \"" + clipped(assignment) + "\"");
     const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-    json value;
-    try {
-        value = json::parse(text);
-    } catch (const json::parse_error&) {
-        value = text;  // a bare word such as rms or cosine
-    }
     if (key == "events") {
-        c.events = eventsFromJson(value);
+        c.events = eventsFromJson(overrideValue(key, text, false));
         return;
     }
     const FieldInfo* f = findField(key);
     if (!f) unknownKey(key);
-    // A path-like Text value must stay a string even if it would parse as a number.
-    if (f->type == FieldType::Text && !value.is_string()) value = text;
-    f->set(c, value);
+    setField(c, *f, overrideValue(key, text, f->type == FieldType::Text));
 }
 
 void validate(const RunConfig& c) {

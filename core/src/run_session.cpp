@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "qklab/error.h"
+#include "qklab/resources.h"
 #include "qklab/run_store.h"
 
 namespace qklab {
@@ -67,7 +68,11 @@ static std::string checkpointDirFor(const std::string& root, int64_t runId) {
 RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
     : m_impl(std::make_unique<Impl>()) {
     auto& d = *m_impl;
-    // Build the trainer first: a bad config or a missing data file throws before the store
+    // Before anything is allocated or stored: a run that cannot fit in memory is bad input
+    // (it used to die in the allocator, sometimes after 20 s, sometimes leaving a row).
+    if (const std::string problem = memoryProblem(config); !problem.empty())
+        throw Error(ErrorCode::InvalidConfig, problem);
+    // Build the trainer next: a bad config or a missing data file throws before the store
     // gets a run row.
     d.trainer = std::make_unique<Trainer>(config);
     NewRun run;
@@ -85,27 +90,35 @@ RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
 
 std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_t runId) {
     RunStore store(dbPath);
-    const RunInfo info = store.run(runId);
-    if (info.status == RunStatus::Running)
-        throw Error(ErrorCode::InvalidRequest,
-                    "run " + std::to_string(runId) + " is still running; stop it before resuming");
-    if (info.status == RunStatus::Finished)
-        throw Error(ErrorCode::InvalidRequest,
-                    "run " + std::to_string(runId) + " already finished");
-    const auto checkpoints = store.checkpoints(runId);
-    if (checkpoints.empty())
+    // Claimed first, atomically: a second resume of the same run started at the same time
+    // is refused here, before either loads anything.
+    const RunInfo info = store.claimForResume(runId);
+    try {
+        return resumeClaimed(store, dbPath, info);
+    } catch (...) {
+        try {
+            store.releaseResumeClaim(info);
+        } catch (const Error&) {  // the original failure is what the user needs to see
+        }
+        throw;
+    }
+}
+
+std::unique_ptr<RunSession> RunSession::resumeClaimed(RunStore& store, const std::string& dbPath,
+                                                      const RunInfo& info) {
+    const int64_t runId = info.id;
+    // The newest checkpoint whose file exists (a kill can leave a row without its file).
+    const auto last = store.newestUsableCheckpoint(runId);
+    if (!last)
         throw Error(ErrorCode::NotFound,
                     "run " + std::to_string(runId) + " has no checkpoint to resume from");
-    const CheckpointInfo last = *std::max_element(
-        checkpoints.begin(), checkpoints.end(),
-        [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
 
     // The stored config plus the user's interventions before the checkpoint reproduce the
     // run up to there; the checkpoint holds weights, optimizer and sampler state.
     RunConfig config =
         configFromJsonText(info.configJson, "run " + std::to_string(runId) + " config");
     for (const auto& e : store.events(runId))
-        if (e.source == nameOf(EventSource::User) && e.step < last.step)
+        if (e.source == nameOf(EventSource::User) && e.step < last->step)
             config.events.push_back(eventFromRecord(e.step, e.kind, e.paramsJson, e.source));
     std::stable_sort(config.events.begin(), config.events.end(),
                      [](const Event& a, const Event& b) { return a.step < b.step; });
@@ -114,10 +127,10 @@ std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_
     session->m_impl = std::make_unique<Impl>();
     auto& d = *session->m_impl;
     TrainerOptions options;
-    options.resumeFrom = last.path;
+    options.resumeFrom = last->path;
     d.trainer = std::make_unique<Trainer>(config, options);
     d.trainer->setCheckpointDir(checkpointDirFor(defaultCheckpointRoot(dbPath), runId));
-    d.writer = std::make_unique<RunWriter>(dbPath, runId, last.step);
+    d.writer = std::make_unique<RunWriter>(dbPath, runId, last->step);
     return session;
 }
 

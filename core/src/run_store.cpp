@@ -22,6 +22,7 @@
 
 #include "qklab/error.h"
 #include "sqlite_db.h"
+#include "text_util.h"
 
 namespace qklab {
 
@@ -194,7 +195,19 @@ const char* const kRunColumns =
     "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id), "
     // The latest validation: a backwards walk of the (run_id, step) key, at most eval.every rows.
     "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss IS NOT NULL "
-    "ORDER BY m.step DESC LIMIT 1)";
+    "ORDER BY m.step DESC LIMIT 1), r.pid, r.host";
+
+// A run marked running whose process on this host is gone. EPERM means the pid is alive
+// but someone else's: only ESRCH proves it is gone.
+bool writerIsGone(int64_t pid, const std::string& host) {
+    if (host != thisHostName()) return false;  // another machine's process: cannot tell
+    return pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+}
+
+std::string goneMessage(int64_t pid) {
+    return "process " + std::to_string(pid) + " on " + thisHostName() +
+           " ended without finishing the run";
+}
 
 RunInfo readRun(const Statement& st) {
     RunInfo r;
@@ -217,6 +230,15 @@ RunInfo readRun(const Statement& st) {
     r.statusMessage = st.columnText(16);
     r.spikes = st.columnInt(17);
     r.finalValLoss = st.columnOptReal(18);
+    // Readers show a dead writer's run as interrupted without writing it (only writers
+    // persist that, in markInterruptedRuns).
+    if (r.status == RunStatus::Running) {
+        const int64_t pid = st.isNull(19) ? 0 : st.columnInt(19);
+        if (writerIsGone(pid, st.columnText(20))) {
+            r.status = RunStatus::Interrupted;
+            r.statusMessage = goneMessage(pid);
+        }
+    }
     return r;
 }
 
@@ -248,6 +270,26 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     // last commits), and avoids an fsync per flush.
     db->exec("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL");
     migrate(*db);
+    return db;
+}
+
+std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
+    if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw Error(ErrorCode::MissingFile, "there is no database at " + path);
+    if (std::filesystem::file_size(path, ec) == 0 && !ec)
+        throw Error(ErrorCode::NotFound, path + " is an empty file: it holds no runs yet");
+    auto db = Database::openReadOnly(path, false);
+    try {
+        checkIdentity(*db);  // the first read: a WAL file needs its -shm index here
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::Database) throw;
+        // Read-only media: no WAL index can be created. Nobody can be writing such a file,
+        // so it may be read without locks.
+        db = Database::openReadOnly(path, true);
+        checkIdentity(*db);
+    }
     return db;
 }
 
@@ -283,7 +325,15 @@ std::string defaultDatabasePath() {
 
 // ---- RunStore ----
 
-RunStore::RunStore(const std::string& path) : m_db(openRunDatabase(path)) {}
+RunStore::RunStore(const std::string& path, StoreAccess access)
+    : m_db(access == StoreAccess::ReadOnly ? openRunDatabaseForReading(path)
+                                           : openRunDatabase(path)),
+      m_readOnly(access == StoreAccess::ReadOnly),
+      m_version(static_cast<int>(m_db->queryInt("PRAGMA user_version"))) {}
+
+bool RunStore::readOnly() const {
+    return m_readOnly;
+}
 
 RunStore::~RunStore() = default;
 
@@ -292,19 +342,18 @@ const std::string& RunStore::path() const {
 }
 
 int RunStore::schemaVersion() const {
-    return static_cast<int>(m_db->queryInt("PRAGMA user_version"));
+    return m_version;
 }
 
 int RunStore::markInterruptedRuns() {
+    if (m_readOnly) return 0;  // readers never write; they show such runs as interrupted
     std::vector<std::pair<int64_t, int64_t>> dead;  // (run id, pid)
     {
         Statement st(*m_db, "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?");
         st.bindText(1, thisHostName());
         while (st.step()) {
             int64_t pid = st.isNull(1) ? 0 : st.columnInt(1);
-            // EPERM means the pid is alive but someone else's: only ESRCH proves it is gone.
-            bool gone = pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
-            if (gone) dead.emplace_back(st.columnInt(0), pid);
+            if (writerIsGone(pid, thisHostName())) dead.emplace_back(st.columnInt(0), pid);
         }
     }
     if (dead.empty()) return 0;
@@ -314,14 +363,58 @@ int RunStore::markInterruptedRuns() {
                   "WHERE id = ? AND status = 'running'");
     int changed = 0;
     for (const auto& [id, pid] : dead) {
-        upd.bindText(1, "process " + std::to_string(pid) + " on " + thisHostName() +
-                            " ended without finishing the run");
+        upd.bindText(1, goneMessage(pid));
         upd.bindInt(2, id);
         upd.exec();
         changed += m_db->changes();
     }
     tx.commit();
     return changed;
+}
+
+RunInfo RunStore::claimForResume(int64_t runId) {
+    markInterruptedRuns();  // a dead writer's "running" run is resumable
+    Transaction tx(*m_db);  // BEGIN IMMEDIATE: the check and the update are one step
+    const RunInfo before = run(runId);
+    Statement claim(*m_db,
+                    "UPDATE runs SET status = 'running', pid = ?, host = ?, status_message = '' "
+                    "WHERE id = ? AND status IN ('stopped', 'interrupted', 'failed', 'diverged')");
+    claim.bindInt(1, getpid()).bindText(2, thisHostName()).bindInt(3, runId).exec();
+    if (m_db->changes() != 1) {
+        const std::string id = "run " + std::to_string(runId);
+        if (before.status == RunStatus::Finished)
+            throw Error(ErrorCode::InvalidRequest, id + " already finished");
+        throw Error(ErrorCode::InvalidRequest,
+                    id + " is already being resumed or is still running (status " +
+                        toString(before.status) + "); stop it before resuming");
+    }
+    tx.commit();
+    return before;
+}
+
+void RunStore::releaseResumeClaim(const RunInfo& before) {
+    Statement st(*m_db,
+                 "UPDATE runs SET status = ?, status_message = ? WHERE id = ? AND pid = ? AND "
+                 "status = 'running'");
+    st.bindText(1, toString(before.status)).bindText(2, before.statusMessage);
+    st.bindInt(3, before.id).bindInt(4, getpid()).exec();
+}
+
+std::optional<CheckpointInfo> RunStore::newestUsableCheckpoint(int64_t runId) {
+    std::optional<CheckpointInfo> best;
+    for (const CheckpointInfo& c : checkpoints(runId)) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(c.path, ec)) {
+            // A kill between deleting an old file and its row, or a user's cleanup.
+            if (!m_readOnly) {
+                Statement del(*m_db, "DELETE FROM checkpoints WHERE run_id = ? AND step = ?");
+                del.bindInt(1, runId).bindInt(2, c.step).exec();
+            }
+            continue;
+        }
+        if (!best || c.step > best->step) best = c;
+    }
+    return best;
 }
 
 std::vector<RunInfo> RunStore::listRuns() {
@@ -339,24 +432,34 @@ RunInfo RunStore::run(int64_t id) {
     return readRun(st);
 }
 
-RunInfo RunStore::findRun(const std::string& idOrName) {
-    if (isInteger(idOrName)) {
+RunInfo RunStore::findRun(const std::string& ref) {
+    // "id:2" and "name:2" say which one is meant: a run may be named "2". A bare reference
+    // is an id when it is a number and such a run exists, else a name.
+    const bool byId = ref.rfind("id:", 0) == 0, byName = ref.rfind("name:", 0) == 0;
+    const std::string key = byId ? ref.substr(3) : byName ? ref.substr(5) : ref;
+    if (!byName && isInteger(key)) {
         Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.id = ?");
-        st.bindInt(1, std::stoll(idOrName));
+        st.bindInt(1, std::stoll(key));
         if (st.step()) return readRun(st);
     }
-    Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.name = ?");
-    st.bindText(1, idOrName);
-    if (!st.step())
-        throw Error(ErrorCode::NotFound, "no run with id or name '" + idOrName + "' in " + path());
-    return readRun(st);
+    if (!byId) {
+        Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.name = ?");
+        st.bindText(1, key);
+        if (st.step()) return readRun(st);
+    }
+    throw Error(ErrorCode::NotFound, std::string("no run with ") +
+                                         (byId     ? "id"
+                                          : byName ? "name"
+                                                   : "id or name") +
+                                         " '" + clipped(key, 80) + "' in " + path());
 }
 
 std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) {
-    Statement st(*m_db,
-                 "SELECT step, loss, val_loss, grad_norm, lr, alpha, softcap_c, seq_len, "
-                 "tokens_per_s, attention_path FROM step_metrics WHERE run_id = ? AND step >= ? "
-                 "ORDER BY step");
+    Statement st(*m_db, std::string("SELECT step, loss, val_loss, grad_norm, lr, alpha, softcap_c, "
+                                    "seq_len, tokens_per_s, ") +
+                            // A reader does not migrate: read an older file as it is.
+                            (m_version >= 2 ? "attention_path" : "NULL") +
+                            " FROM step_metrics WHERE run_id = ? AND step >= ? ORDER BY step");
     st.bindInt(1, runId).bindInt(2, fromStep);
     std::vector<StepMetrics> out;
     while (st.step()) {
@@ -402,8 +505,9 @@ std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_
 
 std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, int32_t head) {
     Statement st(*m_db,
-                 "SELECT step, counts, underflow, overflow, nan FROM histograms "
-                 "WHERE run_id = ? AND layer = ? AND head = ? ORDER BY step");
+                 std::string("SELECT step, counts, underflow, overflow, ") +
+                     (m_version >= 4 ? "nan" : "0") +
+                     " FROM histograms WHERE run_id = ? AND layer = ? AND head = ? ORDER BY step");
     st.bindInt(1, runId).bindInt(2, layer).bindInt(3, head);
     std::vector<LogitHistogram> out;
     while (st.step()) {
@@ -513,8 +617,21 @@ int64_t RunStore::dataVersion() {
     return m_db->queryInt("PRAGMA data_version");
 }
 
-void RunStore::renameRun(int64_t id, const std::string& name) {
+void checkRunName(const std::string& name) {
     if (name.empty()) throw Error(ErrorCode::InvalidRequest, "a run name cannot be empty");
+    if (name.size() > 200)
+        throw Error(ErrorCode::InvalidRequest, "a run name is at most 200 bytes; '" +
+                                                   clipped(name, 60) + "' has " +
+                                                   std::to_string(name.size()));
+    for (unsigned char c : name)
+        if (c < 0x20 || c == 0x7f)
+            throw Error(ErrorCode::InvalidRequest,
+                        "a run name cannot hold control characters (newline, tab, ...): '" +
+                            clipped(shortJson(nlohmann::json(name)), 60) + "'");
+}
+
+void RunStore::renameRun(int64_t id, const std::string& name) {
+    checkRunName(name);
     Transaction tx(*m_db);
     Statement taken(*m_db, "SELECT id FROM runs WHERE name = ? AND id != ?");
     taken.bindText(1, name).bindInt(2, id);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "qklab/error.h"
@@ -91,7 +92,31 @@ struct RunWriter::Impl {
     }
 
     void writeRows();
+    void dropCheckpointsBefore(int64_t step);
 };
+
+// A run keeps only its newest checkpoint. Older ones go only after the newest one's row is
+// committed: their rows first (no row may point at a deleted file), then their files. A kill
+// in between leaves an orphan file, never a run without a usable checkpoint. Best effort:
+// cleanup never fails a flush.
+void RunWriter::Impl::dropCheckpointsBefore(int64_t step) {
+    try {
+        std::vector<std::string> paths;
+        Statement keep(*db, "SELECT path FROM checkpoints WHERE run_id = ? AND step = ?");
+        keep.bindInt(1, runId).bindInt(2, step);
+        const std::string newest = keep.step() ? keep.columnText(0) : std::string();
+        {
+            Statement old(*db, "SELECT path FROM checkpoints WHERE run_id = ? AND step < ?");
+            old.bindInt(1, runId).bindInt(2, step);
+            while (old.step()) paths.push_back(old.columnText(0));
+        }
+        Statement del(*db, "DELETE FROM checkpoints WHERE run_id = ? AND step < ?");
+        del.bindInt(1, runId).bindInt(2, step).exec();
+        for (const auto& p : paths)
+            if (p != newest) std::remove(p.c_str());
+    } catch (const Error&) {
+    }
+}
 
 void RunWriter::Impl::writeRows() {
     // INSERT OR REPLACE: a step written twice (e.g. validation reported separately) must
@@ -164,6 +189,7 @@ void RunWriter::Impl::writeRows() {
 
 RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new Impl) {
     Impl& d = *m_impl;
+    if (!run.name.empty()) checkRunName(run.name);
     d.db = openRunDatabase(dbPath);
     // One write transaction: the uniqueness check and the insert see the same database.
     Transaction tx(*d.db);
@@ -325,6 +351,10 @@ void RunWriter::flush() {
         raiseMax(maxCapped, p.logitMaxCapped);
     }
 
+    int64_t newestCheckpoint = -1;
+    for (const CheckpointInfo& c : d.checkpoints)
+        newestCheckpoint = std::max(newestCheckpoint, c.step);
+
     Transaction tx(*d.db);
     d.writeRows();
     Statement& st = d.prepared(d.updSummary,
@@ -345,6 +375,7 @@ void RunWriter::flush() {
     d.spikes.clear();
     d.events.clear();
     d.checkpoints.clear();
+    if (newestCheckpoint >= 0) d.dropCheckpointsBefore(newestCheckpoint);
 }
 
 void RunWriter::finish(RunStatus status, const std::string& message) {

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "qklab/error.h"
@@ -23,9 +24,28 @@ bool isBusy(int rc) {
 // ---- Database ----
 
 Database::Database(const std::string& path, int busyTimeoutMs)
+    : Database(path, busyTimeoutMs, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path) {}
+
+std::unique_ptr<Database> Database::openReadOnly(const std::string& path, bool immutable) {
+    // A URI, so that "immutable=1" can be passed; the path is percent-encoded where needed.
+    std::string uri = "file:";
+    for (unsigned char c : path) {
+        if (c == '%' || c == '?' || c == '#' || c < 0x20) {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            uri += buf;
+        } else {
+            uri += static_cast<char>(c);
+        }
+    }
+    uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
+    return std::unique_ptr<Database>(
+        new Database(path, 5000, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, uri));
+}
+
+Database::Database(const std::string& path, int busyTimeoutMs, int flags, const std::string& uri)
     : m_path(path), m_busyTimeoutMs(busyTimeoutMs) {
-    int rc =
-        sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    int rc = sqlite3_open_v2(uri.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
         sqlite3_close_v2(m_db);

@@ -27,6 +27,9 @@ class Database {
     // The busy timeout lets readers and the single writer of other connections wait for each
     // other briefly instead of failing at once with "database is locked".
     explicit Database(const std::string& path, int busyTimeoutMs = 5000);
+    // Opens an existing file for reading only (never creates it). `immutable` is for media
+    // nobody can write (no WAL index can be created there): SQLite then takes no locks.
+    static std::unique_ptr<Database> openReadOnly(const std::string& path, bool immutable);
     ~Database();
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
@@ -48,6 +51,7 @@ class Database {
     [[noreturn]] void fail(int rc, const std::string& sql) const;
 
   private:
+    Database(const std::string& path, int busyTimeoutMs, int flags, const std::string& uri);
     sqlite3* m_db = nullptr;
     std::string m_path;
     int m_busyTimeoutMs;
@@ -112,6 +116,9 @@ constexpr int64_t kQklabApplicationId = 0x514B4C42;  // "QKLB"
 // (NotQklabDatabase) and newer schemas (Unsupported), enables and checks WAL, turns foreign
 // keys on and applies pending migrations in one transaction.
 std::unique_ptr<Database> openRunDatabase(const std::string& path);
+// A reader's connection: nothing is created, migrated or written. Throws MissingFile when the
+// file does not exist and NotQklabDatabase for someone else's file.
+std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path);
 std::string thisHostName();
 std::string utcNowIso8601();
 

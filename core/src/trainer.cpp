@@ -9,14 +9,18 @@
 #include <torch/version.h>
 
 #if defined(__GLIBC__)
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +36,7 @@
 #include "qklab/corpus.h"
 #include "qklab/error.h"
 #include "qklab/histogram_bins.h"
+#include "qklab/resources.h"
 #include "qklab/schedules.h"
 #include "qklab/spikes.h"
 
@@ -134,6 +139,7 @@ struct Trainer::Impl {
     std::deque<Event> pendingInterventions;
     std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
     std::string lastCheckpoint;
+    Clock::time_point lastCheckpointTime = Clock::now();
 
     AttentionSwitches switchesFor(const StepSettings& s) const {
         AttentionSwitches sw;
@@ -169,14 +175,58 @@ struct Trainer::Impl {
     PendingStep trainStep(int64_t step, const StepSettings& s);
     bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    void runLoop(TrainingObserver& observer, RunOutcome& outcome);
     void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
     void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
                      TrainingObserver& observer);
 };
 
+namespace {
+
+// Writes an archive to `path` through a temporary file, fsync and rename, so that the path
+// holds either a whole checkpoint or nothing. A failed write is remembered rather than
+// thrown inside LibTorch's zip writer: an exception there makes its destructor throw again
+// while unwinding, which terminates the process (the SIGABRT a full disk used to cause).
+void writeArchiveAtomically(torch::serialize::OutputArchive& archive, const std::string& path,
+                            int64_t step) {
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        archive.save_to([&](const void* data, size_t n) -> size_t {
+            for (size_t done = 0; err == 0 && done < n;) {
+                const ssize_t w = ::write(fd, static_cast<const char*>(data) + done, n - done);
+                if (w < 0 && errno != EINTR) err = errno;
+                if (w > 0) done += static_cast<size_t>(w);
+            }
+            return n;  // even after a failure: the writer must finish without throwing
+        });
+        if (err == 0 && ::fsync(fd) != 0) err = errno;
+        if (::close(fd) != 0 && err == 0) err = errno;
+    }
+    if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+    if (err == 0) return;
+    ::unlink(tmp.c_str());
+    const std::string at = "checkpoint at step " + std::to_string(step);
+    throw Error(ErrorCode::Io,
+                err == ENOSPC || err == EDQUOT
+                    ? "disk full while saving " + at + " (" + path + ")"
+                    : "could not save " + at + " to " + path + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+// Saves the model, optimizer and sampler state. Buffered rows are committed first, so a
+// failing save (a full disk) cannot take the steps trained so far with it; the previous
+// checkpoint file stays until the store has committed this one's row (RunWriter deletes it).
 void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer) {
     if (checkpointDir.empty()) return;
-    std::filesystem::create_directories(checkpointDir);
+    observer.onFlushPoint();
+    std::error_code ec;
+    std::filesystem::create_directories(checkpointDir, ec);
+    if (ec)
+        throw Error(ErrorCode::Io, "could not create the checkpoint folder " + checkpointDir +
+                                       ": " + ec.message());
     const std::string path = checkpointDir + "/step-" + std::to_string(nextStep) + ".pt";
     torch::serialize::OutputArchive archive;
     model->save(archive);
@@ -186,11 +236,11 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     archive.write("next_step", torch::tensor(nextStep));
     archive.write("sampler_state", stringTensor(data->rngState()));
     archive.write("config_json", stringTensor(configToJson(config).dump()));
-    archive.save_to(path);
-    // Keep only the newest checkpoint: a run resumes from its last one.
-    if (!lastCheckpoint.empty() && lastCheckpoint != path) std::filesystem::remove(lastCheckpoint);
+    writeArchiveAtomically(archive, path, nextStep);
     lastCheckpoint = path;
+    lastCheckpointTime = Clock::now();
     observer.onCheckpoint(CheckpointInfo{nextStep, path});
+    observer.onFlushPoint();  // commit the row now: the store then drops older checkpoints
 }
 
 void Trainer::Impl::loadCheckpoint(const std::string& path) {
@@ -465,9 +515,8 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.bf16 = config.run.dtype == Precision::Bf16;
     d.deferredReadback = config.run.readback == Readback::Deferred ||
                          (config.run.readback == Readback::Auto && d.device.is_cuda());
-    torch::set_num_threads(config.run.threads > 0 ? static_cast<int>(config.run.threads)
-                                                  : static_cast<int>(std::max(
-                                                        1u, std::thread::hardware_concurrency())));
+    // Capped at the core count: a million threads used to hang in thread creation.
+    torch::set_num_threads(static_cast<int>(cappedThreads(config.run.threads)));
     d.data = std::make_unique<ByteDataLoader>(loadCorpus(config.data.source),
                                               config.data.valFraction, config.maxSeqLen(),
                                               static_cast<uint64_t>(config.run.seed));
@@ -518,8 +567,13 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     const bool lastStep = step + 1 == config.schedule.steps;
     const bool evalStep =
         (config.eval.every > 0 && (step + 1) % config.eval.every == 0) || lastStep;
-    const bool checkpointStep =
-        config.run.checkpointEvery > 0 && (step + 1) % config.run.checkpointEvery == 0 && !lastStep;
+    // Every N steps when asked, and a rolling one every run.checkpoint_seconds of wall time
+    // so that a crash costs at most that much training.
+    const bool everyN =
+        config.run.checkpointEvery > 0 && (step + 1) % config.run.checkpointEvery == 0;
+    const bool rolling = config.run.checkpointSeconds > 0 && !checkpointDir.empty() &&
+                         seconds(lastCheckpointTime, Clock::now()) >= config.run.checkpointSeconds;
+    const bool checkpointStep = (everyN || rolling) && !lastStep;
     if (evalStep) st.untimed([&] { current.metrics.valLoss = validationLoss(s); });
     const bool probed = current.probed;
     const bool readNow = !deferredReadback || probed || evalStep || checkpointStep ||
@@ -534,35 +588,46 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     return true;
 }
 
-RunOutcome Trainer::run(TrainingObserver& observer) {
-    auto& d = *m_impl;
-    const auto& cfg = d.config;
-    RunOutcome outcome;
-    outcome.stepsDone = d.startStep;
-    LoopState st(cfg.spikes);
-    d.model->train();
-    for (int64_t step = d.startStep; step < cfg.schedule.steps; ++step) {
-        d.currentStep = step;
-        if (d.pauseRequested || d.stopRequested) {
+void Trainer::Impl::runLoop(TrainingObserver& observer, RunOutcome& outcome) {
+    LoopState st(config.spikes);
+    model->train();
+    lastCheckpointTime = Clock::now();
+    for (int64_t step = startStep; step < config.schedule.steps; ++step) {
+        currentStep = step;
+        if (pauseRequested || stopRequested) {
             // Report every pending step before waiting: a paused run shows its latest step.
-            if (!d.readBack(st, observer, outcome)) return outcome;
+            if (!readBack(st, observer, outcome)) return;
             observer.onFlushPoint();
         }
         bool go = true;
-        st.untimed([&] { go = !d.stopRequested && d.waitWhilePaused(); });
+        st.untimed([&] { go = !stopRequested && waitWhilePaused(); });
         if (!go) {
-            d.saveCheckpoint(step, observer);
             outcome.status = RunStatus::Stopped;
             outcome.message = "stopped at step " + std::to_string(step);
+            saveCheckpoint(step, observer);
             observer.onFlushPoint();
-            return outcome;
+            return;
         }
-        if (!d.runStep(step, st, observer, outcome)) return outcome;
+        if (!runStep(step, st, observer, outcome)) return;
     }
-    if (!d.readBack(st, observer, outcome)) return outcome;
-    d.saveCheckpoint(cfg.schedule.steps, observer);
+    if (!readBack(st, observer, outcome)) return;
+    saveCheckpoint(config.schedule.steps, observer);
     observer.onFlushPoint();
     outcome.status = RunStatus::Finished;
+}
+
+RunOutcome Trainer::run(TrainingObserver& observer) {
+    RunOutcome outcome;
+    outcome.stepsDone = m_impl->startStep;
+    try {
+        m_impl->runLoop(observer, outcome);
+    } catch (const Error& e) {
+        // A checkpoint that cannot be written (a full disk) fails the run; every step trained
+        // was committed before the save began, and the previous checkpoint is untouched.
+        if (e.code() != ErrorCode::Io) throw;
+        outcome.status = RunStatus::Failed;
+        outcome.message = e.what();
+    }
     return outcome;
 }
 

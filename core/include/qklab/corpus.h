@@ -8,12 +8,26 @@
 #include <cstdint>
 #include <string>
 
+#include "qklab/error.h"
+
 namespace qklab {
 
 // About `bytes` bytes of built-in text (the same text for the same size, on every machine).
 std::string builtinCorpus(int64_t bytes = 2'000'000);
 
-// "builtin" or a path to a text file. Throws Error{MissingFile} naming the path.
+// The largest text file data.source may name: the whole file is read into memory (twice,
+// briefly, while the data loader copies it).
+constexpr int64_t kMaxCorpusBytes = int64_t(1) << 30;  // 1 GiB
+
+// Why `source` cannot be a corpus, or "" when it can: "builtin", or a regular file (after
+// following symlinks) of 4096 bytes to kMaxCorpusBytes. A FIFO, a device such as /dev/zero or
+// a directory is refused without being opened (reading one blocks forever or never ends).
+// Cheap (one stat): callers check before they create anything. *code (when given) is the
+// ErrorCode to throw: MissingFile for a path that does not exist, InvalidConfig otherwise.
+std::string dataSourceProblem(const std::string& source, ErrorCode* code = nullptr);
+
+// "builtin" or a path to a text file. Throws Error{MissingFile} naming a missing path and
+// Error{InvalidConfig} for anything dataSourceProblem() refuses.
 std::string loadCorpus(const std::string& source);
 
 // The heavily repeated "advertising text" of a dirty batch (domain brief section 1).

@@ -19,6 +19,7 @@ enum class ErrorCode {
     Unsupported,       // e.g. CUDA asked for but LibTorch has none, a newer file format
     BadCheckpoint,     // a checkpoint is corrupt or does not fit the run's model
     InvalidRequest,  // an action the current state refuses (a taken name, resuming a finished run)
+    Io,              // a file could not be written (a full disk, read-only media)
     Internal,
 };
 

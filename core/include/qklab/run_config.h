@@ -99,8 +99,10 @@ struct RunSettings {
     Precision dtype = Precision::Fp32;   // bf16: autocast matmuls, fp32 master weights
     int64_t threads = 0;                 // intra-op threads; 0 = all cores
     int64_t checkpointEvery = 0;         // 0 = checkpoint only when stopped or finished
+    double checkpointSeconds = 60;       // rolling checkpoint at least this often; 0 = off
     bool fusedAttention = true;          // fused kernel where no explicit logits are needed
     Readback readback = Readback::Auto;  // when loss/grad norm are read back to the host
+    double maxMemoryGiB = 0;             // memory a run may need; 0 = host's available memory
 };
 
 struct ProbeConfig {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "qklab/run_config.h"
+#include "qklab/run_store.h"
 #include "qklab/trainer.h"
 
 namespace qklab {
@@ -24,7 +25,8 @@ class RunSession {
     // New run. Validates the config and builds the model; throws Error on bad input (nothing
     // is written to the store in that case).
     RunSession(const RunConfig& config, const SessionOptions& options);
-    // Continue a stopped/interrupted run from its last checkpoint.
+    // Continue a stopped/interrupted run from its newest usable checkpoint. The run is
+    // claimed atomically first: a second resume of it exits with "already being resumed".
     static std::unique_ptr<RunSession> resume(const std::string& dbPath, int64_t runId);
     ~RunSession();
 
@@ -36,6 +38,8 @@ class RunSession {
 
   private:
     RunSession() = default;
+    static std::unique_ptr<RunSession> resumeClaimed(RunStore& store, const std::string& dbPath,
+                                                     const RunInfo& info);
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

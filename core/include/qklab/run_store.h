@@ -35,20 +35,41 @@ struct RunInfo {
     std::string statusMessage;  // why it failed / diverged
 };
 
+// Readers (list, show, export, the app's views) never write: a read-only store opens an
+// existing file without creating, migrating or updating anything, also on read-only media.
+enum class StoreAccess { ReadWrite, ReadOnly };
+
+// Refuses names a table or a script would choke on: empty, control characters (a newline
+// broke `list`), more than 200 bytes. Throws Error{InvalidRequest}.
+void checkRunName(const std::string& name);
+
 class RunStore {
   public:
     // Opens (creating and migrating when new or empty) the database at path; ":memory:" works.
     // Throws Error{NotQklabDatabase} for a corrupt file or one written by another program.
-    explicit RunStore(const std::string& path);
+    // ReadOnly: throws MissingFile when there is no file; an older schema is read as it is.
+    explicit RunStore(const std::string& path, StoreAccess access = StoreAccess::ReadWrite);
     ~RunStore();
     RunStore(const RunStore&) = delete;
     RunStore& operator=(const RunStore&) = delete;
 
     const std::string& path() const;
     int schemaVersion() const;
+    bool readOnly() const;
 
     // Runs still marked running whose process is gone become Interrupted. Returns how many.
+    // (Reads show such runs as interrupted anyway; a read-only store writes nothing.)
     int markInterruptedRuns();
+
+    // Resuming: claims the run for this process in one IMMEDIATE transaction (its status
+    // must be stopped, interrupted, failed or diverged; it becomes running with this pid), so
+    // that a second resume started at the same time is refused ("already being resumed").
+    // Returns the run as it was. releaseResumeClaim puts the old status back when the resume
+    // could not start.
+    RunInfo claimForResume(int64_t runId);
+    void releaseResumeClaim(const RunInfo& before);
+    // The newest checkpoint whose file exists; rows whose files are gone are removed.
+    std::optional<CheckpointInfo> newestUsableCheckpoint(int64_t runId);
 
     std::vector<RunInfo> listRuns();
     RunInfo run(int64_t id);                       // throws Error{NotFound}
@@ -75,6 +96,8 @@ class RunStore {
 
   private:
     std::unique_ptr<Database> m_db;
+    bool m_readOnly = false;
+    int m_version = 0;  // schema version of the file (a reader does not migrate it)
 };
 
 struct NewRun {
