@@ -360,12 +360,10 @@ RunConfig ConfigForm::config(QStringList* problems) const {
         try {
             // Read without value checks: an event's step is checked against this form's
             // schedule.steps below (validationProblems), not against the defaults'.
-            const RunConfig withEvents =
-                configFromJson(json{{"events", json::parse(eventsText.toStdString())}}, false);
+            // Through the same reader as presets: nesting, size and duplicate-key limits.
+            const RunConfig withEvents = configFromJsonText(
+                "{\"events\": " + eventsText.toStdString() + "\n}", "the events list", false);
             c.events = withEvents.events;
-        } catch (const json::exception& e) {
-            if (problems)
-                problems->append(QStringLiteral("events: not valid JSON (%1)").arg(e.what()));
         } catch (const std::exception& e) {
             if (problems) problems->append(QString::fromStdString(e.what()));
         }
