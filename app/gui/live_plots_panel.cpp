@@ -165,13 +165,20 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     installExportMenu(plot, [this] { return &m_run; });
     connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             [this, plot] { syncXRanges(plot); });
-    // Any manual zoom or drag means the user wants to look somewhere: stop following.
+    // A zoom or a drag means the user wants to look somewhere: stop following. A click alone
+    // (to read a value, or to focus the window) does not: it used to freeze the view at the
+    // steps shown while training went on.
     connect(plot, &QCustomPlot::mousePress, this, [this, plot](QMouseEvent* e) {
-        if (!showSpikeTip(plot, e->pos(), true)) m_follow->setChecked(false);
+        m_pressPos = e->pos();
+        showSpikeTip(plot, e->pos(), true);
     });
     connect(plot, &QCustomPlot::mouseWheel, this, [this] { m_follow->setChecked(false); });
-    connect(plot, &QCustomPlot::mouseMove, this,
-            [this, plot](QMouseEvent* e) { showSpikeTip(plot, e->pos(), false); });
+    connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* e) {
+        const bool dragging = (e->buttons() & Qt::LeftButton) &&
+                              (e->pos() - m_pressPos).manhattanLength() > kDragPixels;
+        if (dragging) m_follow->setChecked(false);
+        showSpikeTip(plot, e->pos(), false);
+    });
     m_plots << plot;
     return plot;
 }
@@ -454,6 +461,10 @@ void LivePlotsPanel::syncXRanges(QCustomPlot* source) {
         p->replot(QCustomPlot::rpQueuedReplot);
     }
     m_syncing = false;
+}
+
+bool LivePlotsPanel::following() const {
+    return m_follow->isChecked();
 }
 
 void LivePlotsPanel::jumpToStep(qint64 step) {

@@ -41,6 +41,7 @@ class LivePlotsPanel : public QWidget {
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* lossPlot() const { return m_loss; }
     QCustomPlot* logitPlot() const { return m_logits; }
+    bool following() const;
 
   public slots:
     void jumpToStep(qint64 step);
@@ -70,6 +71,8 @@ class LivePlotsPanel : public QWidget {
     QString m_title;
     QLabel* m_header = nullptr;
     QCheckBox* m_follow = nullptr;
+    QPoint m_pressPos;                     // where the last mouse press on a plot was
+    static constexpr int kDragPixels = 4;  // farther than this with the button down: a drag
     QCheckBox* m_logLogits = nullptr;
     QTimer* m_replotTimer = nullptr;
     QList<QCustomPlot*> m_plots;

@@ -44,11 +44,25 @@ class TracingApplication : public QApplication {
 };
 }  // namespace
 
-int main(int argc, char** argv) {
-    TracingApplication app(argc, argv);
+void nameTheApplication() {
     QCoreApplication::setOrganizationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationName(QStringLiteral("qklab"));
     QCoreApplication::setApplicationVersion(QString::fromStdString(qklab::appVersion()));
+}
+
+int main(int argc, char** argv) {
+    // --help, --version and bad options are answered before the GUI application exists: it
+    // aborts without a display, and a command-line tool must not need one to print its help.
+    {
+        QCoreApplication console(argc, argv);
+        nameTheApplication();
+        qklab::gui::LaunchOptions ignored;
+        int exitCode = 0;
+        if (!qklab::gui::parseLaunchOptions(console.arguments(), &ignored, &exitCode))
+            return exitCode;
+    }
+    TracingApplication app(argc, argv);
+    nameTheApplication();
     QGuiApplication::setDesktopFileName(QStringLiteral("qklab"));  // resources/qklab.desktop
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/qklab/qklab.png")));
     QFile style(QStringLiteral(":/qklab/qklab.qss"));

@@ -120,6 +120,26 @@ class PanelsTest : public QObject {
         QVERIFY(std::fabs(sym.fromRaw(-999.0) + 3.0) < 1e-12);
     }
 
+    // Issue 11, item 6: one click on a plot used to turn Follow off.
+    void followSurvivesAClickButNotADrag() {
+        RunStore store(m_db.toStdString());
+        LivePlotsPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        panel.showRun(loadRunSnapshot(store, m_runId));
+        QVERIFY(panel.following());
+        QWidget* plot = panel.lossPlot();
+        const QPoint centre = plot->rect().center();
+        QTest::mouseClick(plot, Qt::LeftButton, {}, centre);
+        QVERIFY(panel.following());
+        QTest::mousePress(plot, Qt::LeftButton, {}, centre);
+        QMouseEvent move(QEvent::MouseMove, centre + QPoint(40, 0), plot->mapToGlobal(centre),
+                         Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(plot, &move);
+        QTest::mouseRelease(plot, Qt::LeftButton, {}, centre + QPoint(40, 0));
+        QVERIFY(!panel.following());
+    }
+
     void livePlotsShowAStoredRun() {
         RunStore store(m_db.toStdString());
         RunSnapshot snap = loadRunSnapshot(store, m_runId);
