@@ -124,6 +124,12 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
     }
     addEventsEditor(forms.value(QStringLiteral("Data & events"), nullptr));
 
+    // Bold labels carry meaning; say which.
+    auto* legend = new QLabel(tr("<b>Bold</b> labels: changed from the default"));
+    legend->setObjectName(QStringLiteral("boldLegend"));
+    legend->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    layout->addWidget(legend);
+
     m_messages = new QLabel(this);
     m_messages->setWordWrap(true);
     m_messages->setTextFormat(Qt::RichText);
@@ -136,8 +142,7 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
     connect(m_revalidateTimer, &QTimer::timeout, this, &ConfigForm::revalidateNow);
 
     setConfig(RunConfig{});
-    const int attn = order.indexOf(QStringLiteral("Attention & QK-norm"));
-    m_groups->setCurrentRow(attn >= 0 ? attn : 0);
+    m_groups->setCurrentRow(0);  // "Preset": where a new user starts
 }
 
 QFormLayout* ConfigForm::addGroupPage(const QString& group) {

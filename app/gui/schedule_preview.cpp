@@ -48,8 +48,13 @@ void SchedulePreview::setConfig(const RunConfig& config) {
     const int64_t steps = std::max<int64_t>(config.schedule.steps, 1);
     const int64_t stride = std::max<int64_t>(1, steps / 400);
     QVector<double> x, lr, alpha, cap;
+    // An invalid config (the form says why) has no schedule: drawing one would show, e.g., a
+    // negative LR as if it would run.
+    const bool valid = validationProblems(config).empty();
+    m_plot->graph(0)->valueAxis()->setLabel(valid ? QStringLiteral("LR")
+                                                  : QStringLiteral("LR (invalid)"));
     try {
-        for (int64_t s = 0; s < steps; s += stride) {
+        for (int64_t s = 0; valid && s < steps; s += stride) {
             const StepSettings st = settingsAt(config, s);
             x << double(s);
             lr << st.lr;

@@ -2,10 +2,13 @@
 // exactly, and names problems inline before a run can start.
 #include "config_form.h"
 
+#include <qcustomplot.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -21,6 +24,27 @@ using namespace qklab::gui;
 class ConfigFormTest : public QObject {
     Q_OBJECT
   private slots:
+    // Issue 11, item 8: the form opens where a new user starts, says what bold labels mean,
+    // and an invalid config draws no schedule (a negative LR was drawn as if it would run).
+    void opensOnThePresetPageAndExplainsBoldLabels() {
+        ConfigForm form;
+        auto* groups = form.findChild<QListWidget*>(QStringLiteral("configGroups"));
+        QVERIFY(groups && groups->currentItem());
+        QCOMPARE(groups->currentItem()->text(), QStringLiteral("Preset"));
+        auto* legend = form.findChild<QLabel*>(QStringLiteral("boldLegend"));
+        QVERIFY(legend && legend->text().contains(QStringLiteral("changed from the default")));
+    }
+
+    void invalidConfigDrawsNoSchedule() {
+        SchedulePreview preview;
+        RunConfig c;
+        preview.setConfig(c);
+        QVERIFY(preview.plot()->graph(0)->dataCount() > 0);
+        c.optim.lr = -1;
+        preview.setConfig(c);
+        QCOMPARE(preview.plot()->graph(0)->dataCount(), 0);
+    }
+
     void everyFieldHasAnEditor() {
         ConfigForm form;
         for (const FieldInfo& f : configFields())
