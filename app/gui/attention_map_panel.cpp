@@ -23,6 +23,9 @@ namespace qklab::gui {
 AttentionMapPanel::AttentionMapPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
+    m_runLabel = new QLabel(tr("No run shown."));
+    m_runLabel->setObjectName(QStringLiteral("viewRunLabel"));
+    layout->addWidget(m_runLabel);
     auto* controls = new QGridLayout;
     m_layer = new QComboBox;
     m_head = new QComboBox;
@@ -87,7 +90,13 @@ void AttentionMapPanel::clear() {
     showMap();
 }
 
-void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath) {
+QString AttentionMapPanel::runLabel() const {
+    return m_runLabel->text();
+}
+
+void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath,
+                               const QString& runLabel) {
+    m_runLabel->setText(runLabel.isEmpty() ? tr("Run %1").arg(runId) : runLabel);
     m_runId = runId;
     m_config = config;
     m_dbPath = dbPath;

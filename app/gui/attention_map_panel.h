@@ -28,7 +28,11 @@ class AttentionMapPanel : public QWidget {
   public:
     explicit AttentionMapPanel(QWidget* parent = nullptr);
 
-    void setRun(int64_t runId, const RunConfig& config, const QString& dbPath);
+    // runLabel names the run in the view's header ("Run 3 “blowup”"), so that a tab never
+    // shows data without saying whose.
+    void setRun(int64_t runId, const RunConfig& config, const QString& dbPath,
+                const QString& runLabel = QString());
+    QString runLabel() const;
     void clear();
     void notifyNewData(int64_t runId);  // live run stored new maps: refresh the step list
 
@@ -44,6 +48,7 @@ class AttentionMapPanel : public QWidget {
     void reloadSteps();
 
   private:
+    QLabel* m_runLabel = nullptr;
     void loadStep();
     void showMap();
 

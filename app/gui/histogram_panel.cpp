@@ -25,6 +25,9 @@ namespace qklab::gui {
 HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
+    m_runLabel = new QLabel(tr("No run shown."));
+    m_runLabel->setObjectName(QStringLiteral("viewRunLabel"));
+    layout->addWidget(m_runLabel);
     layout->addLayout(buildControls());
     m_info = new QLabel;
     m_info->setWordWrap(true);
@@ -142,7 +145,13 @@ void HistogramPanel::clear() {
     rebuildHeatMap();
 }
 
-void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath) {
+QString HistogramPanel::runLabel() const {
+    return m_runLabel->text();
+}
+
+void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QString& dbPath,
+                            const QString& runLabel) {
+    m_runLabel->setText(runLabel.isEmpty() ? tr("Run %1").arg(runId) : runLabel);
     const bool same = runId == m_runId && dbPath == m_dbPath;
     m_runId = runId;
     m_config = config;
@@ -305,6 +314,11 @@ void HistogramPanel::showStep() {
         m_step2Label->setText(QString());
     }
     m_lineB->setVisible(m_overlay->isChecked());
+    // A hidden overlay has no legend entry ("step B" stayed listed with the overlay off).
+    if (m_overlay->isChecked())
+        m_lineB->addToLegend();
+    else
+        m_lineB->removeFromLegend();
     // NaN logits are in no bin: say how many, so that a diverging step does not look empty.
     m_info->setText(tr("%1 logits counted · underflow %2 · overflow %3 · NaN %4 · largest "
                        "non-empty bin reaches %5%6")

@@ -36,7 +36,11 @@ class HistogramPanel : public QWidget {
     explicit HistogramPanel(QWidget* parent = nullptr);
     ~HistogramPanel() override;
 
-    void setRun(int64_t runId, const RunConfig& config, const QString& dbPath);
+    // runLabel names the run in the view's header ("Run 3 “blowup”"), so that a tab never
+    // shows data without saying whose.
+    void setRun(int64_t runId, const RunConfig& config, const QString& dbPath,
+                const QString& runLabel = QString());
+    QString runLabel() const;
     void clear();
     // New rows were written for this run (live training): reload soon, at most once a second.
     void notifyNewData(int64_t runId);
@@ -59,6 +63,7 @@ class HistogramPanel : public QWidget {
     void showEvent(QShowEvent* event) override;
 
   private:
+    QLabel* m_runLabel = nullptr;
     QGridLayout* buildControls();
     QCustomPlot* buildHistogramPlot();
     QCustomPlot* buildHeatMap();

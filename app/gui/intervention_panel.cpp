@@ -78,9 +78,11 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     grid->setColumnStretch(1, 1);
     grid->setRowStretch(row, 1);
 
-    connect(m_controller, &RunController::started, this, [this] {
+    connect(m_controller, &RunController::started, this, [this](qint64 runId) {
         limitToModel(m_controller->activeRequest().config);
         refreshEnabled();
+        // "Posted: ..." belonged to the previous run.
+        m_status->setText(tr("Interventions apply to run %1.").arg(runId));
     });
     connect(m_controller, &RunController::queueChanged, this, &InterventionPanel::refreshEnabled);
     connect(m_controller, &RunController::finished, this, [this] { refreshEnabled(); });

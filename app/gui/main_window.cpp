@@ -183,6 +183,8 @@ void MainWindow::connectPanels() {
     });
     connect(m_browser, &RunBrowserPanel::configRequested, this, [this](const RunConfig& c) {
         m_form->setConfig(c);
+        const int64_t id = m_browser->selectedRunId();
+        m_presets->showReusedRun(id > 0 ? tr("run %1").arg(id) : tr("a stored run"), c);
         m_setupDock->raise();
         statusBar()->showMessage(
             tr("Loaded the run's config into the form (interventions as events)"), 8000);
@@ -246,12 +248,14 @@ void MainWindow::openRun(int64_t runId) {
             if (generation != m_openGeneration) return;  // the user picked another run meanwhile
             const int64_t id = snap.runId;
             const RunConfig config = snap.config;
+            const QString label =
+                tr("Run %1 “%2”").arg(id).arg(QString::fromStdString(snap.info.name));
             m_spikes->setSpikes(id, snap.spikes);
             const double readSeconds = snap.loadSeconds;
             const size_t steps = snap.steps.size();
             m_live->showRun(std::move(snap));
-            m_histograms->setRun(id, config, db);
-            m_attention->setRun(id, config, db);
+            m_histograms->setRun(id, config, db, label);
+            m_attention->setRun(id, config, db, label);
             {
                 QSignalBlocker block(m_browser);  // the list follows, without reopening
                 m_browser->selectRun(id);
@@ -274,8 +278,10 @@ void MainWindow::onRunStarted(qint64 runId, const QString& name) {
     const RunRequest& request = m_controller->activeRequest();
     ++m_openGeneration;  // a stored run still loading must not replace the new live run
     m_live->startLive(runId, request.config, name);
-    m_histograms->setRun(runId, request.config, request.dbPath);
-    m_attention->setRun(runId, request.config, request.dbPath);
+    const QString label = name.isEmpty() ? tr("Run %1 (training)").arg(runId)
+                                         : tr("Run %1 “%2” (training)").arg(runId).arg(name);
+    m_histograms->setRun(runId, request.config, request.dbPath, label);
+    m_attention->setRun(runId, request.config, request.dbPath, label);
     m_spikes->setSpikes(runId, {});
     m_browser->refresh();
     {

@@ -128,6 +128,18 @@ RunConfig PresetPicker::readPreset(const QString& path) {
     return configFromJsonText(file.readAll().toStdString(), path.toStdString());
 }
 
+void PresetPicker::showReusedRun(const QString& runLabel, const RunConfig& config) {
+    m_currentPath.clear();
+    m_combo->setCurrentIndex(0);  // "(choose a preset)"; activated() is not emitted
+    m_why->setText(config.why.empty()
+                       ? tr("Config of %1.").arg(runLabel)
+                       : tr("Config of %1: %2").arg(runLabel, QString::fromStdString(config.why)));
+}
+
+QString PresetPicker::whyText() const {
+    return m_why->text();
+}
+
 bool PresetPicker::loadPath(const QString& pathOrName) {
     const QString path = resolve(pathOrName);
     if (path.isEmpty()) {

@@ -33,6 +33,10 @@ class PresetPicker : public QWidget {
     // Loads a preset file, or a listed preset by name; emits presetLoaded or error.
     bool loadPath(const QString& pathOrName);
     QString currentPath() const { return m_currentPath; }
+    // The form now holds a stored run's config, not a preset: the picker says so instead of
+    // naming whatever preset was chosen before.
+    void showReusedRun(const QString& runLabel, const RunConfig& config);
+    QString whyText() const;
 
     // Where "Save as preset…" gets the config to write.
     void setConfigSource(std::function<RunConfig(QStringList*)> source) {

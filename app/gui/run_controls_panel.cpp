@@ -88,7 +88,11 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     connect(m_controller, &RunController::started, this, &RunControlsPanel::onStarted);
     connect(m_controller, &RunController::pausedChanged, this, [this](bool paused) {
         refreshButtons();
-        if (paused) m_status->setText(tr("Paused at step %1").arg(m_progress->value()));
+        // The same count as the progress bar beside it: steps done, not the next step's index.
+        if (paused)
+            m_status->setText(tr("Paused: %1 / %2 steps done")
+                                  .arg(m_progress->value())
+                                  .arg(m_progress->maximum()));
     });
     connect(m_controller, &RunController::queueChanged, this, &RunControlsPanel::refreshQueue);
     connect(m_controller, &RunController::finished, this,

@@ -35,6 +35,19 @@ class ConfigFormTest : public QObject {
         QVERIFY(legend && legend->text().contains(QStringLiteral("changed from the default")));
     }
 
+    // Issue 11, item 7: after "Reuse config" the picker no longer names an unrelated preset.
+    void reusedRunReplacesThePresetShown() {
+        PresetPicker picker;
+        picker.setDirectory(QStringLiteral(QKLAB_SOURCE_DIR "/experiments"));
+        QVERIFY(picker.loadPath(QStringLiteral("blowup_no_qknorm")));
+        QVERIFY(!picker.currentPath().isEmpty());
+        RunConfig c;
+        c.why = "a stored run's own why";
+        picker.showReusedRun(QStringLiteral("run 7"), c);
+        QVERIFY(picker.currentPath().isEmpty());
+        QCOMPARE(picker.whyText(), QStringLiteral("Config of run 7: a stored run's own why"));
+    }
+
     void invalidConfigDrawsNoSchedule() {
         SchedulePreview preview;
         RunConfig c;

@@ -210,6 +210,17 @@ class PanelsTest : public QObject {
         for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it)
             total += it->value;
         QCOMPARE(total, 150.0);
+        // Issue 11, items 5 and 9: no "step B" legend entry while the overlay is off, and the
+        // view names its run.
+        QCOMPARE(panel.runLabel(), QStringLiteral("Run %1").arg(m_runId));
+        for (int i = 0; i < panel.histogramPlot()->legend->itemCount(); ++i) {
+            auto* item =
+                qobject_cast<QCPPlottableLegendItem*>(panel.histogramPlot()->legend->item(i));
+            QVERIFY(item);
+            QVERIFY2(!item->plottable()->name().contains(QStringLiteral("step B")) &&
+                         !item->plottable()->name().contains(QStringLiteral("overlay")),
+                     qPrintable(item->plottable()->name()));
+        }
         // NaN logits are in no bin; the panel counts them beside under/overflow.
         auto* info = panel.findChild<QLabel*>(QStringLiteral("histInfo"));
         QVERIFY(info);
@@ -224,7 +235,8 @@ class PanelsTest : public QObject {
 
     void attentionPanelShowsTheCollapse() {
         AttentionMapPanel panel;
-        panel.setRun(m_runId, m_config, m_db);
+        panel.setRun(m_runId, m_config, m_db, QStringLiteral("Run 1 “synthetic”"));
+        QCOMPARE(panel.runLabel(), QStringLiteral("Run 1 “synthetic”"));
         QTRY_COMPARE_WITH_TIMEOUT(panel.stepCount(), 1, 10000);
         AttentionMap m;
         m.size = 2;
