@@ -75,6 +75,8 @@ TEST_F(CliTest, RunListShowExport) {
     EXPECT_EQ(j["summary"]["spikes"], 0);
     EXPECT_EQ(j["config"]["optim"]["lr"], 0.01);
     EXPECT_EQ(j["config"]["why"], "tiny");
+    EXPECT_TRUE(j["alarms"].is_array());  // logit alarms: none on this healthy run
+    EXPECT_EQ(j["summary"]["logit_alarms"], 0);
 
     const Result list = cli("list --json --db " + m_db);
     ASSERT_EQ(list.status, 0);
@@ -375,7 +377,8 @@ TEST_F(CliTest, ReadersNeverWrite) {
         // A writer that died (pid 0 never runs a qklab) on a file of schema 3.
         sqlite3_exec(raw,
                      "UPDATE runs SET status = 'running', pid = 0; ALTER TABLE histograms DROP "
-                     "COLUMN nan; PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE);",
+                     "COLUMN nan; DROP TABLE logit_alarms; PRAGMA user_version = 3; PRAGMA "
+                     "wal_checkpoint(TRUNCATE);",
                      nullptr, nullptr, nullptr);
         sqlite3_close(raw);
     }

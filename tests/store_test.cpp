@@ -23,7 +23,7 @@
 namespace fs = std::filesystem;
 using namespace qklab;
 
-constexpr int kLatestSchema = 4;  // 4: histograms.nan
+constexpr int kLatestSchema = 5;  // 4: histograms.nan, 5: logit_alarms
 
 namespace {
 
@@ -408,7 +408,7 @@ TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
     // Turn the file back into what a version-1 build wrote.
     rawExec(
         "ALTER TABLE step_metrics DROP COLUMN attention_path; ALTER TABLE histograms DROP COLUMN "
-        "nan; PRAGMA user_version = 1",
+        "nan; DROP TABLE logit_alarms; PRAGMA user_version = 1",
         m_path);
     ASSERT_EQ(rawInt("SELECT count(*) FROM pragma_table_info('step_metrics') "
                      "WHERE name = 'attention_path'"),
@@ -430,7 +430,9 @@ TEST_F(StoreTest, VersionThreeHistogramsGainAZeroNanCount) {
         w.addHistogram(h);
         w.finish(RunStatus::Finished);
     }
-    rawExec("ALTER TABLE histograms DROP COLUMN nan; PRAGMA user_version = 3", m_path);
+    rawExec(
+        "ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; PRAGMA user_version = 3",
+        m_path);
     RunStore store(m_path);
     EXPECT_EQ(store.schemaVersion(), kLatestSchema);
     const auto hs = store.histograms(1, 0, -1);
@@ -449,7 +451,7 @@ TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
     // Put back what a version-2 build wrote, then let this build open it.
     rawExec(
         R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
-               ALTER TABLE histograms DROP COLUMN nan; PRAGMA user_version = 2)",
+               ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; PRAGMA user_version = 2)",
         m_path);
     RunStore store(m_path);
     EXPECT_EQ(store.schemaVersion(), kLatestSchema);
@@ -850,4 +852,37 @@ TEST_F(StoreTest, ReadOnlyStoreCreatesNothing) {
     EXPECT_EQ(reader.listRuns().size(), 1u);
     EXPECT_EQ(reader.markInterruptedRuns(), 0);
     EXPECT_THROW(reader.renameRun(1, "x"), Error);  // a write on a read-only connection
+}
+
+TEST_F(StoreTest, LogitAlarmsKeepTheFirstCrossingPerLayerAndRule) {
+    {
+        RunWriter w(m_path, NewRun{});
+        LogitAlarm a;
+        a.step = 10;
+        a.layer = 0;
+        a.metric = "logit_max_raw";
+        a.value = 134;
+        a.threshold = 30;
+        a.kind = SpikeKind::QkRunaway;
+        a.tier = 3;
+        a.text = "first";
+        w.addLogitAlarm(a);
+        a.step = 15;  // the same layer and rule again (a resumed run): ignored
+        a.text = "again";
+        w.addLogitAlarm(a);
+        a.layer = 1;
+        a.step = 12;
+        a.text = "layer 1";
+        w.addLogitAlarm(a);
+        w.finish(RunStatus::Finished);
+    }
+    RunStore store(m_path);
+    const auto alarms = store.logitAlarms(1);
+    ASSERT_EQ(alarms.size(), 2u);
+    EXPECT_EQ(alarms[0].step, 10);
+    EXPECT_EQ(alarms[0].text, "first");
+    EXPECT_EQ(alarms[0].kind, SpikeKind::QkRunaway);
+    EXPECT_DOUBLE_EQ(alarms[0].value, 134);
+    EXPECT_EQ(alarms[1].layer, 1);
+    EXPECT_EQ(store.run(1).logitAlarms, 2);
 }

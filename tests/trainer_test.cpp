@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "model.h"
@@ -375,4 +376,40 @@ TEST(Trainer, FullDiskDuringACheckpointFailsTheRunAndKeepsEverything) {
     resume.resumeFrom = ckpts[0].path;
     EXPECT_NO_THROW(Trainer(c, resume));
     fs::remove_all(dir);
+}
+
+// Issue 11, item 11: the blow-up itself is never a loss spike, so the lab raises logit
+// alarms: on the blow-up preset layer 0 passes 30 within the first 20 steps (default seed),
+// once per layer and rule, read as a Q/K runaway like the diagnosis of later spikes.
+TEST(Trainer, BlowUpRaisesLogitAlarmsOncePerLayerAndRule) {
+    struct Alarms : TrainingObserver {
+        std::vector<LogitAlarm> alarms;
+        void onLogitAlarm(const LogitAlarm& a) override { alarms.push_back(a); }
+    } col;
+    RunConfig c;  // blowup_no_qknorm.json, shortened
+    c.optim.lr = 3e-2;
+    c.schedule.steps = 40;
+    c.schedule.warmupSteps = 10;
+    c.probes.every = 5;
+    c.eval.every = 0;
+    c.run.threads = 2;
+    Trainer t(c);
+    t.run(col);
+    const LogitAlarm* layer0 = nullptr;
+    std::set<std::pair<int32_t, std::string>> seen;
+    for (const LogitAlarm& a : col.alarms) {
+        EXPECT_TRUE(seen.emplace(a.layer, a.metric).second) << "raised twice: " << a.text;
+        EXPECT_GT(a.value, a.threshold);
+        if (a.layer == 0 && a.metric == "logit_max_raw") layer0 = &a;
+    }
+    ASSERT_NE(layer0, nullptr);
+    EXPECT_LE(layer0->step, 20);
+    EXPECT_EQ(layer0->threshold, 30.0);
+    EXPECT_NE(layer0->text.find("passed the intervention line (30)"), std::string::npos)
+        << layer0->text;
+    // The same run with RMS QK-norm stays under sqrt(d_head) = 5.66: no alarm at all.
+    c.attention.qkNorm = QkNormVariant::Rms;
+    Alarms normed;
+    Trainer(c).run(normed);
+    EXPECT_TRUE(normed.alarms.empty());
 }

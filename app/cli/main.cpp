@@ -248,6 +248,7 @@ int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
         nlohmann::json j;
         j["summary"] = runSummaryJson(store, id);
         j["config"] = nlohmann::json::parse(store.run(id).configJson);
+        j["alarms"] = logitAlarmsJson(store, id);
         if (o.asJson)
             std::cout << j.dump(2) << "\n";
         else

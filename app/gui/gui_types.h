@@ -22,13 +22,14 @@ struct LiveBatch {
     QVector<StepMetrics> steps;
     QVector<ProbeStats> probes;  // every row the probes produced (layer and head level)
     QVector<Spike> spikes;
+    QVector<LogitAlarm> alarms;
     QVector<EventRecord> events;
     bool newHistograms = false;  // the store will hold new histogram rows after flush
     bool newAttentionMaps = false;
 
     bool empty() const {
-        return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && events.isEmpty() &&
-               !newHistograms && !newAttentionMaps;
+        return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && alarms.isEmpty() &&
+               events.isEmpty() && !newHistograms && !newAttentionMaps;
     }
 };
 

@@ -251,6 +251,7 @@ void MainWindow::openRun(int64_t runId) {
             const QString label =
                 tr("Run %1 “%2”").arg(id).arg(QString::fromStdString(snap.info.name));
             m_spikes->setSpikes(id, snap.spikes);
+            m_spikes->setLogitAlarms(id, snap.alarms);
             const double readSeconds = snap.loadSeconds;
             const size_t steps = snap.steps.size();
             m_live->showRun(std::move(snap));
@@ -298,6 +299,9 @@ void MainWindow::onBatch(const LiveBatch& batch) {
     if (!batch.spikes.isEmpty())
         m_spikes->addSpikes(batch.runId,
                             std::vector<Spike>(batch.spikes.begin(), batch.spikes.end()));
+    if (!batch.alarms.isEmpty())
+        m_spikes->addLogitAlarms(batch.runId,
+                                 std::vector<LogitAlarm>(batch.alarms.begin(), batch.alarms.end()));
     if (batch.newHistograms) m_histograms->notifyNewData(batch.runId);
     if (batch.newAttentionMaps) m_attention->notifyNewData(batch.runId);
 }

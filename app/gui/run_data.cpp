@@ -47,6 +47,7 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
     s.steps = store.stepMetrics(runId);
     s.probes = store.probeStats(runId, -1);
     s.spikes = store.spikes(runId);
+    s.alarms = store.logitAlarms(runId);
     s.events = store.events(runId);
     s.loadSeconds = timer.nsecsElapsed() / 1e9;
     return s;

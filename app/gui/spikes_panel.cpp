@@ -57,6 +57,15 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     m_summary = new QLabel;
     m_summary->setObjectName(QStringLiteral("spikeSummary"));
     layout->addWidget(m_summary);
+    m_alarmList = new QLabel;
+    m_alarmList->setObjectName(QStringLiteral("logitAlarms"));
+    m_alarmList->setWordWrap(true);
+    m_alarmList->setTextFormat(Qt::RichText);
+    layout->addWidget(m_alarmList);
+    // "step:N" links move every plot to the alarm's probe.
+    connect(m_alarmList, &QLabel::linkActivated, this, [this](const QString& link) {
+        if (link.startsWith(QStringLiteral("step:"))) emit stepSelected(link.mid(5).toLongLong());
+    });
     auto* splitter = new QSplitter(Qt::Vertical);
     layout->addWidget(splitter, 1);
     m_table = new QTableWidget(0, int(Column::Count));
@@ -86,9 +95,51 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     clear();
 }
 
+void SpikesPanel::setLogitAlarms(int64_t runId, const std::vector<LogitAlarm>& alarms) {
+    if (runId != m_runId) clear();
+    m_runId = runId;
+    m_alarms = alarms;
+    refreshAlarms();
+}
+
+void SpikesPanel::addLogitAlarms(int64_t runId, const std::vector<LogitAlarm>& alarms) {
+    if (runId != m_runId) return;  // a live batch of a run not shown
+    m_alarms.insert(m_alarms.end(), alarms.begin(), alarms.end());
+    refreshAlarms();
+}
+
+QString SpikesPanel::alarmsText() const {
+    return m_alarmList->text();
+}
+
+void SpikesPanel::refreshAlarms() {
+    QString html;
+    if (!m_alarms.empty()) {
+        html = tr("<b>Logit alarms</b> (first probe per layer past an intervention line):");
+        for (const LogitAlarm& a : m_alarms)
+            html += tr("<br>• <a href=\"step:%1\">step %1</a>, layer %2: %3 %4 &gt; %5 → %6, "
+                       "tier %7")
+                        .arg(a.step)
+                        .arg(a.layer)
+                        .arg(QString::fromStdString(a.metric), formatNumber(a.value),
+                             formatNumber(a.threshold), QString::fromUtf8(spikeKindTitle(a.kind)))
+                        .arg(a.tier);
+    }
+    m_alarmList->setText(html);
+    m_alarmList->setVisible(!html.isEmpty());
+    QString tip;
+    for (const LogitAlarm& a : m_alarms)
+        tip += QString::fromStdString(a.text) + QStringLiteral("\n");
+    m_alarmList->setToolTip(tip.trimmed());
+    refreshSummary();
+}
+
 void SpikesPanel::clear() {
     m_runId = 0;
     m_spikes.clear();
+    m_alarms.clear();
+    m_alarmList->clear();
+    m_alarmList->setVisible(false);
     m_table->setRowCount(0);
     m_summary->setText(tr("No spikes."));
     m_details->setHtml(QStringLiteral("<p>%1</p><p>%2</p><p>%3</p><p>%4</p>")
@@ -119,13 +170,23 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes) {
     m_table->resizeColumnsToContents();
     // Show the first diagnosis without a click: the paragraph is the point of the panel.
     if (m_table->currentRow() < 0 && m_table->rowCount() > 0) m_table->setCurrentCell(0, 0);
+    refreshSummary();
+}
+
+void SpikesPanel::refreshSummary() {
     int worst = 0;
     for (const Spike& s : m_spikes) worst = std::max(worst, s.tier);
-    m_summary->setText(m_spikes.empty() ? tr("No spikes.")
-                                        : tr("%1 spike(s); highest prescription tier %2. %3")
-                                              .arg(m_spikes.size())
-                                              .arg(worst)
-                                              .arg(tierText(worst)));
+    if (!m_spikes.empty())
+        m_summary->setText(tr("%1 spike(s); highest prescription tier %2. %3")
+                               .arg(m_spikes.size())
+                               .arg(worst)
+                               .arg(tierText(worst)));
+    else if (!m_alarms.empty())
+        m_summary->setText(tr("No loss or grad-norm spikes, but %1 logit alarm(s): the logits "
+                              "passed the intervention line.")
+                               .arg(m_alarms.size()));
+    else
+        m_summary->setText(tr("No spikes."));
 }
 
 void SpikesPanel::addRow(const Spike& s) {

@@ -23,8 +23,14 @@ class SpikesPanel : public QWidget {
 
     void setSpikes(int64_t runId, const std::vector<Spike>& spikes);
     void addSpikes(int64_t runId, const std::vector<Spike>& spikes);
+    // The run's logit alarms (the first probe per layer past 30 / p99 15), listed above the
+    // spikes: a blow-up is a plateau, not a spike, and must not read as "nothing happened".
+    void setLogitAlarms(int64_t runId, const std::vector<LogitAlarm>& alarms);
+    void addLogitAlarms(int64_t runId, const std::vector<LogitAlarm>& alarms);
     void clear();
     int rowCount() const;
+    int alarmCount() const { return int(m_alarms.size()); }
+    QString alarmsText() const;
 
     // What each tier means, from the domain brief (shown under the table).
     static QString tierText(int tier);
@@ -35,10 +41,14 @@ class SpikesPanel : public QWidget {
   private:
     void addRow(const Spike& s);
     void showDetails(int row);
+    void refreshAlarms();
+    void refreshSummary();
 
     int64_t m_runId = 0;
     std::vector<Spike> m_spikes;
+    std::vector<LogitAlarm> m_alarms;
     QLabel* m_summary = nullptr;
+    QLabel* m_alarmList = nullptr;
     QTableWidget* m_table = nullptr;
     QTextBrowser* m_details = nullptr;
 };

@@ -37,6 +37,7 @@ class TrainingWorker::Observer : public TrainingObserver {
         if (!maps.empty()) m_batch.newAttentionMaps = true;
     }
     void onSpike(const Spike& s) override { m_batch.spikes.push_back(s); }
+    void onLogitAlarm(const LogitAlarm& a) override { m_batch.alarms.push_back(a); }
     void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
     void onFlushPoint() override { maybeEmit(); }
 

@@ -77,6 +77,20 @@ RunConfig configOfStoredRun(const std::string& configJson) {
 
 }  // namespace
 
+json logitAlarmsJson(RunStore& store, int64_t runId) {
+    json alarms = json::array();
+    for (const auto& a : store.logitAlarms(runId))
+        alarms.push_back({{"step", a.step},
+                          {"layer", a.layer},
+                          {"metric", a.metric},
+                          {"value", number(a.value)},
+                          {"threshold", number(a.threshold)},
+                          {"kind", toString(a.kind)},
+                          {"tier", a.tier},
+                          {"text", a.text}});
+    return alarms;
+}
+
 json runSummaryJson(RunStore& store, int64_t runId) {
     const RunInfo r = store.run(runId);
     json s;
@@ -90,6 +104,7 @@ json runSummaryJson(RunStore& store, int64_t runId) {
     s["max_logit_raw"] = optionalNumber(r.maxLogitRaw);
     s["max_logit_capped"] = optionalNumber(r.maxLogitCapped);
     s["spikes"] = r.spikes;
+    s["logit_alarms"] = r.logitAlarms;
     s["seed"] = r.seed;
     s["device"] = r.device;
     s["torch_version"] = r.torchVersion;
@@ -144,6 +159,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
                           {"baseline_qk_norm", number(s.baselineQkNorm)},
                           {"diagnosis", s.diagnosis}});
     out["spikes"] = spikes;
+    out["alarms"] = logitAlarmsJson(store, runId);
     json events = json::array();
     for (const auto& e : store.events(runId))
         events.push_back({{"step", e.step},

@@ -32,6 +32,10 @@ class Recorder : public TrainingObserver {
         m_writer.addSpike(s);
         if (m_extra) m_extra->onSpike(s);
     }
+    void onLogitAlarm(const LogitAlarm& a) override {
+        m_writer.addLogitAlarm(a);
+        if (m_extra) m_extra->onLogitAlarm(a);
+    }
     void onEvent(const EventRecord& e) override {
         m_writer.addEvent(e);
         if (m_extra) m_extra->onEvent(e);

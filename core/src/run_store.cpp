@@ -117,6 +117,15 @@ UPDATE events SET params_json = json_remove(params_json, '$._intervention')
     R"sql(
 ALTER TABLE histograms ADD COLUMN nan INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 5: logit alarms, the first probe per layer past an intervention line
+    R"sql(
+CREATE TABLE logit_alarms(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    layer INTEGER NOT NULL, metric TEXT NOT NULL, step INTEGER NOT NULL,
+    value REAL, threshold REAL, kind TEXT NOT NULL, tier INTEGER NOT NULL,
+    text TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY(run_id, layer, metric));
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -197,6 +206,12 @@ const char* const kRunColumns =
     "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss IS NOT NULL "
     "ORDER BY m.step DESC LIMIT 1), r.pid, r.host";
 
+// Column 21 of kRunColumns where the file has the table (a reader does not migrate).
+std::string runColumns(int version) {
+    return std::string(kRunColumns) +
+           (version >= 5 ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)" : ", 0");
+}
+
 // A run marked running whose process on this host is gone. EPERM means the pid is alive
 // but someone else's: only ESRCH proves it is gone.
 bool writerIsGone(int64_t pid, const std::string& host) {
@@ -230,6 +245,7 @@ RunInfo readRun(const Statement& st) {
     r.statusMessage = st.columnText(16);
     r.spikes = st.columnInt(17);
     r.finalValLoss = st.columnOptReal(18);
+    r.logitAlarms = st.columnInt(21);
     // Readers show a dead writer's run as interrupted without writing it (only writers
     // persist that, in markInterruptedRuns).
     if (r.status == RunStatus::Running) {
@@ -417,15 +433,37 @@ std::optional<CheckpointInfo> RunStore::newestUsableCheckpoint(int64_t runId) {
     return best;
 }
 
+std::vector<LogitAlarm> RunStore::logitAlarms(int64_t runId) {
+    std::vector<LogitAlarm> out;
+    if (m_version < 5) return out;  // an older file read as it is: no alarms recorded
+    Statement st(*m_db,
+                 "SELECT step, layer, metric, value, threshold, kind, tier, text FROM "
+                 "logit_alarms WHERE run_id = ? ORDER BY step, layer, metric");
+    st.bindInt(1, runId);
+    while (st.step()) {
+        LogitAlarm a;
+        a.step = st.columnInt(0);
+        a.layer = static_cast<int32_t>(st.columnInt(1));
+        a.metric = st.columnText(2);
+        a.value = st.columnReal(3);
+        a.threshold = st.columnReal(4);
+        a.kind = spikeKindFromString(st.columnText(5));
+        a.tier = static_cast<int>(st.columnInt(6));
+        a.text = st.columnText(7);
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+
 std::vector<RunInfo> RunStore::listRuns() {
-    Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r ORDER BY r.id");
+    Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r ORDER BY r.id");
     std::vector<RunInfo> out;
     while (st.step()) out.push_back(readRun(st));
     return out;
 }
 
 RunInfo RunStore::run(int64_t id) {
-    Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.id = ?");
+    Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r WHERE r.id = ?");
     st.bindInt(1, id);
     if (!st.step())
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
@@ -438,12 +476,12 @@ RunInfo RunStore::findRun(const std::string& ref) {
     const bool byId = ref.rfind("id:", 0) == 0, byName = ref.rfind("name:", 0) == 0;
     const std::string key = byId ? ref.substr(3) : byName ? ref.substr(5) : ref;
     if (!byName && isInteger(key)) {
-        Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.id = ?");
+        Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r WHERE r.id = ?");
         st.bindInt(1, std::stoll(key));
         if (st.step()) return readRun(st);
     }
     if (!byId) {
-        Statement st(*m_db, std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.name = ?");
+        Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r WHERE r.name = ?");
         st.bindText(1, key);
         if (st.step()) return readRun(st);
     }

@@ -70,6 +70,7 @@ struct RunWriter::Impl {
     std::vector<LogitHistogram> histograms;
     std::vector<AttentionMap> maps;
     std::vector<Spike> spikes;
+    std::vector<LogitAlarm> alarms;
     std::vector<EventRecord> events;
     std::vector<CheckpointInfo> checkpoints;
 
@@ -79,6 +80,7 @@ struct RunWriter::Impl {
 
     // Prepared once, reused by every flush.
     std::unique_ptr<Statement> insStep, insProbe, insHist, insMap, insSpike, insEvent, insCkpt;
+    std::unique_ptr<Statement> insAlarm;
     std::unique_ptr<Statement> updSummary;
 
     Statement& prepared(std::unique_ptr<Statement>& slot, const char* sql) {
@@ -88,7 +90,7 @@ struct RunWriter::Impl {
 
     bool empty() const {
         return steps.empty() && probes.empty() && histograms.empty() && maps.empty() &&
-               spikes.empty() && events.empty() && checkpoints.empty();
+               spikes.empty() && alarms.empty() && events.empty() && checkpoints.empty();
     }
 
     void writeRows();
@@ -171,6 +173,16 @@ void RunWriter::Impl::writeRows() {
         ss.bindReal(11, s.probeQkNorm).bindReal(12, s.baselineQkNorm).bindText(13, s.diagnosis);
         ss.exec();
     }
+    // OR IGNORE: the first crossing per layer and rule is the alarm (a resumed run may
+    // raise it again).
+    Statement& sa = prepared(insAlarm,
+                             "INSERT OR IGNORE INTO logit_alarms(run_id, layer, metric, step, "
+                             "value, threshold, kind, tier, text) VALUES(?,?,?,?,?,?,?,?,?)");
+    for (const LogitAlarm& a : alarms) {
+        sa.bindInt(1, runId).bindInt(2, a.layer).bindText(3, a.metric).bindInt(4, a.step);
+        sa.bindReal(5, a.value).bindReal(6, a.threshold).bindText(7, toString(a.kind));
+        sa.bindInt(8, a.tier).bindText(9, a.text).exec();
+    }
     Statement& se = prepared(insEvent,
                              "INSERT INTO events(run_id, step, kind, params_json, source) "
                              "VALUES(?,?,?,?,?)");
@@ -244,7 +256,7 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
         st.bindInt(1, runId).bindInt(2, fromStep).exec();
     };
     for (const char* table :
-         {"step_metrics", "probe_stats", "histograms", "attention_maps", "spikes"})
+         {"step_metrics", "probe_stats", "histograms", "attention_maps", "spikes", "logit_alarms"})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
     // Events before fromStep are history (the trainer reports config events only when they
     // take effect, so those at or after fromStep are reported again as the run reaches them).
@@ -325,6 +337,10 @@ void RunWriter::addSpike(const Spike& s) {
     m_impl->spikes.push_back(s);
 }
 
+void RunWriter::addLogitAlarm(const LogitAlarm& a) {
+    m_impl->alarms.push_back(a);
+}
+
 void RunWriter::addEvent(const EventRecord& e) {
     m_impl->events.push_back(e);
 }
@@ -373,6 +389,7 @@ void RunWriter::flush() {
     d.histograms.clear();
     d.maps.clear();
     d.spikes.clear();
+    d.alarms.clear();
     d.events.clear();
     d.checkpoints.clear();
     if (newestCheckpoint >= 0) d.dropCheckpointsBefore(newestCheckpoint);

@@ -251,6 +251,48 @@ void writeTier(std::ostringstream& why, int tier, SpikeKind kind) {
 
 }  // namespace
 
+const std::vector<LogitAlarmRule>& logitAlarmRules() {
+    static const std::vector<LogitAlarmRule> rules{
+        {"logit_max_raw", kInterveneMaxLogit, &ProbeStats::logitMaxRaw},
+        {"logit_p99_raw", kInterveneP99Logit, &ProbeStats::logitP99Raw},
+    };
+    return rules;
+}
+
+LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
+                          const ProbeStats& firstRow, bool qkNormActive) {
+    LogitAlarm a;
+    a.step = row.step;
+    a.layer = row.layer;
+    a.metric = rule.column;
+    a.value = row.*rule.field;
+    a.threshold = rule.threshold;
+    const double norm = std::max(row.qRawNormP90, row.kRawNormP90);
+    const double first = std::max(firstRow.qRawNormP90, firstRow.kRawNormP90);
+    const bool grown = first > 0 && norm >= kChronicNormGrowth * first;
+    a.kind = grown ? SpikeKind::QkRunaway : SpikeKind::HighLogits;
+    a.tier = qkNormActive ? 4 : grown ? 3 : 2;
+    std::ostringstream t;
+    t << "Layer " << row.layer << ", step " << row.step << ": " << rule.column << " "
+      << fmt(a.value) << " passed the intervention line (" << fmt(rule.threshold)
+      << "); q/k norm p90 " << fmt(norm) << " is " << fmt(first > 0 ? norm / first : 1.0)
+      << "x the layer's first probe (step " << firstRow.step << ", " << fmt(first) << "). ";
+    if (grown)
+        t << "The Q/K lengths are running away. ";
+    else
+        t << "The q/k lengths have not grown " << fmt(kChronicNormGrowth)
+          << "x: the logits are high with stable norms. ";
+    if (qkNormActive)
+        t << "Tier 4: QK-norm is on already; look at init, LR, batch size and schedule.";
+    else if (grown)
+        t << "Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give it 1000 steps before "
+             "judging.";
+    else
+        t << "Tier 2: add a tanh softcap with C = 50, then C = 30 and/or grad clip 1.0.";
+    a.text = t.str();
+    return a;
+}
+
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
                    const DiagnosisContext& ctx) {
     const SpikeEvidence e = spikeEvidence(history, ctx);

@@ -24,7 +24,9 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -97,7 +99,9 @@ struct PendingStep {
 // What the run loop carries from step to step.
 struct LoopState {
     RollingZScore lossZ, gradZ;
-    std::vector<ProbeSummary> probeHistory;  // the run's first probe and the latest 63
+    std::vector<ProbeSummary> probeHistory;         // the run's first probe and the latest 63
+    std::map<int32_t, ProbeStats> firstLayerProbe;  // per layer, for the logit alarms
+    std::set<std::pair<int32_t, std::string>> alarmsRaised;  // (layer, probe column)
     int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
     std::vector<PendingStep> pending;
     Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
@@ -177,6 +181,7 @@ struct Trainer::Impl {
     bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void runLoop(TrainingObserver& observer, RunOutcome& outcome);
     void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
+    void raiseLogitAlarms(const PendingStep& p, LoopState& st, TrainingObserver& observer);
     void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
                      TrainingObserver& observer);
 };
@@ -404,6 +409,21 @@ void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopSta
     observer.onSpike(spike);
 }
 
+// The first probe at which a layer's raw logits pass an intervention line: once per layer and
+// rule (a resumed run may raise one again; the store keeps the first).
+void Trainer::Impl::raiseLogitAlarms(const PendingStep& p, LoopState& st,
+                                     TrainingObserver& observer) {
+    for (const ProbeStats& row : p.probeStats) {
+        if (row.head != -1) continue;
+        const ProbeStats& first = st.firstLayerProbe.emplace(row.layer, row).first->second;
+        for (const LogitAlarmRule& rule : logitAlarmRules()) {
+            if (!(row.*rule.field > rule.threshold)) continue;
+            if (!st.alarmsRaised.emplace(row.layer, rule.column).second) continue;
+            observer.onLogitAlarm(makeLogitAlarm(rule, row, first, p.qkNormActive));
+        }
+    }
+}
+
 // Everything one step reports, in the order the observer has always heard it: its events,
 // its probes, then (for a finite step) spikes and the step's metrics.
 void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer) {
@@ -412,6 +432,7 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
         st.probeHistory.push_back(summarizeProbes(p.metrics.step, p.probeStats));
         // Keep the run's first probe (the diagnosis compares against it) and the latest 63.
         if (st.probeHistory.size() > 64) st.probeHistory.erase(st.probeHistory.begin() + 1);
+        raiseLogitAlarms(p, st, observer);
         observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
         if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
     }

@@ -121,6 +121,31 @@ class PanelsTest : public QObject {
     }
 
     // Issue 11, item 6: one click on a plot used to turn Follow off.
+    // Issue 11, item 11: a blow-up with no loss spike still tells the user something happened.
+    void spikesPanelListsLogitAlarms() {
+        SpikesPanel panel;
+        panel.setSpikes(m_runId, {});
+        LogitAlarm a;
+        a.step = 10;
+        a.layer = 0;
+        a.metric = "logit_max_raw";
+        a.value = 1339;
+        a.threshold = 30;
+        a.kind = SpikeKind::QkRunaway;
+        a.tier = 3;
+        panel.setLogitAlarms(m_runId, {a});
+        QCOMPARE(panel.alarmCount(), 1);
+        QVERIFY(panel.alarmsText().contains(QStringLiteral("step 10")));
+        QVERIFY(panel.alarmsText().contains(QStringLiteral("Q/K length runaway")));
+        auto* summary = panel.findChild<QLabel*>(QStringLiteral("spikeSummary"));
+        QVERIFY(summary && summary->text().contains(QStringLiteral("1 logit alarm")));
+        QSignalSpy jumped(&panel, &SpikesPanel::stepSelected);
+        auto* list = panel.findChild<QLabel*>(QStringLiteral("logitAlarms"));
+        emit list->linkActivated(QStringLiteral("step:10"));
+        QCOMPARE(jumped.count(), 1);
+        QCOMPARE(jumped.at(0).at(0).toLongLong(), qint64(10));
+    }
+
     void followSurvivesAClickButNotADrag() {
         RunStore store(m_db.toStdString());
         LivePlotsPanel panel;

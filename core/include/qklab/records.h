@@ -98,6 +98,19 @@ struct Spike {
     std::string diagnosis;  // one paragraph a user can read
 };
 
+// The first probe at which one layer's raw logits passed one of the domain brief's
+// intervention lines (max > 30, p99 > 15), diagnosed with the spike rules. A blow-up is a
+// plateau, not a loss spike: these alarms are what says that something happened.
+struct LogitAlarm {
+    int64_t step = 0;
+    int32_t layer = 0;
+    std::string metric;  // the probe column: "logit_max_raw" or "logit_p99_raw"
+    double value = 0, threshold = 0;
+    SpikeKind kind = SpikeKind::HighLogits;  // qk_runaway when q/k lengths grew, else high_logits
+    int tier = 2;
+    std::string text;  // one paragraph written from the numbers
+};
+
 struct EventRecord {
     int64_t step = 0;
     std::string kind;

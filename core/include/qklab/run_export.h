@@ -14,6 +14,10 @@ namespace qklab {
 // max_logit_capped, spikes, and identification (id, name, seed, device, versions).
 nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 
+// The run's logit alarms: [{"step", "layer", "metric", "value", "threshold", "kind", "tier",
+// "text"}], first crossing per layer and rule, by step.
+nlohmann::json logitAlarmsJson(RunStore& store, int64_t runId);
+
 // {"run": summary, "config": ..., "steps": [...], "probes": [...], "spikes": [...],
 //  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);

@@ -32,6 +32,7 @@ struct RunInfo {
     std::optional<double> finalValLoss;  // the latest validation loss (NaN when it diverged)
     std::optional<double> maxLogitRaw, maxLogitCapped;
     int64_t spikes = 0;
+    int64_t logitAlarms = 0;
     std::string statusMessage;  // why it failed / diverged
 };
 
@@ -82,6 +83,7 @@ class RunStore {
     std::vector<AttentionMap> attentionMaps(int64_t runId, int64_t step);
     std::vector<int64_t> attentionMapSteps(int64_t runId);
     std::vector<Spike> spikes(int64_t runId);
+    std::vector<LogitAlarm> logitAlarms(int64_t runId);  // by step, then layer
     std::vector<EventRecord> events(int64_t runId);
     std::vector<CheckpointInfo> checkpoints(int64_t runId);
     int64_t maxRunId();  // cheap change detection for the GUI
@@ -126,6 +128,7 @@ class RunWriter {
     void addHistogram(const LogitHistogram& h);
     void addAttentionMap(const AttentionMap& m);
     void addSpike(const Spike& s);
+    void addLogitAlarm(const LogitAlarm& a);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);
     void flush();  // one transaction for everything buffered

@@ -100,6 +100,21 @@ SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const Diag
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
                    const DiagnosisContext& ctx);
 
+// The logit alarms: one rule per intervention line of the brief, on a probe column.
+struct LogitAlarmRule {
+    const char* column;  // a probeColumns() name
+    double threshold;
+    double ProbeStats::*field;
+};
+const std::vector<LogitAlarmRule>& logitAlarmRules();
+
+// The alarm for a layer row that crossed `rule`, diagnosed as the spike diagnosis reads a
+// chronic case: q/k norms >= kChronicNormGrowth x the layer's first probe mean the lengths ran
+// away (tier 3, QK-norm), otherwise the logits are high with stable norms (tier 2, softcap);
+// tier 4 when QK-norm is on already.
+LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
+                          const ProbeStats& firstRow, bool qkNormActive);
+
 // Numbers as the diagnosis text writes them (3 significant digits), for tests and views.
 std::string diagnosisNumber(double v);
 

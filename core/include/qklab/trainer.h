@@ -25,6 +25,7 @@ class TrainingObserver {
                           const std::vector<LogitHistogram>&) {}
     virtual void onAttentionMaps(const std::vector<AttentionMap>&) {}
     virtual void onSpike(const Spike&) {}
+    virtual void onLogitAlarm(const LogitAlarm&) {}
     virtual void onEvent(const EventRecord&) {}
     virtual void onCheckpoint(const CheckpointInfo&) {}
     // Called about every 0.5 s and at probe steps: a good moment to commit buffered rows.
