@@ -156,6 +156,7 @@ void LivePlotsPanel::buildProbePlots() {
 QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {
     auto* plot = new QCustomPlot(this);
     stylePlot(plot, yLabel);
+    plot->xAxis->setLabel(tr("step"));  // every x-axis says what it counts
     plot->plotLayout()->insertRow(0);
     QFont f = font();
     f.setBold(true);

@@ -105,15 +105,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() = default;
 
 void MainWindow::buildMenus() {
+    // Every action has a shortcut, shown in its menu, that works wherever the focus is
+    // inside the app (Ctrl+O used to need a click into the window first).
+    const auto global = [](QAction* a) { a->setShortcutContext(Qt::ApplicationShortcut); };
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open database…"), QKeySequence::Open, m_browser,
-                    &RunBrowserPanel::chooseDatabase);
-    file->addAction(tr("Load &preset…"), this, [this] {
+    global(file->addAction(tr("&Open database…"), QKeySequence::Open, m_browser,
+                           &RunBrowserPanel::chooseDatabase));
+    global(file->addAction(tr("&New database…"), QKeySequence::New, m_browser,
+                           &RunBrowserPanel::createDatabase));
+    QAction* loadPresetAction = file->addAction(tr("Load &preset…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(
             this, tr("Load preset"), PresetPicker::defaultDirectory(), tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPreset(path);
     });
-    file->addAction(tr("Export shown run as &CSV…"), this, [this] {
+    loadPresetAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+    global(loadPresetAction);
+    QAction* exportAction = file->addAction(tr("Export shown run as &CSV…"), this, [this] {
         if (m_live->runId() == 0) return showError(tr("Export"), tr("No run is shown."));
         const QString path = QFileDialog::getSaveFileName(
             this, tr("Export run data"), QStringLiteral("run-%1.csv").arg(m_live->runId()),
@@ -122,20 +129,32 @@ void MainWindow::buildMenus() {
         if (!path.isEmpty() && !saveRunCsv(m_live->run(), path, &error))
             showError(tr("Export failed"), error);
     });
+    exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    global(exportAction);
     file->addSeparator();
-    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    global(file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close));
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
-    run->addAction(tr("&Start / queue"), QKeySequence(Qt::CTRL | Qt::Key_R), m_controls,
-                   &RunControlsPanel::startRun);
-    run->addAction(tr("&Pause"), m_controller, &RunController::pause);
-    run->addAction(tr("&Resume"), m_controller, &RunController::resume);
-    run->addAction(tr("S&top"), m_controller, &RunController::stop);
-    run->addAction(tr("Stop &all (clear queue)"), m_controller, &RunController::stopAll);
+    global(run->addAction(tr("&Start / queue"), QKeySequence(Qt::CTRL | Qt::Key_R), m_controls,
+                          &RunControlsPanel::startRun));
+    // Space pauses and resumes, as in a video player (text fields keep their spaces: a line
+    // edit takes the key before the shortcut).
+    global(run->addAction(tr("&Pause / resume"), QKeySequence(Qt::Key_Space), this,
+                          &MainWindow::togglePause));
+    global(run->addAction(tr("S&top"), QKeySequence(Qt::CTRL | Qt::Key_Period), m_controller,
+                          &RunController::stop));
+    global(run->addAction(tr("Stop &all (clear queue)"),
+                          QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Period), m_controller,
+                          &RunController::stopAll));
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* dock : findChildren<QDockWidget*>())
-        view->addAction(dock->toggleViewAction());
+    int n = 0;
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) {
+        QAction* toggle = dock->toggleViewAction();
+        if (++n <= 9) toggle->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(n)));
+        global(toggle);
+        view->addAction(toggle);
+    }
 }
 
 void MainWindow::connectPanels() {
@@ -202,6 +221,13 @@ void MainWindow::showError(const QString& title, const QString& message) {
         return;
     }
     QMessageBox::warning(this, title, message);
+}
+
+void MainWindow::togglePause() {
+    if (m_controller->isPaused())
+        m_controller->resume();
+    else
+        m_controller->pause();
 }
 
 bool MainWindow::openDatabase(const QString& path) {

@@ -36,6 +36,7 @@ class MainWindow : public QMainWindow {
     // Without modal dialogs (automation, tests): errors go to stderr and the status bar.
     void setQuiet(bool quiet) { m_quiet = quiet; }
     bool openDatabase(const QString& path);
+    void togglePause();  // Run > Pause / resume (Space)
     bool loadPreset(const QString& path);
     // Applies `dotted.key=value` overrides to the form; false (and a message) on a bad one.
     bool applyOverrides(const QStringList& assignments, QString* error);

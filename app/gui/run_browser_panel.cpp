@@ -50,8 +50,9 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
               tr("Load the selected run's config, with its interventions as timed events, into the "
                  "set-up form: the run can be repeated exactly or varied"),
               &RunBrowserPanel::reuseSelected);
-    addButton(tr("Open DB…"), tr("Open or create another run database"),
-              &RunBrowserPanel::chooseDatabase);
+    addButton(tr("Open DB…"), tr("Open another run database"), &RunBrowserPanel::chooseDatabase);
+    addButton(tr("New DB…"), tr("Create a new, empty run database"),
+              &RunBrowserPanel::createDatabase);
     layout->addLayout(top);
 
     m_model = new RunListModel(this);
@@ -136,10 +137,37 @@ bool RunBrowserPanel::openDatabase(const QString& path) {
 }
 
 void RunBrowserPanel::chooseDatabase() {
+    // An open dialog ("Open", existing files): opening must never create anything.
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a run database"), m_path,
+                                                      tr("qklab databases (*.db);;All files (*)"));
+    if (!path.isEmpty()) openExistingDatabase(path);
+}
+
+void RunBrowserPanel::createDatabase() {
     const QString path = QFileDialog::getSaveFileName(
-        this, tr("Open or create a run database"), m_path,
-        tr("qklab databases (*.db);;All files (*)"), nullptr, QFileDialog::DontConfirmOverwrite);
-    if (!path.isEmpty()) openDatabase(path);
+        this, tr("New run database"), QFileInfo(m_path).absolutePath() + QStringLiteral("/runs.db"),
+        tr("qklab databases (*.db)"));
+    if (path.isEmpty()) return;
+    if (QFileInfo::exists(path)) {
+        // The dialog confirmed overwriting, but a database is never overwritten: open it.
+        openExistingDatabase(path);
+        return;
+    }
+    openDatabase(path);
+}
+
+bool RunBrowserPanel::openExistingDatabase(const QString& path) {
+    if (!QFileInfo::exists(path)) {
+        const bool create = m_confirmCreate
+                                ? m_confirmCreate(path)
+                                : QMessageBox::question(
+                                      this, tr("No such database"),
+                                      tr("%1 does not exist.\n\nCreate a new, empty run "
+                                         "database there?")
+                                          .arg(QDir::toNativeSeparators(path))) == QMessageBox::Yes;
+        if (!create) return false;
+    }
+    return openDatabase(path);
 }
 
 void RunBrowserPanel::poll() {

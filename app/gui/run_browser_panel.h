@@ -8,6 +8,7 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 
 #include "gui_types.h"
@@ -31,6 +32,13 @@ class RunBrowserPanel : public QWidget {
 
     // Opens (creating if new) a store; on failure keeps the previous one and emits error.
     bool openDatabase(const QString& path);
+    // "Open": a path that does not exist is created only if confirmCreate(path) says so (a
+    // typo such as runz.db used to create an empty database silently).
+    bool openExistingDatabase(const QString& path);
+    // Asks the user; tests replace it.
+    void setCreateConfirmation(std::function<bool(const QString&)> confirm) {
+        m_confirmCreate = std::move(confirm);
+    }
     QString databasePath() const { return m_path; }
     RunStore* store() const { return m_store.get(); }
     RunListModel* model() const { return m_model; }
@@ -44,7 +52,8 @@ class RunBrowserPanel : public QWidget {
 
   public slots:
     void refresh();
-    void chooseDatabase();
+    void chooseDatabase();  // File > Open database…: existing files
+    void createDatabase();  // File > New database…
     void renameSelected();
     void editNotesSelected();
     void editTagsSelected();
@@ -63,6 +72,7 @@ class RunBrowserPanel : public QWidget {
     void showDetails();
 
     std::unique_ptr<RunStore> m_store;
+    std::function<bool(const QString&)> m_confirmCreate;
     QString m_path;
     int64_t m_lastMaxId = -1;
     int m_quietTicks = 0;

@@ -1,6 +1,7 @@
 // run_browser_test.cpp — the run list is backed by SQLite, refreshes when another process adds
 // a run, edits names/notes/tags, and reports a bad database clearly.
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -124,6 +125,28 @@ class RunBrowserTest : public QObject {
         QCOMPARE(replay.events[0].args.variant, QkNormVariant::Rms);
         QCOMPARE(replay.events[0].source, EventSource::Config);
         QVERIFY(validationProblems(replay).empty());
+    }
+
+    // Issue 11, item 3: "open" never creates a file; a missing path is created only when the
+    // user says so.
+    void openNeverCreatesAFile() {
+        const QString good = m_dir.filePath(QStringLiteral("open-good.db"));
+        const QString typo = m_dir.filePath(QStringLiteral("runz.db"));
+        RunBrowserPanel browser;
+        QVERIFY(browser.openDatabase(good));
+        QStringList asked;
+        browser.setCreateConfirmation([&](const QString& path) {
+            asked << path;
+            return false;
+        });
+        QVERIFY(!browser.openExistingDatabase(typo));
+        QCOMPARE(asked, QStringList{typo});
+        QVERIFY(!QFileInfo::exists(typo));
+        QCOMPARE(browser.databasePath(), good);
+        browser.setCreateConfirmation([](const QString&) { return true; });
+        QVERIFY(browser.openExistingDatabase(typo));
+        QVERIFY(QFileInfo::exists(typo));
+        QVERIFY(browser.openExistingDatabase(good));  // an existing file: no question
     }
 
     void badDatabaseIsReportedAndPreviousKept() {
