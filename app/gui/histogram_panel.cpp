@@ -91,6 +91,7 @@ QGridLayout* HistogramPanel::buildControls() {
 QCustomPlot* HistogramPanel::buildHistogramPlot() {
     m_hist = new QCustomPlot;
     stylePlot(m_hist, tr("count"));
+    placeLegendOutside(m_hist, 0);  // the tallest bars sit where an inset legend was
     m_hist->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     installExportMenu(m_hist);
     m_barsA = new QCPBars(m_hist->xAxis, m_hist->yAxis);

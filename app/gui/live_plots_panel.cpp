@@ -142,12 +142,8 @@ void LivePlotsPanel::buildLanesPlot() {
 void LivePlotsPanel::buildProbePlots() {
     m_logits = makePlot(tr("Attention logits per layer: raw max, p99 (light), capped max (dark)"),
                         tr("logit"));
-    // Top-left: the threshold and bound labels sit at the right edge, and a blow-up only
-    // passes through this corner in its first few steps.
-    m_logits->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     setLogAxis(m_logits->yAxis, true);
     m_norms = makePlot(tr("q / k (light) norm p90 per layer, raw projections"), tr("L2 norm"));
-    m_norms->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     setLogAxis(m_norms->yAxis, true);
     m_entropy =
         makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"), tr("entropy (nats)"));
@@ -162,6 +158,7 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     f.setBold(true);
     f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    placeLegendOutside(plot, 1);  // under the title, never over the data
     plot->setMouseTracking(true);
     installExportMenu(plot, [this] { return &m_run; });
     connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
@@ -400,6 +397,7 @@ void LivePlotsPanel::replotNow() {
             g->setPen(pen);
         }
         if (follow) p->xAxis->setRange(0, maxStep);
+        fitLegendColumns(p);
         for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
             if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
             // When zoomed, fit y to what is visible rather than to the whole run.

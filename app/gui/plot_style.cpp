@@ -3,6 +3,7 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -157,6 +158,37 @@ QColor layerColor(int layer) {
         QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),   QColor(148, 103, 189),
         QColor(255, 127, 14), QColor(140, 86, 75), QColor(227, 119, 194), QColor(23, 190, 207)};
     return colors[layer % 8];
+}
+
+}  // namespace qklab::gui
+
+namespace qklab::gui {
+
+void placeLegendOutside(QCustomPlot* plot, int row) {
+    QCPLayoutInset* inset = plot->axisRect()->insetLayout();
+    if (inset->take(plot->legend)) inset->simplify();
+    plot->plotLayout()->insertRow(row);
+    plot->plotLayout()->addElement(row, 0, plot->legend);
+    plot->plotLayout()->setRowStretchFactor(row, 0.001);
+    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot->legend->setWrap(4);
+    plot->legend->setBorderPen(Qt::NoPen);
+    plot->legend->setBrush(Qt::NoBrush);
+    plot->legend->setMargins(QMargins(4, 0, 4, 0));
+    plot->legend->setColumnSpacing(12);
+}
+
+void fitLegendColumns(QCustomPlot* plot) {
+    QCPLegend* legend = plot->legend;
+    int widest = 1;
+    for (int i = 0; i < legend->itemCount(); ++i)
+        widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+    const int available = plot->width() - legend->margins().left() - legend->margins().right();
+    const int columns = std::clamp(available / (widest + legend->columnSpacing()), 1,
+                                   std::max(1, legend->itemCount()));
+    if (legend->wrap() == columns) return;
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // re-flow the existing entries
 }
 
 }  // namespace qklab::gui

@@ -21,6 +21,13 @@ namespace qklab::gui {
 // Fonts, margins, x-drag/zoom (y stays auto-scaled), legend in the top-left.
 void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend = true,
                Qt::Alignment legendAt = Qt::AlignTop | Qt::AlignRight);
+
+// Moves the plot's legend out of the axis rect into a strip of the plot layout at `row`,
+// entries side by side: a legend inside the axis rect covered curves, spike markers and event
+// labels, worst at 1280x720.
+void placeLegendOutside(QCustomPlot* plot, int row);
+// As many legend entries per row as the plot's width holds without cutting a name.
+void fitLegendColumns(QCustomPlot* plot);
 void setLogAxis(QCPAxis* axis, bool log);
 
 // Horizontal reference line with a small label at the right edge (thresholds 20 and 30).

@@ -174,6 +174,11 @@ class PanelsTest : public QObject {
         panel.resize(1200, 800);
         panel.showRun(std::move(snap));
         QCOMPARE(panel.lossPointCount(), 200);
+        // Issue 11, item 4: no legend sits inside a plot's data area.
+        for (QCustomPlot* p : panel.plots()) {
+            QVERIFY(!p->axisRect()->insetLayout()->elements(false).contains(p->legend));
+            QVERIFY(p->plotLayout()->elements(false).contains(p->legend));
+        }
         QVERIFY(panel.logitPlot()->graphCount() >= 2);
         QCOMPARE(panel.logitPlot()->graph(0)->dataCount(), 40);
         QVERIFY(panel.logitPlot()->yAxis->scaleType() == QCPAxis::stLogarithmic);
