@@ -5,13 +5,13 @@
 
 #include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
+#include <fcntl.h>  // open/fsync/rename for checkpoint files
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #if defined(__GLIBC__)
-#include <fcntl.h>
 #include <malloc.h>
-#include <unistd.h>
 #endif
 
 #include <algorithm>
