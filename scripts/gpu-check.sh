@@ -5,6 +5,7 @@
 # + tests/gpu_test against that machine's own PyTorch (-DQKLAB_TORCH=its python3,
 # -DQKLAB_GUI=OFF), then
 #   0. the GPU-only GoogleTest suite (tests/gpu_test.cpp; needs the libgtest-dev .deb);
+#   (3., speed, runs next: results.jsonl fills in as it goes, so a cut-short lease keeps it)
 #   1. fp32, same seed, 50 steps on CPU and GPU: loss curves and probes must agree;
 #   2. bf16 blow-up preset: the raw max logit still blows up without QK-norm, stays bounded
 #      with it; bf16-vs-fp32 logit relative error with and without QK-norm;
@@ -15,17 +16,19 @@
 # come from Debian .debs in DEBS_DIR (fetch them elsewhere with device-debs.sh), unpacked
 # with dpkg -x: no network needed.
 #
-# usage: scripts/gpu-check.sh [--debs DIR] [--out DIR] [--cpu]
+# usage: scripts/gpu-check.sh [--debs DIR] [--out DIR] [--cpu] [--speed-only]
 #   --cpu   run the same checks on the CPU at small sizes (tests this script without a GPU;
 #           uses scripts/setup.sh's venv when python3 has no torch)
+#   --speed-only  the build and the speed table alone (a second, short device lease)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-debs=.debs out=gpu-check-out cpu=0
+debs=.debs out=gpu-check-out cpu=0 speed_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --debs) debs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --cpu) cpu=1; shift ;;
+    --speed-only) speed_only=1; shift ;;
     *) echo "gpu-check.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
   esac
 done
@@ -67,8 +70,8 @@ build=build-gpu
 [ $cpu = 1 ] && build=build-gpucheck-cpu
 # The GPU tests need GoogleTest (the libgtest-dev .deb); without it the rest still runs.
 tests=OFF targets="qklab-cli bench_train precision_check"
-if [ -n "$extra_prefix" ] && compgen -G "$extra_prefix/lib/*/cmake/GTest" >/dev/null ||
-   [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; then
+if [ $speed_only = 0 ] && { [ -n "$extra_prefix" ] && compgen -G "$extra_prefix/lib/*/cmake/GTest" >/dev/null ||
+   [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; }; then
   tests=ON targets="$targets gpu_test"
 fi
 log "configuring $build against $python ($prefix), tests $tests"
@@ -108,6 +111,34 @@ else
   log "check 0 skipped: no GoogleTest (add libgtest-dev to $debs)"
 fi
 
+# Speed first: the table is what a short device lease is for; the checks follow.
+# 3. Speed.
+log "check 3: speed"
+configs="tiny 10m 300m"
+[ $cpu = 1 ] && configs="tiny"
+for cfg in $configs; do
+  warm=5
+  # Enough measured steps that the start-up difference of two runs is noise (bench_train
+  # times the warm-up alone and warm-up + steps, and takes the difference).
+  steps=200
+  [ $cfg = 300m ] && steps=30
+  for pe in 10 0; do
+    [ $cfg = 300m ] && [ $pe = 10 ] && pe=50
+    record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every $pe --set run.device=$device --set run.dtype=$dtype)"
+  done
+  # The explicit attention path on every step, against the fused kernel above.
+  record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every 0 --set run.device=$device --set run.dtype=$dtype --set run.fused_attention=false)"
+  # The PyTorch peer, eager and compiled, with and without probes (compiled code cannot trace
+  # the probe capture, so its probe steps run eagerly).
+  for pe in 10 0; do
+    record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every $pe --device $device --dtype $dtype)"
+    if [ $cpu = 0 ]; then
+      record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every $pe --device $device --dtype $dtype --compile || echo '{"impl":"python-compile","error":"torch.compile failed"}')"
+    fi
+  done
+done
+
+if [ $speed_only = 0 ]; then
 # 1. CPU vs GPU, fp32, same seed, 50 steps.
 small=(--set schedule.steps=50 --set probes.every=10 --set eval.every=0 --set run.seed=7)
 log "check 1: CPU vs $device fp32 loss curves"
@@ -142,25 +173,7 @@ for qk in none rms; do
   record "$($prec --preset experiments/default.json --steps 300 --seeds 1,2,3 --batches 4 --set run.device=$device --set attention.qk_norm=$qk | sed 's/^{/{"check":"bf16_vs_fp32",/')"
   record "$($prec --preset experiments/blowup_no_qknorm.json --steps 60 --seeds 1,2,3 --batches 4 --set run.device=$device --set attention.qk_norm=$qk | sed 's/^{/{"check":"bf16_vs_fp32",/')"
 done
-
-# 3. Speed.
-log "check 3: speed"
-configs="tiny 10m 300m"
-[ $cpu = 1 ] && configs="tiny"
-for cfg in $configs; do
-  steps=30 warm=5
-  [ $cfg = 300m ] && steps=20
-  for pe in 10 0; do
-    [ $cfg = 300m ] && [ $pe = 10 ] && pe=50
-    record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every $pe --set run.device=$device --set run.dtype=$dtype)"
-  done
-  # The explicit attention path on every step, against the fused kernel above.
-  record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every 0 --set run.device=$device --set run.dtype=$dtype --set run.fused_attention=false)"
-  record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every 10 --device $device --dtype $dtype)"
-  if [ $cpu = 0 ]; then
-    record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every 10 --device $device --dtype $dtype --compile || echo '{"impl":"python-compile","error":"torch.compile failed"}')"
-  fi
-done
+fi
 
 $python - "$results" <<'PY'
 import json, sys

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -19,7 +20,11 @@
 static int64_t cudaPeakMemoryBytes() {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
 }
+static void resetCudaPeakMemory() {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+}
 #else
+static void resetCudaPeakMemory() {}
 static int64_t cudaPeakMemoryBytes() {
     return 0;
 }  // CPU-only LibTorch
@@ -57,15 +62,29 @@ RunConfig benchConfig(const std::string& name) {
     return loadPreset(name);
 }
 
-struct Timer : TrainingObserver {
-    int64_t warmup = 0;
-    Clock::time_point start;
-    int64_t measured = 0;
-    void onStep(const StepMetrics& m) override {
-        if (m.step + 1 == warmup) start = Clock::now();
-        if (m.step + 1 > warmup) ++measured;
-    }
+// Seconds from building the trainer to the device having finished the last step. Observers
+// cannot time steps: with deferred readback (the CUDA default) onStep arrives in bursts at
+// readback points, long after the step ran, so a clock started in onStep measured almost
+// nothing (a 300,000-step/s "tiny" row on the H200). The difference of two whole runs does
+// not depend on when the engine reports.
+struct TimedRun {
+    double seconds = 0;
+    int64_t parameters = 0;
 };
+
+TimedRun timeWholeRun(const RunConfig& c, const std::string& profilePath) {
+    const auto t0 = Clock::now();
+    Trainer trainer(c);
+    {
+        std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+        if (!profilePath.empty())
+            profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profilePath);
+        TrainingObserver quiet;
+        trainer.run(quiet);
+    }
+    if (c.run.device == DeviceKind::Cuda) torch::cuda::synchronize();
+    return {std::chrono::duration<double>(Clock::now() - t0).count(), trainer.parameterCount()};
+}
 
 // The machine's matmul rate in the run's dtype on the run's device: the MFU denominator.
 double matmulGflops(const RunConfig& c) {
@@ -117,18 +136,19 @@ int main(int argc, char** argv) {
     c.eval.batches = 1;
     c.run.threads = threads;
     for (const auto& o : overrides) applyOverride(c, o);
-    Trainer trainer(c);
-    Timer timer;
-    timer.warmup = warmup;
-    {
-        std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
-        if (!profilePath.empty())
-            profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profilePath);
-        trainer.run(timer);
-    }
-    if (c.run.device == DeviceKind::Cuda) torch::cuda::synchronize();
-    const double seconds = std::chrono::duration<double>(Clock::now() - timer.start).count();
-    const double stepsPerSec = static_cast<double>(timer.measured) / seconds;
+    // The warm-up alone, then warm-up + measured steps: the difference is the measured steps
+    // (start-up, first-step compilation and CUDA-graph capture cancel out).
+    // A first, untimed run pays what a process pays once (CUDA context, kernel module loads,
+    // cuBLAS handles): on the H200 that was seconds, more than 200 tiny steps, and it made the
+    // difference negative.
+    RunConfig warmOnly = c;
+    warmOnly.schedule.steps = warmup;
+    timeWholeRun(warmOnly, "");
+    const TimedRun warm = timeWholeRun(warmOnly, "");
+    if (c.run.device == DeviceKind::Cuda) resetCudaPeakMemory();
+    const TimedRun full = timeWholeRun(c, profilePath);
+    const double seconds = std::max(1e-9, full.seconds - warm.seconds);
+    const double stepsPerSec = static_cast<double>(steps) / seconds;
     const double tokens = static_cast<double>(c.data.batchSize * c.model.seqLen);
     const double nonEmbedding = 12.0 * c.model.nLayers * c.model.dModel * c.model.dModel;
     const double flopsPerToken = 6.0 * (nonEmbedding + 256.0 * c.model.dModel) +
@@ -136,7 +156,7 @@ int main(int argc, char** argv) {
     nlohmann::json r;
     r["impl"] = "cpp";
     r["config"] = configName;
-    r["params"] = trainer.parameterCount();
+    r["params"] = full.parameters;
     r["threads"] = torch::get_num_threads();
     r["probes_every"] = probesEvery;
     r["steps_per_s"] = stepsPerSec;

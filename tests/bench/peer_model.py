@@ -132,7 +132,9 @@ class Transformer(nn.Module):
 def row_quantile(x, q):
     n = x.shape[1]
     if n > (1 << 20):
-        x = x[:, torch.linspace(0, n - 1, 1 << 20).long()]
+        # float64 positions: float32 rounds n - 1 up to n past 2**24 (an out-of-range index).
+        idx = torch.linspace(0, n - 1, 1 << 20, dtype=torch.float64, device=x.device).long()
+        x = x[:, idx.clamp_(max=n - 1)]
         n = x.shape[1]
     return torch.kthvalue(x, max(1, min(n, math.ceil(q * n))), dim=1).values
 
@@ -143,13 +145,13 @@ def probes(captures, bins=128, lo=-64.0, hi=64.0):
         tables, hists = [], []
         for c in captures:
             B, H, T, _ = c["raw"].shape
-            idx = torch.tril_indices(T, T)
+            idx = torch.tril_indices(T, T, device=c["raw"].device)
             flat = idx[0] * T + idx[1]
             raw = c["raw"].transpose(0, 1).reshape(H, B, T * T)[:, :, flat].reshape(H, -1)
             capped = raw
             norms = [t.norm(dim=-1).transpose(0, 1).reshape(H, -1) for t in (c["q"], c["k"], c["q_raw"], c["k_raw"])]
             entropy = -torch.xlogy(c["probs"], c["probs"]).sum(-1).mean((0, 2))
-            frac = torch.zeros(H)
+            frac = torch.zeros(H, device=raw.device)
             per_head = torch.stack([raw.amax(1), row_quantile(raw, 0.99), raw.mean(1), capped.amax(1),
                                     row_quantile(capped, 0.99), capped.mean(1)] +
                                    [row_quantile(n, 0.9) for n in norms] + [entropy, frac], 1)
@@ -157,7 +159,7 @@ def probes(captures, bins=128, lo=-64.0, hi=64.0):
             layer = torch.stack([raw.max(), whole(raw, 0.99), raw.mean(), capped.max(), whole(capped, 0.99),
                                  capped.mean()] + [whole(n, 0.9) for n in norms] + [entropy.mean(), frac.mean()])
             tables.append(torch.cat((layer[None], per_head)))
-            v = torch.nan_to_num(raw, 0.0, 3e38, -3e38)
+            v = torch.nan_to_num(raw.float(), 0.0, 3e38, -3e38)  # histc has no bf16 kernel
             hists.append(torch.stack([torch.histc(v[h], bins, lo, hi) for h in range(H)]))
             hists.append(torch.stack(((v < lo).sum(1), (v > hi).sum(1)), 1).float())
         return torch.stack(tables).double().cpu(), [h.cpu() for h in hists]
