@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "qklab/events.h"
 
 using namespace qklab;
 
@@ -141,4 +144,28 @@ TEST(Schedules, EventsApplyFromTheirStep) {
     c.attention.qkNorm = QkNormVariant::None;
     c.events.clear();
     EXPECT_EQ(settingsAt(c, 0).alpha, 0.0);  // no norm: the raw path
+}
+
+TEST(Schedules, SettingChangesSayFromWhatToWhat) {
+    RunConfig c = base();
+    c.model.seqLen = 64;
+    c.attention.qkNorm = QkNormVariant::None;
+    auto event = [](int64_t step, const char* json) {
+        nlohmann::json j = nlohmann::json::parse(json);
+        j["step"] = step;
+        return eventFromJson(j, "test");
+    };
+    c.events = {event(20, R"({"kind":"lr_multiplier","factor":0.5})"),
+                event(50, R"({"kind":"qk_norm","variant":"rms"})"),
+                event(50, R"({"kind":"softcap","cap":"tanh","c":30})"),
+                event(60, R"({"kind":"context_length","seq_len":32})"),
+                event(70, R"({"kind":"qk_anneal","steps":10})"),
+                event(90, R"({"kind":"softcap","cap":"none"})")};
+    const std::vector<std::string> want{
+        "lr \u00d71\u2192\u00d70.5 @20",         "qk_norm none\u2192rms @50",
+        "softcap none\u2192tanh C=30 @50",       "ctx 64\u219232 @60",
+        "qk_norm rms annealed out over 10 steps @70", "softcap tanh C=30\u2192none @90"};
+    EXPECT_EQ(settingChanges(c), want);
+    // Every kind of the registry says what it changed.
+    for (const EventKindInfo& k : eventKinds()) EXPECT_TRUE(bool(k.change)) << k.name;
 }

@@ -462,6 +462,29 @@ TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
     EXPECT_EQ(events[1].paramsJson, "not json");
 }
 
+TEST_F(StoreTest, ListedRunsCarryTheirInterventionsInStepOrder) {
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addEvent({80, "softcap", R"({"cap":"tanh","c":30})", "user"});
+        w.addEvent({50, "qk_norm", R"({"variant":"rms"})", "user"});
+        w.addEvent({50, "lr_multiplier", R"({"factor":0.5})", "user"});  // same step: id order
+        w.addEvent({10, "dirty_batch", "{}", "config"});  // the config's own: not listed
+        w.finish(RunStatus::Finished);
+    }
+    RunStore store(m_path, StoreAccess::ReadOnly);
+    const auto runs = store.listRuns();
+    ASSERT_EQ(runs.size(), 1u);
+    const auto& iv = runs[0].interventions;
+    ASSERT_EQ(iv.size(), 3u);
+    EXPECT_EQ(iv[0].step, 50);
+    EXPECT_EQ(iv[0].kind, "qk_norm");
+    EXPECT_EQ(iv[0].paramsJson, R"({"variant":"rms"})");
+    EXPECT_EQ(iv[1].kind, "lr_multiplier");
+    EXPECT_EQ(iv[2].step, 80);
+    EXPECT_EQ(iv[2].source, "user");
+    EXPECT_EQ(store.run(1).interventions.size(), 3u);
+}
+
 TEST_F(StoreTest, NewerSchemaIsRefused) {
     { RunStore s(m_path); }
     rawExec("PRAGMA user_version = 99", m_path);

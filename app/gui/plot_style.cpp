@@ -181,8 +181,10 @@ void placeLegendOutside(QCustomPlot* plot, int row) {
 void fitLegendColumns(QCustomPlot* plot) {
     QCPLegend* legend = plot->legend;
     int widest = 1;
+    // itemCount() counts the grid's cells; a cell left empty by a removed entry has no item.
     for (int i = 0; i < legend->itemCount(); ++i)
-        widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+        if (QCPAbstractLegendItem* item = legend->item(i))
+            widest = std::max(widest, item->minimumOuterSizeHint().width());
     const int available = plot->width() - legend->margins().left() - legend->margins().right();
     const int columns = std::clamp(available / (widest + legend->columnSpacing()), 1,
                                    std::max(1, legend->itemCount()));

@@ -86,9 +86,9 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     bottom->addWidget(m_dbLabel);
     layout->addLayout(bottom);
 
-    connect(m_search, &QLineEdit::textChanged, m_proxy,
-            &QSortFilterProxyModel::setFilterFixedString);
+    connect(m_search, &QLineEdit::textChanged, this, &RunBrowserPanel::onFilterChanged);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+        if (m_filtering) return;  // onFilterChanged restores the shown run's row itself
         showDetails();
         const int64_t id = selectedRunId();
         if (id > 0) emit runActivated(id);
@@ -196,7 +196,14 @@ void RunBrowserPanel::refresh() {
         const size_t before = m_model->runs().size();
         QSignalBlocker block(m_view->selectionModel());
         m_model->setRuns(m_store->listRuns());
-        if (keep > 0) selectRun(keep);
+        if (keep > 0) {
+            const int row = m_model->rowOf(keep);
+            const QModelIndex index =
+                row < 0 ? QModelIndex() : m_proxy->mapFromSource(m_model->index(row, 0));
+            if (index.isValid())
+                m_view->selectionModel()->setCurrentIndex(
+                    index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        }
         showDetails();
         if (m_model->runs().size() != before) emit runsChanged();
     } catch (const std::exception& e) {
@@ -210,18 +217,58 @@ int64_t RunBrowserPanel::selectedRunId() const {
 }
 
 void RunBrowserPanel::selectRun(int64_t id) {
+    m_shownRun = id;
+    m_clearedFilter.clear();
     const int row = m_model->rowOf(id);
     if (row < 0) return;
-    const QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
-    if (!index.isValid()) return;
+    QModelIndex index = m_proxy->mapFromSource(m_model->index(row, 0));
+    if (!index.isValid()) {
+        // Hidden by the filter (a new run named unlike the filter, say): another row must not
+        // stay highlighted while the views show this one.
+        const QString filter = m_search->text();
+        m_search->clear();
+        m_clearedFilter = filter;
+        index = m_proxy->mapFromSource(m_model->index(row, 0));
+    }
     m_view->selectionModel()->setCurrentIndex(
         index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_view->scrollTo(index);
+    showDetails();
+}
+
+QString RunBrowserPanel::filterText() const {
+    return m_search->text();
+}
+
+void RunBrowserPanel::onFilterChanged(const QString& text) {
+    m_clearedFilter.clear();
+    // Filtering must not change which run the views show: the proxy moves the current index
+    // to a neighbouring row when it hides the current one, which used to open that run.
+    m_filtering = true;
+    m_proxy->setFilterFixedString(text);
+    if (m_shownRun > 0) {
+        const int row = m_model->rowOf(m_shownRun);
+        const QModelIndex index =
+            row < 0 ? QModelIndex() : m_proxy->mapFromSource(m_model->index(row, 0));
+        if (index.isValid()) {
+            m_view->selectionModel()->setCurrentIndex(
+                index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        } else {
+            m_view->selectionModel()->clearSelection();
+            m_view->selectionModel()->setCurrentIndex(QModelIndex(), QItemSelectionModel::NoUpdate);
+        }
+    }
+    m_filtering = false;
+    showDetails();
 }
 
 void RunBrowserPanel::showDetails() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r) {
-        m_details->setText(tr("%n run(s)", nullptr, int(m_model->runs().size())));
+        QString text = tr("%n run(s)", nullptr, int(m_model->runs().size()));
+        if (m_shownRun > 0 && m_model->runById(m_shownRun))
+            text += tr(" · run %1, shown in the views, is hidden by the filter").arg(m_shownRun);
+        m_details->setText(text);
         return;
     }
     QString text = tr("<b>%1</b> · %2 · seed %3 · %4 · %5")
@@ -230,6 +277,9 @@ void RunBrowserPanel::showDetails() {
                        .arg(r->seed)
                        .arg(QString::fromStdString(r->device).toHtmlEscaped(),
                             QString::fromStdString(r->appVersion).toHtmlEscaped());
+    if (!m_clearedFilter.isEmpty())
+        text += tr(" · filter “%1” cleared to show this run")
+                    .arg(m_clearedFilter.left(40).toHtmlEscaped());
     if (!r->statusMessage.empty())
         text += QStringLiteral("<br>") + QString::fromStdString(r->statusMessage).toHtmlEscaped();
     if (!r->notes.empty())
@@ -239,17 +289,8 @@ void RunBrowserPanel::showDetails() {
 }
 
 RunConfig RunBrowserPanel::replayConfig(RunStore& store, int64_t runId) {
-    RunConfig c = configOfRun(store.run(runId));
     // Interventions were applied at recorded steps; as config events they replay identically.
-    for (const EventRecord& e : store.events(runId)) {
-        if (e.source != nameOf(EventSource::User)) continue;
-        Event ev = eventFromRecord(e.step, e.kind, e.paramsJson, e.source);  // throws if unreadable
-        ev.source = EventSource::Config;
-        c.events.push_back(ev);
-    }
-    std::stable_sort(c.events.begin(), c.events.end(),
-                     [](const Event& a, const Event& b) { return a.step < b.step; });
-    return c;
+    return configAsTrained(store.run(runId), /*strict=*/true);
 }
 
 void RunBrowserPanel::reuseSelected() {

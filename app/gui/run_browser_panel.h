@@ -44,7 +44,11 @@ class RunBrowserPanel : public QWidget {
     RunListModel* model() const { return m_model; }
 
     int64_t selectedRunId() const;
+    // Selects the run the views show. A run hidden by the filter is never left unselected
+    // behind another highlighted row: the filter is cleared (and the details line says so),
+    // so the selection always names the run on screen.
     void selectRun(int64_t id);
+    QString filterText() const;
     void setPollInterval(int ms);
 
     // The stored config plus the run's user interventions as config events: a replay.
@@ -70,11 +74,15 @@ class RunBrowserPanel : public QWidget {
   private:
     void poll();
     void showDetails();
+    void onFilterChanged(const QString& text);
 
     std::unique_ptr<RunStore> m_store;
     std::function<bool(const QString&)> m_confirmCreate;
     QString m_path;
     int64_t m_lastMaxId = -1;
+    int64_t m_shownRun = 0;        // the run the views show (selectRun's last argument)
+    QString m_clearedFilter;       // a filter selectRun cleared, named in the details line
+    bool m_filtering = false;      // the proxy is re-filtering: its row moves are not picks
     int m_quietTicks = 0;
     RunListModel* m_model = nullptr;
     QSortFilterProxyModel* m_proxy = nullptr;

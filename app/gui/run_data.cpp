@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "gui_types.h"
+#include "qklab/schedules.h"
 
 namespace qklab::gui {
 
@@ -35,6 +36,22 @@ RunConfig configOfRun(const RunInfo& info) {
         // plots still work from the stored rows, only the derived settings fall back.
     }
     return RunConfig{};
+}
+
+RunConfig configAsTrained(const RunInfo& info, bool strict) {
+    RunConfig c = configOfRun(info);
+    for (const EventRecord& e : info.interventions) {
+        try {
+            Event ev = eventFromRecord(e.step, e.kind, e.paramsJson, e.source);
+            ev.source = EventSource::Config;  // as config events they replay identically
+            c.events.push_back(ev);
+        } catch (...) {
+            if (strict) throw;
+        }
+    }
+    std::stable_sort(c.events.begin(), c.events.end(),
+                     [](const Event& a, const Event& b) { return a.step < b.step; });
+    return c;
 }
 
 RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
@@ -76,6 +93,7 @@ QString keySettings(const RunConfig& c) {
                  .arg(c.model.nLayers)
                  .arg(c.model.dModel)
                  .arg(c.model.nHeads);
+    for (const std::string& change : settingChanges(c)) parts << QString::fromStdString(change);
     return parts.join(QStringLiteral(", "));
 }
 

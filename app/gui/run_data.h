@@ -37,8 +37,14 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId);
 // written by a newer version).
 RunConfig configOfRun(const RunInfo& info);
 
+// The config with the run's interventions added as config events, in step order: what the run
+// trained with (and what a replay repeats). Strict: an unreadable intervention throws
+// qklab::Error; otherwise it is skipped.
+RunConfig configAsTrained(const RunInfo& info, bool strict = false);
+
 // Short human summary of the settings that matter for stability ("qk_norm=rms, softcap
-// tanh C=50, lr 3e-3"), for the run list and window titles.
+// tanh C=50, lr 3e-3"), then each event as the change it made ("qk_norm none→rms @50"), for
+// the run list and window titles.
 QString keySettings(const RunConfig& c);
 
 // "1.2e-03" style for small/large values, plain otherwise.

@@ -27,11 +27,13 @@ void RunListModel::setRuns(std::vector<RunInfo> runs) {
     std::vector<QString> settings;
     settings.reserve(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {
-        // Re-parse the config only for rows that are new: it never changes after creation.
-        if (sameIds && !m_settings.empty())
+        // Re-parse the config only for rows that are new or got an intervention: the config
+        // itself never changes after creation.
+        if (sameIds && !m_settings.empty() &&
+            runs[i].interventions.size() == m_runs[i].interventions.size())
             settings.push_back(m_settings[i]);
         else
-            settings.push_back(keySettings(configOfRun(runs[i])));
+            settings.push_back(keySettings(configAsTrained(runs[i])));
     }
     if (sameIds) {
         m_runs = std::move(runs);

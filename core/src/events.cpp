@@ -77,6 +77,9 @@ EventKindInfo lrMultiplier() {
     k.params = {floatParam("factor", "LR multiplier", 1e-6, 1e6, &EventArgs::factor)};
     k.apply = [](StepSettings& s, const Event& e, int64_t) { s.lrFactor = e.args.factor; };
     k.label = [](const EventArgs& a) { return "lr \u00d7" + number(a.factor); };
+    k.change = [](const StepSettings& b, const EventArgs& a) {
+        return "lr \u00d7" + number(b.lrFactor) + "\u2192\u00d7" + number(a.factor);
+    };
     k.example = {{"step", 200}, {"kind", "lr_multiplier"}, {"factor", 0.5}};
     return k;
 }
@@ -95,6 +98,9 @@ EventKindInfo contextLength() {
     k.params[0].interventionMax = [](const RunConfig& c) { return double(c.maxSeqLen()); };
     k.apply = [](StepSettings& s, const Event& e, int64_t) { s.seqLen = e.args.seqLen; };
     k.label = [](const EventArgs& a) { return "ctx " + std::to_string(a.seqLen); };
+    k.change = [](const StepSettings& b, const EventArgs& a) {
+        return "ctx " + std::to_string(b.seqLen) + "\u2192" + std::to_string(a.seqLen);
+    };
     k.example = {{"step", 300}, {"kind", "context_length"}, {"seq_len", 256}};
     return k;
 }
@@ -117,6 +123,7 @@ EventKindInfo dirtyBatch() {
         s.dirtyText = e.args.text.empty() ? defaultDirtyText() : e.args.text;
     };
     k.label = [](const EventArgs&) { return std::string("dirty batch"); };
+    k.change = [](const StepSettings&, const EventArgs&) { return std::string("dirty batch"); };
     k.example = {{"step", 450}, {"kind", "dirty_batch"}};
     return k;
 }
@@ -134,6 +141,9 @@ EventKindInfo qkNorm() {
         s.inAnnealWindow = false;
     };
     k.label = [](const EventArgs& a) { return std::string("qk_norm ") + nameOf(a.variant); };
+    k.change = [](const StepSettings& b, const EventArgs& a) {
+        return std::string("qk_norm ") + nameOf(b.qkNorm) + "\u2192" + nameOf(a.variant);
+    };
     k.example = {{"step", 500}, {"kind", "qk_norm"}, {"variant", "rms"}};
     return k;
 }
@@ -155,6 +165,10 @@ EventKindInfo qkAnneal() {
         s.inAnnealWindow = true;
     };
     k.label = [](const EventArgs& a) { return "anneal " + std::to_string(a.steps) + " steps"; };
+    k.change = [](const StepSettings& b, const EventArgs& a) {
+        return std::string("qk_norm ") + nameOf(b.qkNorm) + " annealed out over " +
+               std::to_string(a.steps) + " steps";
+    };
     k.example = {{"step", 800}, {"kind", "qk_anneal"}, {"steps", 80}, {"shape", "linear"}};
     return k;
 }
@@ -176,6 +190,13 @@ EventKindInfo softcap() {
         return a.cap == SoftcapKind::None
                    ? std::string("softcap none")
                    : std::string("softcap ") + nameOf(a.cap) + " C=" + number(a.c);
+    };
+    k.change = [](const StepSettings& b, const EventArgs& a) {
+        auto cap = [](SoftcapKind kind, double c) {
+            return kind == SoftcapKind::None ? std::string("none")
+                                             : std::string(nameOf(kind)) + " C=" + number(c);
+        };
+        return "softcap " + cap(b.softcapKind, b.softcapC) + "\u2192" + cap(a.cap, a.c);
     };
     k.example = {{"step", 900}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 50.0}};
     return k;

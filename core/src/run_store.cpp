@@ -13,12 +13,14 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
+#include <tuple>
 
 #include "qklab/error.h"
 #include "sqlite_db.h"
@@ -206,10 +208,38 @@ const char* const kRunColumns =
     "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss IS NOT NULL "
     "ORDER BY m.step DESC LIMIT 1), r.pid, r.host";
 
-// Column 21 of kRunColumns where the file has the table (a reader does not migrate).
+// Column 21 of kRunColumns where the file has the table (a reader does not migrate); column 22
+// the run's interventions as a JSON array of [step, kind, params, id].
 std::string runColumns(int version) {
     return std::string(kRunColumns) +
-           (version >= 5 ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)" : ", 0");
+           (version >= 5 ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)"
+                         : ", 0") +
+           ", (SELECT json_group_array(json_array(e.step, e.kind, e.params_json, e.id)) "
+           "FROM events e WHERE e.run_id = r.id AND e.source = 'user')";
+}
+
+// Column 22 of runColumns; unreadable JSON leaves the list empty (the run still lists).
+std::vector<EventRecord> interventionsFromJson(const std::string& text) {
+    std::vector<std::pair<int64_t, EventRecord>> rows;
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_array()) return {};
+    for (const auto& row : j) {
+        if (!row.is_array() || row.size() != 4 || !row[0].is_number_integer() ||
+            !row[1].is_string() || !row[2].is_string() || !row[3].is_number_integer())
+            continue;
+        EventRecord e;
+        e.step = row[0].get<int64_t>();
+        e.kind = row[1].get<std::string>();
+        e.paramsJson = row[2].get<std::string>();
+        e.source = "user";
+        rows.emplace_back(row[3].get<int64_t>(), std::move(e));
+    }
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.second.step, a.first) < std::tie(b.second.step, b.first);
+    });
+    std::vector<EventRecord> out;
+    for (auto& [id, e] : rows) out.push_back(std::move(e));
+    return out;
 }
 
 // A run marked running whose process on this host is gone. EPERM means the pid is alive
@@ -246,6 +276,7 @@ RunInfo readRun(const Statement& st) {
     r.spikes = st.columnInt(17);
     r.finalValLoss = st.columnOptReal(18);
     r.logitAlarms = st.columnInt(21);
+    r.interventions = interventionsFromJson(st.columnText(22));
     // Readers show a dead writer's run as interrupted without writing it (only writers
     // persist that, in markInterruptedRuns).
     if (r.status == RunStatus::Running) {

@@ -112,4 +112,17 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     return s;
 }
 
+std::vector<std::string> settingChanges(const RunConfig& c) {
+    std::vector<std::string> out;
+    RunConfig before = c;
+    before.events.clear();
+    for (const Event& e : c.events) {
+        // Settings just before this event: the earlier events (same step included) applied.
+        const StepSettings s = settingsAt(before, e.step);
+        out.push_back(eventKindInfo(e.kind).change(s, e.args) + " @" + std::to_string(e.step));
+        before.events.push_back(e);
+    }
+    return out;
+}
+
 }  // namespace qklab

@@ -350,6 +350,20 @@ class PanelsTest : public QObject {
         QCOMPARE(cell(RunListModel::Column::ValLoss), QStringLiteral("3.2000"));
         QCOMPARE(header(RunListModel::Column::TrainLoss), QStringLiteral("train loss"));
         QCOMPARE(cell(RunListModel::Column::TrainLoss), QStringLiteral("3.0100"));
+
+        // Issue 11, item 5: QK-norm switched on mid-run shows as the change it made, and a
+        // poll that brings a new intervention updates the row (the settings are cached;
+        // interventions are only ever added).
+        std::vector<RunInfo> runs = store.listRuns();
+        runs[0].interventions.push_back({50, "qk_norm", R"({"variant":"rms"})", "user"});
+        model.setRuns(runs);
+        QVERIFY2(cell(RunListModel::Column::Settings)
+                     .contains(QStringLiteral("qk_norm none\u2192rms @50")),
+                 qPrintable(cell(RunListModel::Column::Settings)));
+        runs[0].interventions.push_back({80, "softcap", R"({"cap":"tanh","c":30})", "user"});
+        model.setRuns(runs);
+        QVERIFY(cell(RunListModel::Column::Settings)
+                    .contains(QStringLiteral("softcap none\u2192tanh C=30 @80")));
     }
 };
 

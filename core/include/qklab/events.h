@@ -78,6 +78,9 @@ struct EventKindInfo {
     // Changes the settings of a step at or after the event's step (events apply in order).
     std::function<void(StepSettings&, const Event&, int64_t step)> apply;
     std::function<std::string(const EventArgs&)> label;  // plot label, e.g. "LR ×0.5"
+    // What the event changed, given the settings just before it, e.g. "qk_norm none→rms": the
+    // run list's key settings say what a run actually trained with, not only how it started.
+    std::function<std::string(const StepSettings& before, const EventArgs&)> change;
     nlohmann::json example;                              // a complete event, for docs and the form
 };
 

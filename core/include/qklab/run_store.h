@@ -34,6 +34,9 @@ struct RunInfo {
     int64_t spikes = 0;
     int64_t logitAlarms = 0;
     std::string statusMessage;  // why it failed / diverged
+    // The user's mid-run interventions (source "user"), by step: with the config's own
+    // events they say what the run actually trained with.
+    std::vector<EventRecord> interventions;
 };
 
 // Readers (list, show, export, the app's views) never write: a read-only store opens an

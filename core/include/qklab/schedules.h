@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "qklab/run_config.h"
 
@@ -43,6 +44,8 @@ struct StepSettings {
     std::string dirtyText;
 };
 StepSettings settingsAt(const RunConfig& c, int64_t step);
+// Each event of c (sorted by step) as the change it made, "qk_norm none→rms @50", in order.
+std::vector<std::string> settingChanges(const RunConfig& c);
 
 // alpha at progress t in [0, 1] of an anneal of this shape (1 -> 0).
 double annealAlphaAt(double t, AnnealShape shape);

@@ -1,0 +1,96 @@
+// main_window_test.cpp — the whole window, in process: what the views show and what the run
+// list names must agree (issue 11, item 2), whatever the filter says.
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "config_form.h"
+#include "gui_test_util.h"
+#include "gui_types.h"
+#include "live_plots_panel.h"
+#include "main_window.h"
+#include "qklab/run_store.h"
+#include "run_browser_panel.h"
+#include "run_controller.h"
+#include "run_controls_panel.h"
+#include "run_list_model.h"
+
+using namespace qklab;
+using namespace qklab::gui;
+
+class MainWindowTest : public QObject {
+    Q_OBJECT
+  private:
+    QTemporaryDir m_dir;
+
+    static void storeRun(const QString& db, const std::string& name) {
+        RunWriter w(db.toStdString(), NewRun{name, configToJson(test::tinyConfig()).dump()});
+        StepMetrics m;
+        m.step = 0;
+        m.loss = 5.0;
+        w.addStep(m);
+        w.finish(RunStatus::Finished);
+    }
+
+  private slots:
+    void initTestCase() {
+        registerGuiMetaTypes();
+        QVERIFY(m_dir.isValid());
+        // Keep the user's window layout out of the test and the test's out of theirs.
+        QCoreApplication::setOrganizationName(QStringLiteral("qklab-tests"));
+    }
+
+    // Filter by "blowup", look at run 1, start a run named otherwise: the new run is shown,
+    // so it is the selected row and the filter is cleared (it used to hide the new run while
+    // run 1 stayed highlighted and named).
+    void selectionAlwaysNamesTheShownRun() {
+        const QString db = m_dir.filePath(QStringLiteral("agree.db"));
+        storeRun(db, "blowup-1");
+        MainWindow w;
+        w.setQuiet(true);
+        QVERIFY(w.openDatabase(db));
+        RunBrowserPanel* browser = w.runBrowser();
+        auto* filter = browser->findChild<QLineEdit*>(QStringLiteral("runFilter"));
+        auto* table = browser->findChild<QTableView*>(QStringLiteral("runTable"));
+        QVERIFY(filter && table);
+
+        filter->setText(QStringLiteral("blowup"));
+        QSignalSpy opened(&w, &MainWindow::runOpened);
+        table->setCurrentIndex(table->model()->index(0, 0));  // the user clicks run 1
+        QVERIFY(opened.wait(10000));
+        QCOMPARE(w.livePlots()->runId(), int64_t(1));
+        QCOMPARE(browser->selectedRunId(), int64_t(1));
+
+        w.configForm()->setConfig(test::tinyConfig(12));
+        w.runControls()->setRunName(QStringLiteral("fresh"));
+        w.runControls()->startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(w.livePlots()->runId() == 2, 20000);
+        QCOMPARE(browser->selectedRunId(), int64_t(2));
+        QVERIFY(browser->filterText().isEmpty());
+        const auto details = browser->findChildren<QLabel*>();
+        bool noted = false;
+        for (QLabel* l : details) noted = noted || l->text().contains(QStringLiteral("cleared"));
+        QVERIFY2(noted, "the details line says the filter was cleared");
+
+        // A filter that hides the shown run leaves no other run highlighted, and says so.
+        filter->setText(QStringLiteral("blowup"));
+        QCOMPARE(browser->selectedRunId(), int64_t(0));
+        bool hiddenNoted = false;
+        for (QLabel* l : browser->findChildren<QLabel*>())
+            hiddenNoted = hiddenNoted || l->text().contains(QStringLiteral("hidden by the filter"));
+        QVERIFY(hiddenNoted);
+        // Clearing it highlights the shown run again, without reloading it.
+        filter->clear();
+        QCOMPARE(browser->selectedRunId(), w.livePlots()->runId());
+
+        QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isBusy(), 60000);
+        QCOMPARE(browser->selectedRunId(), int64_t(2));
+        QCOMPARE(w.livePlots()->runId(), int64_t(2));
+    }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "main_window_test.moc"
