@@ -161,10 +161,12 @@ TEST(Schedules, SettingChangesSayFromWhatToWhat) {
                 event(60, R"({"kind":"context_length","seq_len":32})"),
                 event(70, R"({"kind":"qk_anneal","steps":10})"),
                 event(90, R"({"kind":"softcap","cap":"none"})")};
-    const std::vector<std::string> want{
-        "lr \u00d71\u2192\u00d70.5 @20",         "qk_norm none\u2192rms @50",
-        "softcap none\u2192tanh C=30 @50",       "ctx 64\u219232 @60",
-        "qk_norm rms annealed out over 10 steps @70", "softcap tanh C=30\u2192none @90"};
+    const std::vector<std::string> want{"lr \u00d71\u2192\u00d70.5 @20",
+                                        "qk_norm none\u2192rms @50",
+                                        "softcap none\u2192tanh C=30 @50",
+                                        "ctx 64\u219232 @60",
+                                        "qk_norm rms annealed out over 10 steps @70",
+                                        "softcap tanh C=30\u2192none @90"};
     EXPECT_EQ(settingChanges(c), want);
     // Every kind of the registry says what it changed.
     for (const EventKindInfo& k : eventKinds()) EXPECT_TRUE(bool(k.change)) << k.name;

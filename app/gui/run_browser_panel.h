@@ -80,9 +80,9 @@ class RunBrowserPanel : public QWidget {
     std::function<bool(const QString&)> m_confirmCreate;
     QString m_path;
     int64_t m_lastMaxId = -1;
-    int64_t m_shownRun = 0;        // the run the views show (selectRun's last argument)
-    QString m_clearedFilter;       // a filter selectRun cleared, named in the details line
-    bool m_filtering = false;      // the proxy is re-filtering: its row moves are not picks
+    int64_t m_shownRun = 0;    // the run the views show (selectRun's last argument)
+    QString m_clearedFilter;   // a filter selectRun cleared, named in the details line
+    bool m_filtering = false;  // the proxy is re-filtering: its row moves are not picks
     int m_quietTicks = 0;
     RunListModel* m_model = nullptr;
     QSortFilterProxyModel* m_proxy = nullptr;

@@ -1,5 +1,7 @@
 // main_window_test.cpp — the whole window, in process: what the views show and what the run
 // list names must agree (issue 11, item 2), whatever the filter says.
+#include "main_window.h"
+
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
@@ -11,7 +13,6 @@
 #include "gui_test_util.h"
 #include "gui_types.h"
 #include "live_plots_panel.h"
-#include "main_window.h"
 #include "qklab/run_store.h"
 #include "run_browser_panel.h"
 #include "run_controller.h"

@@ -81,7 +81,7 @@ struct EventKindInfo {
     // What the event changed, given the settings just before it, e.g. "qk_norm none→rms": the
     // run list's key settings say what a run actually trained with, not only how it started.
     std::function<std::string(const StepSettings& before, const EventArgs&)> change;
-    nlohmann::json example;                              // a complete event, for docs and the form
+    nlohmann::json example;  // a complete event, for docs and the form
 };
 
 const std::vector<EventKindInfo>& eventKinds();
