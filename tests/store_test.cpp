@@ -23,7 +23,7 @@
 namespace fs = std::filesystem;
 using namespace qklab;
 
-constexpr int kLatestSchema = 5;  // 4: histograms.nan, 5: logit_alarms
+constexpr int kLatestSchema = 6;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes
 
 namespace {
 
@@ -206,6 +206,8 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
         am.head = 1;
         am.size = 2;
         am.weights = {1.0f, 0.0f, 0.3f, 0.7f};
+        am.tokens = std::string("a\0", 2);  // bytes, a NUL included
+        am.reason = MapReason::LogitAlarm;
         w.addAttentionMap(am);
 
         Spike s;
@@ -293,6 +295,8 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
     EXPECT_EQ(maps[0].size, 2);
     EXPECT_EQ(maps[0].head, 1);
     EXPECT_EQ(maps[0].weights, (std::vector<float>{1.0f, 0.0f, 0.3f, 0.7f}));
+    EXPECT_EQ(maps[0].tokens, std::string("a\0", 2));
+    EXPECT_EQ(maps[0].reason, MapReason::LogitAlarm);
     EXPECT_EQ(store.attentionMapSteps(id), std::vector<int64_t>{2});
 
     auto sp = store.spikes(id);
@@ -408,7 +412,9 @@ TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
     // Turn the file back into what a version-1 build wrote.
     rawExec(
         "ALTER TABLE step_metrics DROP COLUMN attention_path; ALTER TABLE histograms DROP COLUMN "
-        "nan; DROP TABLE logit_alarms; PRAGMA user_version = 1",
+        "nan; DROP TABLE logit_alarms; "
+        "ALTER TABLE attention_maps DROP COLUMN tokens; ALTER TABLE attention_maps DROP COLUMN "
+        "reason; PRAGMA user_version = 1",
         m_path);
     ASSERT_EQ(rawInt("SELECT count(*) FROM pragma_table_info('step_metrics') "
                      "WHERE name = 'attention_path'"),
@@ -431,7 +437,9 @@ TEST_F(StoreTest, VersionThreeHistogramsGainAZeroNanCount) {
         w.finish(RunStatus::Finished);
     }
     rawExec(
-        "ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; PRAGMA user_version = 3",
+        "ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; "
+        "ALTER TABLE attention_maps DROP COLUMN tokens; ALTER TABLE attention_maps DROP COLUMN "
+        "reason; PRAGMA user_version = 3",
         m_path);
     RunStore store(m_path);
     EXPECT_EQ(store.schemaVersion(), kLatestSchema);
@@ -451,7 +459,9 @@ TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
     // Put back what a version-2 build wrote, then let this build open it.
     rawExec(
         R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
-               ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; PRAGMA user_version = 2)",
+               ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms;
+               ALTER TABLE attention_maps DROP COLUMN tokens;
+               ALTER TABLE attention_maps DROP COLUMN reason; PRAGMA user_version = 2)",
         m_path);
     RunStore store(m_path);
     EXPECT_EQ(store.schemaVersion(), kLatestSchema);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -412,4 +413,64 @@ TEST(Trainer, BlowUpRaisesLogitAlarmsOncePerLayerAndRule) {
     Alarms normed;
     Trainer(c).run(normed);
     EXPECT_TRUE(normed.alarms.empty());
+}
+
+// Issue 11, item 10: a collapse between two scheduled maps used to leave no map of it. Maps
+// every 50 steps on a 40-step blow-up run: the only maps are the first probe past the raw-max
+// line, and both sides of a QK-norm switch at step 30.
+TEST(Trainer, AttentionMapsCatchTheCollapseAndBothSidesOfAnEvent) {
+    struct Maps : TrainingObserver {
+        std::vector<AttentionMap> maps;
+        std::vector<ProbeStats> probes;
+        void onAttentionMaps(const std::vector<AttentionMap>& m) override {
+            maps.insert(maps.end(), m.begin(), m.end());
+        }
+        void onProbes(int64_t, const std::vector<ProbeStats>& s,
+                      const std::vector<LogitHistogram>&) override {
+            probes.insert(probes.end(), s.begin(), s.end());
+        }
+    } col;
+    RunConfig c;  // blowup_no_qknorm.json, shortened
+    c.optim.lr = 3e-2;
+    c.schedule.steps = 40;
+    c.schedule.warmupSteps = 10;
+    c.probes.every = 5;
+    c.probes.attnMapEvery = 50;  // the schedule alone maps step 0 only
+    c.eval.every = 0;
+    c.run.threads = 2;
+    c.events = {eventFromJson({{"step", 31}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test")};
+    Trainer(c).run(col);
+
+    std::map<int64_t, MapReason> reasons;
+    std::map<int64_t, double> rowMax;  // mean row maximum of layer 0, head 0
+    for (const AttentionMap& m : col.maps) {
+        reasons[m.step] = m.reason;
+        EXPECT_EQ(m.tokens.size(), size_t(m.size)) << "the input bytes of every position";
+        if (m.layer != 0 || m.head != 0) continue;
+        double sum = 0;
+        for (int i = 0; i < m.size; ++i) {
+            float best = 0;
+            for (int j = 0; j < m.size; ++j) best = std::max(best, m.weights[i * m.size + j]);
+            sum += best;
+        }
+        rowMax[m.step] = sum / m.size;
+    }
+    // The first probe whose layer max passed 30 has a map, named for it.
+    int64_t firstPast = -1;
+    for (const ProbeStats& p : col.probes)
+        if (p.head == -1 && p.logitMaxRaw > 30 && (firstPast < 0 || p.step < firstPast))
+            firstPast = p.step;
+    ASSERT_GE(firstPast, 0);
+    EXPECT_LE(firstPast, 20);
+    ASSERT_TRUE(reasons.count(firstPast));
+    EXPECT_EQ(reasons[firstPast], MapReason::LogitAlarm);
+    EXPECT_EQ(reasons[0], MapReason::Periodic);
+    // Step 30 (weights before the switch, old settings) and step 31 (the same weights, QK-norm
+    // on): the switch alone turns near one-hot rows into spread ones.
+    ASSERT_TRUE(reasons.count(30) && reasons.count(31));
+    EXPECT_EQ(reasons[30], MapReason::BeforeEvent);
+    EXPECT_EQ(reasons[31], MapReason::AfterEvent);
+    EXPECT_GT(rowMax[30], 0.8) << "collapsed before the switch";
+    EXPECT_LT(rowMax[31], rowMax[30] - 0.2) << "spread right after it";
+    EXPECT_EQ(reasons.size(), 4u) << "no other maps";
 }

@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QSlider>
 #include <QTimer>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -78,7 +79,61 @@ AttentionMapPanel::AttentionMapPanel(QWidget* parent) : QWidget(parent) {
     connect(m_layer, &QComboBox::activated, this, &AttentionMapPanel::showMap);
     connect(m_head, &QComboBox::activated, this, &AttentionMapPanel::showMap);
     connect(m_logColour, &QCheckBox::toggled, this, &AttentionMapPanel::showMap);
+    connect(m_plot, &QCustomPlot::mouseMove, this,
+            [this](QMouseEvent* e) { showCellAt(e->pos(), e->globalPosition().toPoint()); });
     clear();
+}
+
+QString AttentionMapPanel::byteLabel(unsigned char b) {
+    switch (b) {
+        case '\n':
+            return QStringLiteral("'\\n'");
+        case '\t':
+            return QStringLiteral("'\\t'");
+        case ' ':
+            return QStringLiteral("' '");
+        default:
+            break;
+    }
+    if (b >= 0x21 && b < 0x7f) return QStringLiteral("'%1'").arg(QChar(b));
+    return QStringLiteral("0x%1").arg(int(b), 2, 16, QLatin1Char('0'));
+}
+
+QString AttentionMapPanel::cellText(const AttentionMap& m, int query, int key) {
+    auto position = [&m](int i) {
+        return i < int(m.tokens.size())
+                   ? tr("%1 %2").arg(i).arg(byteLabel(static_cast<unsigned char>(m.tokens[i])))
+                   : QString::number(i);
+    };
+    const double w = m.weights[size_t(query) * m.size + key];
+    return tr("query %1 → key %2\nweight %3").arg(position(query), position(key)).arg(w, 0, 'f', 4);
+}
+
+// Positions are bytes of the sample: the tooltip names them, so a student sees which
+// character a collapsed head stares at.
+void AttentionMapPanel::showCellAt(const QPoint& pos, const QPoint& globalPos) {
+    const AttentionMap* m = shownMap();
+    if (!m || !m_plot->axisRect()->rect().contains(pos)) {
+        QToolTip::hideText();
+        return;
+    }
+    const int key = int(std::lround(m_plot->xAxis->pixelToCoord(pos.x())));
+    const int query = int(std::lround(m_plot->yAxis->pixelToCoord(pos.y())));
+    if (key < 0 || query < 0 || key >= m->size || query >= m->size) {
+        QToolTip::hideText();
+        return;
+    }
+    QToolTip::showText(globalPos, cellText(*m, query, key), m_plot);
+}
+
+const AttentionMap* AttentionMapPanel::shownMap() const {
+    const int layer = m_layer->currentData().toInt();
+    const int head = m_head->currentData().toInt();
+    for (const AttentionMap& m : m_maps)
+        if (m.layer == layer && m.head == head && m.size > 0 &&
+            m.weights.size() >= size_t(m.size) * m.size)
+            return &m;
+    return nullptr;
 }
 
 void AttentionMapPanel::clear() {
@@ -190,12 +245,8 @@ double AttentionMapPanel::meanRowEntropy(const AttentionMap& m) {
 }
 
 void AttentionMapPanel::showMap() {
-    const int layer = m_layer->currentData().toInt();
-    const int head = m_head->currentData().toInt();
-    const AttentionMap* found = nullptr;
-    for (const AttentionMap& m : m_maps)
-        if (m.layer == layer && m.head == head) found = &m;
-    if (!found || found->size <= 0 || int(found->weights.size()) < found->size * found->size) {
+    const AttentionMap* found = shownMap();
+    if (!found) {
         m_map->data()->setSize(1, 1);
         m_map->data()->fill(qQNaN());
         if (m_runId != 0) {
@@ -229,8 +280,8 @@ void AttentionMapPanel::showMap() {
     m_plot->xAxis->setRange(-0.5, n - 0.5);
     m_plot->yAxis->setRange(-0.5, n - 0.5);
     const double rowMax = meanRowMax(m);
-    m_info->setText(tr("Step %1, layer %2, head %3 (T = %4): mean row max %5, mean row entropy "
-                       "%6 nats (log T = %7). %8")
+    m_info->setText(tr("Step %1 (%9), layer %2, head %3 (T = %4): mean row max %5, mean row "
+                       "entropy %6 nats (log T = %7). %8 Hover a cell for its bytes.")
                         .arg(m.step)
                         .arg(m.layer)
                         .arg(m.head)
@@ -240,7 +291,8 @@ void AttentionMapPanel::showMap() {
                         .arg(std::log(double(n)), 0, 'f', 2)
                         .arg(rowMax > 0.9   ? tr("Collapsed: attention is nearly one-hot.")
                              : rowMax > 0.6 ? tr("Sharp attention.")
-                                            : tr("Spread attention.")));
+                                            : tr("Spread attention."))
+                        .arg(QString::fromUtf8(mapReasonTitle(m.reason))));
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -42,6 +42,10 @@ class AttentionMapPanel : public QWidget {
     // Mean over rows of max_j w_ij (1 = one-hot) and of the row entropy (nats).
     static double meanRowMax(const AttentionMap& m);
     static double meanRowEntropy(const AttentionMap& m);
+    // A position's byte as a person reads it: 'e', ' ', '\n', 0xc3.
+    static QString byteLabel(unsigned char b);
+    // The hover text of one cell: both positions with their bytes, and the weight.
+    static QString cellText(const AttentionMap& m, int query, int key);
 
   public slots:
     void jumpToStep(qint64 step);
@@ -51,6 +55,8 @@ class AttentionMapPanel : public QWidget {
     QLabel* m_runLabel = nullptr;
     void loadStep();
     void showMap();
+    const AttentionMap* shownMap() const;  // the chosen layer/head at the loaded step
+    void showCellAt(const QPoint& pos, const QPoint& globalPos);
 
     int64_t m_runId = 0;
     RunConfig m_config;

@@ -305,7 +305,8 @@ void probeFields(FieldTable& t) {
           [](RunConfig& c) -> HistScale& { return c.probes.histScale; });
     t.add(
         "probes.attn_map_every", "Attention map every", "steps",
-        "store the softmax map of one sequence every N steps (0 = off)",
+        "store the softmax map of one sequence every N steps (0 = off); also at the first "
+        "probe past the raw-max line and on both sides of every event",
         [](RunConfig& c) -> int64_t& { return c.probes.attnMapEvery; }, 0, 1e6);
     t.add("probes.exact_percentiles", "Exact percentiles", "",
           "p99/p90 from every value (slower) instead of an evenly strided sample of up to "

@@ -2,9 +2,13 @@
 // layer and head. All reductions run on the tensors' device; one transfer per probe step.
 #include "probes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string>
+
+#include "qklab/spikes.h"
 
 namespace qklab {
 namespace {
@@ -218,6 +222,32 @@ std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<Attentio
         }
     }
     return maps;
+}
+
+void labelMaps(std::vector<AttentionMap>& maps, MapReason reason, const torch::Tensor& inputs) {
+    if (maps.empty()) return;
+    const int64_t size = std::min<int64_t>(maps.front().size, inputs.size(1));
+    const auto row = inputs[0].narrow(0, 0, size).to(torch::kCPU, torch::kUInt8).contiguous();
+    const std::string tokens(reinterpret_cast<const char*>(row.data_ptr<uint8_t>()),
+                             static_cast<size_t>(size));
+    for (AttentionMap& m : maps) {
+        m.tokens = tokens;
+        m.reason = reason;
+    }
+}
+
+std::optional<MapReason> MapMoments::reasonAt(int64_t step, bool eventStep,
+                                              const std::vector<ProbeStats>& layers) {
+    if (!m_on) return std::nullopt;
+    const bool pastLine = std::any_of(layers.begin(), layers.end(), [](const ProbeStats& r) {
+        return r.head == -1 && r.logitMaxRaw > kInterveneMaxLogit;
+    });
+    const bool firstPastLine = pastLine && !m_pastLineSeen;
+    m_pastLineSeen = m_pastLineSeen || pastLine;
+    if (eventStep) return MapReason::AfterEvent;
+    if (firstPastLine) return MapReason::LogitAlarm;
+    if (step % m_every == 0) return MapReason::Periodic;
+    return std::nullopt;
 }
 
 }  // namespace qklab

@@ -34,6 +34,20 @@ constexpr KindName kKindNames[] = {
     {SpikeKind::HighLogits, "high_logits", "logits high, no jump"},
 };
 
+struct MapReasonName {
+    MapReason reason;
+    const char* name;
+    const char* title;
+};
+
+constexpr MapReasonName kMapReasons[] = {
+    {MapReason::Periodic, "periodic", "on the map schedule"},
+    {MapReason::LogitAlarm, "logit_alarm",
+     "first probe with the raw max logit past the intervention line"},
+    {MapReason::BeforeEvent, "before_event", "just before an event (old settings, same weights)"},
+    {MapReason::AfterEvent, "after_event", "the step of an event (new settings)"},
+};
+
 template <typename Table>
 std::string allNames(const Table& table) {
     std::string out;
@@ -76,6 +90,25 @@ SpikeKind spikeKindFromString(const std::string& s) {
         if (s == entry.name) return entry.kind;
     throw Error(ErrorCode::Unsupported,
                 "unknown spike kind '" + s + "' (expected one of " + allNames(kKindNames) + ")");
+}
+
+const char* toString(MapReason r) {
+    for (const auto& entry : kMapReasons)
+        if (entry.reason == r) return entry.name;
+    return "periodic";
+}
+
+const char* mapReasonTitle(MapReason r) {
+    for (const auto& entry : kMapReasons)
+        if (entry.reason == r) return entry.title;
+    return "";
+}
+
+MapReason mapReasonFromString(const std::string& s) {
+    // A reader never fails on a map a newer build took for a reason it does not know.
+    for (const auto& entry : kMapReasons)
+        if (s == entry.name) return entry.reason;
+    return MapReason::Periodic;
 }
 
 const std::vector<ProbeColumn>& probeColumns() {

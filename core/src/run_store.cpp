@@ -128,6 +128,11 @@ CREATE TABLE logit_alarms(
     text TEXT NOT NULL DEFAULT '',
     PRIMARY KEY(run_id, layer, metric));
 )sql",
+    // 6: attention maps keep their input bytes (shown on hover) and why they were taken
+    R"sql(
+ALTER TABLE attention_maps ADD COLUMN tokens BLOB;
+ALTER TABLE attention_maps ADD COLUMN reason TEXT NOT NULL DEFAULT 'periodic';
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -602,9 +607,11 @@ std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
 }
 
 std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
-    Statement st(*m_db,
-                 "SELECT layer, head, size, weights FROM attention_maps "
-                 "WHERE run_id = ? AND step = ? ORDER BY layer, head");
+    // A reader does not migrate: a file from before version 6 has no bytes or reasons.
+    Statement st(*m_db, std::string("SELECT layer, head, size, weights, ") +
+                            (m_version >= 6 ? "tokens, reason" : "NULL, 'periodic'") +
+                            " FROM attention_maps WHERE run_id = ? AND step = ? "
+                            "ORDER BY layer, head");
     st.bindInt(1, runId).bindInt(2, step);
     std::vector<AttentionMap> out;
     while (st.step()) {
@@ -614,6 +621,9 @@ std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
         m.head = static_cast<int32_t>(st.columnInt(1));
         m.size = static_cast<int32_t>(st.columnInt(2));
         m.weights = decodeFloats(st.columnBlob(3));
+        const auto tokens = st.columnBlob(4);
+        m.tokens.assign(tokens.begin(), tokens.end());
+        m.reason = mapReasonFromString(st.columnText(5));
         out.push_back(std::move(m));
     }
     return out;

@@ -156,11 +156,14 @@ void RunWriter::Impl::writeRows() {
         sh.bindInt(8, h.nan);
         sh.exec();
     }
-    Statement& sm = prepared(insMap, "INSERT OR REPLACE INTO attention_maps VALUES(?,?,?,?,?,?)");
+    Statement& sm = prepared(insMap,
+                             "INSERT OR REPLACE INTO attention_maps(run_id, step, layer, head, "
+                             "size, weights, tokens, reason) VALUES(?,?,?,?,?,?,?,?)");
     for (const AttentionMap& m : maps) {
         std::vector<unsigned char> blob = encodeFloats(m.weights);
         sm.bindInt(1, runId).bindInt(2, m.step).bindInt(3, m.layer).bindInt(4, m.head);
-        sm.bindInt(5, m.size).bindBlob(6, blob.data(), blob.size()).exec();
+        sm.bindInt(5, m.size).bindBlob(6, blob.data(), blob.size());
+        sm.bindBlob(7, m.tokens.data(), m.tokens.size()).bindText(8, toString(m.reason)).exec();
     }
     Statement& ss = prepared(insSpike,
                              "INSERT INTO spikes(run_id, step, metric, value, z_score, kind, tier, "

@@ -24,6 +24,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -144,6 +145,7 @@ struct Trainer::Impl {
     std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
     std::string lastCheckpoint;
     Clock::time_point lastCheckpointTime = Clock::now();
+    MapMoments mapMoments{0, 0};  // set from the config in the constructor
 
     AttentionSwitches switchesFor(const StepSettings& s) const {
         AttentionSwitches sw;
@@ -176,7 +178,10 @@ struct Trainer::Impl {
     bool waitWhilePaused();
 
     std::vector<EventRecord> eventsAt(int64_t step);
-    PendingStep trainStep(int64_t step, const StepSettings& s);
+    Batch drawBatch(const StepSettings& s);
+    PendingStep trainStep(int64_t step, const StepSettings& s, const Batch& batch, bool eventStep);
+    std::vector<AttentionMap> mapsBeforeEvents(int64_t step, const Batch& batch,
+                                               const StepSettings& after);
     bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void runLoop(TrainingObserver& observer, RunOutcome& outcome);
@@ -333,15 +338,50 @@ std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
 
 // Forward, backward, clip, probes and the AdamW update of one step, with no host readback
 // except where the configuration asks for one (probes, validation, every-step readback).
-PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s) {
+Batch Trainer::Impl::drawBatch(const StepSettings& s) {
+    return s.dirtyBatch ? data->dirtyBatch(s.dirtyText, config.data.batchSize, s.seqLen)
+                        : data->trainBatch(config.data.batchSize, s.seqLen);
+}
+
+// The model as it stands before this step's events, on this step's batch, under the settings
+// without them: against the step's own (after-event) map only the switch differs. None when
+// the events change nothing in the forward pass (LR, a dirty batch: same weights, same map).
+std::vector<AttentionMap> Trainer::Impl::mapsBeforeEvents(int64_t step, const Batch& batch,
+                                                          const StepSettings& after) {
+    if (!mapMoments.wantsBefore(step)) return {};
+    RunConfig without = config;
+    without.events.erase(std::remove_if(without.events.begin(), without.events.end(),
+                                        [&](const Event& e) { return e.step == step; }),
+                         without.events.end());
+    auto sw = switchesFor(settingsAt(without, step));
+    const auto swAfter = switchesFor(after);
+    if (sw.qkNorm == swAfter.qkNorm && sw.alpha == swAfter.alpha && sw.softcap == swAfter.softcap &&
+        sw.softcapC == swAfter.softcapC)
+        return {};
+    sw.fused = false;  // the maps need the explicit softmax
+    torch::NoGradGuard noGrad;
+    std::vector<AttentionCapture> captures;
+    if (bf16) setBf16Autocast(device, true);
+    model->forward(batch.x.to(device), batch.y.to(device), sw, &captures);
+    if (bf16) {
+        setBf16Autocast(device, false);
+        at::autocast::clear_cache();
+    }
+    auto maps = attentionMaps(step - 1, captures);
+    labelMaps(maps, MapReason::BeforeEvent, batch.x);
+    mapMoments.taken(step - 1);
+    return maps;
+}
+
+PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const Batch& batch,
+                                     bool eventStep) {
     PendingStep p;
     auto sw = switchesFor(s);
-    const bool probing = config.probes.every > 0 && step % config.probes.every == 0;
+    const bool probing = (config.probes.every > 0 && step % config.probes.every == 0) ||
+                         mapMoments.probeEventStep(eventStep);
     sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, probing);
     optimizer->setLr(s.lr);
 
-    Batch batch = s.dirtyBatch ? data->dirtyBatch(s.dirtyText, config.data.batchSize, s.seqLen)
-                               : data->trainBatch(config.data.batchSize, s.seqLen);
     auto x = batch.x.to(device), y = batch.y.to(device);
     std::vector<AttentionCapture> captures;
     // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
@@ -363,9 +403,11 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s) {
         probeSettings.softcap = sw.softcap;
         probeSettings.softcapC = sw.softcapC;
         computeProbes(step, captures, probeSettings, p.probeStats, p.histograms);
-        const bool mapping =
-            config.probes.attnMapEvery > 0 && step % config.probes.attnMapEvery == 0;
-        if (mapping) p.maps = attentionMaps(step, captures);
+        if (const auto reason = mapMoments.reasonAt(step, eventStep, p.probeStats)) {
+            p.maps = attentionMaps(step, captures);
+            labelMaps(p.maps, *reason, batch.x);
+            mapMoments.taken(step);
+        }
         p.probed = true;
         captures.clear();  // free the (B, H, T, T) tensors before the update
     }
@@ -550,6 +592,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.buildOptimizer();
     d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
     d.probeSettings.exactPercentiles = config.probes.exactPercentiles;
+    d.mapMoments = MapMoments(config.probes.every, config.probes.attnMapEvery);
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
 }
 
@@ -562,9 +605,14 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     const auto t0 = Clock::now();
     auto events = eventsAt(step);
     const StepSettings s = settingsAt(config, step);
-    st.pending.push_back(trainStep(step, s));
+    const Batch batch = drawBatch(s);
+    auto mapsBefore =
+        events.empty() ? std::vector<AttentionMap>{} : mapsBeforeEvents(step, batch, s);
+    st.pending.push_back(trainStep(step, s, batch, !events.empty()));
     PendingStep& current = st.pending.back();
     current.events = std::move(events);
+    current.maps.insert(current.maps.begin(), std::make_move_iterator(mapsBefore.begin()),
+                        std::make_move_iterator(mapsBefore.end()));
     // Every-step readback checks the step before the update (one transfer for both values),
     // so a diverged run keeps the weights of its last good step.
     if (!deferredReadback) {

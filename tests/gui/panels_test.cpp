@@ -273,6 +273,12 @@ class PanelsTest : public QObject {
         m.weights = {1, 0, 0.5, 0.5};
         QCOMPARE(AttentionMapPanel::meanRowMax(m), 0.75);
         QVERIFY(std::fabs(AttentionMapPanel::meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
+        // Hover names both positions by their bytes (issue 11, item 10).
+        m.tokens = std::string("a\n", 2);
+        QCOMPARE(AttentionMapPanel::cellText(m, 1, 0),
+                 QStringLiteral("query 1 '\\n' → key 0 'a'\nweight 0.5000"));
+        QCOMPARE(AttentionMapPanel::byteLabel(0xc3), QStringLiteral("0xc3"));
+        QCOMPARE(AttentionMapPanel::byteLabel(' '), QStringLiteral("' '"));
     }
 
     void spikesPanelListsAndJumps() {

@@ -71,6 +71,14 @@ struct LogitHistogram {
     int64_t nan = 0;
 };
 
+// Why a map was taken: on the schedule (probes.attn_map_every), or at a moment a collapse
+// between two scheduled maps would otherwise hide (issue 11: a run that collapsed between
+// steps 10 and 45 had no map of it). The name is stored; the title is what views show.
+enum class MapReason { Periodic, LogitAlarm, BeforeEvent, AfterEvent };
+const char* toString(MapReason r);
+const char* mapReasonTitle(MapReason r);
+MapReason mapReasonFromString(const std::string& s);  // unknown names read as Periodic
+
 // Softmax matrix of one sample sequence (row = query, column = key), for one layer and head.
 struct AttentionMap {
     int64_t step = 0;
@@ -78,6 +86,8 @@ struct AttentionMap {
     int32_t head = 0;
     int32_t size = 0;            // T (rows = columns)
     std::vector<float> weights;  // row-major size x size
+    std::string tokens;          // the input bytes at positions 0..size-1 (empty: not stored)
+    MapReason reason = MapReason::Periodic;
 };
 
 // The diagnosis's verdicts (see spikes.h). The name is stored; the title is what views show.
