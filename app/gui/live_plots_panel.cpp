@@ -4,6 +4,7 @@
 #include <qcustomplot.h>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -12,6 +13,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "plot_cursor.h"
 #include "plot_export.h"
 #include "plot_style.h"
 #include "qklab/run_export.h"
@@ -44,6 +46,7 @@ QString spikeHtml(const Spike& s) {
 LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
+    m_hover = new HoverCursor(this);
     layout->addLayout(buildHeader());
     auto* grid = new QGridLayout;
     grid->setSpacing(2);
@@ -69,6 +72,9 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
         setLogAxis(m_logits->yAxis, on);
         scheduleReplot();
     });
+    connect(m_xChoice, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            [this] { redrawForXAxis(); });
+    m_hover->setReadout([this](QCustomPlot* plot, double x) { return readout(plot, x); });
     setupThresholds();
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
 }
@@ -84,7 +90,9 @@ QHBoxLayout* LivePlotsPanel::buildHeader() {
     m_logLogits->setChecked(true);
     m_logLogits->setToolTip(
         tr("Raw logits without QK-norm reach 10^3 and more: log scale shows both regimes"));
+    m_xChoice = makeXAxisChoice(this);
     top->addWidget(m_header, 1);
+    top->addWidget(m_xChoice);
     top->addWidget(m_logLogits);
     top->addWidget(m_follow);
 
@@ -105,6 +113,7 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
     m_lossSpikes->setLineStyle(QCPGraph::lsNone);
     m_lossSpikes->setScatterStyle(
         QCPScatterStyle(QCPScatterStyle::ssDiamond, QColor(200, 0, 0), QColor(255, 80, 80), 11));
+    excludeFromReadout(m_lossSpikes);
 
     m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"));
     setLogAxis(m_grad->yAxis, true);
@@ -115,6 +124,7 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
     m_gradSpikes->setName(tr("spike (hover)"));
     m_gradSpikes->setLineStyle(QCPGraph::lsNone);
     m_gradSpikes->setScatterStyle(m_lossSpikes->scatterStyle());
+    excludeFromReadout(m_gradSpikes);
 }
 
 // Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so an
@@ -159,7 +169,7 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
     placeLegendOutside(plot, 1);  // under the title, never over the data
-    plot->setMouseTracking(true);
+    m_hover->addPlot(plot);
     installExportMenu(plot, [this] { return &m_run; });
     connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             [this, plot] { syncXRanges(plot); });
@@ -175,7 +185,11 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
         const bool dragging = (e->buttons() & Qt::LeftButton) &&
                               (e->pos() - m_pressPos).manhattanLength() > kDragPixels;
         if (dragging) m_follow->setChecked(false);
-        showSpikeTip(plot, e->pos(), false);
+        // A spike marker explains itself; anywhere else the cursor reads every curve.
+        if (showSpikeTip(plot, e->pos(), false))
+            m_hover->hide();
+        else
+            m_hover->hover(plot, e->pos());
     });
     m_plots << plot;
     return plot;
@@ -234,6 +248,8 @@ void LivePlotsPanel::clear() {
     // Per-layer plots have no series until probes arrive: an empty legend box is noise.
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
     m_run = RunSnapshot{};
+    m_x = StepToX(xAxisKindOf(m_xChoice), 1, 1);
+    m_hover->hide();
     m_cursorStep = -1;
     m_stepLimit = -1;
     m_probeLimit = -1;
@@ -243,6 +259,7 @@ void LivePlotsPanel::clear() {
 void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     clear();
     m_run = std::move(snapshot);
+    resetXMap();
     m_header->setText(tr("Run %1 “%2” — %3 · %4")
                           .arg(m_run.runId)
                           .arg(QString::fromStdString(m_run.info.name),
@@ -264,6 +281,7 @@ void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QSt
     m_run.config = config;
     m_run.info.id = runId;
     m_run.info.name = name.toStdString();
+    resetXMap();
     m_header->setText(
         tr("Run %1 “%2” — training · %3")
             .arg(runId)
@@ -297,6 +315,7 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
 void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from) {
     const int n = int(steps.size() - from);
     if (n <= 0) return;
+    m_x.add(steps, from);
     QVector<double> x, loss, grad, lr, alpha, cap, vx, vy;
     x.reserve(n);
     loss.reserve(n);
@@ -306,7 +325,7 @@ void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from
     cap.reserve(n);
     for (size_t i = from; i < steps.size(); ++i) {
         const StepMetrics& m = steps[i];
-        const double s = double(m.step);
+        const double s = m_x(double(m.step));
         x << s;
         // NaN/inf (a diverged step) become gaps rather than poisoning the axis range.
         loss << (finite(m.loss) ? m.loss : qQNaN());
@@ -332,7 +351,7 @@ void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t fro
     for (size_t i = from; i < probes.size(); ++i) {
         const ProbeStats& p = probes[i];
         if (p.head >= 0) continue;
-        const double s = double(p.step);
+        const double s = m_x(double(p.step));
         const int l = p.layer;
         auto add = [&](QCustomPlot* plot, const char* metric, double v) {
             if (finite(v)) layerGraph(plot, QString::fromLatin1(metric), l)->addData(s, v);
@@ -352,15 +371,17 @@ void LivePlotsPanel::refreshSpikes() {
     m_gradSpikes->data()->clear();
     for (const Spike& s : m_run.spikes) {
         if (!finite(s.value)) continue;
-        (s.metric == "grad_norm" ? m_gradSpikes : m_lossSpikes)->addData(double(s.step), s.value);
+        (s.metric == "grad_norm" ? m_gradSpikes : m_lossSpikes)
+            ->addData(m_x(double(s.step)), s.value);
     }
     scheduleReplot();
 }
 
 void LivePlotsPanel::refreshMarkers() {
     for (QCustomPlot* p : m_plots) {
-        setEventMarkers(p, m_run.events, m_run.config.schedule.steps);
-        setStepCursor(p, m_cursorStep);
+        setEventMarkers(p, m_run.events, m_run.config.schedule.steps,
+                        [this](double step) { return m_x(step); });
+        setStepCursor(p, m_cursorStep < 0 ? -1.0 : m_x(m_cursorStep));
     }
     m_markersDirty = false;
 }
@@ -379,8 +400,10 @@ void LivePlotsPanel::replotNow() {
     m_replotTimer->stop();
     if (m_markersDirty) refreshMarkers();
     const bool follow = m_follow->isChecked();
-    double maxStep = 1;
-    if (!m_run.steps.empty()) maxStep = std::max(1.0, double(m_run.steps.back().step) + 1);
+    double maxX = 1;
+    if (!m_run.steps.empty())
+        maxX = m_x.kind() == XAxisKind::Step ? std::max(1.0, double(m_run.steps.back().step) + 1)
+                                             : m_x(double(m_run.steps.back().step));
     m_syncing = true;
     for (QCustomPlot* p : m_plots) {
         // A long noisy series becomes a dense band of near-vertical segments; antialiasing
@@ -396,7 +419,7 @@ void LivePlotsPanel::replotNow() {
             pen.setWidthF(dense ? 0 : g->property("baseWidth").toDouble());
             g->setPen(pen);
         }
-        if (follow) p->xAxis->setRange(0, maxStep);
+        if (follow && maxX > 0) p->xAxis->setRange(0, maxX);
         fitLegendColumns(p);
         for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
             if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
@@ -469,11 +492,12 @@ bool LivePlotsPanel::following() const {
 void LivePlotsPanel::jumpToStep(qint64 step) {
     m_follow->setChecked(false);
     m_cursorStep = double(step);
-    const double total = m_run.steps.empty() ? 100.0 : double(m_run.steps.back().step + 1);
+    const double total = m_run.steps.empty() ? m_x(100.0) : m_x(double(m_run.steps.back().step));
     double width = m_loss->xAxis->range().size();
-    if (width >= total * 0.9) width = std::max(40.0, total / 5);
+    if (width >= total * 0.9) width = std::max(m_x(40.0) - m_x(0.0), total / 5);
+    const double at = m_x(double(step));
     m_syncing = true;
-    for (QCustomPlot* p : m_plots) p->xAxis->setRange(step - width / 2, step + width / 2);
+    for (QCustomPlot* p : m_plots) p->xAxis->setRange(at - width / 2, at + width / 2);
     m_syncing = false;
     m_markersDirty = true;
     replotNow();
@@ -486,7 +510,7 @@ bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool cli
     const std::string metric = plot == m_grad ? "grad_norm" : "loss";
     for (const Spike& s : m_run.spikes) {
         if ((s.metric == "grad_norm") != (metric == "grad_norm") || !finite(s.value)) continue;
-        const QPointF px = graph->coordsToPixels(double(s.step), s.value);
+        const QPointF px = graph->coordsToPixels(m_x(double(s.step)), s.value);
         if (QLineF(px, QPointF(pos)).length() <= 8) {
             QToolTip::showText(plot->mapToGlobal(pos), spikeHtml(s), plot);
             if (click) emit stepSelected(s.step);
@@ -495,6 +519,43 @@ bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool cli
     }
     if (!click) QToolTip::hideText();
     return false;
+}
+
+void LivePlotsPanel::setXAxis(XAxisKind kind) {
+    m_xChoice->setCurrentIndex(m_xChoice->findData(int(kind)));
+}
+
+void LivePlotsPanel::resetXMap() {
+    m_x = StepToX(xAxisKindOf(m_xChoice), m_run.config.data.batchSize, m_run.config.model.seqLen);
+    const QString title = xAxisTitle(m_x.kind());
+    for (QCustomPlot* p : m_plots) p->xAxis->setLabel(title);
+}
+
+// The same series against another x: rebuilt from the rows already held, no store read.
+void LivePlotsPanel::redrawForXAxis() {
+    for (QCustomPlot* p : m_plots)
+        for (int i = 0; i < p->graphCount(); ++i) p->graph(i)->data()->clear();
+    resetXMap();
+    addSteps(m_run.steps, 0);
+    addProbes(m_run.probes, 0);
+    refreshSpikes();
+    m_markersDirty = true;
+    m_follow->setChecked(true);
+    replotNow();
+}
+
+QString LivePlotsPanel::readout(QCustomPlot* plot, double x) {
+    if (m_run.runId == 0) return {};
+    const int64_t step = m_x.stepAt(x);
+    const QString name = QString::fromStdString(m_run.info.name);
+    QString head =
+        tr("<b>Run %1 “%2”</b><br>step %3").arg(m_run.runId).arg(name.toHtmlEscaped()).arg(step);
+    if (m_x.kind() != XAxisKind::Step)
+        head += QStringLiteral(" · %1 %2").arg(xAxisTitle(m_x.kind())).arg(x, 0, 'g', 4);
+    const QStringList lines =
+        curveValuesAt(plot, x, [this](double key) { return tr("step %1").arg(m_x.stepAt(key)); });
+    if (lines.isEmpty()) return {};
+    return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
 }
 
 }  // namespace qklab::gui

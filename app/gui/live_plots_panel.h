@@ -12,8 +12,10 @@
 
 #include "gui_types.h"
 #include "run_data.h"
+#include "x_axis.h"
 
 class QCheckBox;
+class QComboBox;
 class QHBoxLayout;
 class QCPAxis;
 class QCPGraph;
@@ -23,6 +25,8 @@ class QLabel;
 class QTimer;
 
 namespace qklab::gui {
+
+class HoverCursor;
 
 class LivePlotsPanel : public QWidget {
     Q_OBJECT
@@ -41,6 +45,8 @@ class LivePlotsPanel : public QWidget {
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* lossPlot() const { return m_loss; }
     QCustomPlot* logitPlot() const { return m_logits; }
+    HoverCursor* hoverCursor() const { return m_hover; }
+    void setXAxis(XAxisKind kind);
     bool following() const;
 
   public slots:
@@ -66,6 +72,9 @@ class LivePlotsPanel : public QWidget {
     void syncXRanges(QCustomPlot* source);
     static void fitValueAxis(QCPAxis* axis, const QCPRange& keys);
     bool showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click);
+    void resetXMap();
+    void redrawForXAxis();
+    QString readout(QCustomPlot* plot, double x);  // the hover text: run, step, every curve
 
     RunSnapshot m_run;
     QString m_title;
@@ -74,6 +83,9 @@ class LivePlotsPanel : public QWidget {
     QPoint m_pressPos;                     // where the last mouse press on a plot was
     static constexpr int kDragPixels = 4;  // farther than this with the button down: a drag
     QCheckBox* m_logLogits = nullptr;
+    QComboBox* m_xChoice = nullptr;  // step / tokens seen / training time
+    StepToX m_x;                     // the shown run's step -> x
+    HoverCursor* m_hover = nullptr;
     QTimer* m_replotTimer = nullptr;
     QList<QCustomPlot*> m_plots;
     QCustomPlot* m_loss = nullptr;

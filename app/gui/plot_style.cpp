@@ -92,8 +92,8 @@ QString eventLabel(const EventRecord& e) {
         qklab::eventLabel(e.kind, e.paramsJson.empty() ? "{}" : e.paramsJson));
 }
 
-void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
-                     int64_t totalSteps) {
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, int64_t totalSteps,
+                     const std::function<double(double)>& toX) {
     removeItemsWithRole(plot, QStringLiteral("event"));
     QFont f = plot->font();
     f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
@@ -103,8 +103,9 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
         const QColor color = user ? QColor(200, 40, 160) : QColor(120, 120, 120);
         auto* line = new QCPItemStraightLine(plot);
         line->setProperty(kRole, QStringLiteral("event"));
-        line->point1->setCoords(double(e.step), 0);
-        line->point2->setCoords(double(e.step), 1);
+        const double x = toX ? toX(double(e.step)) : double(e.step);
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
         line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
         line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
         line->setPen(QPen(color, user ? 1.5 : 1.0, Qt::DashDotLine));
@@ -114,7 +115,7 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
         text->position->setTypeX(QCPItemPosition::ptPlotCoords);
         text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
         // Stagger labels vertically so markers a few steps apart stay readable.
-        text->position->setCoords(double(e.step), 0.02 + 0.12 * (lane++ % 3));
+        text->position->setCoords(x, 0.02 + 0.12 * (lane++ % 3));
         const bool nearEnd = totalSteps > 0 && e.step > totalSteps * 0.8;
         text->setPositionAlignment((nearEnd ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
         text->setText(nearEnd ? eventLabel(e) + QStringLiteral(" ")

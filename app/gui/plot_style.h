@@ -7,6 +7,7 @@
 
 #include <QColor>
 #include <QString>
+#include <functional>
 #include <vector>
 
 #include "hist_bins.h"
@@ -38,8 +39,9 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
 // interventions are drawn in a stronger colour than config events.
 // totalSteps: labels of events in the last fifth of the run go left of their line so they are
 // not cut off at the right edge.
+// toX maps a step to the plot's x (tokens seen, time); identity when empty.
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
-                     int64_t totalSteps = 0);
+                     int64_t totalSteps = 0, const std::function<double(double)>& toX = {});
 
 // A vertical cursor at `step` (negative hides it).
 void setStepCursor(QCustomPlot* plot, double step);

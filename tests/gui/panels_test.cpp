@@ -17,6 +17,7 @@
 #include "hist_bins.h"
 #include "histogram_panel.h"
 #include "live_plots_panel.h"
+#include "plot_cursor.h"
 #include "plot_export.h"
 #include "qklab/run_store.h"
 #include "run_data.h"
@@ -163,6 +164,54 @@ class PanelsTest : public QObject {
         QCoreApplication::sendEvent(plot, &move);
         QTest::mouseRelease(plot, Qt::LeftButton, {}, centre + QPoint(40, 0));
         QVERIFY(!panel.following());
+    }
+
+    // Issue 11, items 12 and 13: a readout of every curve under the mouse, and x in steps,
+    // tokens seen or training time.
+    void hoverReadsEveryCurveAndXCanCountTokens() {
+        RunStore store(m_db.toStdString());
+        LivePlotsPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.showRun(loadRunSnapshot(store, m_runId));
+        QCustomPlot* loss = panel.lossPlot();
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        const QPoint at(int(loss->xAxis->coordToPixel(100)), loss->axisRect()->center().y());
+        panel.hoverCursor()->hover(loss, at);
+        QString text = panel.hoverCursor()->lastText();
+        // Step 100: train loss 5 - 100 * 0.01 = 4, validation 4.1 at the same step.
+        QVERIFY2(text.contains(QStringLiteral("step 100")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("train: <b>4</b>")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("validation: <b>4.1</b>")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("“synthetic”")));
+        // A probe series (every 5 steps) read between two probes names the step it shows.
+        QCustomPlot* logits = panel.logitPlot();
+        logits->replot(QCustomPlot::rpImmediateRefresh);
+        const QPoint probe(int(logits->xAxis->coordToPixel(102)), logits->axisRect()->center().y());
+        panel.hoverCursor()->hover(logits, probe);
+        text = panel.hoverCursor()->lastText();
+        QVERIFY2(text.contains(QStringLiteral("L0 max raw: <b>102</b> (step 100)")),
+                 qPrintable(text));
+        panel.hoverCursor()->hide();
+        QVERIFY(std::isnan(panel.hoverCursor()->x()));
+
+        // Tokens seen: step s ends at (s + 1) x batch 4 x T 32 tokens.
+        panel.setXAxis(XAxisKind::Tokens);
+        QCOMPARE(loss->xAxis->label(), QStringLiteral("tokens seen"));
+        QCPGraph* train = loss->graph(0);
+        QCOMPARE(train->data()->at(0)->key, 128.0);
+        QCOMPARE(train->data()->at(99)->key, 100 * 128.0);
+        QCOMPARE(panel.logitPlot()->graph(0)->data()->at(1)->key, 6 * 128.0);  // probe step 5
+        QVERIFY(panel.following());
+        QCOMPARE(loss->xAxis->range().upper, 200 * 128.0);
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        panel.hoverCursor()->hover(loss, QPoint(int(loss->xAxis->coordToPixel(101 * 128.0)),
+                                                loss->axisRect()->center().y()));
+        QVERIFY2(panel.hoverCursor()->lastText().contains(QStringLiteral("step 100")),
+                 qPrintable(panel.hoverCursor()->lastText()));
+        panel.setXAxis(XAxisKind::Step);
+        QCOMPARE(train->data()->at(99)->key, 99.0);
     }
 
     void livePlotsShowAStoredRun() {
