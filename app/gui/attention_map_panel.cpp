@@ -145,6 +145,10 @@ void AttentionMapPanel::clear() {
     showMap();
 }
 
+void AttentionMapPanel::setRunLabel(int64_t runId, const QString& label) {
+    if (runId == m_runId) m_runLabel->setText(label);
+}
+
 QString AttentionMapPanel::runLabel() const {
     return m_runLabel->text();
 }

@@ -33,6 +33,8 @@ class AttentionMapPanel : public QWidget {
     void setRun(int64_t runId, const RunConfig& config, const QString& dbPath,
                 const QString& runLabel = QString());
     QString runLabel() const;
+    // The header alone (the run ended: "(training)" no longer true).
+    void setRunLabel(int64_t runId, const QString& label);
     void clear();
     void notifyNewData(int64_t runId);  // live run stored new maps: refresh the step list
 

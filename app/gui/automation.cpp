@@ -54,6 +54,7 @@ const OptionSpec kOptions[] = {
      "STEP:JSON"},
     {"overlay", "Histogram view: overlay the first probed step.", ""},
     {"quiet", "No modal dialogs; errors go to stderr.", ""},
+    {"theme", "Look: light or dark (default: the last choice, View > Dark theme).", "NAME"},
 };
 
 void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
@@ -73,6 +74,7 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     o->latencyReport = value("latency-report");
     o->interventions = p.values(QStringLiteral("intervene"));
     o->overlay = isSet("overlay");
+    o->theme = value("theme");
     // Scripted runs must never wait for a click on a dialog.
     o->quiet = isSet("quiet") || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
                !o->screenshotPath.isEmpty();
@@ -105,6 +107,13 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
         return false;
     }
     fillOptions(p, o);
+    if (!o->theme.isEmpty() && o->theme != QLatin1String("light") &&
+        o->theme != QLatin1String("dark")) {
+        std::cerr << "qklab: --theme '" << o->theme.left(40).toStdString()
+                  << "': expected light or dark\n";
+        *exitCode = 2;
+        return false;
+    }
     return true;
 }
 

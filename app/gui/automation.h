@@ -35,6 +35,7 @@ struct LaunchOptions {
         interventions;     // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached
     bool overlay = false;  // histogram view: overlay the first probed step
     bool quiet = false;    // no modal dialogs
+    QString theme;         // light | dark; empty = the saved choice
 };
 
 // Parses argv; on --help or a bad option prints and returns false with *exitCode set.

@@ -146,6 +146,10 @@ void HistogramPanel::clear() {
     rebuildHeatMap();
 }
 
+void HistogramPanel::setRunLabel(int64_t runId, const QString& label) {
+    if (runId == m_runId) m_runLabel->setText(label);
+}
+
 QString HistogramPanel::runLabel() const {
     return m_runLabel->text();
 }

@@ -41,6 +41,8 @@ class HistogramPanel : public QWidget {
     void setRun(int64_t runId, const RunConfig& config, const QString& dbPath,
                 const QString& runLabel = QString());
     QString runLabel() const;
+    // The header alone (the run ended: "(training)" no longer true).
+    void setRunLabel(int64_t runId, const QString& label);
     void clear();
     // New rows were written for this run (live training): reload soon, at most once a second.
     void notifyNewData(int64_t runId);

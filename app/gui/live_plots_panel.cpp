@@ -18,6 +18,7 @@
 #include "plot_style.h"
 #include "qklab/run_export.h"
 #include "qklab/spikes.h"
+#include "theme.h"
 
 namespace qklab::gui {
 
@@ -83,6 +84,10 @@ QHBoxLayout* LivePlotsPanel::buildHeader() {
     auto* top = new QHBoxLayout;
     m_header = new QLabel(tr("No run shown. Start a run or pick one in the run list."));
     m_header->setObjectName(QStringLiteral("liveHeader"));
+    // A long run name or settings line wraps instead of widening the window past a
+    // 1280x720 screen.
+    m_header->setWordWrap(true);
+    m_header->setMinimumWidth(120);
     m_follow = new QCheckBox(tr("Follow"));
     m_follow->setToolTip(tr("Keep the whole run in view as it grows (off after you zoom or drag)"));
     m_follow->setChecked(true);
@@ -147,16 +152,15 @@ void LivePlotsPanel::buildLanesPlot() {
     m_softcapC = m_lanes->addGraph(m_lanes->xAxis, capAxis);
     m_softcapC->setName(tr("softcap C (0 = off)"));
     m_softcapC->setPen(QPen(QColor(214, 39, 40), 1.5));
+    themePlot(m_lanes);  // the axis added after makePlot()
 }
 
 void LivePlotsPanel::buildProbePlots() {
-    m_logits = makePlot(tr("Attention logits per layer: raw max, p99 (light), capped max (dark)"),
-                        tr("logit"));
+    m_logits = makePlot(tr("Logits per layer: max, p99 (light), capped (dark)"), tr("logit"));
     setLogAxis(m_logits->yAxis, true);
-    m_norms = makePlot(tr("q / k (light) norm p90 per layer, raw projections"), tr("L2 norm"));
+    m_norms = makePlot(tr("q, k (light) norm p90 per layer"), tr("L2 norm"));
     setLogAxis(m_norms->yAxis, true);
-    m_entropy =
-        makePlot(tr("Attention entropy per layer (→ 0 = one-hot collapse)"), tr("entropy (nats)"));
+    m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"));
 }
 
 QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {
@@ -169,6 +173,7 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
     placeLegendOutside(plot, 1);  // under the title, never over the data
+    themePlot(plot);              // the title element too
     m_hover->addPlot(plot);
     installExportMenu(plot, [this] { return &m_run; });
     connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
@@ -547,7 +552,8 @@ void LivePlotsPanel::redrawForXAxis() {
 QString LivePlotsPanel::readout(QCustomPlot* plot, double x) {
     if (m_run.runId == 0) return {};
     const int64_t step = m_x.stepAt(x);
-    const QString name = QString::fromStdString(m_run.info.name);
+    QString name = QString::fromStdString(m_run.info.name);
+    if (name.isEmpty()) name = QStringLiteral("run-%1").arg(m_run.runId);  // as the store names it
     QString head =
         tr("<b>Run %1 “%2”</b><br>step %3").arg(m_run.runId).arg(name.toHtmlEscaped()).arg(step);
     if (m_x.kind() != XAxisKind::Step)

@@ -15,6 +15,7 @@
 #include "gui_types.h"
 #include "main_window.h"
 #include "qklab/trainer.h"
+#include "theme.h"
 
 namespace {
 // With QKLAB_TRACE_EVENTS=MS set, names every GUI-thread event that takes longer than MS
@@ -66,13 +67,18 @@ int main(int argc, char** argv) {
     QGuiApplication::setDesktopFileName(QStringLiteral("qklab"));  // resources/qklab.desktop
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/qklab/qklab.png")));
     QFile style(QStringLiteral(":/qklab/qklab.qss"));
-    if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
+    if (style.open(QIODevice::ReadOnly))
+        qklab::gui::setBaseStyleSheet(QString::fromUtf8(style.readAll()));
     qklab::gui::registerGuiMetaTypes();
 
     qklab::gui::LaunchOptions options;
     int exitCode = 0;
     if (!qklab::gui::parseLaunchOptions(app.arguments(), &options, &exitCode)) return exitCode;
 
+    qklab::gui::applyTheme(options.theme.isEmpty() ? qklab::gui::savedTheme()
+                                                   : (options.theme == QLatin1String("dark")
+                                                          ? qklab::gui::Theme::Dark
+                                                          : qklab::gui::Theme::Light));
     qklab::gui::MainWindow window;
     qklab::gui::AutomationDriver driver(&window, options);
     window.show();

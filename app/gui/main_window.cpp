@@ -9,6 +9,7 @@
 #include <QFileDialog>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
@@ -31,6 +32,7 @@
 #include "run_controls_panel.h"
 #include "schedule_preview.h"
 #include "spikes_panel.h"
+#include "theme.h"
 
 namespace qklab::gui {
 
@@ -155,6 +157,14 @@ void MainWindow::buildMenus() {
         global(toggle);
         view->addAction(toggle);
     }
+    view->addSeparator();
+    QAction* dark = view->addAction(tr("&Dark theme"));
+    dark->setCheckable(true);
+    dark->setChecked(currentTheme() == Theme::Dark);
+    dark->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+    global(dark);
+    connect(dark, &QAction::toggled, this,
+            [this](bool on) { applyTheme(on ? Theme::Dark : Theme::Light, this); });
 }
 
 void MainWindow::connectPanels() {
@@ -336,6 +346,15 @@ void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& 
                             bool failed) {
     m_browser->refresh();
     m_live->setRunStatus(runId, status);
+    if (runId == m_live->runId()) {
+        const QString name = QString::fromStdString(m_live->run().info.name);
+        const QString label =
+            tr("Run %1 “%2” (%3)")
+                .arg(runId)
+                .arg(name.isEmpty() ? QStringLiteral("run-%1").arg(runId) : name, status);
+        m_histograms->setRunLabel(runId, label);
+        m_attention->setRunLabel(runId, label);
+    }
     m_histograms->notifyNewData(runId);
     m_attention->notifyNewData(runId);
     if (failed) {
@@ -357,13 +376,20 @@ void MainWindow::jumpAll(qint64 step) {
 
 void MainWindow::restoreLayout() {
     QSettings settings;
+    // The first start fits the screen: a fixed 1560x960 ran off a 1280x720 projector. A
+    // geometry saved on a bigger screen is fitted the same way.
+    const QRect available = screen()->availableGeometry();
     if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray()))
-        resize(1560, 960);
+        resize(std::min(1560, available.width()), std::min(960, available.height()));
+    if (width() > available.width() || height() > available.height()) {
+        resize(std::min(width(), available.width()), std::min(height(), available.height()));
+        move(available.topLeft());
+    }
     if (!restoreState(settings.value(QStringLiteral("windowState")).toByteArray())) {
         // First start: most of the height to the views, a short run list, a readable form.
         if (auto* runs = findChild<QDockWidget*>(QStringLiteral("runsDock")))
-            resizeDocks({runs}, {170}, Qt::Vertical);
-        resizeDocks({m_setupDock}, {400}, Qt::Horizontal);
+            resizeDocks({runs}, {std::min(170, height() / 5)}, Qt::Vertical);
+        resizeDocks({m_setupDock}, {std::min(400, width() * 3 / 10)}, Qt::Horizontal);
     }
 }
 

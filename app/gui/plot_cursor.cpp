@@ -101,9 +101,9 @@ QStringList curveValuesAt(QCustomPlot* plot, double x,
             if (std::fabs(before->key - x) < std::fabs(it->key - x)) it = before;
         }
         if (!std::isfinite(it->value)) continue;
-        QString line = QStringLiteral("<span style='color:%1'>■</span> %2: <b>%3</b>")
-                           .arg(g->pen().color().name(), g->name().toHtmlEscaped(),
-                                valueText(it->value));
+        QString line =
+            QStringLiteral("<span style='color:%1'>■</span> %2: <b>%3</b>")
+                .arg(g->pen().color().name(), g->name().toHtmlEscaped(), valueText(it->value));
         const QString at = keyLabel ? keyLabel(it->key) : QString();
         const QString here = keyLabel ? keyLabel(x) : QString();
         if (!at.isEmpty() && at != here) line += QStringLiteral(" (%1)").arg(at);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hist_bins.h"
+#include "theme.h"
 
 namespace qklab::gui {
 
@@ -44,7 +45,11 @@ void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignm
     plot->legend->setBrush(QColor(255, 255, 255, 200));
     plot->legend->setRowSpacing(-3);
     plot->axisRect()->insetLayout()->setInsetAlignment(0, legendAt);
-    plot->setMinimumHeight(120);
+    // An explicit minimum: QCustomPlot's own hint is its widest title or legend row, and two
+    // columns of those made the window wider than a 1280x720 screen. Titles clip instead;
+    // legends re-flow to fewer entries per row (fitLegendColumns).
+    plot->setMinimumSize(200, 120);
+    themePlot(plot);  // born in the current theme
 }
 
 void setLogAxis(QCPAxis* axis, bool log) {

@@ -64,6 +64,7 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     m_status = new QLabel(tr("Idle"));
     m_status->setObjectName(QStringLiteral("runStatus"));
     m_status->setMinimumWidth(200);
+    m_status->setWordWrap(true);  // a long failure message must not widen the window
     layout->addWidget(m_status, 3);
 
     m_queue = new QComboBox;

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "run_data.h"
+#include "theme.h"
 
 namespace qklab::gui {
 
@@ -56,6 +57,9 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(2, 2, 2, 2);
     m_summary = new QLabel;
     m_summary->setObjectName(QStringLiteral("spikeSummary"));
+    // Wraps: as one line, a summary of several spikes widened the window past a 1280x720
+    // screen (the tab widget takes the widest page's minimum).
+    m_summary->setWordWrap(true);
     layout->addWidget(m_summary);
     m_alarmList = new QLabel;
     m_alarmList->setObjectName(QStringLiteral("logitAlarms"));
@@ -208,9 +212,7 @@ void SpikesPanel::addRow(const Spike& s) {
         item(s.probeStep >= 0 ? QStringLiteral("%1 (%2)").arg(formatNumber(s.probeQkNorm),
                                                               formatNumber(s.baselineQkNorm))
                               : tr("no probe")));
-    const QColor tint = s.tier >= 3   ? QColor(255, 225, 225)
-                        : s.tier == 2 ? QColor(255, 242, 215)
-                                      : QColor(235, 245, 235);
+    const QColor tint = severityTint(s.tier >= 3 ? 2 : s.tier == 2 ? 1 : 0);
     for (int c = 0; c < int(Column::Count); ++c) m_table->item(row, c)->setBackground(tint);
 }
 

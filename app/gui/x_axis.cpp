@@ -9,9 +9,12 @@ namespace qklab::gui {
 
 QString xAxisTitle(XAxisKind kind) {
     switch (kind) {
-        case XAxisKind::Tokens: return QStringLiteral("tokens seen");
-        case XAxisKind::Time: return QStringLiteral("training time (s)");
-        case XAxisKind::Step: break;
+        case XAxisKind::Tokens:
+            return QStringLiteral("tokens seen");
+        case XAxisKind::Time:
+            return QStringLiteral("training time (s)");
+        case XAxisKind::Step:
+            break;
     }
     return QStringLiteral("step");
 }

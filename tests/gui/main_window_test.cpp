@@ -9,15 +9,18 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "attention_map_panel.h"
 #include "config_form.h"
 #include "gui_test_util.h"
 #include "gui_types.h"
+#include "histogram_panel.h"
 #include "live_plots_panel.h"
 #include "qklab/run_store.h"
 #include "run_browser_panel.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"
 #include "run_list_model.h"
+#include "spikes_panel.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -90,6 +93,27 @@ class MainWindowTest : public QObject {
         QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isBusy(), 60000);
         QCOMPARE(browser->selectedRunId(), int64_t(2));
         QCOMPARE(w.livePlots()->runId(), int64_t(2));
+        // Every view's header says the run ended (it said "(training)" until reopened).
+        QCOMPARE(w.attentionMaps()->runLabel(), QStringLiteral("Run 2 “fresh” (finished)"));
+        QCOMPARE(w.histograms()->runLabel(), QStringLiteral("Run 2 “fresh” (finished)"));
+
+        // Issue 11, item 4: with a run and its legends shown, the window still fits a
+        // 1280x720 projector (its minimum size used to be wider, and the first start 1560x960).
+        // A summary of several spikes used to be one line as wide as the screen.
+        std::vector<Spike> spikes;
+        for (int i = 0; i < 6; ++i) {
+            Spike sp;
+            sp.step = 10 + i;
+            sp.metric = "loss,grad_norm";
+            sp.value = 9;
+            sp.kind = SpikeKind::DataOrAccumulation;
+            sp.tier = 1 + i % 4;
+            spikes.push_back(sp);
+        }
+        w.spikes()->setSpikes(2, spikes);
+        const QSize least = w.minimumSizeHint().expandedTo(w.minimumSize());
+        QVERIFY2(least.width() <= 1280 && least.height() <= 720,
+                 qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
     }
 };
 
