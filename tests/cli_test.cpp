@@ -1,5 +1,5 @@
-// cli_test.cpp — qklab-cli end to end: run/list/show/export on a tiny preset, exit codes and
-// messages for bad input, a corrupt database, divergence, and SIGKILL mid-run (committed rows
+// cli_test.cpp — qklab-cli end to end: run/list/show/export/compare on a tiny preset, exit codes
+// and messages for bad input, a corrupt database, divergence, and SIGKILL mid-run (committed rows
 // stay, the run shows as interrupted).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -389,6 +389,7 @@ TEST_F(CliTest, ReadersNeverWrite) {
     EXPECT_EQ(runs[0]["status"], "interrupted");
     EXPECT_EQ(cli("show 1 --db " + m_db).status, 0);
     EXPECT_EQ(cli("export 1 --format json --db " + m_db).status, 0);
+    EXPECT_EQ(cli("compare 1 1 --db " + m_db).status, 0);
     EXPECT_EQ(fileBytes(m_db), before);
     qklab::RunStore reader(m_db, qklab::StoreAccess::ReadOnly);
     EXPECT_EQ(reader.schemaVersion(), 3);  // not migrated
@@ -396,5 +397,53 @@ TEST_F(CliTest, ReadersNeverWrite) {
     EXPECT_EQ(reader.run(1).status, qklab::RunStatus::Interrupted);
     // A reader of a file that is not there creates nothing.
     EXPECT_EQ(cli("list --db " + m_dir + "/missing.db").status, 2);
+    EXPECT_FALSE(fs::exists(m_dir + "/missing.db"));
+}
+
+// compare: the config keys that differ with each run's value, one summary row per run, seed
+// twins grouped; unknown runs and fewer than two are bad input.
+TEST_F(CliTest, CompareDiffsConfigsAndSummarizesRuns) {
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " --name base").status, 0);
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db +
+                  " --name capped --set attention.softcap.kind=tanh --set attention.softcap.c=30")
+                  .status,
+              0);
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " --name twin --set run.seed=7").status, 0);
+    const Result r = cli("compare base id:2 --json --db " + m_db);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["runs"], json::parse(R"([{"id":1,"name":"base"},{"id":2,"name":"capped"}])"));
+    EXPECT_EQ(j["diff"], json::parse(R"({"attention.softcap.kind":["none","tanh"],
+                                         "attention.softcap.c":[50.0,30.0]})"));
+    ASSERT_EQ(j["summary"].size(), 2u);
+    EXPECT_EQ(j["summary"][0]["run_id"], 1);
+    EXPECT_EQ(j["summary"][1]["run_id"], 2);
+    EXPECT_EQ(j["summary"][1]["name"], "capped");
+    EXPECT_EQ(j["summary"][0]["steps"], 12);
+    EXPECT_EQ(j["summary"][0]["status"], "finished");
+    EXPECT_GT(j["summary"][0]["final_train_loss"].get<double>(), 0.0);
+    EXPECT_EQ(j["seed_groups"], json::parse("[[1],[2]]"));
+
+    const json twins = json::parse(cli("compare 1 2 3 --json --db " + m_db).out);
+    EXPECT_EQ(twins["seed_groups"], json::parse("[[1,3],[2]]"));
+    EXPECT_EQ(twins["diff"]["run.seed"], json::parse("[1337,1337,7]"));
+
+    const Result text = cli("compare base capped --db " + m_db);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("attention.softcap.c     50.0  30.0\n"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("optim.lr"), std::string::npos) << text.out;  // equal: not shown
+    EXPECT_NE(text.out.find("first step > 30"), std::string::npos) << text.out;
+    const Result all = cli("compare base capped --all --db " + m_db);
+    EXPECT_NE(all.out.find("optim.lr"), std::string::npos) << all.out;
+
+    const Result unknown = cli("compare base nosuchrun --db " + m_db);
+    EXPECT_EQ(unknown.status, 2);
+    EXPECT_NE(unknown.err.find("'nosuchrun'"), std::string::npos) << unknown.err;
+    const Result one = cli("compare base --db " + m_db);
+    EXPECT_EQ(one.status, 2);
+    EXPECT_NE(one.err.find("at least 2 runs"), std::string::npos) << one.err;
+    EXPECT_EQ(cli("compare --db " + m_db).status, 2);
+    const Result missing = cli("compare 1 2 --db " + m_dir + "/missing.db");
+    EXPECT_EQ(missing.status, 2);
     EXPECT_FALSE(fs::exists(m_dir + "/missing.db"));
 }

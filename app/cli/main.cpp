@@ -5,6 +5,7 @@
 //   qklab-cli list [--json] [--db FILE]
 //   qklab-cli show RUN [--json] [--db FILE]
 //   qklab-cli export RUN --format csv|json [--output FILE] [--db FILE]
+//   qklab-cli compare RUN RUN... [--json] [--all] [--db FILE]
 //   qklab-cli check-blas
 //   qklab-cli keys [--markdown]
 //   qklab-cli --version
@@ -23,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "compare_command.h"
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
@@ -65,6 +67,7 @@ struct Options {
     std::string dbPath, presetPath, name, runRef, format = "csv", output;
     std::vector<std::string> overrides;
     bool asJson = false, markdown = false, force = false;
+    cli::CompareOptions compare;  // its own runs and flags; dbPath is filled in before use
 };
 
 int exitCodeFor(RunStatus s) {
@@ -303,6 +306,12 @@ int main(int argc, char** argv) {
     exportCmd->add_option("--output,-o", o.output, "file to write (default: standard output)");
     exportCmd->add_flag("--force", o.force, "overwrite a file that is a SQLite database");
     dbOptions.push_back(exportCmd->add_option("--db", o.dbPath, "run database"));
+    auto* compare =
+        app.add_subcommand("compare", "config differences and a summary table of two or more runs");
+    compare->add_option("runs", o.compare.runRefs, "run ids or names (at least two)")->required();
+    compare->add_flag("--json", o.compare.asJson, "machine-readable output");
+    compare->add_flag("--all", o.compare.allKeys, "every config key, not only the differences");
+    dbOptions.push_back(compare->add_option("--db", o.dbPath, "run database"));
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
     auto* keys =
@@ -326,6 +335,10 @@ int main(int argc, char** argv) {
         if (*run) return cmdRun(o);
         if (*resume) return cmdResume(o);
         if (*blas) return cmdCheckBlas();
+        if (*compare) {
+            o.compare.dbPath = o.dbPath;
+            return cli::compareRuns(o.compare);
+        }
         if (*keys) {
             std::cout << (o.markdown ? configReferenceMarkdown() : configKeysText());
             return 0;

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "attention_map_panel.h"
+#include "compare_panel.h"
 #include "histogram_panel.h"
 #include "intervention_panel.h"
 #include "latency_monitor.h"
@@ -47,6 +48,9 @@ const OptionSpec kOptions[] = {
     {"view-shots", "Save one screenshot per view into DIR before quitting.", "DIR"},
     {"tab", "Show this view: live, histograms, attention, spikes.", "NAME"},
     {"open-run", "Show this stored run.", "ID"},
+    {"compare", "Compare these stored runs (2-12 ids, comma separated) in the Compare tab.", "IDS"},
+    {"compare-figure", "With --compare: save the comparison's figure (PNG or PDF), then quit.",
+     "FILE"},
     {"latency-report", "Write GUI-thread stall statistics here at quit.", "FILE"},
     {"intervene",
      "Post an intervention once STEP is trained (repeatable); JSON as in a preset's events, "
@@ -71,6 +75,9 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     if (isSet("view-shots")) o->plotShots << value("view-shots");
     o->tab = value("tab");
     o->openRunId = value("open-run").toLongLong();
+    for (const QString& id : value("compare").split(QLatin1Char(','), Qt::SkipEmptyParts))
+        o->compareIds << id.trimmed().toLongLong();
+    o->compareFigure = value("compare-figure");
     o->latencyReport = value("latency-report");
     o->interventions = p.values(QStringLiteral("intervene"));
     o->overlay = isSet("overlay");
@@ -177,6 +184,23 @@ bool AutomationDriver::begin() {
         });
     } else if (m_options.openRunId > 0) {
         openRequestedRun();
+    }
+    if (!m_options.compareFigure.isEmpty()) {
+        connect(m_window, &MainWindow::comparisonOpened, this, [this] {
+            // One event-loop turn later the plots have their size and data.
+            QTimer::singleShot(300, this, [this] {
+                QString error;
+                if (!m_window->comparePanel()->saveFigure(m_options.compareFigure, &error)) {
+                    std::cerr << "qklab: " << error.toStdString() << "\n";
+                    m_exitCode = 1;
+                }
+                finishAndQuit();
+            });
+        });
+    }
+    if (!m_options.compareIds.isEmpty()) {
+        m_window->compareRuns(
+            std::vector<int64_t>(m_options.compareIds.begin(), m_options.compareIds.end()));
     }
     if (m_options.quitAfterMs > 0)
         QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);

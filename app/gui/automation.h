@@ -30,6 +30,8 @@ struct LaunchOptions {
     QStringList plotShots;       // extra PNGs: "<dir>" gets one file per view
     QString tab;                 // live | histograms | attention | spikes
     qint64 openRunId = 0;        // show this stored run (after autostart, if both)
+    QList<qint64> compareIds;    // open the Compare tab on these stored runs
+    QString compareFigure;       // then save its figure (PNG or PDF) here and quit
     QString latencyReport;       // write LatencyMonitor stats here at quit
     QStringList
         interventions;     // "STEP:{\"kind\":...,\"params\":{...}}", posted once STEP is reached

@@ -21,6 +21,7 @@
 
 #include "async_store.h"
 #include "attention_map_panel.h"
+#include "compare_panel.h"
 #include "config_form.h"
 #include "histogram_panel.h"
 #include "intervention_panel.h"
@@ -81,7 +82,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tabifyDockWidget(m_setupDock, m_interventionDock);
     m_setupDock->raise();
 
-    // Centre: the views of one run.
+    // Centre: the views of one run, and the comparison of several.
     m_tabs = new QTabWidget;
     m_live = new LivePlotsPanel;
     m_histograms = new HistogramPanel;
@@ -91,6 +92,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_tabs->addTab(m_histograms, tr("Logit histograms"));
     m_tabs->addTab(m_attention, tr("Attention maps"));
     m_tabs->addTab(m_spikes, tr("Spikes"));
+    m_compare = new ComparePanel;
+    m_tabs->addTab(m_compare, tr("Compare"));
     setCentralWidget(m_tabs);
 
     m_browser = new RunBrowserPanel;
@@ -203,6 +206,14 @@ void MainWindow::connectPanels() {
     });
 
     connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
+    connect(m_browser, &RunBrowserPanel::compareRequested, this,
+            [this](const std::vector<int64_t>& ids) { compareRuns(ids); });
+    connect(m_compare, &ComparePanel::error, this, &MainWindow::showError);
+    connect(m_compare, &ComparePanel::loaded, this, [this](int runs, double seconds) {
+        statusBar()->showMessage(
+            tr("Comparing %1 runs (store read %2 s)").arg(runs).arg(seconds, 0, 'f', 3), 8000);
+        emit comparisonOpened(runs, seconds);
+    });
     connect(m_browser, &RunBrowserPanel::databaseChanged, this, [this](const QString& path) {
         setWindowTitle(tr("qklab — %1").arg(path));
         m_live->clear();
@@ -265,9 +276,15 @@ bool MainWindow::applyOverrides(const QStringList& assignments, QString* error) 
 
 void MainWindow::showTab(const QString& name) {
     const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"),
-                            QStringLiteral("attention"), QStringLiteral("spikes")};
+                            QStringLiteral("attention"), QStringLiteral("spikes"),
+                            QStringLiteral("compare")};
     const int index = names.indexOf(name.toLower());
     if (index >= 0) m_tabs->setCurrentIndex(index);
+}
+
+void MainWindow::compareRuns(const std::vector<int64_t>& runIds) {
+    m_compare->setRuns(m_browser->databasePath(), runIds);
+    m_tabs->setCurrentWidget(m_compare);
 }
 
 void MainWindow::openRun(int64_t runId) {

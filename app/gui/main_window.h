@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <vector>
 
 #include "gui_types.h"
 #include "run_data.h"
@@ -16,6 +17,7 @@ class QTabWidget;
 namespace qklab::gui {
 
 class AttentionMapPanel;
+class ComparePanel;
 class ConfigForm;
 class HistogramPanel;
 class InterventionPanel;
@@ -42,6 +44,8 @@ class MainWindow : public QMainWindow {
     bool applyOverrides(const QStringList& assignments, QString* error);
     void showTab(const QString& name);  // live | histograms | attention | spikes
     void openRun(int64_t runId);        // loads a stored run into every view (async)
+    // Opens the Compare tab on these stored runs (async).
+    void compareRuns(const std::vector<int64_t>& runIds);
 
     RunController* controller() const { return m_controller; }
     ConfigForm* configForm() const { return m_form; }
@@ -50,6 +54,7 @@ class MainWindow : public QMainWindow {
     HistogramPanel* histograms() const { return m_histograms; }
     AttentionMapPanel* attentionMaps() const { return m_attention; }
     SpikesPanel* spikes() const { return m_spikes; }
+    ComparePanel* comparePanel() const { return m_compare; }
     RunBrowserPanel* runBrowser() const { return m_browser; }
     InterventionPanel* interventions() const { return m_interventions; }
 
@@ -58,6 +63,7 @@ class MainWindow : public QMainWindow {
 
   signals:
     void runOpened(qint64 runId, double seconds);  // a stored run is shown in every view
+    void comparisonOpened(int runs, double seconds);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -81,6 +87,7 @@ class MainWindow : public QMainWindow {
     HistogramPanel* m_histograms = nullptr;
     AttentionMapPanel* m_attention = nullptr;
     SpikesPanel* m_spikes = nullptr;
+    ComparePanel* m_compare = nullptr;
     RunBrowserPanel* m_browser = nullptr;
     QTabWidget* m_tabs = nullptr;
     QDockWidget* m_setupDock = nullptr;

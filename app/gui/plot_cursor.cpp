@@ -85,8 +85,7 @@ void excludeFromReadout(QCPGraph* graph) {
     graph->setProperty(kNoReadout, true);
 }
 
-QStringList curveValuesAt(QCustomPlot* plot, double x,
-                          const std::function<QString(double key)>& keyLabel) {
+QStringList curveValuesAt(QCustomPlot* plot, double x, const KeyLabel& keyLabel) {
     QStringList lines;
     for (int i = 0; i < plot->graphCount(); ++i) {
         QCPGraph* g = plot->graph(i);
@@ -104,8 +103,8 @@ QStringList curveValuesAt(QCustomPlot* plot, double x,
         QString line =
             QStringLiteral("<span style='color:%1'>■</span> %2: <b>%3</b>")
                 .arg(g->pen().color().name(), g->name().toHtmlEscaped(), valueText(it->value));
-        const QString at = keyLabel ? keyLabel(it->key) : QString();
-        const QString here = keyLabel ? keyLabel(x) : QString();
+        const QString at = keyLabel ? keyLabel(g, it->key) : QString();
+        const QString here = keyLabel ? keyLabel(g, x) : QString();
         if (!at.isEmpty() && at != here) line += QStringLiteral(" (%1)").arg(at);
         lines << line;
     }

@@ -50,9 +50,9 @@ class HoverCursor : public QObject {
 void excludeFromReadout(QCPGraph* graph);
 
 // "name: value" for every visible, named graph of `plot` at its data point nearest to x.
-// keyLabel(key) names a point whose key is not x itself (a probe every 10 steps), e.g. "step
-// 120"; it is added in brackets.
-QStringList curveValuesAt(QCustomPlot* plot, double x,
-                          const std::function<QString(double key)>& keyLabel);
+// keyLabel(graph, key) names the step of a point ("step 120"; graphs of several runs map x to
+// steps differently); it is added in brackets when it differs from keyLabel(graph, x).
+using KeyLabel = std::function<QString(const QCPGraph* graph, double key)>;
+QStringList curveValuesAt(QCustomPlot* plot, double x, const KeyLabel& keyLabel);
 
 }  // namespace qklab::gui

@@ -23,6 +23,10 @@ void removeItemsWithRole(QCustomPlot* plot, const QString& role) {
 }
 }  // namespace
 
+void setItemRole(QCPAbstractItem* item, const QString& role) {
+    item->setProperty(kRole, role);
+}
+
 void clearItems(QCustomPlot* plot, const QString& role) {
     removeItemsWithRole(plot, role);
 }

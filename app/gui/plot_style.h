@@ -16,6 +16,7 @@
 class QCustomPlot;
 class QCPAxis;
 class QCPAxisRect;
+class QCPAbstractItem;
 
 namespace qklab::gui {
 
@@ -51,6 +52,8 @@ void setHistogramTicker(QCPAxis* axis, const HistBins& bins);
 
 // Remove the items a function above added ("threshold", "event", "cursor").
 void clearItems(QCustomPlot* plot, const QString& role);
+// Tags an item drawn elsewhere with a role, so that clearItems() removes it.
+void setItemRole(QCPAbstractItem* item, const QString& role);
 
 // Palette for per-layer series.
 QColor layerColor(int layer);

@@ -50,6 +50,10 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
               tr("Load the selected run's config, with its interventions as timed events, into the "
                  "set-up form: the run can be repeated exactly or varied"),
               &RunBrowserPanel::reuseSelected);
+    addButton(tr("Compare"),
+              tr("Compare the selected runs (Ctrl/Shift+click 2-12), or every run the filter "
+                 "shows, side by side"),
+              &RunBrowserPanel::compareSelected);
     addButton(tr("Open DB…"), tr("Open another run database"), &RunBrowserPanel::chooseDatabase);
     addButton(tr("New DB…"), tr("Create a new, empty run database"),
               &RunBrowserPanel::createDatabase);
@@ -67,7 +71,7 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     m_view->setSortingEnabled(true);
     m_view->sortByColumn(int(RunListModel::Column::Id), Qt::DescendingOrder);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);  // several for Compare
     m_view->verticalHeader()->setVisible(false);
     m_view->verticalHeader()->setDefaultSectionSize(20);
     m_view->horizontalHeader()->setStretchLastSection(true);
@@ -234,6 +238,34 @@ void RunBrowserPanel::selectRun(int64_t id) {
         index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     m_view->scrollTo(index);
     showDetails();
+}
+
+std::vector<int64_t> RunBrowserPanel::selectedRunIds() const {
+    std::vector<int64_t> ids;
+    for (int row = 0; row < m_proxy->rowCount(); ++row) {
+        const QModelIndex index = m_proxy->index(row, 0);
+        if (m_view->selectionModel()->isRowSelected(row, {}))
+            ids.push_back(index.data(RunListModel::RunIdRole).toLongLong());
+    }
+    return ids;
+}
+
+void RunBrowserPanel::compareSelected() {
+    std::vector<int64_t> ids = selectedRunIds();
+    if (ids.size() < 2 && !m_search->text().isEmpty()) {
+        ids.clear();
+        for (int row = 0; row < m_proxy->rowCount(); ++row)
+            ids.push_back(m_proxy->index(row, 0).data(RunListModel::RunIdRole).toLongLong());
+    }
+    if (ids.size() < 2 || ids.size() > 12) {
+        emit error(tr("Compare"),
+                   tr("Compare takes 2 to 12 runs: select them with Ctrl+click or Shift+click, or "
+                      "filter the list down to them (%n run(s) now).",
+                      nullptr, int(ids.size())));
+        return;
+    }
+    std::sort(ids.begin(), ids.end());
+    emit compareRequested(ids);
 }
 
 QString RunBrowserPanel::filterText() const {

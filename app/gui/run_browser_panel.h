@@ -10,6 +10,7 @@
 #include <QWidget>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "gui_types.h"
 #include "qklab/run_store.h"
@@ -44,6 +45,8 @@ class RunBrowserPanel : public QWidget {
     RunListModel* model() const { return m_model; }
 
     int64_t selectedRunId() const;
+    // Every selected row's run (Ctrl/Shift+click), in list order.
+    std::vector<int64_t> selectedRunIds() const;
     // Selects the run the views show. A run hidden by the filter is never left unselected
     // behind another highlighted row: the filter is cleared (and the details line says so),
     // so the selection always names the run on screen.
@@ -63,8 +66,11 @@ class RunBrowserPanel : public QWidget {
     void editTagsSelected();
     void deleteSelected();
     void reuseSelected();
+    // Compare: the selected runs, or with fewer than two selected, every run the filter shows.
+    void compareSelected();
 
   signals:
+    void compareRequested(const std::vector<int64_t>& runIds);
     void configRequested(const qklab::RunConfig& config);  // "Reuse config"
     void runActivated(qint64 runId);                       // the user picked a run to look at
     void databaseChanged(const QString& path);

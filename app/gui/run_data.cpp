@@ -38,22 +38,6 @@ RunConfig configOfRun(const RunInfo& info) {
     return RunConfig{};
 }
 
-RunConfig configAsTrained(const RunInfo& info, bool strict) {
-    RunConfig c = configOfRun(info);
-    for (const EventRecord& e : info.interventions) {
-        try {
-            Event ev = eventFromRecord(e.step, e.kind, e.paramsJson, e.source);
-            ev.source = EventSource::Config;  // as config events they replay identically
-            c.events.push_back(ev);
-        } catch (...) {
-            if (strict) throw;
-        }
-    }
-    std::stable_sort(c.events.begin(), c.events.end(),
-                     [](const Event& a, const Event& b) { return a.step < b.step; });
-    return c;
-}
-
 RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
     QElapsedTimer timer;
     timer.start();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "qklab/compare.h"  // configAsTrained
 #include "qklab/records.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
@@ -36,11 +37,6 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId);
 // Best effort: the run's config, or defaults when the stored JSON does not parse (a run
 // written by a newer version).
 RunConfig configOfRun(const RunInfo& info);
-
-// The config with the run's interventions added as config events, in step order: what the run
-// trained with (and what a replay repeats). Strict: an unreadable intervention throws
-// qklab::Error; otherwise it is skipped.
-RunConfig configAsTrained(const RunInfo& info, bool strict = false);
 
 // Short human summary of the settings that matter for stability ("qk_norm=rms, softcap
 // tanh C=50, lr 3e-3"), then each event as the change it made ("qk_norm none→rms @50"), for

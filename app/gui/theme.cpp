@@ -118,9 +118,12 @@ void themePlot(QCustomPlot* plot) {
 QColor severityTint(int severity) {
     const bool dark = g_theme == Theme::Dark;
     switch (severity) {
-        case 2: return dark ? QColor(95, 40, 40) : QColor(255, 225, 225);
-        case 1: return dark ? QColor(90, 70, 30) : QColor(255, 242, 215);
-        default: return dark ? QColor(35, 70, 40) : QColor(235, 245, 235);
+        case 2:
+            return dark ? QColor(95, 40, 40) : QColor(255, 225, 225);
+        case 1:
+            return dark ? QColor(90, 70, 30) : QColor(255, 242, 215);
+        default:
+            return dark ? QColor(35, 70, 40) : QColor(235, 245, 235);
     }
 }
 

@@ -1,0 +1,156 @@
+// compare_command.cpp — see compare_command.h.
+#include "compare_command.h"
+
+#include <algorithm>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "qklab/compare.h"
+#include "qklab/error.h"
+#include "qklab/run_store.h"
+
+namespace qklab::cli {
+namespace {
+
+using Table = std::vector<std::vector<std::string>>;
+
+// Columns padded to their widest cell; the first left-aligned, the rest as `rightAlign` says
+// (numbers line up on the right).
+void printTable(const Table& rows, bool rightAlign) {
+    std::vector<size_t> width;
+    for (const auto& row : rows)
+        for (size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], row[c].size());
+        }
+    for (const auto& row : rows) {
+        std::string line;
+        for (size_t c = 0; c < row.size(); ++c) {
+            const std::string pad(width[c] - row[c].size(), ' ');
+            if (c > 0) line += "  ";
+            line += c > 0 && rightAlign ? pad + row[c] : row[c] + pad;
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        std::cout << line << "\n";
+    }
+}
+
+// A key's value in configToJson(c), found by its dotted key: the JSON output keeps numbers
+// numbers (the diff's cells are text).
+nlohmann::json valueAt(const RunConfig& c, const std::string& dottedKey) {
+    std::string pointer = "/" + dottedKey;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const nlohmann::json j = configToJson(c);
+    const nlohmann::json::json_pointer p(pointer);
+    return j.contains(p) ? j.at(p) : nlohmann::json(nullptr);
+}
+
+void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+               const std::vector<RunSummary>& summaries) {
+    nlohmann::ordered_json out;
+    out["runs"] = nlohmann::ordered_json::array();
+    for (const auto& r : runs) out["runs"].push_back({{"id", r.id}, {"name", r.name}});
+    out["diff"] = nlohmann::ordered_json::object();  // registry order, as in the text table
+    for (const auto& row : configDiff(configs)) {
+        if (!row.differs) continue;
+        auto values = nlohmann::ordered_json::array();
+        for (const auto& c : configs) values.push_back(nlohmann::ordered_json(valueAt(c, row.key)));
+        out["diff"][row.key] = values;
+    }
+    out["summary"] = nlohmann::ordered_json::array();
+    for (const auto& s : summaries)
+        out["summary"].push_back(nlohmann::ordered_json(summaryToJson(s)));
+    out["seed_groups"] = nlohmann::ordered_json::array();
+    for (const auto& group : seedGroups(configs)) {
+        auto ids = nlohmann::ordered_json::array();
+        for (size_t i : group) ids.push_back(runs[i].id);
+        out["seed_groups"].push_back(ids);
+    }
+    std::cout << out.dump(2) << "\n";
+}
+
+void printDiff(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+               bool allKeys) {
+    Table table{{"key"}};
+    for (const auto& r : runs) table[0].push_back(r.name);
+    for (const auto& row : configDiff(configs)) {
+        if (!row.differs && !allKeys) continue;
+        table.push_back({row.key});
+        table.back().insert(table.back().end(), row.values.begin(), row.values.end());
+    }
+    if (table.size() == 1) {
+        std::cout << "config: no differences (--all shows every key)\n";
+        return;
+    }
+    std::cout << (allKeys ? "config:\n" : "config differences:\n");
+    printTable(table, false);
+}
+
+void printSummary(const std::vector<RunSummary>& summaries) {
+    Table table{{"run"}};
+    for (const auto& c : summaryColumns()) table[0].push_back(c.title);
+    for (const auto& s : summaries) {
+        table.push_back({s.name});
+        for (const auto& c : summaryColumns()) table.back().push_back(c.text(s));
+    }
+    std::cout << "\nsummary:\n";
+    printTable(table, true);
+}
+
+// Runs that differ only in their seed: the spread between them is noise, not the settings.
+void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs) {
+    for (const auto& group : seedGroups(configs)) {
+        if (group.size() < 2) continue;
+        std::string names;
+        for (size_t i : group) names += (names.empty() ? "" : ", ") + runs[i].name;
+        std::cout << "\nsame config but for run.seed: " << names << "\n";
+    }
+}
+
+// What the run trained with. An unreadable config or intervention is compared as the
+// defaults / left out, and said: a silent fallback would show a difference that is not there.
+RunConfig trainedConfig(const RunInfo& info) {
+    try {
+        return configAsTrained(info, /*strict=*/true);
+    } catch (const Error& e) {
+        std::cerr << "warning: " << e.what() << " (compared as far as it could be read)\n";
+        return configAsTrained(info);
+    }
+}
+
+}  // namespace
+
+int compareRuns(const CompareOptions& o) {
+    if (o.runRefs.size() < 2) {
+        std::cerr << "qklab-cli compare: needs at least 2 runs, got " << o.runRefs.size() << "\n";
+        return 2;
+    }
+    // Readers never write: no migration, no status update, read-only media work.
+    std::unique_ptr<RunStore> opened;
+    try {
+        opened = std::make_unique<RunStore>(o.dbPath, StoreAccess::ReadOnly);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::MissingFile) throw;
+        throw Error(ErrorCode::NotFound, std::string(e.what()) + ", so there is no run '" +
+                                             o.runRefs.front().substr(0, 80) + "'");
+    }
+    RunStore& store = *opened;
+    std::vector<RunInfo> runs;
+    std::vector<RunConfig> configs;
+    std::vector<RunSummary> summaries;
+    for (const auto& ref : o.runRefs) {
+        runs.push_back(store.findRun(ref));
+        configs.push_back(trainedConfig(runs.back()));
+        summaries.push_back(summarizeRun(store, runs.back().id));
+    }
+    if (o.asJson) {
+        printJson(runs, configs, summaries);
+        return 0;
+    }
+    printDiff(runs, configs, o.allKeys);
+    printSeedGroups(runs, configs);
+    printSummary(summaries);
+    return 0;
+}
+
+}  // namespace qklab::cli

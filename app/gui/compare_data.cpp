@@ -1,0 +1,206 @@
+// compare_data.cpp — loading a comparison and deriving its series.
+#include "compare_data.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QStringList>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "qklab/error.h"
+
+namespace qklab::gui {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ProbeStats::*probeField(CompareMetric m) {
+    switch (m) {
+        case CompareMetric::MaxLogit: return &ProbeStats::logitMaxRaw;
+        case CompareMetric::CappedMaxLogit: return &ProbeStats::logitMaxCapped;
+        case CompareMetric::P99Logit: return &ProbeStats::logitP99Raw;
+        case CompareMetric::QNorm: return &ProbeStats::qRawNormP90;
+        case CompareMetric::Entropy: return &ProbeStats::entropy;
+        default: return nullptr;
+    }
+}
+
+Series stepSeries(const RunSnapshot& s, CompareMetric m) {
+    Series out;
+    for (const StepMetrics& row : s.steps) {
+        double v = kNaN;
+        switch (m) {
+            case CompareMetric::TrainLoss: v = row.loss; break;
+            case CompareMetric::ValLoss:
+                if (!row.valLoss) continue;
+                v = *row.valLoss;
+                break;
+            case CompareMetric::GradNorm: v = row.gradNorm; break;
+            case CompareMetric::Lr: v = row.lr; break;
+            case CompareMetric::Alpha: v = row.alpha; break;
+            case CompareMetric::SoftcapC: v = row.softcapC; break;
+            default: break;
+        }
+        out.steps << double(row.step);
+        out.values << (std::isfinite(v) ? v : kNaN);  // a diverged step is a gap, never +inf
+    }
+    return out;
+}
+
+// Layer rows of one probe metric; the worst layer per step when layer < 0.
+Series probeSeries(const RunSnapshot& s, const CompareMetricInfo& info, int layer) {
+    const auto field = probeField(info.metric);
+    std::map<int64_t, double> byStep;
+    for (const ProbeStats& p : s.probes) {
+        if (p.head != -1 || (layer >= 0 && p.layer != layer)) continue;
+        const double v = p.*field;
+        auto [it, fresh] = byStep.emplace(p.step, v);
+        if (!fresh) it->second = info.worstIsLowest ? std::min(it->second, v) : std::max(it->second, v);
+    }
+    Series out;
+    for (const auto& [step, v] : byStep) {
+        out.steps << double(step);
+        out.values << (std::isfinite(v) ? v : kNaN);
+    }
+    return out;
+}
+
+}  // namespace
+
+QString CompareRun::label() const {
+    return QStringLiteral("%1 %2").arg(snap.runId).arg(QString::fromStdString(snap.info.name));
+}
+
+Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
+    QElapsedTimer timer;
+    timer.start();
+    Comparison c;
+    std::vector<RunConfig> configs;
+    for (int64_t id : runIds) {
+        CompareRun r;
+        try {
+            r.snap = loadRunSnapshot(store, id);
+            r.summary = summarizeRun(store, id);
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::NotFound) throw;
+            c.missing.push_back(id);  // deleted by another process: a note, not a failure
+            continue;
+        }
+        r.snap.config = configAsTrained(r.snap.info);
+        configs.push_back(r.snap.config);
+        c.runs.push_back(std::move(r));
+    }
+    c.diff = configDiff(configs);
+    c.seedGroups = seedGroups(configs);
+    c.loadSeconds = timer.nsecsElapsed() / 1e9;
+    return c;
+}
+
+QColor compareColor(size_t index) {
+    // Tableau 10 plus two: distinguishable, and none is the threshold red or grey.
+    static const QColor colors[] = {
+        QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),  QColor(148, 103, 189),
+        QColor(140, 86, 75),  QColor(227, 119, 194), QColor(23, 190, 207), QColor(188, 189, 34),
+        QColor(214, 39, 40),  QColor(127, 127, 127), QColor(0, 80, 60),    QColor(120, 60, 0)};
+    return colors[index % std::size(colors)];
+}
+
+const std::vector<CompareMetricInfo>& compareMetrics() {
+    static const std::vector<CompareMetricInfo> metrics{
+        {CompareMetric::TrainLoss, "train_loss", QObject::tr("Train loss"), false, false, false},
+        {CompareMetric::ValLoss, "val_loss", QObject::tr("Validation loss"), false, false, false},
+        {CompareMetric::MaxLogit, "max_logit_raw", QObject::tr("Max logit, raw"), true, true,
+         false},
+        {CompareMetric::CappedMaxLogit, "max_logit_capped", QObject::tr("Max logit, capped"), true,
+         true, false},
+        {CompareMetric::P99Logit, "p99_logit_raw", QObject::tr("p99 logit, raw"), true, true,
+         false},
+        {CompareMetric::QNorm, "q_norm_p90", QObject::tr("q norm p90 (raw projection)"), true, true,
+         false},
+        {CompareMetric::Entropy, "entropy", QObject::tr("Attention entropy (nats)"), true, false,
+         true},
+        {CompareMetric::GradNorm, "grad_norm", QObject::tr("Gradient norm"), false, true, false},
+        {CompareMetric::Lr, "lr", QObject::tr("Learning rate"), false, false, false},
+        {CompareMetric::Alpha, "alpha", QObject::tr("QK-norm alpha"), false, false, false},
+        {CompareMetric::SoftcapC, "softcap_c", QObject::tr("Softcap C (0 = off)"), false, false,
+         false},
+    };
+    return metrics;
+}
+
+const CompareMetricInfo& compareMetricInfo(CompareMetric m) {
+    for (const CompareMetricInfo& info : compareMetrics())
+        if (info.metric == m) return info;
+    return compareMetrics().front();
+}
+
+Series seriesOf(const CompareRun& run, CompareMetric metric, int layer) {
+    const CompareMetricInfo& info = compareMetricInfo(metric);
+    return info.probe ? probeSeries(run.snap, info, layer) : stepSeries(run.snap, metric);
+}
+
+QVector<double> smoothed(const QVector<double>& values, double weight) {
+    if (weight <= 0) return values;
+    QVector<double> out(values.size(), kNaN);
+    double sum = 0, norm = 0;
+    for (int i = 0; i < values.size(); ++i) {
+        if (!std::isfinite(values[i])) continue;  // the gap stays; the average does not reset
+        sum = weight * sum + (1 - weight) * values[i];
+        norm = weight * norm + (1 - weight);
+        out[i] = sum / norm;
+    }
+    return out;
+}
+
+BandSeries groupBand(const std::vector<Series>& members) {
+    BandSeries band;
+    if (members.empty()) return band;
+    std::map<double, std::vector<double>> byStep;
+    for (const Series& s : members)
+        for (int i = 0; i < s.steps.size(); ++i)
+            if (std::isfinite(s.values[i])) byStep[s.steps[i]].push_back(s.values[i]);
+    for (const auto& [step, vs] : byStep) {
+        if (vs.size() != members.size()) continue;  // a step some member lacks
+        double sum = 0;
+        for (double v : vs) sum += v;
+        band.steps << step;
+        band.mean << sum / double(vs.size());
+        band.low << *std::min_element(vs.begin(), vs.end());
+        band.high << *std::max_element(vs.begin(), vs.end());
+    }
+    return band;
+}
+
+QString comparisonCsv(const Comparison& c, int layer) {
+    std::map<double, QStringList> rows;  // step -> cells
+    QStringList header{QStringLiteral("step")};
+    int column = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        for (const CompareRun& run : c.runs) {
+            QString name = QStringLiteral("%1:%2").arg(QString::fromLatin1(info.key), run.label());
+            if (name.contains(QLatin1Char(',')) || name.contains(QLatin1Char('"')))
+                name = QLatin1Char('"') + name.replace(QLatin1Char('"'), QStringLiteral("\"\"")) +
+                       QLatin1Char('"');
+            header << name;
+            const Series s = seriesOf(run, info.metric, layer);
+            for (int i = 0; i < s.steps.size(); ++i) {
+                QStringList& cells = rows[s.steps[i]];
+                while (cells.size() < column) cells << QString();
+                cells << (std::isfinite(s.values[i]) ? QString::number(s.values[i], 'g', 9)
+                                                     : QStringLiteral("nan"));
+            }
+            ++column;
+        }
+    }
+    QString out = header.join(QLatin1Char(',')) + QLatin1Char('\n');
+    for (auto& [step, cells] : rows) {
+        while (cells.size() < column) cells << QString();
+        out += QString::number(qint64(step)) + QLatin1Char(',') + cells.join(QLatin1Char(',')) +
+               QLatin1Char('\n');
+    }
+    return out;
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,84 @@
+// compare_panel.h — the comparison workspace (the compare issue): 2-12 stored runs side by
+// side. Curves (ComparePlots) above; below, the summary table (sortable, best per column
+// marked, CSV), the config diff (differences only by default) and each run's events.
+//
+// A comparison that holds a run still training reloads every 2 s, so its curves keep
+// extending; a run deleted meanwhile leaves with a note.
+#pragma once
+
+#include <QImage>
+#include <QWidget>
+#include <vector>
+
+#include "compare_data.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSlider;
+class QTableWidget;
+class QTextBrowser;
+class QTimer;
+
+namespace qklab::gui {
+
+class ComparePlots;
+
+class ComparePanel : public QWidget {
+    Q_OBJECT
+  public:
+    static constexpr int kMaxRuns = 12;
+
+    explicit ComparePanel(QWidget* parent = nullptr);
+
+    // Loads the runs from the store on a pool thread, then shows them.
+    void setRuns(const QString& dbPath, const std::vector<int64_t>& runIds);
+    // Shows an already loaded comparison (tests, and setRuns's result).
+    void setComparison(Comparison comparison);
+    const Comparison& comparison() const { return m_comparison; }
+    ComparePlots* plots() const { return m_plots; }
+    QTableWidget* summaryTable() const { return m_summary; }
+    QTableWidget* diffTable() const { return m_diff; }
+    void setDifferencesOnly(bool on);
+    void setSmoothing(double weight);
+    void setGroupSeeds(bool on);
+
+    bool saveSeriesCsv(const QString& path, QString* error) const;
+    bool saveSummaryCsv(const QString& path, QString* error) const;
+    // The curves above the config diff, as one PNG or PDF (by the file's suffix).
+    bool saveFigure(const QString& path, QString* error);
+
+  signals:
+    void loaded(int runs, double seconds);
+    void error(const QString& title, const QString& message);
+
+  private:
+    QWidget* buildToolbar();
+    void fillSummary();
+    void fillDiff();
+    void fillEvents();
+    void fillLegend();
+    void reloadIfLive();
+    void exportAs(const QString& what);
+    QImage diffImage(int width) const;
+
+    Comparison m_comparison;
+    QString m_dbPath;
+    std::vector<int64_t> m_runIds;
+    uint64_t m_generation = 0;
+
+    ComparePlots* m_plots = nullptr;
+    QLabel* m_legend = nullptr;
+    QComboBox* m_xChoice = nullptr;
+    QComboBox* m_layer = nullptr;
+    QSlider* m_smoothing = nullptr;
+    QLabel* m_smoothingLabel = nullptr;
+    QCheckBox* m_groups = nullptr;
+    QCheckBox* m_diffOnly = nullptr;
+    QTableWidget* m_summary = nullptr;
+    QTableWidget* m_diff = nullptr;
+    QTextBrowser* m_events = nullptr;
+    QTimer* m_liveTimer = nullptr;
+};
+
+}  // namespace qklab::gui

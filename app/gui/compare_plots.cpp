@@ -1,0 +1,247 @@
+// compare_plots.cpp — drawing the compared runs' series.
+#include "compare_plots.h"
+
+#include <qcustomplot.h>
+
+#include <QElapsedTimer>
+#include <QGridLayout>
+#include <cmath>
+
+#include "plot_cursor.h"
+#include "plot_export.h"
+#include "plot_style.h"
+
+namespace qklab::gui {
+namespace {
+
+const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
+
+QCPGraph* addRunGraph(QCustomPlot* plot, size_t run, const QString& name, const QPen& pen) {
+    QCPGraph* g = plot->addGraph();
+    g->setName(name);
+    g->setPen(pen);
+    g->setProperty(kRunIndex, qulonglong(run));
+    return g;
+}
+
+}  // namespace
+
+ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
+    m_hover = new HoverCursor(this);
+    m_hover->setReadout([this](QCustomPlot* plot, double x) { return readout(plot, x); });
+    auto* grid = new QGridLayout(this);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(2);
+    int i = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        auto* plot = new QCustomPlot(this);
+        stylePlot(plot, QString(), /*legend=*/false);
+        plot->setMinimumSize(160, 90);  // three rows of plots above the tables fit 1280x720
+        plot->plotLayout()->insertRow(0);
+        QFont f = font();
+        f.setBold(true);
+        f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
+        plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, info.title, f));
+        if (info.logScale) setLogAxis(plot->yAxis, true);
+        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        installExportMenu(plot);
+        m_hover->addPlot(plot);
+        connect(plot, &QCustomPlot::mouseMove, this,
+                [this, plot](QMouseEvent* e) { m_hover->hover(plot, e->pos()); });
+        connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+                [this, plot](const QCPRange& range) {
+                    if (m_syncing) return;  // linked x-axes: zoom one, all follow
+                    m_syncing = true;
+                    for (QCustomPlot* p : m_plots)
+                        if (p != plot) {
+                            p->xAxis->setRange(range);
+                            p->replot(QCustomPlot::rpQueuedReplot);
+                        }
+                    m_syncing = false;
+                });
+        grid->addWidget(plot, i / 4, i % 4);
+        m_plots << plot;
+        ++i;
+    }
+}
+
+QCustomPlot* ComparePlots::plotOf(CompareMetric metric) const {
+    int i = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        if (info.metric == metric) return m_plots.value(i);
+        ++i;
+    }
+    return nullptr;
+}
+
+void ComparePlots::setComparison(const Comparison* comparison) {
+    m_comparison = comparison;
+    redraw();
+}
+
+void ComparePlots::setXAxis(XAxisKind kind) {
+    m_xKind = kind;
+    redraw();
+}
+
+void ComparePlots::setLayer(int layer) {
+    m_layer = layer;
+    redraw();
+}
+
+void ComparePlots::setSmoothing(double weight) {
+    m_smoothing = std::clamp(weight, 0.0, 0.99);
+    redraw();
+}
+
+void ComparePlots::setGroupSeeds(bool on) {
+    m_groupSeeds = on;
+    redraw();
+}
+
+QVector<double> ComparePlots::xs(size_t run, const QVector<double>& steps) const {
+    QVector<double> out;
+    out.reserve(steps.size());
+    for (double s : steps) out << m_x[run](s);
+    return out;
+}
+
+void ComparePlots::redraw() {
+    QElapsedTimer timer;
+    timer.start();
+    m_hover->hide();
+    m_x.clear();
+    if (m_comparison)
+        for (const CompareRun& run : m_comparison->runs) {
+            StepToX map(m_xKind, run.snap.config.data.batchSize, run.snap.config.model.seqLen);
+            map.add(run.snap.steps);
+            m_x.push_back(std::move(map));
+        }
+    int i = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        QCustomPlot* plot = m_plots[i++];
+        plot->clearGraphs();
+        clearItems(plot, QStringLiteral("event"));
+        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        if (m_comparison) drawMetric(plot, info);
+        plot->rescaleAxes();
+        plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+    m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
+}
+
+void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) {
+    std::vector<bool> grouped(m_comparison->runs.size(), false);
+    if (m_groupSeeds)
+        for (const auto& members : m_comparison->seedGroups) {
+            if (members.size() < 2) continue;
+            drawGroup(plot, info, members);
+            for (size_t m : members) grouped[m] = true;
+        }
+    for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
+        drawRun(plot, info, r, grouped[r]);
+        drawMarkers(plot, info, r);
+    }
+}
+
+// Raw values always; with smoothing on they turn faint under the smoothed line. Grouped runs
+// are drawn faint too: their group's mean and band carry the colour.
+void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index,
+                           bool inGroup) {
+    const CompareRun& run = m_comparison->runs[index];
+    const Series s = seriesOf(run, info.metric, m_layer);
+    if (s.steps.isEmpty()) return;
+    const QColor color = compareColor(index);
+    const bool smooth = m_smoothing > 0;
+    QColor faint = color;
+    faint.setAlpha(smooth || inGroup ? 60 : 255);
+    QCPGraph* raw = addRunGraph(plot, index, run.label(), QPen(faint, smooth ? 1.0 : 1.4));
+    raw->setData(xs(index, s.steps), s.values, true);
+    if (info.metric == CompareMetric::ValLoss)
+        raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
+    if (!smooth || inGroup) return;
+    QCPGraph* line = addRunGraph(plot, index, run.label(), QPen(color, 1.6));
+    excludeFromReadout(line);  // the readout shows the raw value under the cursor
+    line->setData(xs(index, s.steps), smoothed(s.values, m_smoothing), true);
+}
+
+void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
+                             const std::vector<size_t>& members) {
+    std::vector<Series> series;
+    for (size_t m : members) series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
+    for (Series& s : series) s.values = smoothed(s.values, m_smoothing);
+    const BandSeries band = groupBand(series);
+    if (band.steps.isEmpty()) return;
+    const size_t first = members.front();
+    const QVector<double> x = xs(first, band.steps);
+    QColor color = compareColor(first);
+    QCPGraph* low = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
+    low->setData(x, band.low, true);
+    QCPGraph* high = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
+    high->setData(x, band.high, true);
+    color.setAlpha(50);
+    high->setBrush(color);
+    high->setChannelFillGraph(low);
+    QCPGraph* mean = addRunGraph(
+        plot, first,
+        tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
+            .arg(m_comparison->runs[first].label()),
+        QPen(compareColor(first), 2.0));
+    mean->setData(x, band.mean, true);
+}
+
+// Spikes at their raw values; a diverged run's last finite point; interventions as lines.
+void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index) {
+    const CompareRun& run = m_comparison->runs[index];
+    const QColor color = compareColor(index);
+    const bool lossPlot = info.metric == CompareMetric::TrainLoss;
+    if (lossPlot || info.metric == CompareMetric::GradNorm) {
+        QCPGraph* marks = addRunGraph(plot, index, QString(), QPen(color));
+        marks->setLineStyle(QCPGraph::lsNone);
+        marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, color, color, 8));
+        for (const Spike& sp : run.snap.spikes)
+            if ((sp.metric.find("grad") != std::string::npos) == !lossPlot && std::isfinite(sp.value))
+                marks->addData(m_x[index](double(sp.step)), sp.value);
+        if (run.summary.status == RunStatus::Diverged) {
+            const Series s = seriesOf(run, info.metric, m_layer);
+            for (int i = s.values.size() - 1; i >= 0; --i)
+                if (std::isfinite(s.values[i])) {
+                    QCPGraph* end = addRunGraph(plot, index, QString(), QPen(color, 2));
+                    end->setLineStyle(QCPGraph::lsNone);
+                    end->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, 12));
+                    end->addData(m_x[index](s.steps[i]), s.values[i]);
+                    break;
+                }
+        }
+    }
+    // Interventions in the run's colour (labels would pile up across runs; the Events tab and
+    // the readout name them).
+    for (const EventRecord& e : run.snap.events) {
+        if (e.source != "user") continue;
+        auto* line = new QCPItemStraightLine(plot);
+        setItemRole(line, QStringLiteral("event"));
+        const double x = m_x[index](double(e.step));
+        line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
+        line->setPen(QPen(color, 1.2, Qt::DashLine));
+        line->setSelectable(false);
+    }
+}
+
+QString ComparePlots::readout(QCustomPlot* plot, double x) const {
+    if (!m_comparison || m_comparison->runs.empty()) return {};
+    const QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph* g, double key) {
+        const size_t run = g->property(kRunIndex).toULongLong();
+        return run < m_x.size() ? tr("step %1").arg(m_x[run].stepAt(key)) : QString();
+    });
+    if (lines.isEmpty()) return {};
+    QString head = QStringLiteral("<b>%1</b>").arg(plot->plotLayout()->elementCount() > 0
+                                                        ? compareMetrics()[m_plots.indexOf(plot)].title
+                                                        : QString());
+    if (m_xKind == XAxisKind::Step) head += tr(" · step %1").arg(qint64(std::llround(x)));
+    return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,59 @@
+// compare_plots.h — the comparison's curves: one plot per compared metric (compareMetrics()),
+// every run in its own colour, a shared hover cursor reading each run's value, the x-axis
+// choice of the live plots, EMA smoothing that keeps the raw points faint (spike markers come
+// from the raw values), seed groups as a mean line in a min-max band, and per-run spike,
+// divergence and intervention markers.
+#pragma once
+
+#include <QWidget>
+#include <vector>
+
+#include "compare_data.h"
+#include "x_axis.h"
+
+class QCustomPlot;
+class QCPGraph;
+
+namespace qklab::gui {
+
+class HoverCursor;
+
+class ComparePlots : public QWidget {
+    Q_OBJECT
+  public:
+    explicit ComparePlots(QWidget* parent = nullptr);
+
+    void setComparison(const Comparison* comparison);  // not owned; redraws
+    void setXAxis(XAxisKind kind);
+    void setLayer(int layer);         // -1 = the worst layer at each step
+    void setSmoothing(double weight);  // 0 = raw; up to 0.99
+    void setGroupSeeds(bool on);
+    void redraw();
+
+    QList<QCustomPlot*> plots() const { return m_plots; }
+    QCustomPlot* plotOf(CompareMetric metric) const;
+    HoverCursor* hoverCursor() const { return m_hover; }
+    double lastRedrawMs() const { return m_lastRedrawMs; }
+
+  private:
+    void drawMetric(QCustomPlot* plot, const CompareMetricInfo& info);
+    void drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index, bool inGroup);
+    void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
+                   const std::vector<size_t>& members);
+    void drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index);
+    QString readout(QCustomPlot* plot, double x) const;
+    QVector<double> xs(size_t run, const QVector<double>& steps) const;
+
+    const Comparison* m_comparison = nullptr;
+    std::vector<StepToX> m_x;  // per run
+    XAxisKind m_xKind = XAxisKind::Step;
+    int m_layer = -1;
+    double m_smoothing = 0;
+    bool m_groupSeeds = false;
+    QList<QCustomPlot*> m_plots;  // in compareMetrics() order
+    HoverCursor* m_hover = nullptr;
+    bool m_syncing = false;
+    double m_lastRedrawMs = 0;
+};
+
+}  // namespace qklab::gui

@@ -1,0 +1,83 @@
+// compare.h — what comparing stored runs needs, shared by `qklab-cli compare` and the app's
+// comparison view: the config diff, seed groups and one summary row per run.
+//
+// The summary's columns are one table (summaryColumns()): the CLI's text and JSON, the app's
+// sortable table, its best-per-column highlight and the CSV export all iterate it, so a new
+// column is added once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qklab/run_config.h"
+#include "qklab/run_store.h"
+
+namespace qklab {
+
+// The run's stored config with its user interventions added as config events, in step order:
+// what the run actually trained with. strict: an unreadable config or intervention throws
+// Error; otherwise the config falls back to defaults and bad interventions are skipped.
+RunConfig configAsTrained(const RunInfo& info, bool strict = false);
+
+// One config key across runs. key: the dotted key as `qklab-cli keys` lists it, or "events"
+// (the run's events, interventions included, as JSON). values: each run's value as compact
+// JSON text, in the order of the configs given. A string is shown bare (rms, not "rms"); a key
+// a config lacks is "" (the row differs; equality is decided on the JSON values, not the text).
+struct ConfigDiffRow {
+    std::string key;
+    std::vector<std::string> values;
+    bool differs = false;  // not all values equal
+};
+
+// Every key of configToJson() flattened to dotted keys (registry order), then "events".
+std::vector<ConfigDiffRow> configDiff(const std::vector<RunConfig>& configs);
+
+// Runs whose configs are equal in everything but run.seed (events included) form a group.
+// Returns groups of indices into `configs`, each in input order, groups ordered by their first
+// member; a run with no twin is a group of one.
+std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& configs);
+
+struct RunSummary {
+    int64_t runId = 0;
+    std::string name;
+    RunStatus status = RunStatus::Running;
+    int64_t steps = 0;  // stored steps
+    int layers = 0, heads = 0;
+    std::optional<double> finalTrainLoss, bestTrainLoss;  // finite steps only
+    std::optional<double> finalValLoss, bestValLoss;
+    int64_t spikes = 0;
+    int worstTier = 0;  // highest tier among the spikes; 0 = no spike
+    // First probed step at which any layer's raw max logit passed 30 / 100.
+    std::optional<int64_t> firstStepPast30, firstStepPast100;
+    std::optional<double> peakRawMax, peakCappedMax;  // over all layer-level probes
+    std::optional<double> finalEntropy;  // mean over layers at the last probed step (nats)
+    std::optional<double> tokensPerSec;  // median over steps with a rate
+    std::optional<double> trainSeconds;  // sum of each step's tokens / tokens/s
+};
+
+// Reads one run's summary (a reader: never writes). Throws Error{NotFound} for an unknown id.
+RunSummary summarizeRun(RunStore& store, int64_t runId);
+
+// One column of the summary table.
+struct SummaryColumn {
+    const char* key;    // JSON key and CSV header, e.g. "best_val_loss"
+    const char* title;  // table header, e.g. "best val loss"
+    // -1: lower is better, +1: higher is better, 0: no "best" (ids, counts of steps, status).
+    int better;
+    // The number, when the column is numeric and the run has one.
+    std::function<std::optional<double>(const RunSummary&)> number;
+    // The cell as text (numbers formatted; "-" when missing).
+    std::function<std::string(const RunSummary&)> text;
+};
+const std::vector<SummaryColumn>& summaryColumns();
+
+// {"run_id": .., "name": .., "status": .., <every column key>: number or null}.
+nlohmann::json summaryToJson(const RunSummary& s);
+// Header of column keys, one row per run; missing values are empty cells.
+std::string summaryCsv(const std::vector<RunSummary>& summaries);
+
+}  // namespace qklab

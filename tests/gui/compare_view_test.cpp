@@ -1,0 +1,214 @@
+// compare_view_test.cpp — the comparison view against hand-computed numbers: loading (seed groups,
+// diff, a deleted run), series (worst layer, NaN gaps), smoothing, group bands, the cursor
+// readout, the summary table's best cells and the CSV export.
+#include <QFile>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+
+#include "compare_data.h"
+#include "compare_panel.h"
+#include "compare_plots.h"
+#include "gui_test_util.h"
+#include "gui_types.h"
+#include "plot_cursor.h"
+#include "qcustomplot.h"
+#include "qklab/run_store.h"
+
+using namespace qklab;
+using namespace qklab::gui;
+
+class CompareViewTest : public QObject {
+    Q_OBJECT
+  private:
+    QTemporaryDir m_dir;
+    QString m_db;
+    std::vector<int64_t> m_ids;
+
+    // 30 steps; loss = base - step/100 (step 20 NaN when `diverge`), probes every 5 on two
+    // layers: layer 0 max = step, layer 1 max = 2 x step; entropy 3 - layer.
+    int64_t writeRun(const std::string& name, int64_t seed, double lr, double base, bool diverge,
+                     bool intervene) {
+        RunConfig c = test::tinyConfig(30);
+        c.run.seed = seed;
+        c.optim.lr = lr;
+        NewRun nr;
+        nr.name = name;
+        nr.configJson = configToJson(c).dump();
+        nr.seed = seed;
+        RunWriter w(m_db.toStdString(), nr);
+        for (int s = 0; s < 30; ++s) {
+            StepMetrics m;
+            m.step = s;
+            m.loss = (diverge && s == 20) ? std::nan("") : base - s / 100.0;
+            m.gradNorm = 1;
+            m.lr = lr;
+            m.seqLen = 32;
+            m.tokensPerSec = 1000;
+            if (s % 10 == 9) m.valLoss = m.loss + 0.5;
+            w.addStep(m);
+            if (s % 5 != 0) continue;
+            for (int layer = 0; layer < 2; ++layer) {
+                ProbeStats p;
+                p.step = s;
+                p.layer = layer;
+                p.head = -1;
+                p.logitMaxRaw = (layer + 1.0) * s;
+                p.logitMaxCapped = p.logitMaxRaw;
+                p.entropy = 3.0 - layer;
+                w.addProbe(p);
+            }
+        }
+        if (intervene) w.addEvent({12, "qk_norm", R"({"variant":"rms"})", "user"});
+        w.finish(diverge ? RunStatus::Diverged : RunStatus::Finished);
+        return w.runId();
+    }
+
+  private slots:
+    void initTestCase() {
+        registerGuiMetaTypes();
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath(QStringLiteral("compare.db"));
+        m_ids.push_back(writeRun("a", 1, 3e-3, 5.0, false, false));
+        m_ids.push_back(writeRun("b", 2, 3e-3, 4.0, false, false));  // a's seed twin
+        m_ids.push_back(writeRun("c", 1, 3e-2, 6.0, true, true));
+    }
+
+    void loadsGroupsDiffsAndNotesADeletedRun() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        std::vector<int64_t> ids = m_ids;
+        ids.push_back(999);  // deleted meanwhile: a note, not a failure
+        const Comparison c = loadComparison(store, ids);
+        QCOMPARE(int(c.runs.size()), 3);
+        QCOMPARE(c.missing, std::vector<int64_t>{999});
+        QCOMPARE(c.seedGroups, (std::vector<std::vector<size_t>>{{0, 1}, {2}}));
+        QStringList differing;
+        for (const ConfigDiffRow& row : c.diff)
+            if (row.differs) differing << QString::fromStdString(row.key);
+        QVERIFY2(differing.contains(QStringLiteral("optim.lr")), qPrintable(differing.join(',')));
+        QVERIFY(differing.contains(QStringLiteral("run.seed")));
+        QVERIFY(differing.contains(QStringLiteral("events")));  // c's intervention
+        QVERIFY(!differing.contains(QStringLiteral("model.d_model")));
+        // The config as trained carries the intervention.
+        QCOMPARE(int(c.runs[2].snap.config.events.size()), 1);
+    }
+
+    void seriesTakeTheWorstLayerAndKeepGaps() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        const Comparison c = loadComparison(store, m_ids);
+        const Series worst = seriesOf(c.runs[0], CompareMetric::MaxLogit, -1);
+        QCOMPARE(worst.steps.size(), 6);
+        QCOMPARE(worst.values[2], 20.0);  // step 10: layer 1, 2 x 10
+        QCOMPARE(seriesOf(c.runs[0], CompareMetric::MaxLogit, 0).values[2], 10.0);
+        QCOMPARE(seriesOf(c.runs[0], CompareMetric::Entropy, -1).values[0], 2.0);  // lowest
+        QVERIFY(seriesOf(c.runs[0], CompareMetric::MaxLogit, 5).steps.isEmpty());
+        const Series loss = seriesOf(c.runs[2], CompareMetric::TrainLoss, -1);
+        QVERIFY(std::isnan(loss.values[20]));  // a diverged step is a gap
+        QCOMPARE(loss.values[21], 6.0 - 0.21);
+    }
+
+    void smoothingAndBandsByHand() {
+        const QVector<double> s = smoothed({1, 3, std::nan(""), 3}, 0.5);
+        QCOMPARE(s[0], 1.0);
+        QVERIFY(std::fabs(s[1] - 1.75 / 0.75) < 1e-12);  // (0.25 + 1.5) / (0.25 + 0.5)
+        QVERIFY(std::isnan(s[2]));
+        QVERIFY(std::fabs(s[3] - (0.5 * 1.75 + 1.5) / (0.5 * 0.75 + 0.5)) < 1e-12);
+        QCOMPARE(smoothed({1, 3}, 0), (QVector<double>{1, 3}));
+        Series a, b;
+        a.steps = {0, 1, 2};
+        a.values = {1, 2, 3};
+        b.steps = {1, 2};
+        b.values = {4, 1};
+        const BandSeries band = groupBand({a, b});
+        QCOMPARE(band.steps, (QVector<double>{1, 2}));  // steps both have
+        QCOMPARE(band.mean, (QVector<double>{3, 2}));
+        QCOMPARE(band.low, (QVector<double>{2, 1}));
+        QCOMPARE(band.high, (QVector<double>{4, 3}));
+    }
+
+    void cursorReadsEveryRunAndTheSummaryMarksTheBest() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1400, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        QCustomPlot* loss = panel.plots()->plotOf(CompareMetric::TrainLoss);
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        panel.plots()->hoverCursor()->hover(
+            loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
+        const QString text = panel.plots()->hoverCursor()->lastText();
+        // Step 10: a 5 - 0.1, b 4 - 0.1, c 6 - 0.1.
+        QVERIFY2(text.contains(QStringLiteral("1 a: <b>4.9</b>")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("2 b: <b>3.9</b>")));
+        QVERIFY(text.contains(QStringLiteral("3 c: <b>5.9</b>")));
+        // The cursor line is drawn on every plot.
+        for (QCustomPlot* p : panel.plots()->plots()) QVERIFY(p->itemCount() >= 1);
+
+        // Best final train loss: run b (4 - 0.29 = 3.71), bold.
+        QTableWidget* t = panel.summaryTable();
+        QCOMPARE(t->rowCount(), 3);
+        int column = -1;
+        for (int c = 0; c < t->columnCount(); ++c)
+            if (t->horizontalHeaderItem(c)->text() == QStringLiteral("final train loss")) column = c;
+        QVERIFY(column > 0);
+        for (int r = 0; r < 3; ++r) {
+            const bool isB = t->item(r, 0)->text() == QStringLiteral("2 b");
+            QCOMPARE(t->item(r, column)->font().bold(), isB);
+        }
+        // Sorting by that column puts b first.
+        t->sortItems(column, Qt::AscendingOrder);
+        QCOMPARE(t->item(0, 0)->text(), QStringLiteral("2 b"));
+
+        // Differences only by default; all keys on request.
+        const int differing = panel.diffTable()->rowCount();
+        QVERIFY(differing >= 3);
+        panel.setDifferencesOnly(false);
+        QVERIFY(panel.diffTable()->rowCount() > differing + 20);
+
+        // Smoothing and groups redraw fast enough to feel instant.
+        panel.setSmoothing(0.6);
+        QVERIFY(panel.plots()->lastRedrawMs() < 1000);
+        panel.setGroupSeeds(true);
+        // Group mean of a and b at step 10 (smoothed series): drawn and named.
+        panel.plots()->hoverCursor()->hover(
+            loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
+        QVERIFY(panel.plots()->hoverCursor()->lastText().contains(QStringLiteral("mean of 2")));
+    }
+
+    void exportsSeriesSummaryAndFigure() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        panel.setComparison(loadComparison(store, m_ids));
+        const QString csv = m_dir.filePath(QStringLiteral("series.csv"));
+        QString error;
+        QVERIFY2(panel.saveSeriesCsv(csv, &error), qPrintable(error));
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'));
+        const QStringList header = lines[0].split(QLatin1Char(','));
+        QCOMPARE(header[0], QStringLiteral("step"));
+        const int colA = int(header.indexOf(QStringLiteral("train_loss:1 a")));
+        const int colC = int(header.indexOf(QStringLiteral("train_loss:3 c")));
+        QVERIFY(colA > 0 && colC > 0);
+        const QStringList step20 = lines[21].split(QLatin1Char(','));  // header + steps 0..19
+        QCOMPARE(step20[0], QStringLiteral("20"));
+        QCOMPARE(step20[colA].toDouble(), 4.8);
+        QCOMPARE(step20[colC], QStringLiteral("nan"));
+        const QString summary = m_dir.filePath(QStringLiteral("summary.csv"));
+        QVERIFY(panel.saveSummaryCsv(summary, &error));
+        QVERIFY(QFileInfo(summary).size() > 100);
+        for (const char* name : {"figure.png", "figure.pdf"}) {
+            const QString path = m_dir.filePath(QString::fromLatin1(name));
+            QVERIFY2(panel.saveFigure(path, &error), qPrintable(error));
+            QVERIFY(QFileInfo(path).size() > 5000);
+        }
+    }
+};
+
+QTEST_MAIN(CompareViewTest)
+#include "compare_view_test.moc"
