@@ -18,12 +18,18 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double ProbeStats::*probeField(CompareMetric m) {
     switch (m) {
-        case CompareMetric::MaxLogit: return &ProbeStats::logitMaxRaw;
-        case CompareMetric::CappedMaxLogit: return &ProbeStats::logitMaxCapped;
-        case CompareMetric::P99Logit: return &ProbeStats::logitP99Raw;
-        case CompareMetric::QNorm: return &ProbeStats::qRawNormP90;
-        case CompareMetric::Entropy: return &ProbeStats::entropy;
-        default: return nullptr;
+        case CompareMetric::MaxLogit:
+            return &ProbeStats::logitMaxRaw;
+        case CompareMetric::CappedMaxLogit:
+            return &ProbeStats::logitMaxCapped;
+        case CompareMetric::P99Logit:
+            return &ProbeStats::logitP99Raw;
+        case CompareMetric::QNorm:
+            return &ProbeStats::qRawNormP90;
+        case CompareMetric::Entropy:
+            return &ProbeStats::entropy;
+        default:
+            return nullptr;
     }
 }
 
@@ -32,16 +38,27 @@ Series stepSeries(const RunSnapshot& s, CompareMetric m) {
     for (const StepMetrics& row : s.steps) {
         double v = kNaN;
         switch (m) {
-            case CompareMetric::TrainLoss: v = row.loss; break;
+            case CompareMetric::TrainLoss:
+                v = row.loss;
+                break;
             case CompareMetric::ValLoss:
                 if (!row.valLoss) continue;
                 v = *row.valLoss;
                 break;
-            case CompareMetric::GradNorm: v = row.gradNorm; break;
-            case CompareMetric::Lr: v = row.lr; break;
-            case CompareMetric::Alpha: v = row.alpha; break;
-            case CompareMetric::SoftcapC: v = row.softcapC; break;
-            default: break;
+            case CompareMetric::GradNorm:
+                v = row.gradNorm;
+                break;
+            case CompareMetric::Lr:
+                v = row.lr;
+                break;
+            case CompareMetric::Alpha:
+                v = row.alpha;
+                break;
+            case CompareMetric::SoftcapC:
+                v = row.softcapC;
+                break;
+            default:
+                break;
         }
         out.steps << double(row.step);
         out.values << (std::isfinite(v) ? v : kNaN);  // a diverged step is a gap, never +inf
@@ -57,7 +74,8 @@ Series probeSeries(const RunSnapshot& s, const CompareMetricInfo& info, int laye
         if (p.head != -1 || (layer >= 0 && p.layer != layer)) continue;
         const double v = p.*field;
         auto [it, fresh] = byStep.emplace(p.step, v);
-        if (!fresh) it->second = info.worstIsLowest ? std::min(it->second, v) : std::max(it->second, v);
+        if (!fresh)
+            it->second = info.worstIsLowest ? std::min(it->second, v) : std::max(it->second, v);
     }
     Series out;
     for (const auto& [step, v] : byStep) {
@@ -101,7 +119,7 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
 QColor compareColor(size_t index) {
     // Tableau 10 plus two: distinguishable, and none is the threshold red or grey.
     static const QColor colors[] = {
-        QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),  QColor(148, 103, 189),
+        QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),  QColor(148, 103, 189),
         QColor(140, 86, 75),  QColor(227, 119, 194), QColor(23, 190, 207), QColor(188, 189, 34),
         QColor(214, 39, 40),  QColor(127, 127, 127), QColor(0, 80, 60),    QColor(120, 60, 0)};
     return colors[index % std::size(colors)];

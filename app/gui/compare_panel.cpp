@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "async_store.h"
+#include "compare_histograms.h"
 #include "compare_plots.h"
 #include "theme.h"
 #include "x_axis.h"
@@ -73,8 +74,12 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(buildToolbar());
 
     auto* split = new QSplitter(Qt::Vertical);
+    m_views = new QTabWidget;
     m_plots = new ComparePlots;
-    split->addWidget(m_plots);
+    m_views->addTab(m_plots, tr("Curves"));
+    m_histograms = new CompareHistograms;
+    m_views->addTab(m_histograms, tr("Histograms at one step"));
+    split->addWidget(m_views);
     auto* tabs = new QTabWidget;
     m_summary = new QTableWidget;
     m_summary->setObjectName(QStringLiteral("compareSummary"));
@@ -113,14 +118,16 @@ QWidget* ComparePanel::buildToolbar() {
     row->setContentsMargins(0, 0, 0, 0);
     m_xChoice = makeXAxisChoice(bar);
     m_layer = new QComboBox;
-    m_layer->setToolTip(tr("Per-layer series: one layer, or the worst layer at each step "
-                           "(highest logit and norm, lowest entropy)"));
+    m_layer->setToolTip(
+        tr("Per-layer series: one layer, or the worst layer at each step "
+           "(highest logit and norm, lowest entropy)"));
     m_layer->addItem(tr("worst layer"), -1);
     m_smoothing = new QSlider(Qt::Horizontal);
     m_smoothing->setRange(0, 99);
     m_smoothing->setMaximumWidth(160);
-    m_smoothing->setToolTip(tr("EMA smoothing; raw points stay drawn faint and spike markers "
-                               "keep their raw values"));
+    m_smoothing->setToolTip(
+        tr("EMA smoothing; raw points stay drawn faint and spike markers "
+           "keep their raw values"));
     m_smoothingLabel = new QLabel(tr("smoothing 0"));
     m_groups = new QCheckBox(tr("Seeds as groups"));
     m_groups->setToolTip(tr("Runs that differ only in run.seed: their mean in a min-max band"));
@@ -176,12 +183,14 @@ void ComparePanel::setComparison(Comparison comparison) {
     }
     m_plots->setLayer(m_layer->currentData().toInt());
     m_plots->setComparison(&m_comparison);
+    if (!m_dbPath.isEmpty()) m_histograms->setComparison(m_dbPath, &m_comparison);
     fillLegend();
     fillSummary();
     fillDiff();
     fillEvents();
     bool live = false;
-    for (const CompareRun& r : m_comparison.runs) live = live || r.summary.status == RunStatus::Running;
+    for (const CompareRun& r : m_comparison.runs)
+        live = live || r.summary.status == RunStatus::Running;
     if (live)
         m_liveTimer->start();
     else
@@ -226,7 +235,8 @@ void ComparePanel::fillSummary() {
         for (size_t c = 0; c < columns.size(); ++c) {
             auto* item = new NumberItem(QString::fromStdString(columns[c].text(runs[r].summary)));
             if (columns[c].number)
-                if (const auto v = columns[c].number(runs[r].summary)) item->setData(Qt::UserRole, *v);
+                if (const auto v = columns[c].number(runs[r].summary))
+                    item->setData(Qt::UserRole, *v);
             m_summary->setItem(int(r), int(c) + 1, item);
         }
     }
@@ -405,15 +415,17 @@ bool ComparePanel::saveFigure(const QString& path, QString* error) {
 void ComparePanel::exportAs(const QString& what) {
     const bool figure = what == tr("Figure…");
     const QString filter = figure ? tr("PNG image (*.png);;PDF (*.pdf)") : tr("CSV (*.csv)");
-    const QString suggested = figure                          ? QStringLiteral("comparison.png")
-                              : what == tr("Series CSV…") ? QStringLiteral("comparison-series.csv")
-                                                              : QStringLiteral("comparison-summary.csv");
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export comparison"), suggested, filter);
+    const QString suggested = figure ? QStringLiteral("comparison.png")
+                              : what == tr("Series CSV…")
+                                  ? QStringLiteral("comparison-series.csv")
+                                  : QStringLiteral("comparison-summary.csv");
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export comparison"), suggested, filter);
     if (path.isEmpty()) return;
     QString err;
-    const bool ok = figure                        ? saveFigure(path, &err)
+    const bool ok = figure                      ? saveFigure(path, &err)
                     : what == tr("Series CSV…") ? saveSeriesCsv(path, &err)
-                                                    : saveSummaryCsv(path, &err);
+                                                : saveSummaryCsv(path, &err);
     if (!ok) emit error(tr("Export failed"), err);
 }
 

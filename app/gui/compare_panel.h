@@ -16,12 +16,14 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSlider;
+class QTabWidget;
 class QTableWidget;
 class QTextBrowser;
 class QTimer;
 
 namespace qklab::gui {
 
+class CompareHistograms;
 class ComparePlots;
 
 class ComparePanel : public QWidget {
@@ -37,6 +39,8 @@ class ComparePanel : public QWidget {
     void setComparison(Comparison comparison);
     const Comparison& comparison() const { return m_comparison; }
     ComparePlots* plots() const { return m_plots; }
+    CompareHistograms* histograms() const { return m_histograms; }
+    QTabWidget* views() const { return m_views; }
     QTableWidget* summaryTable() const { return m_summary; }
     QTableWidget* diffTable() const { return m_diff; }
     void setDifferencesOnly(bool on);
@@ -67,7 +71,9 @@ class ComparePanel : public QWidget {
     std::vector<int64_t> m_runIds;
     uint64_t m_generation = 0;
 
+    QTabWidget* m_views = nullptr;  // curves, histograms
     ComparePlots* m_plots = nullptr;
+    CompareHistograms* m_histograms = nullptr;
     QLabel* m_legend = nullptr;
     QComboBox* m_xChoice = nullptr;
     QComboBox* m_layer = nullptr;

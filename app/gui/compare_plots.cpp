@@ -168,7 +168,8 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
 void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
                              const std::vector<size_t>& members) {
     std::vector<Series> series;
-    for (size_t m : members) series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
+    for (size_t m : members)
+        series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
     for (Series& s : series) s.values = smoothed(s.values, m_smoothing);
     const BandSeries band = groupBand(series);
     if (band.steps.isEmpty()) return;
@@ -182,11 +183,10 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     color.setAlpha(50);
     high->setBrush(color);
     high->setChannelFillGraph(low);
-    QCPGraph* mean = addRunGraph(
-        plot, first,
-        tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
-            .arg(m_comparison->runs[first].label()),
-        QPen(compareColor(first), 2.0));
+    QCPGraph* mean = addRunGraph(plot, first,
+                                 tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
+                                     .arg(m_comparison->runs[first].label()),
+                                 QPen(compareColor(first), 2.0));
     mean->setData(x, band.mean, true);
 }
 
@@ -200,7 +200,8 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info,
         marks->setLineStyle(QCPGraph::lsNone);
         marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, color, color, 8));
         for (const Spike& sp : run.snap.spikes)
-            if ((sp.metric.find("grad") != std::string::npos) == !lossPlot && std::isfinite(sp.value))
+            if ((sp.metric.find("grad") != std::string::npos) == !lossPlot &&
+                std::isfinite(sp.value))
                 marks->addData(m_x[index](double(sp.step)), sp.value);
         if (run.summary.status == RunStatus::Diverged) {
             const Series s = seriesOf(run, info.metric, m_layer);
@@ -237,9 +238,10 @@ QString ComparePlots::readout(QCustomPlot* plot, double x) const {
         return run < m_x.size() ? tr("step %1").arg(m_x[run].stepAt(key)) : QString();
     });
     if (lines.isEmpty()) return {};
-    QString head = QStringLiteral("<b>%1</b>").arg(plot->plotLayout()->elementCount() > 0
-                                                        ? compareMetrics()[m_plots.indexOf(plot)].title
-                                                        : QString());
+    QString head = QStringLiteral("<b>%1</b>")
+                       .arg(plot->plotLayout()->elementCount() > 0
+                                ? compareMetrics()[m_plots.indexOf(plot)].title
+                                : QString());
     if (m_xKind == XAxisKind::Step) head += tr(" · step %1").arg(qint64(std::llround(x)));
     return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
 }

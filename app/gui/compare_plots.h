@@ -25,7 +25,7 @@ class ComparePlots : public QWidget {
 
     void setComparison(const Comparison* comparison);  // not owned; redraws
     void setXAxis(XAxisKind kind);
-    void setLayer(int layer);         // -1 = the worst layer at each step
+    void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
     void setGroupSeeds(bool on);
     void redraw();

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "compare_data.h"
+#include "compare_histograms.h"
 #include "compare_panel.h"
 #include "compare_plots.h"
 #include "gui_test_util.h"
@@ -29,11 +30,14 @@ class CompareViewTest : public QObject {
 
     // 30 steps; loss = base - step/100 (step 20 NaN when `diverge`), probes every 5 on two
     // layers: layer 0 max = step, layer 1 max = 2 x step; entropy 3 - layer.
+    // Histograms (layer 0, every probe): bin step % bins holds 100 + step, the others 1, all
+    // times `histScale`; run c counts into 16 bins instead of 32.
     int64_t writeRun(const std::string& name, int64_t seed, double lr, double base, bool diverge,
-                     bool intervene) {
+                     bool intervene, int histScale = 1) {
         RunConfig c = test::tinyConfig(30);
         c.run.seed = seed;
         c.optim.lr = lr;
+        if (diverge) c.probes.histBins = 16;
         NewRun nr;
         nr.name = name;
         nr.configJson = configToJson(c).dump();
@@ -50,6 +54,13 @@ class CompareViewTest : public QObject {
             if (s % 10 == 9) m.valLoss = m.loss + 0.5;
             w.addStep(m);
             if (s % 5 != 0) continue;
+            LogitHistogram h;
+            h.step = s;
+            h.layer = 0;
+            h.head = -1;
+            h.counts.assign(size_t(c.probes.histBins), histScale);
+            h.counts[size_t(s % c.probes.histBins)] = (100 + s) * histScale;
+            w.addHistogram(h);
             for (int layer = 0; layer < 2; ++layer) {
                 ProbeStats p;
                 p.step = s;
@@ -72,7 +83,7 @@ class CompareViewTest : public QObject {
         QVERIFY(m_dir.isValid());
         m_db = m_dir.filePath(QStringLiteral("compare.db"));
         m_ids.push_back(writeRun("a", 1, 3e-3, 5.0, false, false));
-        m_ids.push_back(writeRun("b", 2, 3e-3, 4.0, false, false));  // a's seed twin
+        m_ids.push_back(writeRun("b", 2, 3e-3, 4.0, false, false, 2));  // a's seed twin
         m_ids.push_back(writeRun("c", 1, 3e-2, 6.0, true, true));
     }
 
@@ -152,7 +163,8 @@ class CompareViewTest : public QObject {
         QCOMPARE(t->rowCount(), 3);
         int column = -1;
         for (int c = 0; c < t->columnCount(); ++c)
-            if (t->horizontalHeaderItem(c)->text() == QStringLiteral("final train loss")) column = c;
+            if (t->horizontalHeaderItem(c)->text() == QStringLiteral("final train loss"))
+                column = c;
         QVERIFY(column > 0);
         for (int r = 0; r < 3; ++r) {
             const bool isB = t->item(r, 0)->text() == QStringLiteral("2 b");
@@ -176,6 +188,42 @@ class CompareViewTest : public QObject {
         panel.plots()->hoverCursor()->hover(
             loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
         QVERIFY(panel.plots()->hoverCursor()->lastText().contains(QStringLiteral("mean of 2")));
+    }
+
+    // Histograms of the same layer and step, on the stored bins: side by side always; overlay
+    // and difference only when the bins agree (run c's 16 bins do not: never rebinned).
+    void histogramsAtOneStep() {
+        ComparePanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QSignalSpy histsLoaded(panel.histograms(), &CompareHistograms::loadedLayer);
+        panel.setRuns(m_db, m_ids);
+        QVERIFY(histsLoaded.wait(10000));
+        CompareHistograms* h = panel.histograms();
+        QCOMPARE(int(h->loaded().size()), 3);
+        QCOMPARE(int(h->loaded()[0].size()), 6);  // steps 0, 5, ..., 25
+        QVERIFY(!h->binsAgree());
+        QVERIFY2(h->noteText().contains(QStringLiteral("bins differ")), qPrintable(h->noteText()));
+        QCOMPARE(h->shownStep(), int64_t(25));  // the end of training first
+        int shown = 0;
+        for (QCustomPlot* p : h->plots()) shown += p->isHidden() ? 0 : 1;
+        QCOMPARE(shown, 3);
+        // All side-by-side plots share one count scale: the largest bin, c's (16 bins).
+        QCOMPARE(h->plots()[0]->yAxis->range().upper, h->plots()[2]->yAxis->range().upper);
+
+        // a and b only: same bins, so the difference b - a works bin by bin.
+        panel.setRuns(m_db, {m_ids[0], m_ids[1]});
+        QVERIFY(histsLoaded.wait(10000));
+        QVERIFY(h->binsAgree());
+        h->setStep(12);  // the latest probe at or before it: step 10
+        QCOMPARE(h->shownStep(), int64_t(10));
+        h->setMode(CompareHistograms::Mode::Difference);
+        QCPGraph* diff = h->plots()[0]->graph(0);
+        QCOMPARE(diff->dataCount(), 32);
+        QCOMPARE(diff->data()->at(10)->value, 110.0);  // 2 x 110 - 110
+        QCOMPARE(diff->data()->at(0)->value, 1.0);     // 2 - 1
+        h->setMode(CompareHistograms::Mode::Overlay);
+        QCOMPARE(h->plots()[0]->graphCount(), 2);
     }
 
     void exportsSeriesSummaryAndFigure() {
