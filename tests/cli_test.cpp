@@ -377,7 +377,7 @@ TEST_F(CliTest, ReadersNeverWrite) {
         // A writer that died (pid 0 never runs a qklab) on a file of schema 3.
         sqlite3_exec(raw,
                      "UPDATE runs SET status = 'running', pid = 0; ALTER TABLE histograms DROP "
-                     "COLUMN nan; DROP TABLE logit_alarms; "
+                     "COLUMN nan; DROP TABLE logit_alarms; DROP TABLE comparisons; "
                      "ALTER TABLE attention_maps DROP COLUMN tokens; ALTER TABLE attention_maps "
                      "DROP COLUMN reason; PRAGMA user_version = 3; PRAGMA "
                      "wal_checkpoint(TRUNCATE);",

@@ -10,7 +10,11 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QPushButton>
@@ -137,6 +141,17 @@ QWidget* ComparePanel::buildToolbar() {
     row->addWidget(m_smoothing);
     row->addWidget(m_groups);
     row->addStretch(1);
+    m_saved = new QComboBox;
+    m_saved->setObjectName(QStringLiteral("savedComparisons"));
+    m_saved->setToolTip(tr("Reopen a saved comparison, with its runs and view settings"));
+    row->addWidget(m_saved);
+    auto* save = new QPushButton(tr("Save…"));
+    save->setToolTip(tr("Save these runs and view settings under a name, in the database"));
+    connect(save, &QPushButton::clicked, this, &ComparePanel::askSaveName);
+    row->addWidget(save);
+    connect(m_saved, &QComboBox::activated, this, [this](int index) {
+        if (index > 0) openSaved(m_saved->itemText(index));
+    });
     for (const QString& what : {tr("Figure…"), tr("Series CSV…"), tr("Summary CSV…")}) {
         auto* b = new QPushButton(what);
         connect(b, &QPushButton::clicked, this, [this, what] { exportAs(what); });
@@ -184,6 +199,11 @@ void ComparePanel::setComparison(Comparison comparison) {
     m_plots->setLayer(m_layer->currentData().toInt());
     m_plots->setComparison(&m_comparison);
     if (!m_dbPath.isEmpty()) m_histograms->setComparison(m_dbPath, &m_comparison);
+    if (!m_pendingSettings.isEmpty()) {
+        applySettings(m_pendingSettings);
+        m_pendingSettings.clear();
+    }
+    refreshSaved();
     fillLegend();
     fillSummary();
     fillDiff();
@@ -327,6 +347,94 @@ void ComparePanel::setSmoothing(double weight) {
 
 void ComparePanel::setGroupSeeds(bool on) {
     m_groups->setChecked(on);
+}
+
+QString ComparePanel::settingsJson() const {
+    QJsonObject o;
+    o[QStringLiteral("x_axis")] = int(xAxisKindOf(m_xChoice));
+    o[QStringLiteral("layer")] = m_layer->currentData().toInt();
+    o[QStringLiteral("smoothing")] = m_smoothing->value() / 100.0;
+    o[QStringLiteral("seed_groups")] = m_groups->isChecked();
+    o[QStringLiteral("differences_only")] = m_diffOnly->isChecked();
+    o[QStringLiteral("view")] = m_views->currentIndex();
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+void ComparePanel::applySettings(const QString& json) {
+    const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object();
+    // Unknown or missing keys keep the current setting: a file from another version opens.
+    if (o.contains(QStringLiteral("x_axis")))
+        m_xChoice->setCurrentIndex(
+            std::max(0, m_xChoice->findData(o[QStringLiteral("x_axis")].toInt())));
+    if (o.contains(QStringLiteral("layer")))
+        m_layer->setCurrentIndex(
+            std::max(0, m_layer->findData(o[QStringLiteral("layer")].toInt())));
+    if (o.contains(QStringLiteral("smoothing")))
+        setSmoothing(o[QStringLiteral("smoothing")].toDouble());
+    if (o.contains(QStringLiteral("seed_groups")))
+        m_groups->setChecked(o[QStringLiteral("seed_groups")].toBool());
+    if (o.contains(QStringLiteral("differences_only")))
+        setDifferencesOnly(o[QStringLiteral("differences_only")].toBool());
+    if (o.contains(QStringLiteral("view")))
+        m_views->setCurrentIndex(o[QStringLiteral("view")].toInt());
+}
+
+bool ComparePanel::saveAs(const QString& name, QString* error) {
+    SavedComparison saved;
+    saved.name = name.trimmed().toStdString();
+    for (const CompareRun& r : m_comparison.runs) saved.runIds.push_back(r.snap.runId);
+    saved.settingsJson = settingsJson().toStdString();
+    try {
+        RunStore store(m_dbPath.toStdString());
+        store.saveComparison(saved);
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return false;
+    }
+    refreshSaved();
+    return true;
+}
+
+void ComparePanel::askSaveName() {
+    if (m_comparison.runs.size() < 2) return;
+    bool ok = false;
+    const QString name = QInputDialog::getText(this, tr("Save comparison"), tr("Name:"),
+                                               QLineEdit::Normal, QString(), &ok);
+    if (!ok || name.trimmed().isEmpty()) return;
+    QString err;
+    if (!saveAs(name, &err)) emit error(tr("Cannot save the comparison"), err);
+}
+
+void ComparePanel::openSaved(const QString& name) {
+    try {
+        RunStore store(m_dbPath.toStdString(), StoreAccess::ReadOnly);  // a reader: no write
+        const SavedComparison saved = store.comparison(name.toStdString());
+        m_pendingSettings = QString::fromStdString(saved.settingsJson);
+        setRuns(m_dbPath, saved.runIds);
+    } catch (const std::exception& e) {
+        emit error(tr("Cannot open the comparison"), QString::fromStdString(e.what()));
+    }
+}
+
+QStringList ComparePanel::savedNames() const {
+    QStringList names;
+    for (int i = 1; i < m_saved->count(); ++i) names << m_saved->itemText(i);
+    return names;
+}
+
+void ComparePanel::refreshSaved() {
+    QStringList names;
+    try {
+        RunStore store(m_dbPath.toStdString(), StoreAccess::ReadOnly);
+        for (const SavedComparison& c : store.comparisons())
+            names << QString::fromStdString(c.name);
+    } catch (const std::exception&) {
+        // No database yet, or an old one: nothing saved to offer.
+    }
+    QSignalBlocker block(m_saved);
+    m_saved->clear();
+    m_saved->addItem(tr("saved comparisons…"));
+    m_saved->addItems(names);
 }
 
 bool ComparePanel::saveSeriesCsv(const QString& path, QString* error) const {

@@ -47,6 +47,13 @@ class ComparePanel : public QWidget {
     void setSmoothing(double weight);
     void setGroupSeeds(bool on);
 
+    // Saved comparisons (the store's comparisons table): the runs and every view setting.
+    bool saveAs(const QString& name, QString* error);
+    void openSaved(const QString& name);  // reopens exactly as saved (async)
+    QStringList savedNames() const;
+    QString settingsJson() const;
+    void applySettings(const QString& json);
+
     bool saveSeriesCsv(const QString& path, QString* error) const;
     bool saveSummaryCsv(const QString& path, QString* error) const;
     // The curves above the config diff, as one PNG or PDF (by the file's suffix).
@@ -64,6 +71,8 @@ class ComparePanel : public QWidget {
     void fillLegend();
     void reloadIfLive();
     void exportAs(const QString& what);
+    void refreshSaved();
+    void askSaveName();
     QImage diffImage(int width) const;
 
     Comparison m_comparison;
@@ -85,6 +94,8 @@ class ComparePanel : public QWidget {
     QTableWidget* m_diff = nullptr;
     QTextBrowser* m_events = nullptr;
     QTimer* m_liveTimer = nullptr;
+    QComboBox* m_saved = nullptr;
+    QString m_pendingSettings;  // applied once the saved comparison's runs are loaded
 };
 
 }  // namespace qklab::gui

@@ -133,6 +133,16 @@ CREATE TABLE logit_alarms(
 ALTER TABLE attention_maps ADD COLUMN tokens BLOB;
 ALTER TABLE attention_maps ADD COLUMN reason TEXT NOT NULL DEFAULT 'periodic';
 )sql",
+    // 7: saved comparisons. run_ids is a JSON array of run ids in display order, settings_json
+    // the app's view settings. No foreign key: deleting a run leaves its id in the comparison.
+    R"sql(
+CREATE TABLE comparisons(
+    name TEXT PRIMARY KEY,
+    run_ids TEXT NOT NULL,
+    settings_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL DEFAULT '',
+    updated_at TEXT NOT NULL DEFAULT '');
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -293,6 +303,37 @@ RunInfo readRun(const Statement& st) {
     }
     return r;
 }
+
+// The rules of checkRunName for any name a user gives (`what`: "a run name", ...).
+void checkUserName(const std::string& name, const std::string& what) {
+    if (name.empty()) throw Error(ErrorCode::InvalidRequest, what + " cannot be empty");
+    if (name.size() > 200)
+        throw Error(ErrorCode::InvalidRequest, what + " is at most 200 bytes; '" +
+                                                   clipped(name, 60) + "' has " +
+                                                   std::to_string(name.size()));
+    for (unsigned char c : name)
+        if (c < 0x20 || c == 0x7f)
+            throw Error(ErrorCode::InvalidRequest,
+                        what + " cannot hold control characters (newline, tab, ...): '" +
+                            clipped(shortJson(nlohmann::json(name)), 60) + "'");
+}
+
+// A comparisons row (name, run_ids, settings_json, created_at, updated_at). Ids that are not
+// integers (a hand-edited file) are skipped: the comparison still opens.
+SavedComparison readComparison(const Statement& st) {
+    SavedComparison c;
+    c.name = st.columnText(0);
+    const nlohmann::json ids = nlohmann::json::parse(st.columnText(1), nullptr, false);
+    if (ids.is_array())
+        for (const auto& id : ids)
+            if (id.is_number_integer()) c.runIds.push_back(id.get<int64_t>());
+    c.settingsJson = st.columnText(2);
+    c.createdAt = st.columnText(3);
+    c.updatedAt = st.columnText(4);
+    return c;
+}
+
+constexpr int kComparisonsVersion = 7;  // the schema that added the comparisons table
 
 bool isInteger(const std::string& s) {
     if (s.empty() || s.size() > 18) return false;
@@ -697,16 +738,7 @@ int64_t RunStore::dataVersion() {
 }
 
 void checkRunName(const std::string& name) {
-    if (name.empty()) throw Error(ErrorCode::InvalidRequest, "a run name cannot be empty");
-    if (name.size() > 200)
-        throw Error(ErrorCode::InvalidRequest, "a run name is at most 200 bytes; '" +
-                                                   clipped(name, 60) + "' has " +
-                                                   std::to_string(name.size()));
-    for (unsigned char c : name)
-        if (c < 0x20 || c == 0x7f)
-            throw Error(ErrorCode::InvalidRequest,
-                        "a run name cannot hold control characters (newline, tab, ...): '" +
-                            clipped(shortJson(nlohmann::json(name)), 60) + "'");
+    checkUserName(name, "a run name");
 }
 
 void RunStore::renameRun(int64_t id, const std::string& name) {
@@ -744,6 +776,74 @@ void RunStore::deleteRun(int64_t id) {
     st.bindInt(1, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
+}
+
+// ---- saved comparisons ----
+
+void RunStore::saveComparison(const SavedComparison& c) {
+    checkUserName(c.name, "a comparison name");
+    const std::string quoted = "comparison '" + clipped(c.name, 60) + "'";
+    if (c.runIds.size() < SavedComparison::kMinRuns || c.runIds.size() > SavedComparison::kMaxRuns)
+        throw Error(ErrorCode::InvalidRequest,
+                    quoted + " has " + std::to_string(c.runIds.size()) + " run id" +
+                        (c.runIds.size() == 1 ? "" : "s") + "; a comparison holds " +
+                        std::to_string(SavedComparison::kMinRuns) + " to " +
+                        std::to_string(SavedComparison::kMaxRuns) + " runs");
+    nlohmann::json settings;
+    try {
+        settings = parseJsonText(c.settingsJson);
+    } catch (const Error& e) {
+        throw Error(ErrorCode::InvalidRequest,
+                    "the settings of " + quoted + " are not valid JSON (" + e.what() + "): " +
+                        (c.settingsJson.empty() ? std::string("the text is empty")
+                                                : clipped(c.settingsJson, 60)));
+    }
+    if (!settings.is_object())
+        throw Error(
+            ErrorCode::InvalidRequest,
+            "the settings of " + quoted + " must be a JSON object, not " + shortJson(settings));
+    const std::string now = utcNowIso8601();
+    // On a read-only store this throws like every other write (SQLite refuses it).
+    Statement st(*m_db,
+                 "INSERT INTO comparisons(name, run_ids, settings_json, created_at, updated_at) "
+                 "VALUES(?1, ?2, ?3, ?4, ?4) ON CONFLICT(name) DO UPDATE SET "
+                 "run_ids = excluded.run_ids, settings_json = excluded.settings_json, "
+                 "updated_at = excluded.updated_at");
+    st.bindText(1, c.name).bindText(2, nlohmann::json(c.runIds).dump());
+    st.bindText(3, c.settingsJson).bindText(4, now).exec();
+}
+
+std::vector<SavedComparison> RunStore::comparisons() {
+    std::vector<SavedComparison> out;
+    if (m_version < kComparisonsVersion) return out;  // an older file read as it is: none
+    Statement st(*m_db,
+                 "SELECT name, run_ids, settings_json, created_at, updated_at FROM comparisons "
+                 "ORDER BY name");
+    while (st.step()) out.push_back(readComparison(st));
+    return out;
+}
+
+SavedComparison RunStore::comparison(const std::string& name) {
+    if (m_version >= kComparisonsVersion) {
+        Statement st(*m_db,
+                     "SELECT name, run_ids, settings_json, created_at, updated_at FROM "
+                     "comparisons WHERE name = ?");
+        st.bindText(1, name);
+        if (st.step()) return readComparison(st);
+    }
+    throw Error(ErrorCode::NotFound,
+                "no comparison named '" + clipped(name, 80) + "' in " + path());
+}
+
+void RunStore::deleteComparison(const std::string& name) {
+    if (m_version < kComparisonsVersion)  // only a reader of an older file gets here
+        throw Error(ErrorCode::NotFound,
+                    "no comparison named '" + clipped(name, 80) + "' in " + path());
+    Statement st(*m_db, "DELETE FROM comparisons WHERE name = ?");
+    st.bindText(1, name).exec();
+    if (m_db->changes() == 0)
+        throw Error(ErrorCode::NotFound,
+                    "no comparison named '" + clipped(name, 80) + "' in " + path());
 }
 
 }  // namespace qklab

@@ -1,6 +1,7 @@
 // compare_view_test.cpp — the comparison view against hand-computed numbers: loading (seed groups,
 // diff, a deleted run), series (worst layer, NaN gaps), smoothing, group bands, the cursor
 // readout, the summary table's best cells and the CSV export.
+#include <QComboBox>
 #include <QFile>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -17,6 +18,7 @@
 #include "plot_cursor.h"
 #include "qcustomplot.h"
 #include "qklab/run_store.h"
+#include "x_axis.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -224,6 +226,48 @@ class CompareViewTest : public QObject {
         QCOMPARE(diff->data()->at(0)->value, 1.0);     // 2 - 1
         h->setMode(CompareHistograms::Mode::Overlay);
         QCOMPARE(h->plots()[0]->graphCount(), 2);
+    }
+
+    // A saved comparison reopens exactly as it was left: its runs and every view setting.
+    void savedComparisonRoundTrip() {
+        const QString db = m_dir.filePath(QStringLiteral("saved.db"));
+        QVERIFY(QFile::copy(m_db, db));
+        ComparePanel panel;
+        QSignalSpy loaded(&panel, &ComparePanel::loaded);
+        panel.setRuns(db, {m_ids[2], m_ids[0]});
+        QVERIFY(loaded.wait(10000));
+        panel.setSmoothing(0.6);
+        panel.setGroupSeeds(true);
+        panel.setDifferencesOnly(false);
+        auto* x = panel.findChild<QComboBox*>(QStringLiteral("xAxisChoice"));
+        QVERIFY(x);
+        x->setCurrentIndex(x->findData(int(XAxisKind::Tokens)));
+        const QString before = panel.settingsJson();
+        QString error;
+        QVERIFY2(panel.saveAs(QStringLiteral("c vs a"), &error), qPrintable(error));
+        QVERIFY(!panel.saveAs(QString(), &error));  // refused, and says why
+        QVERIFY2(error.contains(QStringLiteral("empty")), qPrintable(error));
+        QCOMPARE(panel.savedNames(), QStringList{QStringLiteral("c vs a")});
+
+        ComparePanel reopened;
+        QSignalSpy reloaded(&reopened, &ComparePanel::loaded);
+        reopened.setRuns(db, {m_ids[0], m_ids[1]});
+        QVERIFY(reloaded.wait(10000));
+        reopened.openSaved(QStringLiteral("c vs a"));
+        QVERIFY(reloaded.wait(10000));
+        QCOMPARE(int(reopened.comparison().runs.size()), 2);
+        QCOMPARE(reopened.comparison().runs[0].snap.runId, m_ids[2]);  // in the saved order
+        QCOMPARE(reopened.settingsJson(), before);
+
+        // A run deleted since: the comparison opens without it, with a note.
+        {
+            RunStore store(db.toStdString());
+            store.deleteRun(m_ids[0]);
+        }
+        reopened.openSaved(QStringLiteral("c vs a"));
+        QVERIFY(reloaded.wait(10000));
+        QCOMPARE(int(reopened.comparison().runs.size()), 1);
+        QCOMPARE(reopened.comparison().missing, std::vector<int64_t>{m_ids[0]});
     }
 
     void exportsSeriesSummaryAndFigure() {

@@ -6,6 +6,7 @@
 // processes) read alongside. A run whose writing process died shows as Interrupted.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,6 +47,17 @@ enum class StoreAccess { ReadWrite, ReadOnly };
 // Refuses names a table or a script would choke on: empty, control characters (a newline
 // broke `list`), more than 200 bytes. Throws Error{InvalidRequest}.
 void checkRunName(const std::string& name);
+
+// A comparison of runs (the app's Compare tab) saved under a name. runIds keep the display
+// order and outlive their runs: a deleted run's id stays, and readers report it as missing.
+// settingsJson is the app's own view settings (a JSON object the store does not interpret).
+struct SavedComparison {
+    static constexpr size_t kMinRuns = 2, kMaxRuns = 12;  // what saveComparison accepts
+    std::string name;
+    std::vector<int64_t> runIds;
+    std::string settingsJson = "{}";
+    std::string createdAt, updatedAt;  // ISO 8601 UTC, set by the store
+};
 
 class RunStore {
   public:
@@ -98,6 +110,16 @@ class RunStore {
     void setNotes(int64_t id, const std::string& notes);
     void setTags(int64_t id, const std::string& tags);
     void deleteRun(int64_t id);  // all rows of the run (checkpoint files stay)
+
+    // Saved comparisons (schema 7). save inserts or replaces by name, keeping an existing
+    // one's createdAt and setting updatedAt (c.createdAt / c.updatedAt are ignored). It refuses
+    // (InvalidRequest) a name checkRunName would refuse, fewer than 2 or more than 12 run ids,
+    // and settings that are not a JSON object. Readers work on a ReadOnly store; a file older
+    // than schema 7 read as it is has none. comparison/deleteComparison throw NotFound.
+    void saveComparison(const SavedComparison& c);
+    std::vector<SavedComparison> comparisons();  // by name
+    SavedComparison comparison(const std::string& name);
+    void deleteComparison(const std::string& name);
 
   private:
     std::unique_ptr<Database> m_db;
