@@ -82,7 +82,8 @@ void CompareHistograms::setComparison(const QString& dbPath, const Comparison* c
     // Overlay and difference compare bin by bin: only honest on identical edges.
     m_binsAgree = true;
     for (const HistBins& b : m_bins)
-        m_binsAgree = m_binsAgree && b.edges == m_bins.front().edges && b.symlog == m_bins.front().symlog;
+        m_binsAgree =
+            m_binsAgree && b.edges == m_bins.front().edges && b.symlog == m_bins.front().symlog;
     const int layer = std::max(0, m_layer->currentIndex());
     QSignalBlocker block(m_layer);
     m_layer->clear();
@@ -177,7 +178,8 @@ void CompareHistograms::redraw() {
     if (!m_binsAgree) {
         QStringList each;
         for (size_t r = 0; r < m_bins.size(); ++r)
-            each << QStringLiteral("%1: %2").arg(m_comparison->runs[r].label(), binsText(m_bins[r]));
+            each << QStringLiteral("%1: %2").arg(m_comparison->runs[r].label(),
+                                                 binsText(m_bins[r]));
         note = tr("The runs' histogram bins differ (%1): shown side by side on their own bins, "
                   "never rebinned.")
                    .arg(each.join(QStringLiteral("; ")));
@@ -224,9 +226,9 @@ void CompareHistograms::drawSideBySide() {
         g->setName(m_comparison->runs[r].label());
         if (h) g->setData(centers(m_bins[r]), counts(*h), true);
         setHistogramTicker(plot->xAxis, m_bins[r]);
-        plot->xAxis->setLabel(QStringLiteral("%1 · %2")
-                                  .arg(m_comparison->runs[r].label(),
-                                       h ? tr("step %1").arg(h->step) : tr("no histogram yet")));
+        plot->xAxis->setLabel(
+            QStringLiteral("%1 · %2").arg(m_comparison->runs[r].label(),
+                                          h ? tr("step %1").arg(h->step) : tr("no histogram yet")));
         plot->xAxis->setRange(lo, hi);
         plot->yAxis->setRange(0, top * 1.05);
         plot->replot(QCustomPlot::rpQueuedReplot);
