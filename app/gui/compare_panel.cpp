@@ -30,6 +30,7 @@
 #include <optional>
 
 #include "async_store.h"
+#include "compare_attention.h"
 #include "compare_histograms.h"
 #include "compare_plots.h"
 #include "theme.h"
@@ -83,6 +84,8 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     m_views->addTab(m_plots, tr("Curves"));
     m_histograms = new CompareHistograms;
     m_views->addTab(m_histograms, tr("Histograms at one step"));
+    m_attention = new CompareAttention;
+    m_views->addTab(m_attention, tr("Attention maps, two runs"));
     split->addWidget(m_views);
     auto* tabs = new QTabWidget;
     m_summary = new QTableWidget;
@@ -198,7 +201,10 @@ void ComparePanel::setComparison(Comparison comparison) {
     }
     m_plots->setLayer(m_layer->currentData().toInt());
     m_plots->setComparison(&m_comparison);
-    if (!m_dbPath.isEmpty()) m_histograms->setComparison(m_dbPath, &m_comparison);
+    if (!m_dbPath.isEmpty()) {
+        m_histograms->setComparison(m_dbPath, &m_comparison);
+        m_attention->setComparison(m_dbPath, &m_comparison);
+    }
     if (!m_pendingSettings.isEmpty()) {
         applySettings(m_pendingSettings);
         m_pendingSettings.clear();

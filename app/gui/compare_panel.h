@@ -23,6 +23,7 @@ class QTimer;
 
 namespace qklab::gui {
 
+class CompareAttention;
 class CompareHistograms;
 class ComparePlots;
 
@@ -40,6 +41,7 @@ class ComparePanel : public QWidget {
     const Comparison& comparison() const { return m_comparison; }
     ComparePlots* plots() const { return m_plots; }
     CompareHistograms* histograms() const { return m_histograms; }
+    CompareAttention* attention() const { return m_attention; }
     QTabWidget* views() const { return m_views; }
     QTableWidget* summaryTable() const { return m_summary; }
     QTableWidget* diffTable() const { return m_diff; }
@@ -83,6 +85,7 @@ class ComparePanel : public QWidget {
     QTabWidget* m_views = nullptr;  // curves, histograms
     ComparePlots* m_plots = nullptr;
     CompareHistograms* m_histograms = nullptr;
+    CompareAttention* m_attention = nullptr;
     QLabel* m_legend = nullptr;
     QComboBox* m_xChoice = nullptr;
     QComboBox* m_layer = nullptr;

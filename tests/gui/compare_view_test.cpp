@@ -9,6 +9,8 @@
 #include <QTest>
 #include <cmath>
 
+#include "attention_map_panel.h"
+#include "compare_attention.h"
 #include "compare_data.h"
 #include "compare_histograms.h"
 #include "compare_panel.h"
@@ -75,6 +77,16 @@ class CompareViewTest : public QObject {
             }
         }
         if (intervene) w.addEvent({12, "qk_norm", R"({"variant":"rms"})", "user"});
+        // Attention maps of head 0, layer 0: a at steps 10 and 20, c at 20 only; 2 positions,
+        // one-hot for a (rows [1 0], [1 0]), spread for c.
+        for (int64_t step : diverge ? std::vector<int64_t>{20} : std::vector<int64_t>{10, 20}) {
+            AttentionMap m;
+            m.step = step;
+            m.size = 2;
+            m.weights =
+                diverge ? std::vector<float>{1, 0, 0.5f, 0.5f} : std::vector<float>{1, 0, 1, 0};
+            w.addAttentionMap(m);
+        }
         w.finish(diverge ? RunStatus::Diverged : RunStatus::Finished);
         return w.runId();
     }
@@ -268,6 +280,25 @@ class CompareViewTest : public QObject {
         QVERIFY(reloaded.wait(10000));
         QCOMPARE(int(reopened.comparison().runs.size()), 1);
         QCOMPARE(reopened.comparison().missing, std::vector<int64_t>{m_ids[0]});
+    }
+
+    // Two runs' maps at a step both mapped, side by side.
+    void attentionMapsOfTwoRuns() {
+        ComparePanel panel;
+        QSignalSpy loaded(&panel, &ComparePanel::loaded);
+        panel.setRuns(m_db, m_ids);
+        QVERIFY(loaded.wait(10000));
+        CompareAttention* a = panel.attention();
+        QSignalSpy maps(a, &CompareAttention::mapsLoaded);
+        a->choose(0, 2, 0, 0);
+        QVERIFY(maps.wait(10000));
+        QCOMPARE(a->sharedSteps(), std::vector<int64_t>{20});  // c has no map at step 10
+        QCOMPARE(a->shownStep(), int64_t(20));
+        QVERIFY(a->shown(0) && a->shown(1));
+        QCOMPARE(AttentionMapPanel::meanRowMax(*a->shown(0)), 1.0);
+        QCOMPARE(AttentionMapPanel::meanRowMax(*a->shown(1)), 0.75);
+        QVERIFY2(a->infoText().contains(QStringLiteral("mean row max 1.000")),
+                 qPrintable(a->infoText()));
     }
 
     void exportsSeriesSummaryAndFigure() {
