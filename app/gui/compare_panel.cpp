@@ -136,6 +136,14 @@ QWidget* ComparePanel::buildToolbar() {
         tr("EMA smoothing; raw points stay drawn faint and spike markers "
            "keep their raw values"));
     m_smoothingLabel = new QLabel(tr("smoothing 0"));
+    m_multiples = new QCheckBox(tr("Small multiples of"));
+    m_multiples->setToolTip(
+        tr("One panel per run for the chosen metric, linked axes, instead "
+           "of the overlay"));
+    m_multiMetric = new QComboBox;
+    for (const CompareMetricInfo& info : compareMetrics())
+        m_multiMetric->addItem(info.title, int(info.metric));
+    m_multiMetric->setCurrentIndex(m_multiMetric->findData(int(CompareMetric::MaxLogit)));
     m_groups = new QCheckBox(tr("Seeds as groups"));
     m_groups->setToolTip(tr("Runs that differ only in run.seed: their mean in a min-max band"));
     row->addWidget(m_xChoice);
@@ -143,6 +151,8 @@ QWidget* ComparePanel::buildToolbar() {
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
     row->addWidget(m_groups);
+    row->addWidget(m_multiples);
+    row->addWidget(m_multiMetric);
     row->addStretch(1);
     m_saved = new QComboBox;
     m_saved->setObjectName(QStringLiteral("savedComparisons"));
@@ -169,6 +179,13 @@ QWidget* ComparePanel::buildToolbar() {
         m_plots->setSmoothing(v / 100.0);
     });
     connect(m_groups, &QCheckBox::toggled, this, [this](bool on) { m_plots->setGroupSeeds(on); });
+    auto multiples = [this] {
+        m_plots->setSmallMultiples(
+            m_multiples->isChecked(),
+            static_cast<CompareMetric>(m_multiMetric->currentData().toInt()));
+    };
+    connect(m_multiples, &QCheckBox::toggled, this, multiples);
+    connect(m_multiMetric, qOverload<int>(&QComboBox::currentIndexChanged), this, multiples);
     return bar;
 }
 
@@ -363,6 +380,8 @@ QString ComparePanel::settingsJson() const {
     o[QStringLiteral("seed_groups")] = m_groups->isChecked();
     o[QStringLiteral("differences_only")] = m_diffOnly->isChecked();
     o[QStringLiteral("view")] = m_views->currentIndex();
+    o[QStringLiteral("small_multiples")] = m_multiples->isChecked();
+    o[QStringLiteral("small_multiples_metric")] = m_multiMetric->currentData().toInt();
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -381,6 +400,11 @@ void ComparePanel::applySettings(const QString& json) {
         m_groups->setChecked(o[QStringLiteral("seed_groups")].toBool());
     if (o.contains(QStringLiteral("differences_only")))
         setDifferencesOnly(o[QStringLiteral("differences_only")].toBool());
+    if (o.contains(QStringLiteral("small_multiples_metric")))
+        m_multiMetric->setCurrentIndex(std::max(
+            0, m_multiMetric->findData(o[QStringLiteral("small_multiples_metric")].toInt())));
+    if (o.contains(QStringLiteral("small_multiples")))
+        m_multiples->setChecked(o[QStringLiteral("small_multiples")].toBool());
     if (o.contains(QStringLiteral("view")))
         m_views->setCurrentIndex(o[QStringLiteral("view")].toInt());
 }

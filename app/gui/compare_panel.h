@@ -92,6 +92,8 @@ class ComparePanel : public QWidget {
     QSlider* m_smoothing = nullptr;
     QLabel* m_smoothingLabel = nullptr;
     QCheckBox* m_groups = nullptr;
+    QCheckBox* m_multiples = nullptr;
+    QComboBox* m_multiMetric = nullptr;
     QCheckBox* m_diffOnly = nullptr;
     QTableWidget* m_summary = nullptr;
     QTableWidget* m_diff = nullptr;

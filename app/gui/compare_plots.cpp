@@ -5,6 +5,7 @@
 
 #include <QElapsedTimer>
 #include <QGridLayout>
+#include <QStackedLayout>
 #include <cmath>
 
 #include "plot_cursor.h"
@@ -29,39 +30,99 @@ QCPGraph* addRunGraph(QCustomPlot* plot, size_t run, const QString& name, const 
 ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
     m_hover = new HoverCursor(this);
     m_hover->setReadout([this](QCustomPlot* plot, double x) { return readout(plot, x); });
-    auto* grid = new QGridLayout(this);
+    m_stack = new QStackedLayout(this);
+    auto* overlay = new QWidget;
+    auto* grid = new QGridLayout(overlay);
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(2);
     int i = 0;
     for (const CompareMetricInfo& info : compareMetrics()) {
-        auto* plot = new QCustomPlot(this);
-        stylePlot(plot, QString(), /*legend=*/false);
-        plot->setMinimumSize(160, 90);  // three rows of plots above the tables fit 1280x720
-        plot->plotLayout()->insertRow(0);
-        QFont f = font();
-        f.setBold(true);
-        f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
-        plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, info.title, f));
-        if (info.logScale) setLogAxis(plot->yAxis, true);
-        plot->xAxis->setLabel(xAxisTitle(m_xKind));
-        installExportMenu(plot);
-        m_hover->addPlot(plot);
-        connect(plot, &QCustomPlot::mouseMove, this,
-                [this, plot](QMouseEvent* e) { m_hover->hover(plot, e->pos()); });
-        connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
-                [this, plot](const QCPRange& range) {
-                    if (m_syncing) return;  // linked x-axes: zoom one, all follow
-                    m_syncing = true;
-                    for (QCustomPlot* p : m_plots)
-                        if (p != plot) {
-                            p->xAxis->setRange(range);
-                            p->replot(QCustomPlot::rpQueuedReplot);
-                        }
-                    m_syncing = false;
-                });
+        QCustomPlot* plot = makePlot(info.title, info.logScale, &m_plots);
         grid->addWidget(plot, i / 4, i % 4);
-        m_plots << plot;
         ++i;
+    }
+    m_stack->addWidget(overlay);
+    auto* multiples = new QWidget;
+    m_multiGrid = new QGridLayout(multiples);
+    m_multiGrid->setContentsMargins(0, 0, 0, 0);
+    m_multiGrid->setSpacing(2);
+    m_stack->addWidget(multiples);
+}
+
+// A titled plot in `group`, whose x-axes stay linked: zoom or drag one, the group follows.
+QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
+                                    QList<QCustomPlot*>* group) {
+    auto* plot = new QCustomPlot(this);
+    stylePlot(plot, QString(), /*legend=*/false);
+    plot->setMinimumSize(160, 90);  // three rows of plots above the tables fit 1280x720
+    plot->plotLayout()->insertRow(0);
+    QFont f = font();
+    f.setBold(true);
+    f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
+    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    if (logScale) setLogAxis(plot->yAxis, true);
+    plot->xAxis->setLabel(xAxisTitle(m_xKind));
+    installExportMenu(plot);
+    m_hover->addPlot(plot);
+    connect(plot, &QCustomPlot::mouseMove, this,
+            [this, plot](QMouseEvent* e) { m_hover->hover(plot, e->pos()); });
+    connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            [this, plot, group](const QCPRange& range) {
+                if (m_syncing) return;
+                m_syncing = true;
+                for (QCustomPlot* p : *group)
+                    if (p != plot) {
+                        p->xAxis->setRange(range);
+                        p->replot(QCustomPlot::rpQueuedReplot);
+                    }
+                m_syncing = false;
+            });
+    *group << plot;
+    return plot;
+}
+
+void ComparePlots::setSmallMultiples(bool on, CompareMetric metric) {
+    m_multiples = on;
+    m_multiMetric = metric;
+    m_stack->setCurrentIndex(on ? 1 : 0);
+    redraw();
+}
+
+// One plot per run for one metric, on the same x and y ranges so that shapes compare.
+void ComparePlots::drawMultiples() {
+    const CompareMetricInfo& info = compareMetricInfo(m_multiMetric);
+    const size_t n = m_comparison ? m_comparison->runs.size() : 0;
+    const int columns = n <= 4 ? std::max<int>(1, int(n)) : (n <= 9 ? 3 : 4);
+    QCPRange xs, ys;
+    bool found = false;
+    for (size_t r = 0; r < size_t(m_multiPlots.size()) || r < n; ++r) {
+        if (r >= size_t(m_multiPlots.size())) makePlot(QString(), false, &m_multiPlots);
+        QCustomPlot* plot = m_multiPlots[int(r)];
+        plot->clearGraphs();
+        clearItems(plot, QStringLiteral("event"));
+        m_multiGrid->removeWidget(plot);
+        plot->setVisible(r < n);
+        if (r >= n) continue;
+        m_multiGrid->addWidget(plot, int(r) / columns, int(r) % columns);
+        setLogAxis(plot->yAxis, info.logScale);
+        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
+            title->setText(
+                QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label()));
+            title->setTextColor(compareColor(r));
+        }
+        drawRun(plot, info, r, false);
+        drawMarkers(plot, info, r);
+        plot->rescaleAxes();
+        const QCPRange x = plot->xAxis->range(), y = plot->yAxis->range();
+        xs = found ? QCPRange(std::min(xs.lower, x.lower), std::max(xs.upper, x.upper)) : x;
+        ys = found ? QCPRange(std::min(ys.lower, y.lower), std::max(ys.upper, y.upper)) : y;
+        found = true;
+    }
+    for (size_t r = 0; r < n; ++r) {
+        m_multiPlots[int(r)]->xAxis->setRange(xs);
+        m_multiPlots[int(r)]->yAxis->setRange(ys);
+        m_multiPlots[int(r)]->replot(QCustomPlot::rpQueuedReplot);
     }
 }
 
@@ -117,6 +178,11 @@ void ComparePlots::redraw() {
             map.add(run.snap.steps);
             m_x.push_back(std::move(map));
         }
+    if (m_multiples) {
+        drawMultiples();
+        m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
+        return;
+    }
     int i = 0;
     for (const CompareMetricInfo& info : compareMetrics()) {
         QCustomPlot* plot = m_plots[i++];

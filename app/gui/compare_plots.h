@@ -13,6 +13,8 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QGridLayout;
+class QStackedLayout;
 
 namespace qklab::gui {
 
@@ -28,14 +30,20 @@ class ComparePlots : public QWidget {
     void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
     void setGroupSeeds(bool on);
+    // One plot per run for `metric`, linked axes, instead of the overlay.
+    void setSmallMultiples(bool on, CompareMetric metric);
     void redraw();
 
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* plotOf(CompareMetric metric) const;
+    QList<QCustomPlot*> multiplePlots() const { return m_multiPlots; }
+    bool smallMultiples() const { return m_multiples; }
     HoverCursor* hoverCursor() const { return m_hover; }
     double lastRedrawMs() const { return m_lastRedrawMs; }
 
   private:
+    QCustomPlot* makePlot(const QString& title, bool logScale, QList<QCustomPlot*>* group);
+    void drawMultiples();
     void drawMetric(QCustomPlot* plot, const CompareMetricInfo& info);
     void drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index, bool inGroup);
     void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
@@ -50,7 +58,12 @@ class ComparePlots : public QWidget {
     int m_layer = -1;
     double m_smoothing = 0;
     bool m_groupSeeds = false;
-    QList<QCustomPlot*> m_plots;  // in compareMetrics() order
+    QList<QCustomPlot*> m_plots;       // in compareMetrics() order
+    QList<QCustomPlot*> m_multiPlots;  // small multiples: one per run, made on demand
+    bool m_multiples = false;
+    CompareMetric m_multiMetric = CompareMetric::MaxLogit;
+    QStackedLayout* m_stack = nullptr;
+    QGridLayout* m_multiGrid = nullptr;
     HoverCursor* m_hover = nullptr;
     bool m_syncing = false;
     double m_lastRedrawMs = 0;

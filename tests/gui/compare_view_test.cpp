@@ -198,6 +198,14 @@ class CompareViewTest : public QObject {
         panel.setSmoothing(0.6);
         QVERIFY(panel.plots()->lastRedrawMs() < 1000);
         panel.setGroupSeeds(true);
+        // Small multiples: one plot per run, the same x and y ranges.
+        panel.plots()->setSmallMultiples(true, CompareMetric::MaxLogit);
+        QCOMPARE(panel.plots()->multiplePlots().size(), 3);
+        const auto multi = panel.plots()->multiplePlots();
+        QCOMPARE(multi[0]->yAxis->range(), multi[2]->yAxis->range());
+        QCOMPARE(multi[0]->xAxis->range(), multi[1]->xAxis->range());
+        QVERIFY(multi[2]->graphCount() >= 1);
+        panel.plots()->setSmallMultiples(false, CompareMetric::MaxLogit);
         // Group mean of a and b at step 10 (smoothed series): drawn and named.
         panel.plots()->hoverCursor()->hover(
             loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
