@@ -60,7 +60,8 @@ CompareAttention::CompareAttention(QWidget* parent) : QWidget(parent) {
     }
     layout->addLayout(maps, 1);
     for (auto* combo : m_run)
-        connect(combo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { loadSteps(); });
+        connect(combo, qOverload<int>(&QComboBox::currentIndexChanged), this,
+                [this] { loadSteps(); });
     for (auto* combo : {m_layer, m_head})
         connect(combo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { draw(); });
     connect(m_step, &QSlider::valueChanged, this, [this] { loadMaps(); });
@@ -110,7 +111,8 @@ void CompareAttention::loadSteps() {
         this, m_dbPath,
         [ids](RunStore& store) {
             // Steps both runs mapped: comparing across steps would compare training time.
-            const auto a = store.attentionMapSteps(ids.first), b = store.attentionMapSteps(ids.second);
+            const auto a = store.attentionMapSteps(ids.first),
+                       b = store.attentionMapSteps(ids.second);
             std::vector<int64_t> both;
             std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
             return both;
@@ -123,7 +125,9 @@ void CompareAttention::loadSteps() {
             m_step->setValue(m_step->maximum());
             loadMaps();
         },
-        [this](const QString& e) { m_info->setText(tr("Could not read attention maps: %1").arg(e)); });
+        [this](const QString& e) {
+            m_info->setText(tr("Could not read attention maps: %1").arg(e));
+        });
 }
 
 int64_t CompareAttention::shownStep() const {
@@ -162,7 +166,9 @@ void CompareAttention::loadMaps() {
             draw();
             emit mapsLoaded();
         },
-        [this](const QString& e) { m_info->setText(tr("Could not read attention maps: %1").arg(e)); });
+        [this](const QString& e) {
+            m_info->setText(tr("Could not read attention maps: %1").arg(e));
+        });
 }
 
 const AttentionMap* CompareAttention::shown(int side) const {

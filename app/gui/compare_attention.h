@@ -42,8 +42,8 @@ class CompareAttention : public QWidget {
 
     QString m_dbPath;
     const Comparison* m_comparison = nullptr;
-    std::vector<int64_t> m_steps;            // steps both chosen runs have maps at
-    std::vector<AttentionMap> m_maps[2];     // every layer/head of the shown step, per side
+    std::vector<int64_t> m_steps;         // steps both chosen runs have maps at
+    std::vector<AttentionMap> m_maps[2];  // every layer/head of the shown step, per side
     uint64_t m_generation = 0;
 
     QComboBox* m_run[2] = {nullptr, nullptr};
