@@ -107,7 +107,7 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     tabs->addTab(diffPage, tr("Config diff"));
     m_events = new QTextBrowser;
     tabs->addTab(m_events, tr("Events"));
-    tabs->setMinimumHeight(80);
+    tabs->setMinimumHeight(60);
     split->addWidget(tabs);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);  // room for a dozen summary rows
@@ -120,9 +120,15 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
 }
 
 QWidget* ComparePanel::buildToolbar() {
+    // Two rows: one row of every control was wider than the central area of a 1280x720 window.
     auto* bar = new QWidget;
-    auto* row = new QHBoxLayout(bar);
-    row->setContentsMargins(0, 0, 0, 0);
+    auto* rows = new QVBoxLayout(bar);
+    rows->setContentsMargins(0, 0, 0, 0);
+    rows->setSpacing(2);
+    auto* row = new QHBoxLayout;
+    auto* second = new QHBoxLayout;
+    rows->addLayout(row);
+    rows->addLayout(second);
     m_xChoice = makeXAxisChoice(bar);
     m_layer = new QComboBox;
     m_layer->setToolTip(
@@ -154,6 +160,12 @@ QWidget* ComparePanel::buildToolbar() {
     row->addWidget(m_multiples);
     row->addWidget(m_multiMetric);
     row->addStretch(1);
+    m_multiMetric->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_multiMetric->setMinimumContentsLength(12);
+    m_xChoice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_xChoice->setMinimumContentsLength(10);
+    m_smoothing->setMaximumWidth(120);
+    row = second;  // saving and exports below the view controls
     m_saved = new QComboBox;
     m_saved->setObjectName(QStringLiteral("savedComparisons"));
     m_saved->setToolTip(tr("Reopen a saved comparison, with its runs and view settings"));

@@ -54,7 +54,7 @@ QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
                                     QList<QCustomPlot*>* group) {
     auto* plot = new QCustomPlot(this);
     stylePlot(plot, QString(), /*legend=*/false);
-    plot->setMinimumSize(160, 90);  // three rows of plots above the tables fit 1280x720
+    plot->setMinimumSize(160, 75);  // three rows of plots above the tables fit 1280x720
     plot->plotLayout()->insertRow(0);
     QFont f = font();
     f.setBold(true);
