@@ -1,0 +1,235 @@
+// compare_panel_io.cpp — what leaves or comes back into the comparison: saving it under a
+// name in the store and reopening it exactly as left, and the figure and CSV exports.
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QSlider>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <algorithm>
+
+#include "compare_panel.h"
+#include "compare_plots.h"
+#include "x_axis.h"
+
+namespace qklab::gui {
+namespace {
+
+bool writeText(const QString& path, const QString& text, QString* error) {
+    QSaveFile f(path);  // a failed write leaves any earlier file as it was
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Text) || f.write(text.toUtf8()) < 0 ||
+        !f.commit()) {
+        if (error) *error = f.errorString();
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+QString ComparePanel::settingsJson() const {
+    QJsonObject o;
+    o[QStringLiteral("x_axis")] = int(xAxisKindOf(m_xChoice));
+    o[QStringLiteral("layer")] = m_layer->currentData().toInt();
+    o[QStringLiteral("smoothing")] = m_smoothing->value() / 100.0;
+    o[QStringLiteral("seed_groups")] = m_groups->isChecked();
+    o[QStringLiteral("differences_only")] = m_diffOnly->isChecked();
+    o[QStringLiteral("view")] = m_views->currentIndex();
+    o[QStringLiteral("small_multiples")] = m_multiples->isChecked();
+    o[QStringLiteral("small_multiples_metric")] = m_multiMetric->currentData().toInt();
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+void ComparePanel::applySettings(const QString& json) {
+    const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object();
+    // Unknown or missing keys keep the current setting: a file from another version opens.
+    if (o.contains(QStringLiteral("x_axis")))
+        m_xChoice->setCurrentIndex(
+            std::max(0, m_xChoice->findData(o[QStringLiteral("x_axis")].toInt())));
+    if (o.contains(QStringLiteral("layer")))
+        m_layer->setCurrentIndex(
+            std::max(0, m_layer->findData(o[QStringLiteral("layer")].toInt())));
+    if (o.contains(QStringLiteral("smoothing")))
+        setSmoothing(o[QStringLiteral("smoothing")].toDouble());
+    if (o.contains(QStringLiteral("seed_groups")))
+        m_groups->setChecked(o[QStringLiteral("seed_groups")].toBool());
+    if (o.contains(QStringLiteral("differences_only")))
+        setDifferencesOnly(o[QStringLiteral("differences_only")].toBool());
+    if (o.contains(QStringLiteral("small_multiples_metric")))
+        m_multiMetric->setCurrentIndex(std::max(
+            0, m_multiMetric->findData(o[QStringLiteral("small_multiples_metric")].toInt())));
+    if (o.contains(QStringLiteral("small_multiples")))
+        m_multiples->setChecked(o[QStringLiteral("small_multiples")].toBool());
+    if (o.contains(QStringLiteral("view")))
+        m_views->setCurrentIndex(o[QStringLiteral("view")].toInt());
+}
+
+bool ComparePanel::saveAs(const QString& name, QString* error) {
+    SavedComparison saved;
+    saved.name = name.trimmed().toStdString();
+    for (const CompareRun& r : m_comparison.runs) saved.runIds.push_back(r.snap.runId);
+    saved.settingsJson = settingsJson().toStdString();
+    try {
+        RunStore store(m_dbPath.toStdString());
+        store.saveComparison(saved);
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return false;
+    }
+    refreshSaved();
+    return true;
+}
+
+void ComparePanel::askSaveName() {
+    if (m_comparison.runs.size() < 2) return;
+    bool ok = false;
+    const QString name = QInputDialog::getText(this, tr("Save comparison"), tr("Name:"),
+                                               QLineEdit::Normal, QString(), &ok);
+    if (!ok || name.trimmed().isEmpty()) return;
+    QString err;
+    if (!saveAs(name, &err)) emit error(tr("Cannot save the comparison"), err);
+}
+
+void ComparePanel::openSaved(const QString& name) {
+    try {
+        RunStore store(m_dbPath.toStdString(), StoreAccess::ReadOnly);  // a reader: no write
+        const SavedComparison saved = store.comparison(name.toStdString());
+        m_pendingSettings = QString::fromStdString(saved.settingsJson);
+        setRuns(m_dbPath, saved.runIds);
+    } catch (const std::exception& e) {
+        emit error(tr("Cannot open the comparison"), QString::fromStdString(e.what()));
+    }
+}
+
+QStringList ComparePanel::savedNames() const {
+    QStringList names;
+    for (int i = 1; i < m_saved->count(); ++i) names << m_saved->itemText(i);
+    return names;
+}
+
+void ComparePanel::refreshSaved() {
+    QStringList names;
+    try {
+        RunStore store(m_dbPath.toStdString(), StoreAccess::ReadOnly);
+        for (const SavedComparison& c : store.comparisons())
+            names << QString::fromStdString(c.name);
+    } catch (const std::exception&) {
+        // No database yet, or an old one: nothing saved to offer.
+    }
+    QSignalBlocker block(m_saved);
+    m_saved->clear();
+    m_saved->addItem(tr("saved comparisons…"));
+    m_saved->addItems(names);
+}
+
+bool ComparePanel::saveSeriesCsv(const QString& path, QString* error) const {
+    return writeText(path, comparisonCsv(m_comparison, m_layer->currentData().toInt()), error);
+}
+
+bool ComparePanel::saveSummaryCsv(const QString& path, QString* error) const {
+    std::vector<RunSummary> summaries;
+    for (const CompareRun& r : m_comparison.runs) summaries.push_back(r.summary);
+    return writeText(path, QString::fromStdString(summaryCsv(summaries)), error);
+}
+
+// The differing keys as a compact grid (key, then one column per run in its colour): a grab
+// of the table widget carried its scroll bars and empty space.
+QImage ComparePanel::diffImage(int width) const {
+    std::vector<const ConfigDiffRow*> rows;
+    for (const ConfigDiffRow& row : m_comparison.diff)
+        if (row.differs) rows.push_back(&row);
+    const QFontMetrics fm(font());
+    const int line = fm.height() + 6, runs = int(m_comparison.runs.size());
+    int keyWidth = fm.horizontalAdvance(tr("config key"));
+    for (const ConfigDiffRow* row : rows)
+        keyWidth = std::max(keyWidth, fm.horizontalAdvance(QString::fromStdString(row->key)));
+    keyWidth += 12;
+    const int cell = runs > 0 ? std::max(40, (width - keyWidth) / runs) : 0;
+    QImage image(width, line * int(rows.size() + 1) + 4, QImage::Format_RGB32);
+    image.fill(palette().color(QPalette::Base));
+    QPainter p(&image);
+    p.setFont(font());
+    auto text = [&](int x, int y, int w, const QString& t, const QColor& color) {
+        p.setPen(color);
+        p.drawText(QRect(x + 4, y, w - 8, line), Qt::AlignVCenter | Qt::AlignLeft,
+                   fm.elidedText(t, Qt::ElideRight, w - 8));
+    };
+    const QColor ink = palette().color(QPalette::Text);
+    text(0, 0, keyWidth, tr("config key"), ink);
+    for (int r = 0; r < runs; ++r)
+        text(keyWidth + r * cell, 0, cell, m_comparison.runs[r].label(), compareColor(r));
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int y = line * int(i + 1);
+        p.setPen(palette().color(QPalette::Mid));
+        p.drawLine(0, y, width, y);
+        text(0, y, keyWidth, QString::fromStdString(rows[i]->key), ink);
+        for (int r = 0; r < runs && r < int(rows[i]->values.size()); ++r)
+            text(keyWidth + r * cell, y, cell, QString::fromStdString(rows[i]->values[r]), ink);
+    }
+    return image;
+}
+
+bool ComparePanel::saveFigure(const QString& path, QString* error) {
+    // The legend line, the curves as shown, and the differing config keys below them.
+    const QPixmap legend = m_legend->grab(), curves = m_plots->grab();
+    const QImage diff = diffImage(curves.width());
+    const int width = std::max(legend.width(), curves.width());
+    const int height = legend.height() + curves.height() + diff.height();
+    auto paint = [&](QPainter& p) {
+        p.drawPixmap(0, 0, legend);
+        p.drawPixmap(0, legend.height(), curves);
+        p.drawImage(0, legend.height() + curves.height(), diff);
+    };
+    if (QFileInfo(path).suffix().compare(QStringLiteral("pdf"), Qt::CaseInsensitive) == 0) {
+        QPdfWriter pdf(path);
+        pdf.setPageSize(QPageSize(QSizeF(width, height), QPageSize::Point));
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        pdf.setResolution(72);
+        QPainter p;
+        if (!p.begin(&pdf)) {
+            if (error) *error = tr("cannot write %1").arg(path);
+            return false;
+        }
+        paint(p);
+        return p.end();
+    }
+    QImage image(width, height, QImage::Format_RGB32);
+    image.fill(palette().color(QPalette::Window));
+    QPainter p(&image);
+    paint(p);
+    p.end();
+    if (!image.save(path)) {
+        if (error) *error = tr("cannot write %1").arg(path);
+        return false;
+    }
+    return true;
+}
+
+void ComparePanel::exportAs(const QString& what) {
+    const bool figure = what == tr("Figure…");
+    const QString filter = figure ? tr("PNG image (*.png);;PDF (*.pdf)") : tr("CSV (*.csv)");
+    const QString suggested = figure ? QStringLiteral("comparison.png")
+                              : what == tr("Series CSV…")
+                                  ? QStringLiteral("comparison-series.csv")
+                                  : QStringLiteral("comparison-summary.csv");
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export comparison"), suggested, filter);
+    if (path.isEmpty()) return;
+    QString err;
+    const bool ok = figure                      ? saveFigure(path, &err)
+                    : what == tr("Series CSV…") ? saveSeriesCsv(path, &err)
+                                                : saveSummaryCsv(path, &err);
+    if (!ok) emit error(tr("Export failed"), err);
+}
+}  // namespace qklab::gui
