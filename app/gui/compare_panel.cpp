@@ -5,20 +5,10 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFile>
-#include <QFileDialog>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QInputDialog>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
-#include <QLineEdit>
-#include <QPainter>
-#include <QPdfWriter>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QSlider>
 #include <QSplitter>
 #include <QTabWidget>
