@@ -172,21 +172,41 @@ QVector<double> smoothed(const QVector<double>& values, double weight) {
     return out;
 }
 
+// One walk over the members' sorted steps (a map of every step cost 65 ms for 11 metrics of
+// 10 x 20k-step runs in compare_bench; the walk 10 ms).
 BandSeries groupBand(const std::vector<Series>& members) {
     BandSeries band;
     if (members.empty()) return band;
-    std::map<double, std::vector<double>> byStep;
-    for (const Series& s : members)
-        for (int i = 0; i < s.steps.size(); ++i)
-            if (std::isfinite(s.values[i])) byStep[s.steps[i]].push_back(s.values[i]);
-    for (const auto& [step, vs] : byStep) {
-        if (vs.size() != members.size()) continue;  // a step some member lacks
-        double sum = 0;
-        for (double v : vs) sum += v;
+    std::vector<int> at(members.size(), 0);
+    auto ended = [&] {
+        for (size_t m = 0; m < members.size(); ++m)
+            if (at[m] >= members[m].steps.size()) return true;
+        return false;
+    };
+    while (!ended()) {
+        double step = members[0].steps[at[0]];
+        for (size_t m = 1; m < members.size(); ++m) step = std::max(step, members[m].steps[at[m]]);
+        bool aligned = true;
+        for (size_t m = 0; m < members.size(); ++m) {
+            while (at[m] < members[m].steps.size() && members[m].steps[at[m]] < step) ++at[m];
+            aligned = aligned && at[m] < members[m].steps.size() && members[m].steps[at[m]] == step;
+        }
+        if (!aligned) continue;
+        // A step some member lacks, or holds NaN at (a diverged step), is left out.
+        double sum = 0, low = 0, high = 0;
+        bool finite = true;
+        for (size_t m = 0; m < members.size(); ++m) {
+            const double v = members[m].values[at[m]++];
+            finite = finite && std::isfinite(v);
+            sum += v;
+            low = m == 0 ? v : std::min(low, v);
+            high = m == 0 ? v : std::max(high, v);
+        }
+        if (!finite) continue;
         band.steps << step;
-        band.mean << sum / double(vs.size());
-        band.low << *std::min_element(vs.begin(), vs.end());
-        band.high << *std::max_element(vs.begin(), vs.end());
+        band.mean << sum / double(members.size());
+        band.low << low;
+        band.high << high;
     }
     return band;
 }

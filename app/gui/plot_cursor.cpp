@@ -29,6 +29,9 @@ void HoverCursor::addPlot(QCustomPlot* plot) {
     m_plots << plot;
     plot->setMouseTracking(true);
     plot->installEventFilter(this);
+    // The line exists (hidden) from the start: making it on the first hover of 11 plots took
+    // 19 ms, over a frame (compare_bench).
+    drawLine(plot, std::numeric_limits<double>::quiet_NaN());
 }
 
 void HoverCursor::drawLine(QCustomPlot* plot, double x) {
