@@ -75,6 +75,18 @@ struct Collector : TrainingObserver {
     }
 };
 
+// blowup_no_qknorm.json, shortened: LR 3e-2, 40 steps, probes every 5.
+RunConfig shortBlowup() {
+    RunConfig c;
+    c.optim.lr = 3e-2;
+    c.schedule.steps = 40;
+    c.schedule.warmupSteps = 10;
+    c.probes.every = 5;
+    c.eval.every = 0;
+    c.run.threads = 2;
+    return c;
+}
+
 std::string tempDir() {
     char tmpl[] = "/tmp/qklab-trainer-XXXXXX";
     return mkdtemp(tmpl);
@@ -387,13 +399,7 @@ TEST(Trainer, BlowUpRaisesLogitAlarmsOncePerLayerAndRule) {
         std::vector<LogitAlarm> alarms;
         void onLogitAlarm(const LogitAlarm& a) override { alarms.push_back(a); }
     } col;
-    RunConfig c;  // blowup_no_qknorm.json, shortened
-    c.optim.lr = 3e-2;
-    c.schedule.steps = 40;
-    c.schedule.warmupSteps = 10;
-    c.probes.every = 5;
-    c.eval.every = 0;
-    c.run.threads = 2;
+    RunConfig c = shortBlowup();
     Trainer t(c);
     t.run(col);
     const LogitAlarm* layer0 = nullptr;
@@ -430,14 +436,8 @@ TEST(Trainer, AttentionMapsCatchTheCollapseAndBothSidesOfAnEvent) {
             probes.insert(probes.end(), s.begin(), s.end());
         }
     } col;
-    RunConfig c;  // blowup_no_qknorm.json, shortened
-    c.optim.lr = 3e-2;
-    c.schedule.steps = 40;
-    c.schedule.warmupSteps = 10;
-    c.probes.every = 5;
+    RunConfig c = shortBlowup();
     c.probes.attnMapEvery = 50;  // the schedule alone maps step 0 only
-    c.eval.every = 0;
-    c.run.threads = 2;
     c.events = {eventFromJson({{"step", 31}, {"kind", "qk_norm"}, {"variant", "rms"}}, "test")};
     Trainer(c).run(col);
 
