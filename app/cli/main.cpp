@@ -6,6 +6,14 @@
 //   qklab-cli show RUN [--json] [--db FILE]
 //   qklab-cli export RUN --format csv|json [--output FILE] [--db FILE]
 //   qklab-cli compare RUN RUN... [--json] [--all] [--db FILE]
+//   qklab-cli sweep SWEEP.json [--jobs N] [--threads-per-run T] [--name NAME] [--db FILE]
+//   qklab-cli sweep --resume SWEEP [--retry-failed] [--db FILE]
+//   qklab-cli sweep SWEEP.json --slurm OUT_DIR [--partition P] [--time T] [--gpus-per-task G]
+//                  [--max-parallel K] [--submit]
+//   qklab-cli sweeps [--json] [--db FILE]
+//   qklab-cli sweep-report SWEEP [--json] [--val] [--margin M] [--db FILE]
+//   qklab-cli merge SHARD.db... --into FILE.db
+//   qklab-cli import FILE.db [--db FILE]
 //   qklab-cli check-blas
 //   qklab-cli keys [--markdown]
 //   qklab-cli --version
@@ -33,6 +41,7 @@
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
 #include "qklab/trainer.h"
+#include "sweep_command.h"
 
 using namespace qklab;
 
@@ -68,6 +77,11 @@ struct Options {
     std::vector<std::string> overrides;
     bool asJson = false, markdown = false, force = false;
     cli::CompareOptions compare;  // its own runs and flags; dbPath is filled in before use
+    cli::SweepOptions sweep;
+    cli::ReportOptions report;
+    std::vector<std::string> sources;  // merge / import
+    std::string into, definition;
+    int64_t point = -1, threads = 0;
 };
 
 int exitCodeFor(RunStatus s) {
@@ -169,6 +183,17 @@ int cmdResume(const Options& o) {
     }
     auto session = RunSession::resume(o.dbPath, id);
     return trainSession(*session, o.dbPath);
+}
+
+// One grid point of a sweep, in its own process (started by `sweep` or a Slurm array task).
+int cmdSweepPoint(const Options& o) {
+    cli::PointPlan plan = cli::planSweepPoint(o.dbPath, o.runRef, o.definition, o.point, o.threads);
+    if (plan.resumeRunId) {
+        auto session = RunSession::resume(o.dbPath, *plan.resumeRunId);
+        return trainSession(*session, o.dbPath);
+    }
+    RunSession session(plan.config, plan.session);
+    return trainSession(session, o.dbPath);
 }
 
 int cmdCheckBlas() {
@@ -312,6 +337,54 @@ int main(int argc, char** argv) {
     compare->add_flag("--json", o.compare.asJson, "machine-readable output");
     compare->add_flag("--all", o.compare.allKeys, "every config key, not only the differences");
     dbOptions.push_back(compare->add_option("--db", o.dbPath, "run database"));
+    auto* sweep = app.add_subcommand(
+        "sweep", "run a grid of configs (a sweep file) here, or write it as a Slurm job array");
+    sweep->add_option("file", o.sweep.file, "sweep JSON file (see experiments/sweep_*.json)");
+    sweep->add_option("--resume", o.sweep.resume,
+                      "continue a stored sweep (id or name): only missing, stopped or "
+                      "interrupted points run");
+    sweep->add_flag("--retry-failed", o.sweep.retryFailed, "with --resume: run failed points too");
+    sweep->add_option("--name", o.sweep.name, "the sweep's name (default: the file's stem)");
+    sweep->add_option("--jobs,-j", o.sweep.jobs, "worker processes (default: cores / threads)");
+    sweep->add_option("--threads-per-run", o.sweep.threadsPerRun,
+                      "run.threads of each point (default 1)");
+    sweep->add_option("--slurm", o.sweep.slurmDir,
+                      "write the sweep as a Slurm job array into this folder instead");
+    sweep->add_option("--partition", o.sweep.partition, "Slurm partition");
+    sweep->add_option("--time", o.sweep.time, "Slurm time limit per point (e.g. 00:30:00)");
+    sweep->add_option("--gpus-per-task", o.sweep.gpusPerTask, "Slurm GPUs per point");
+    sweep->add_option("--max-parallel", o.sweep.maxParallel,
+                      "at most this many points at once (--array=...%K)");
+    sweep->add_flag("--submit", o.sweep.submit, "run sbatch on the written job");
+    dbOptions.push_back(sweep->add_option("--db", o.dbPath, "run database"));
+    auto* sweepPoint = app.add_subcommand("sweep-point", "train one grid point (used by sweep)");
+    sweepPoint->group("");  // internal: `sweep` and the Slurm script start it
+    sweepPoint->add_option("--sweep", o.runRef, "stored sweep id or name");
+    sweepPoint->add_option("--definition", o.definition, "a Slurm folder's sweep.json");
+    sweepPoint->add_option("--point", o.point, "grid point index")->required();
+    sweepPoint->add_option("--threads", o.threads, "run.threads");
+    dbOptions.push_back(sweepPoint->add_option("--db", o.dbPath, "run database"));
+    auto* sweeps = app.add_subcommand("sweeps", "list stored sweeps");
+    sweeps->add_flag("--json", o.asJson, "machine-readable output");
+    dbOptions.push_back(sweeps->add_option("--db", o.dbPath, "run database"));
+    auto* report =
+        app.add_subcommand("sweep-report",
+                           "a sweep's points and, for an LR sweep, each configuration's LR "
+                           "sensitivity and max stable LR");
+    report->add_option("sweep", o.report.sweepRef, "sweep id or name")->required();
+    report->add_flag("--json", o.report.asJson, "machine-readable output");
+    report->add_flag("--val", o.report.validationLoss, "use the final validation loss");
+    report->add_option("--margin", o.report.margin,
+                       "nats above the best loss that still count as stable (default 0.1)");
+    dbOptions.push_back(report->add_option("--db", o.dbPath, "run database"));
+    auto* merge = app.add_subcommand(
+        "merge", "copy every run of several databases (a Slurm sweep's shards) into one");
+    merge->add_option("shards", o.sources, "databases to read")->required();
+    merge->add_option("--into", o.into, "the database to write (created when missing)")->required();
+    auto* import = app.add_subcommand(
+        "import", "copy every run of a database (e.g. a colleague's) into yours");
+    import->add_option("file", o.sources, "database to read")->required();
+    dbOptions.push_back(import->add_option("--db", o.dbPath, "run database to add to"));
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
     auto* keys =
@@ -339,6 +412,18 @@ int main(int argc, char** argv) {
             o.compare.dbPath = o.dbPath;
             return cli::compareRuns(o.compare);
         }
+        if (*sweep) {
+            o.sweep.dbPath = o.dbPath;
+            return cli::runSweep(o.sweep);
+        }
+        if (*sweepPoint) return cmdSweepPoint(o);
+        if (*sweeps) return cli::listSweeps(o.dbPath, o.asJson);
+        if (*report) {
+            o.report.dbPath = o.dbPath;
+            return cli::sweepReportCommand(o.report);
+        }
+        if (*merge) return cli::importDatabases(o.sources, o.into);
+        if (*import) return cli::importDatabases(o.sources, o.dbPath);
         if (*keys) {
             std::cout << (o.markdown ? configReferenceMarkdown() : configKeysText());
             return 0;

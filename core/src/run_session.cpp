@@ -81,6 +81,7 @@ RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
     d.trainer = std::make_unique<Trainer>(config);
     NewRun run;
     run.name = options.name;
+    run.sweep = options.sweep;
     run.configJson = configToJson(config).dump();
     run.seed = config.run.seed;
     run.device = d.trainer->deviceDescription();

@@ -14,16 +14,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
+#include <random>
 #include <tuple>
 
 #include "qklab/error.h"
 #include "sqlite_db.h"
+#include "store_internal.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -143,6 +146,29 @@ CREATE TABLE comparisons(
     created_at TEXT NOT NULL DEFAULT '',
     updated_at TEXT NOT NULL DEFAULT '');
 )sql",
+    // 8: sweeps, and runs that carry a UUID (merging shard databases skips a run already
+    // present) and their sweep coordinates. Older runs get a UUID made from what identifies
+    // them (kLegacyRunUuid), so that importing the same old file twice is still a no-op.
+    R"sql(
+CREATE TABLE sweeps(
+    id INTEGER PRIMARY KEY,
+    uuid TEXT UNIQUE NOT NULL,
+    name TEXT UNIQUE NOT NULL,
+    definition_json TEXT NOT NULL,
+    points INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'running',
+    created_at TEXT NOT NULL DEFAULT '',
+    updated_at TEXT NOT NULL DEFAULT '',
+    pid INTEGER, host TEXT);
+ALTER TABLE runs ADD COLUMN uuid TEXT;
+UPDATE runs SET uuid = 'legacy:' || created_at || ':' || ifnull(host, '') || ':' ||
+                       ifnull(pid, 0) || ':' || id;
+CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);
+ALTER TABLE runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id) ON DELETE SET NULL;
+ALTER TABLE runs ADD COLUMN sweep_point INTEGER;
+ALTER TABLE runs ADD COLUMN sweep_coords TEXT;
+CREATE INDEX runs_by_sweep ON runs(sweep_id, sweep_point);
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -214,6 +240,8 @@ std::vector<float> decodeFloats(const std::vector<unsigned char>& bytes) {
     return out;
 }
 
+constexpr int kComparisonsVersion = 7;  // the schema that added the comparisons table
+
 const char* const kRunColumns =
     "r.id, r.name, r.status, r.config_json, r.seed, r.device, r.torch_version, r.app_version, "
     "r.created_at, r.finished_at, r.notes, r.tags, r.steps_done, r.final_loss, r.max_logit_raw, "
@@ -222,16 +250,6 @@ const char* const kRunColumns =
     // The latest validation: a backwards walk of the (run_id, step) key, at most eval.every rows.
     "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss IS NOT NULL "
     "ORDER BY m.step DESC LIMIT 1), r.pid, r.host";
-
-// Column 21 of kRunColumns where the file has the table (a reader does not migrate); column 22
-// the run's interventions as a JSON array of [step, kind, params, id].
-std::string runColumns(int version) {
-    return std::string(kRunColumns) +
-           (version >= 5 ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)"
-                         : ", 0") +
-           ", (SELECT json_group_array(json_array(e.step, e.kind, e.params_json, e.id)) "
-           "FROM events e WHERE e.run_id = r.id AND e.source = 'user')";
-}
 
 // Column 22 of runColumns; unreadable JSON leaves the list empty (the run still lists).
 std::vector<EventRecord> interventionsFromJson(const std::string& text) {
@@ -257,51 +275,9 @@ std::vector<EventRecord> interventionsFromJson(const std::string& text) {
     return out;
 }
 
-// A run marked running whose process on this host is gone. EPERM means the pid is alive
-// but someone else's: only ESRCH proves it is gone.
-bool writerIsGone(int64_t pid, const std::string& host) {
-    if (host != thisHostName()) return false;  // another machine's process: cannot tell
-    return pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
-}
-
 std::string goneMessage(int64_t pid) {
     return "process " + std::to_string(pid) + " on " + thisHostName() +
            " ended without finishing the run";
-}
-
-RunInfo readRun(const Statement& st) {
-    RunInfo r;
-    r.id = st.columnInt(0);
-    r.name = st.columnText(1);
-    r.status = runStatusFromString(st.columnText(2));
-    r.configJson = st.columnText(3);
-    r.seed = st.columnInt(4);
-    r.device = st.columnText(5);
-    r.torchVersion = st.columnText(6);
-    r.appVersion = st.columnText(7);
-    r.createdAt = st.columnText(8);
-    r.finishedAt = st.columnText(9);
-    r.notes = st.columnText(10);
-    r.tags = st.columnText(11);
-    r.stepsDone = st.columnInt(12);
-    r.finalLoss = st.columnOptReal(13);
-    r.maxLogitRaw = st.columnOptReal(14);
-    r.maxLogitCapped = st.columnOptReal(15);
-    r.statusMessage = st.columnText(16);
-    r.spikes = st.columnInt(17);
-    r.finalValLoss = st.columnOptReal(18);
-    r.logitAlarms = st.columnInt(21);
-    r.interventions = interventionsFromJson(st.columnText(22));
-    // Readers show a dead writer's run as interrupted without writing it (only writers
-    // persist that, in markInterruptedRuns).
-    if (r.status == RunStatus::Running) {
-        const int64_t pid = st.isNull(19) ? 0 : st.columnInt(19);
-        if (writerIsGone(pid, st.columnText(20))) {
-            r.status = RunStatus::Interrupted;
-            r.statusMessage = goneMessage(pid);
-        }
-    }
-    return r;
 }
 
 // The rules of checkRunName for any name a user gives (`what`: "a run name", ...).
@@ -333,8 +309,6 @@ SavedComparison readComparison(const Statement& st) {
     return c;
 }
 
-constexpr int kComparisonsVersion = 7;  // the schema that added the comparisons table
-
 bool isInteger(const std::string& s) {
     if (s.empty() || s.size() > 18) return false;
     for (char c : s)
@@ -344,7 +318,83 @@ bool isInteger(const std::string& s) {
 
 }  // namespace
 
-// ---- shared helpers (declared in sqlite_db.h) ----
+// ---- shared helpers (declared in sqlite_db.h and store_internal.h) ----
+
+// A run marked running whose process on this host is gone. EPERM means the pid is alive
+// but someone else's: only ESRCH proves it is gone.
+bool writerIsGone(int64_t pid, const std::string& host) {
+    if (host != thisHostName()) return false;  // another machine's process: cannot tell
+    return pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+}
+
+// Column 21 of kRunColumns where the file has the table (a reader does not migrate); column 22
+// the run's interventions as a JSON array of [step, kind, params, id]; 23..26 the UUID and
+// the sweep membership (an older file read as it is: the legacy UUID, no sweep).
+std::string runColumns(int version) {
+    return std::string(kRunColumns) +
+           (version >= 5 ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)"
+                         : ", 0") +
+           ", (SELECT json_group_array(json_array(e.step, e.kind, e.params_json, e.id)) "
+           "FROM events e WHERE e.run_id = r.id AND e.source = 'user')" +
+           (version >= kSweepsVersion ? ", r.uuid, r.sweep_id, r.sweep_point, r.sweep_coords"
+                                      : std::string(", ") + kLegacyRunUuid + ", NULL, NULL, NULL");
+}
+
+RunInfo readRun(const Statement& st) {
+    RunInfo r;
+    r.id = st.columnInt(0);
+    r.name = st.columnText(1);
+    r.status = runStatusFromString(st.columnText(2));
+    r.configJson = st.columnText(3);
+    r.seed = st.columnInt(4);
+    r.device = st.columnText(5);
+    r.torchVersion = st.columnText(6);
+    r.appVersion = st.columnText(7);
+    r.createdAt = st.columnText(8);
+    r.finishedAt = st.columnText(9);
+    r.notes = st.columnText(10);
+    r.tags = st.columnText(11);
+    r.stepsDone = st.columnInt(12);
+    r.finalLoss = st.columnOptReal(13);
+    r.maxLogitRaw = st.columnOptReal(14);
+    r.maxLogitCapped = st.columnOptReal(15);
+    r.statusMessage = st.columnText(16);
+    r.spikes = st.columnInt(17);
+    r.finalValLoss = st.columnOptReal(18);
+    r.logitAlarms = st.columnInt(21);
+    r.interventions = interventionsFromJson(st.columnText(22));
+    r.uuid = st.columnText(23);
+    if (!st.isNull(24))
+        r.sweep = SweepMembership{st.columnInt(24), st.isNull(25) ? -1 : st.columnInt(25),
+                                  st.columnText(26)};
+    // Readers show a dead writer's run as interrupted without writing it (only writers
+    // persist that, in markInterruptedRuns).
+    if (r.status == RunStatus::Running) {
+        const int64_t pid = st.isNull(19) ? 0 : st.columnInt(19);
+        if (writerIsGone(pid, st.columnText(20))) {
+            r.status = RunStatus::Interrupted;
+            r.statusMessage = goneMessage(pid);
+        }
+    }
+    return r;
+}
+
+std::string newUuid() {
+    std::random_device rd;
+    std::array<unsigned char, 16> b{};
+    for (size_t i = 0; i < b.size(); i += 4) {
+        const uint32_t v = rd();
+        for (int k = 0; k < 4; ++k) b[i + k] = static_cast<unsigned char>(v >> (8 * k));
+    }
+    b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+    b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+    char out[37];
+    std::snprintf(out, sizeof out,
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                  b[14], b[15]);
+    return out;
+}
 
 std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");

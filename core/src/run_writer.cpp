@@ -220,11 +220,20 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
     // "run-<id>" once its id is known.
     Statement ins(*d.db,
                   "INSERT INTO runs(name, status, config_json, seed, device, torch_version, "
-                  "app_version, created_at, pid, host) VALUES(?, 'running', ?,?,?,?,?,?,?,?)");
+                  "app_version, created_at, pid, host, uuid, sweep_id, sweep_point, "
+                  "sweep_coords) VALUES(?, 'running', ?,?,?,?,?,?,?,?,?,?,?,?)");
     ins.bindText(1, run.name.empty() ? "\x01pending" : run.name).bindText(2, run.configJson);
     ins.bindInt(3, run.seed).bindText(4, run.device).bindText(5, run.torchVersion);
     ins.bindText(6, run.appVersion.empty() ? appVersion() : run.appVersion);
-    ins.bindText(7, utcNowIso8601()).bindInt(8, getpid()).bindText(9, thisHostName()).exec();
+    ins.bindText(7, utcNowIso8601()).bindInt(8, getpid()).bindText(9, thisHostName());
+    ins.bindText(10, newUuid());
+    if (run.sweep)
+        ins.bindInt(11, run.sweep->sweepId)
+            .bindInt(12, run.sweep->point)
+            .bindText(13, run.sweep->coordsJson);
+    else
+        ins.bindNull(11).bindNull(12).bindNull(13);
+    ins.exec();
     d.runId = d.db->lastInsertId();
     if (run.name.empty()) {
         Statement taken(*d.db, "SELECT 1 FROM runs WHERE name = ?");

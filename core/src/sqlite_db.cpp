@@ -154,6 +154,12 @@ Statement& Statement::bindBlob(int index, const void* data, size_t bytes) {
     return *this;
 }
 
+Statement& Statement::bindColumn(int index, const Statement& from, int col) {
+    int rc = sqlite3_bind_value(m_stmt, index, sqlite3_column_value(from.m_stmt, col));
+    if (rc != SQLITE_OK) m_db.fail(rc, m_sql);
+    return *this;
+}
+
 Statement& Statement::bindNull(int index) {
     int rc = sqlite3_bind_null(m_stmt, index);
     if (rc != SQLITE_OK) m_db.fail(rc, m_sql);

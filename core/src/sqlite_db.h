@@ -72,6 +72,9 @@ class Statement {
     Statement& bindText(int index, const std::string& value);
     Statement& bindBlob(int index, const void* data, size_t bytes);
     Statement& bindNull(int index);
+    // The value of column `col` of `from`'s current row, whatever its type (copying rows
+    // between files without decoding them).
+    Statement& bindColumn(int index, const Statement& from, int col);
 
     bool step();   // true while a row is available
     void exec();   // steps to completion, then resets so the statement can be reused
@@ -111,6 +114,13 @@ class Transaction {
 // ---- shared by RunStore and RunWriter (defined in run_store.cpp) ----
 
 constexpr int64_t kQklabApplicationId = 0x514B4C42;  // "QKLB"
+
+// The UUID of a run written before schema 8 (column names of `runs`, alias r): the same
+// expression backfills it at migration and stands in for it when an older file is read as it
+// is, so one old run has one UUID however it is reached.
+constexpr const char* kLegacyRunUuid =
+    "('legacy:' || r.created_at || ':' || ifnull(r.host, '') || ':' || ifnull(r.pid, 0) || "
+    "':' || r.id)";
 
 // Opens path as a qklab database: creates the parent directory, rejects foreign files
 // (NotQklabDatabase) and newer schemas (Unsupported), enables and checks WAL, turns foreign

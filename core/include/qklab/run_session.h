@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "qklab/run_config.h"
@@ -15,9 +16,10 @@
 namespace qklab {
 
 struct SessionOptions {
-    std::string dbPath;          // the SQLite store
-    std::string name;            // run name; empty = "run-<id>"
-    std::string checkpointRoot;  // empty = "<dbPath>.checkpoints"
+    std::string dbPath;                    // the SQLite store
+    std::string name;                      // run name; empty = "run-<id>"
+    std::string checkpointRoot;            // empty = "<dbPath>.checkpoints"
+    std::optional<SweepMembership> sweep;  // the grid point this run is, in a sweep
 };
 
 class RunSession {

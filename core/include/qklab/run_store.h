@@ -19,6 +19,14 @@ namespace qklab {
 
 class Database;  // sqlite_db.h
 
+// Where a run sits in a sweep (schema 8): the sweep's id in this file, the grid point's
+// index and its coordinates (a JSON object, dotted key -> value).
+struct SweepMembership {
+    int64_t sweepId = 0;
+    int64_t point = -1;
+    std::string coordsJson = "{}";
+};
+
 struct RunInfo {
     int64_t id = 0;
     std::string name;
@@ -38,6 +46,26 @@ struct RunInfo {
     // The user's mid-run interventions (source "user"), by step: with the config's own
     // events they say what the run actually trained with.
     std::vector<EventRecord> interventions;
+    std::string uuid;  // unique across files: merging and importing skip a run already present
+    std::optional<SweepMembership> sweep;
+};
+
+// A sweep (schema 8): its normalised definition (qklab/sweep.h), grid size and status
+// ("running", "stopped", "finished", "partial" after a merge of some shards; a running sweep
+// whose process is gone reads as "interrupted").
+struct SweepInfo {
+    int64_t id = 0;
+    std::string uuid, name, definitionJson;
+    int64_t points = 0;
+    std::string status = "running";
+    std::string createdAt, updatedAt;
+};
+
+// What RunStore::importRuns did.
+struct ImportResult {
+    int64_t imported = 0, skipped = 0;  // skipped: a run with the same UUID was already here
+    std::vector<std::string> renamed;   // "old -> new" where a name was taken by another run
+    std::vector<int64_t> sweepIds;      // sweeps (in this store) the imported runs belong to
 };
 
 // Readers (list, show, export, the app's views) never write: a read-only store opens an
@@ -121,6 +149,30 @@ class RunStore {
     SavedComparison comparison(const std::string& name);
     void deleteComparison(const std::string& name);
 
+    // Sweeps (schema 8). addSweep inserts the sweep as running, owned by this process, or
+    // returns the id of the one with the same UUID (every shard of a Slurm sweep adds it); a
+    // name taken by another sweep is refused (InvalidRequest). claimSweep makes a stopped or
+    // interrupted sweep this process's again; a sweep whose process still runs is refused.
+    // owned = false (a shard of a Slurm sweep): no process owns it; its status is "partial".
+    int64_t addSweep(const SweepInfo& s, bool owned = true);
+    void claimSweep(int64_t id);
+    void setSweepStatus(int64_t id, const std::string& status);
+    std::vector<SweepInfo> sweeps();  // by id
+    SweepInfo sweep(int64_t id);      // throws NotFound
+    SweepInfo findSweep(const std::string& idOrName);
+    std::vector<RunInfo> sweepRuns(int64_t sweepId);  // by point, then id
+    // A run whose process died (a crash) without writing its end: failed, with why. Only a
+    // run still marked running changes.
+    void markRunFailed(int64_t runId, const std::string& message);
+    // The training loss of the run's first step (the loss at initialisation), if stored.
+    std::optional<double> firstStepLoss(int64_t runId);
+
+    // Copies every run of the qklab database at sourcePath (read only, never written) with all
+    // its rows into this store: new ids, a run whose UUID is already here is skipped, a taken
+    // name gets " (uuid prefix)" appended, nothing here is overwritten, and the runs' sweeps
+    // are added or found by UUID. One transaction: all of a file or nothing.
+    ImportResult importRuns(const std::string& sourcePath);
+
   private:
     std::unique_ptr<Database> m_db;
     bool m_readOnly = false;
@@ -129,6 +181,7 @@ class RunStore {
 
 struct NewRun {
     std::string name;  // empty = "run-<id>"
+    std::optional<SweepMembership> sweep;
     std::string configJson;
     int64_t seed = 0;
     std::string device, torchVersion, appVersion;
@@ -164,6 +217,9 @@ class RunWriter {
     std::unique_ptr<Impl> m_impl;
 };
 
-std::string defaultDatabasePath();  // $XDG_DATA_HOME/qklab/runs.db or ~/.local/share/...
+std::string defaultDatabasePath();
+
+// A random RFC 4122 version-4 UUID, lower-case hex with dashes (runs and sweeps carry one).
+std::string newUuid();  // $XDG_DATA_HOME/qklab/runs.db or ~/.local/share/...
 
 }  // namespace qklab

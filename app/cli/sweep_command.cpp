@@ -1,0 +1,374 @@
+// sweep_command.cpp — running a sweep's grid on this machine: one worker process per point
+// (`qklab-cli sweep-point`), at most N at a time, one progress line for the whole sweep.
+//
+// Why processes and not threads: a point that crashes (or runs out of memory) takes only its
+// own process down, the sweep records it and goes on; and a worker is exactly the `run` a user
+// would start by hand, with its own log.
+#include "sweep_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "qklab/error.h"
+#include "qklab/resources.h"
+#include "qklab/run_store.h"
+#include "qklab/sweep.h"
+#include "qklab/sweep_report.h"
+#include "sweep_slurm.h"
+
+using nlohmann::json;
+
+namespace qklab::cli {
+
+namespace {
+
+std::atomic<int> g_stopSignal{0};
+
+void onSweepSignal(int sig) {
+    g_stopSignal = sig;
+}
+
+std::string selfExecutable() {
+    std::error_code ec;
+    const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("qklab-cli") : p.string();
+}
+
+std::string logPath(const std::string& dbPath, const SweepInfo& s, int64_t point) {
+    return dbPath + ".sweep-logs/" + std::to_string(s.id) + "/point-" + std::to_string(point) +
+           ".log";
+}
+
+// A worker: `qklab-cli sweep-point`, its output in the point's log file. It dies with the
+// sweep (PR_SET_PDEATHSIG), so a killed sweep leaves no orphan training on.
+pid_t startWorker(const std::vector<std::string>& args, const std::string& log) {
+    std::filesystem::create_directories(std::filesystem::path(log).parent_path());
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) throw Error(ErrorCode::Internal, "fork failed: " + std::string(strerror(errno)));
+    if (pid > 0) return pid;
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(3);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+}
+
+std::string lastLine(const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty() && line.find('\r') == std::string::npos) last = line;
+    return last.substr(0, 200);
+}
+
+std::string duration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "?";
+    const long s = std::lround(seconds);
+    char buf[32];
+    if (s >= 3600)
+        std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+    return buf;
+}
+
+// Points still to run: no run yet, or the latest run stopped or was interrupted (the worker
+// resumes it); failed ones only when asked. A point some other process is running is left.
+std::vector<int64_t> pointsToRun(RunStore& store, const SweepInfo& s, bool retryFailed) {
+    std::map<int64_t, RunStatus> latest;
+    for (const RunInfo& r : store.sweepRuns(s.id))
+        if (r.sweep) latest[r.sweep->point] = r.status;
+    std::vector<int64_t> todo;
+    for (int64_t i = 0; i < s.points; ++i) {
+        auto it = latest.find(i);
+        if (it == latest.end() || it->second == RunStatus::Stopped ||
+            it->second == RunStatus::Interrupted ||
+            (retryFailed && it->second == RunStatus::Failed))
+            todo.push_back(i);
+    }
+    return todo;
+}
+
+class SweepProgress {
+  public:
+    SweepProgress(const SweepInfo& s, std::vector<int64_t> todo, std::map<int64_t, int64_t> steps)
+        : m_sweep(s), m_todo(std::move(todo)), m_steps(std::move(steps)),
+          m_tty(isatty(STDERR_FILENO)), m_start(std::chrono::steady_clock::now()) {}
+
+    void refresh(RunStore& store, const std::map<pid_t, int64_t>& running, bool force) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!force && now - m_last < std::chrono::milliseconds(m_tty ? 500 : 30000)) return;
+        m_last = now;
+        std::map<int64_t, RunInfo> latest;
+        for (RunInfo& r : store.sweepRuns(m_sweep.id))
+            if (r.sweep) latest[r.sweep->point] = std::move(r);
+        int done = 0, diverged = 0, failed = 0;
+        double stepsDone = 0, stepsTotal = 0;
+        std::string active;
+        std::set<int64_t> runningPoints;
+        for (const auto& [pid, point] : running) runningPoints.insert(point);
+        for (int64_t point : m_todo) {
+            stepsTotal += m_steps[point];
+            auto it = latest.find(point);
+            if (it == latest.end()) continue;
+            const RunInfo& r = it->second;
+            const bool ended = !runningPoints.count(point) &&
+                               (r.status == RunStatus::Finished || r.status == RunStatus::Diverged ||
+                                r.status == RunStatus::Failed);
+            done += ended;
+            diverged += ended && r.status == RunStatus::Diverged;
+            failed += ended && r.status == RunStatus::Failed;
+            stepsDone += ended ? m_steps[point] : std::min<double>(r.stepsDone, m_steps[point]);
+            if (runningPoints.count(point))
+                active += " p" + std::to_string(point) + " " + std::to_string(r.stepsDone) + "/" +
+                          std::to_string(m_steps[point]);
+        }
+        const double elapsed = std::chrono::duration<double>(now - m_start).count();
+        const double eta = stepsDone > 0 ? elapsed * (stepsTotal - stepsDone) / stepsDone : NAN;
+        char head[160];
+        std::snprintf(head, sizeof head, "sweep %s: %d/%zu done, %d diverged, %d failed, ETA %s",
+                      m_sweep.name.c_str(), done, m_todo.size(), diverged, failed,
+                      duration(eta).c_str());
+        std::string line = std::string(head) + (active.empty() ? "" : " | running:" + active);
+        if (m_tty) {
+            if (line.size() > 150) line = line.substr(0, 147) + "...";
+            std::fprintf(stderr, "\r\033[K%s", line.c_str());
+        } else {
+            std::fprintf(stderr, "%s\n", line.c_str());
+        }
+        std::fflush(stderr);
+    }
+    void note(const std::string& text) {
+        std::fprintf(stderr, "%s%s\n", m_tty ? "\r\033[K" : "", text.c_str());
+    }
+    void finish() {
+        if (m_tty) std::fprintf(stderr, "\n");
+    }
+    double elapsed() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    }
+
+  private:
+    SweepInfo m_sweep;
+    std::vector<int64_t> m_todo;
+    std::map<int64_t, int64_t> m_steps;
+    bool m_tty;
+    std::chrono::steady_clock::time_point m_start, m_last{};
+};
+
+// A worker that ended: a crash (a signal other than a stop request) marks its run failed, so
+// that the sweep's table says what happened and where the log is.
+void reapWorker(RunStore& store, const SweepInfo& s, int64_t point, int status,
+                const std::string& dbPath, SweepProgress& progress) {
+    const std::string log = logPath(dbPath, s, point);
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3)
+        progress.note("point " + std::to_string(point) + " failed (exit " +
+                      std::to_string(WEXITSTATUS(status)) + "): " + lastLine(log));
+    if (!WIFSIGNALED(status)) return;
+    const int sig = WTERMSIG(status);
+    if (sig == SIGINT || sig == SIGTERM) return;
+    const std::string why = "the worker process died of signal " + std::to_string(sig) + " (" +
+                            strsignal(sig) + "); log: " + log;
+    for (const RunInfo& r : store.sweepRuns(s.id))
+        if (r.sweep && r.sweep->point == point &&
+            (r.status == RunStatus::Running || r.status == RunStatus::Interrupted))
+            store.markRunFailed(r.id, why);
+    progress.note("point " + std::to_string(point) + ": " + why);
+}
+
+int defaultJobs(int threadsPerRun) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return std::max(1, static_cast<int>(cores) / std::max(1, threadsPerRun));
+}
+
+// Runs the points in a pool of workers until all ended or a stop was requested.
+bool runPool(RunStore& store, const SweepInfo& s, const std::vector<int64_t>& todo,
+             const SweepOptions& o, SweepProgress& progress) {
+    const int jobs = o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun);
+    const std::string self = selfExecutable();
+    std::map<pid_t, int64_t> running;
+    size_t next = 0;
+    bool stopSent = false;
+    while (next < todo.size() || !running.empty()) {
+        if (g_stopSignal && !stopSent) {
+            for (const auto& [pid, point] : running) kill(pid, SIGINT);  // each stops cleanly
+            stopSent = true;
+        }
+        while (!g_stopSignal && next < todo.size() && static_cast<int>(running.size()) < jobs) {
+            const int64_t point = todo[next++];
+            running[startWorker({self, "sweep-point", "--db", o.dbPath, "--sweep",
+                                 std::to_string(s.id), "--point", std::to_string(point),
+                                 "--threads", std::to_string(o.threadsPerRun)},
+                                logPath(o.dbPath, s, point))] = point;
+        }
+        int status = 0;
+        const pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid > 0 && running.count(pid)) {
+            const int64_t point = running[pid];
+            running.erase(pid);
+            reapWorker(store, s, point, status, o.dbPath, progress);
+            progress.refresh(store, running, true);
+            continue;
+        }
+        progress.refresh(store, running, false);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return !g_stopSignal;
+}
+
+std::map<int64_t, int64_t> stepsPerPoint(const SweepDefinition& d) {
+    std::map<int64_t, int64_t> steps;
+    for (const SweepPoint& p : expandSweep(d)) steps[p.index] = p.config.schedule.steps;
+    return steps;
+}
+
+int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double seconds) {
+    const SweepReport r = sweepReport(store, s.id);
+    store.setSweepStatus(s.id, completed ? "finished" : "stopped");
+    std::fprintf(stderr,
+                 "sweep %s (%lld) %s after %s: %d finished, %d diverged, %d failed, %d not run\n",
+                 s.name.c_str(), static_cast<long long>(s.id), completed ? "done" : "stopped",
+                 duration(seconds).c_str(), r.finished, r.diverged, r.failed,
+                 r.pending + r.running);
+    if (!completed)
+        std::fprintf(stderr, "continue it with: qklab-cli sweep --resume '%s' --db '%s'\n",
+                     s.name.c_str(), store.path().c_str());
+    else
+        std::fprintf(stderr, "report: qklab-cli sweep-report '%s' --db '%s'\n", s.name.c_str(),
+                     store.path().c_str());
+    std::printf("%lld\n", static_cast<long long>(s.id));  // scripts read the sweep id
+    if (!completed) return 3;
+    return r.failed > 0 ? 1 : 0;
+}
+
+// A new sweep from its file, or a stored one to continue: validated and stored.
+std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o) {
+    if (!o.resume.empty()) {
+        SweepInfo s = store.findSweep(o.resume);
+        SweepDefinition d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
+        d.name = s.name;
+        store.claimSweep(s.id);
+        return {store.sweep(s.id), d};
+    }
+    SweepDefinition d = loadSweepFile(o.file);
+    if (!o.name.empty()) d.name = o.name;
+    d.uuid = newUuid();
+    expandSweep(d);  // every point valid before anything is stored
+    SweepInfo s;
+    s.uuid = d.uuid;
+    s.name = d.name;
+    s.definitionJson = sweepToJson(d).dump();
+    s.points = static_cast<int64_t>(d.pointCount());
+    s.id = store.addSweep(s);
+    return {store.sweep(s.id), d};
+}
+
+}  // namespace
+
+int runSweep(const SweepOptions& o) {
+    if (o.threadsPerRun < 1)
+        throw Error(ErrorCode::InvalidRequest,
+                    "--threads-per-run: expected 1 or more, got " + std::to_string(o.threadsPerRun));
+    if (o.jobs < 0)
+        throw Error(ErrorCode::InvalidRequest, "--jobs: expected 0 (auto) or more, got " +
+                                                   std::to_string(o.jobs));
+    if (!o.slurmDir.empty()) return writeSlurmJob(o);
+    if (o.file.empty() == o.resume.empty())
+        throw Error(ErrorCode::InvalidRequest, "give a sweep file or --resume SWEEP (not both)");
+    if (!o.resume.empty() && !o.name.empty())
+        throw Error(ErrorCode::InvalidRequest, "--name applies to a new sweep, not to --resume");
+    // Validate the file before the database is even opened: bad input stores nothing.
+    if (!o.file.empty()) {
+        SweepDefinition check = loadSweepFile(o.file);
+        expandSweep(check);
+    }
+    RunStore store(o.dbPath);
+    store.markInterruptedRuns();
+    auto [sweep, definition] = openSweep(store, o);
+    const std::vector<int64_t> todo = pointsToRun(store, sweep, o.retryFailed);
+    std::fprintf(stderr, "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
+                 sweep.name.c_str(), static_cast<long long>(sweep.id), o.dbPath.c_str(),
+                 static_cast<long long>(sweep.points), todo.size(),
+                 o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun),
+                 (o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun)) == 1 ? "" : "s",
+                 o.threadsPerRun, o.threadsPerRun == 1 ? "" : "s");
+    SweepProgress progress(sweep, todo, stepsPerPoint(definition));
+    std::signal(SIGINT, onSweepSignal);
+    std::signal(SIGTERM, onSweepSignal);
+    const bool completed = runPool(store, sweep, todo, o, progress);
+    progress.finish();
+    return reportEnd(store, sweep, completed, progress.elapsed());
+}
+
+PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
+                         const std::string& definitionFile, int64_t index, int64_t threads) {
+    RunStore store(dbPath);
+    SweepDefinition d;
+    SweepInfo s;
+    if (!definitionFile.empty()) {
+        d = loadSweepFile(definitionFile);
+        if (d.uuid.empty())
+            throw Error(ErrorCode::InvalidConfig,
+                        definitionFile + ": no uuid: write it with qklab-cli sweep --slurm");
+        s.uuid = d.uuid;
+        s.name = d.name;
+        s.definitionJson = sweepToJson(d).dump();
+        s.points = static_cast<int64_t>(d.pointCount());
+        s.id = store.addSweep(s, /*owned=*/false);
+    } else {
+        s = store.findSweep(sweepRef);
+        d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
+        d.name = s.name;
+    }
+    if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))
+        throw Error(ErrorCode::InvalidRequest,
+                    "--point " + std::to_string(index) + ": sweep '" + s.name + "' has points 0.." +
+                        std::to_string(d.pointCount() - 1));
+    SweepPoint point = std::move(expandSweep(d)[static_cast<size_t>(index)]);
+    PointPlan plan;
+    for (const RunInfo& r : store.sweepRuns(s.id))
+        if (r.sweep && r.sweep->point == index &&
+            (r.status == RunStatus::Stopped || r.status == RunStatus::Interrupted) &&
+            store.newestUsableCheckpoint(r.id))
+            plan.resumeRunId = r.id;
+    plan.config = point.config;
+    if (threads > 0) plan.config.run.threads = threads;
+    plan.session.dbPath = dbPath;
+    // A point run again (it failed, or its interrupted run had no checkpoint) keeps its old
+    // run for the record; the new one is "... #2".
+    std::set<std::string> taken;
+    for (const RunInfo& r : store.listRuns()) taken.insert(r.name);
+    const std::string name = sweepRunName(s.name, index, d.pointCount(), point.coords);
+    plan.session.name = name;
+    for (int k = 2; taken.count(plan.session.name); ++k)
+        plan.session.name = name + " #" + std::to_string(k);
+    plan.session.sweep = SweepMembership{s.id, index, point.coords.dump()};
+    return plan;
+}
+
+}  // namespace qklab::cli
