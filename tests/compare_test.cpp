@@ -88,7 +88,12 @@ class CompareStoreTest : public ::testing::Test {
         c.data.batchSize = 4;
         c.model.nLayers = 2;
         c.model.nHeads = 2;
-        RunWriter w(m_path, NewRun{name, configToJson(c).dump(), 1337, "cpu", "", ""});
+        NewRun nr;  // by field: NewRun gains fields (a sweep's membership)
+        nr.name = name;
+        nr.configJson = configToJson(c).dump();
+        nr.seed = 1337;
+        nr.device = "cpu";
+        RunWriter w(m_path, nr);
         w.addStep(step(0, 5.0, 1000, 64));
         w.addStep(step(1, 3.5, 4000, 64, 4.0));
         w.addStep(step(2, kNaN, 0, 64));           // no rate: neither in the median nor the time
@@ -220,6 +225,26 @@ TEST_F(CompareStoreTest, SummaryIsReadWithHandComputedValues) {
     EXPECT_EQ(columnOf("first_step_past_30").number(s), 2.0);
     EXPECT_EQ(columnOf("train_seconds").text(s), "0.7467");
     EXPECT_EQ(columnOf("tokens_per_s").text(s), "2500");
+}
+
+// The comparison view summarizes from the rows it read for its plots: the same summary as
+// the CLI's read from the store, column by column.
+TEST_F(CompareStoreTest, SummaryFromRowsAlreadyReadEqualsTheStoreRead) {
+    const int64_t id = writeRun("a");
+    RunStore store(m_path, StoreAccess::ReadOnly);
+    const RunSummary read = summarizeRun(store, id);
+    const RunInfo info = store.run(id);
+    const RunSummary fromRows = summarizeRun(info, configAsTrained(info), store.stepMetrics(id),
+                                             store.probeStats(id, -1), store.spikes(id));
+    EXPECT_EQ(summaryToJson(fromRows), summaryToJson(read));
+    EXPECT_EQ(fromRows.layers, read.layers);
+    EXPECT_EQ(fromRows.heads, read.heads);
+    EXPECT_EQ(fromRows.firstStepPast100, 4);  // and not empty: the rows were used
+    // Other rows give another summary: nothing is read from elsewhere.
+    const RunSummary noSteps = summarizeRun(info, configAsTrained(info), {}, {}, {});
+    EXPECT_EQ(noSteps.steps, 0);
+    EXPECT_EQ(noSteps.spikes, 0);
+    EXPECT_FALSE(noSteps.peakRawMax);
 }
 
 TEST_F(CompareStoreTest, EmptyRunHasNoValuesAndUnknownIdIsNotFound) {

@@ -80,6 +80,19 @@ struct BandSeries {
 };
 BandSeries groupBand(const std::vector<Series>& members);
 
+// A band's edges thinned for drawing to `columns` equal intervals of x over [lower, upper]
+// (the visible range, one interval per pixel column): each interval keeps its lowest low
+// and highest high, both at its first and its last x, so the fill still covers every
+// point's extent (a one-step spike of one seed stays visible) and low <= high everywhere
+// in between. The points next to the range are kept, so the edges reach the plot's borders.
+// A band with at most 4 points per interval in view comes back whole. x is sorted, as
+// groupBand's steps; the values are finite (groupBand leaves out the rest).
+struct BandEdges {
+    QVector<double> x, low, high;
+};
+BandEdges decimateBand(const QVector<double>& x, const QVector<double>& low,
+                       const QVector<double>& high, double lower, double upper, int columns);
+
 // Every metric of every run as CSV: step, then one column per (metric, run), e.g.
 // "train_loss:3 blowup". Steps missing in a run are empty cells.
 QString comparisonCsv(const Comparison& c, int layer);

@@ -208,8 +208,7 @@ void ComparePanel::setComparison(Comparison comparison) {
         for (int l = 0; l < layers; ++l) m_layer->addItem(tr("layer %1").arg(l), l);
         m_layer->setCurrentIndex(std::max(0, m_layer->findData(chosen)));
     }
-    m_plots->setLayer(m_layer->currentData().toInt());
-    m_plots->setComparison(&m_comparison);
+    m_plots->setComparison(&m_comparison, m_layer->currentData().toInt());
     if (!m_dbPath.isEmpty()) {
         m_histograms->setComparison(m_dbPath, &m_comparison);
         m_attention->setComparison(m_dbPath, &m_comparison);

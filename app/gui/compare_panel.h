@@ -6,7 +6,6 @@
 // extending; a run deleted meanwhile leaves with a note.
 #pragma once
 
-#include <QImage>
 #include <QWidget>
 #include <vector>
 
@@ -14,6 +13,8 @@
 
 class QCheckBox;
 class QComboBox;
+class QFontMetrics;
+class QPainter;
 class QLabel;
 class QSlider;
 class QTabWidget;
@@ -58,7 +59,8 @@ class ComparePanel : public QWidget {
 
     bool saveSeriesCsv(const QString& path, QString* error) const;
     bool saveSummaryCsv(const QString& path, QString* error) const;
-    // The curves above the config diff, as one PNG or PDF (by the file's suffix).
+    // The curves above the config diff, as one PNG or PDF (by the file's suffix). The PDF is
+    // vector (curves, axes and text as paths and text), the PNG a grab of the screen.
     bool saveFigure(const QString& path, QString* error);
 
   signals:
@@ -75,7 +77,11 @@ class ComparePanel : public QWidget {
     void exportAs(const QString& what);
     void refreshSaved();
     void askSaveName();
-    QImage diffImage(int width) const;
+    bool saveFigurePdf(const QString& path, QString* error);
+    // Lay out (and paint, when p is given) the figure's legend line and its table of the
+    // differing config keys at `width`, in the font metrics of the device; return the height.
+    int paintLegend(QPainter* p, const QFontMetrics& fm, int width) const;
+    int paintDiff(QPainter* p, const QFontMetrics& fm, int width) const;
 
     Comparison m_comparison;
     QString m_dbPath;

@@ -78,6 +78,9 @@ QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
     plot->xAxis->setLabel(xAxisTitle(m_xKind));
     installExportMenu(plot);
     m_hover->addPlot(plot);
+    // After the layout and before the painting of every replot: the range and the width the
+    // plot will be drawn at are known, and thinned bands set now are what gets drawn.
+    connect(plot, &QCustomPlot::afterLayout, this, [this, plot] { fitBands(plot); });
     connect(plot, &QCustomPlot::mouseMove, this,
             [this, plot](QMouseEvent* e) { m_hover->hover(plot, e->pos()); });
     connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
@@ -149,8 +152,9 @@ QCustomPlot* ComparePlots::plotOf(CompareMetric metric) const {
     return nullptr;
 }
 
-void ComparePlots::setComparison(const Comparison* comparison) {
+void ComparePlots::setComparison(const Comparison* comparison, int layer) {
     m_comparison = comparison;
+    m_layer = layer;
     redraw();
 }
 
@@ -186,6 +190,7 @@ void ComparePlots::redraw() {
     timer.start();
     m_hover->hide();
     m_x.clear();
+    m_bands.clear();  // their graphs go with clearGraphs() below
     if (m_comparison)
         for (const CompareRun& run : m_comparison->runs) {
             StepToX map(m_xKind, run.snap.config.data.batchSize, run.snap.config.model.seqLen);
@@ -258,10 +263,19 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     const size_t first = members.front();
     const QVector<double> x = xs(first, band.steps);
     QColor color = compareColor(first);
+    // Whole here (rescaleAxes sees every point); fitBands thins them for drawing.
     QCPGraph* low = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
     low->setData(x, band.low, true);
     QCPGraph* high = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
     high->setData(x, band.high, true);
+    DrawnBand drawn;
+    drawn.plot = plot;
+    drawn.low = low;
+    drawn.high = high;
+    drawn.x = x;
+    drawn.lowValues = band.low;
+    drawn.highValues = band.high;
+    m_bands.push_back(std::move(drawn));
     color.setAlpha(50);
     high->setBrush(color);
     high->setChannelFillGraph(low);
@@ -316,6 +330,26 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info,
     }
 }
 
+// The band fill was the slowest part of a replot with seed groups (a 20,000-point polygon
+// per group and plot). Thinned to per-column min and max it draws the same envelope, spikes
+// included; the mean line stays whole, as the cursor reads its exact values.
+void ComparePlots::fitBands(QCustomPlot* plot) {
+    const QCPRange range = plot->xAxis->range();
+    const int columns = std::max(200, plot->axisRect()->width());  // as in thinIfDense
+    for (DrawnBand& b : m_bands) {
+        if (b.plot != plot || (b.fittedLower == range.lower && b.fittedUpper == range.upper &&
+                               b.fittedColumns == columns))
+            continue;
+        const BandEdges e =
+            decimateBand(b.x, b.lowValues, b.highValues, range.lower, range.upper, columns);
+        b.low->setData(e.x, e.low, true);
+        b.high->setData(e.x, e.high, true);
+        b.fittedLower = range.lower;
+        b.fittedUpper = range.upper;
+        b.fittedColumns = columns;
+    }
+}
+
 QString ComparePlots::readout(QCustomPlot* plot, double x) const {
     if (!m_comparison || m_comparison->runs.empty()) return {};
     const QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph* g, double key) {
@@ -327,7 +361,9 @@ QString ComparePlots::readout(QCustomPlot* plot, double x) const {
                        .arg(plot->plotLayout()->elementCount() > 0
                                 ? compareMetrics()[m_plots.indexOf(plot)].title
                                 : QString());
-    if (m_xKind == XAxisKind::Step) head += tr(" · step %1").arg(qint64(std::llround(x)));
+    // Which x the cursor is at, named as the axis is (steps differ per run on the other axes;
+    // each run's line names its own step).
+    head += QStringLiteral(" · ") + xAxisValueText(m_xKind, x);
     return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
 }
 

@@ -25,7 +25,9 @@ class ComparePlots : public QWidget {
   public:
     explicit ComparePlots(QWidget* parent = nullptr);
 
-    void setComparison(const Comparison* comparison);  // not owned; redraws
+    // Not owned; redraws once. layer: as setLayer(), set with the data so that a reload does
+    // not draw twice (compare_bench: 49 ms instead of 25 for 10 x 20k-step runs).
+    void setComparison(const Comparison* comparison, int layer);
     void setXAxis(XAxisKind kind);
     void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
@@ -50,9 +52,21 @@ class ComparePlots : public QWidget {
                    const std::vector<size_t>& members);
     void drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index);
     QString readout(QCustomPlot* plot, double x) const;
+    void fitBands(QCustomPlot* plot);
     QVector<double> xs(size_t run, const QVector<double>& steps) const;
 
+    // A seed band as drawn now: its full-resolution edges, thinned to the plot's pixel columns
+    // over the visible x range at each layout (fitBands), i.e. again after a zoom or resize.
+    struct DrawnBand {
+        QCustomPlot* plot = nullptr;
+        QCPGraph *low = nullptr, *high = nullptr;
+        QVector<double> x, lowValues, highValues;
+        double fittedLower = 0, fittedUpper = 0;  // the x range the graphs hold it for
+        int fittedColumns = 0;
+    };
+
     const Comparison* m_comparison = nullptr;
+    std::vector<DrawnBand> m_bands;
     std::vector<StepToX> m_x;  // per run
     XAxisKind m_xKind = XAxisKind::Step;
     int m_layer = -1;

@@ -557,7 +557,7 @@ QString LivePlotsPanel::readout(QCustomPlot* plot, double x) {
     QString head =
         tr("<b>Run %1 “%2”</b><br>step %3").arg(m_run.runId).arg(name.toHtmlEscaped()).arg(step);
     if (m_x.kind() != XAxisKind::Step)
-        head += QStringLiteral(" · %1 %2").arg(xAxisTitle(m_x.kind())).arg(x, 0, 'g', 4);
+        head += QStringLiteral(" · ") + xAxisValueText(m_x.kind(), x);
     const QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph*, double key) {
         return tr("step %1").arg(m_x.stepAt(key));
     });

@@ -19,12 +19,25 @@ QString xAxisTitle(XAxisKind kind) {
     return QStringLiteral("step");
 }
 
+QString xAxisValueText(XAxisKind kind, double x) {
+    switch (kind) {
+        case XAxisKind::Tokens:
+            return QObject::tr("tokens seen %1").arg(x, 0, 'g', 4);
+        case XAxisKind::Time:
+            return QObject::tr("training time %1 s").arg(x, 0, 'g', 4);
+        case XAxisKind::Step:
+            break;
+    }
+    return QObject::tr("step %1").arg(qint64(std::llround(x)));
+}
+
 QComboBox* makeXAxisChoice(QWidget* parent) {
     auto* box = new QComboBox(parent);
     box->setObjectName(QStringLiteral("xAxisChoice"));
     box->setToolTip(QObject::tr(
         "What the x-axes count: optimizer steps, tokens seen (runs with other batch sizes or "
-        "context lengths line up) or training time (validation and pauses left out)"));
+        "context lengths line up) or training time: the seconds spent in training steps, "
+        "summed (validation, checkpoints and pauses left out; not wall-clock time)"));
     for (XAxisKind k : {XAxisKind::Step, XAxisKind::Tokens, XAxisKind::Time})
         box->addItem(QObject::tr("x: %1").arg(xAxisTitle(k)), int(k));
     return box;

@@ -19,7 +19,13 @@ namespace qklab::gui {
 
 enum class XAxisKind { Step, Tokens, Time };
 
-QString xAxisTitle(XAxisKind kind);  // "step", "tokens seen", "training time (s)"
+// "step", "tokens seen", "training time (s)". Training time is the time spent in training
+// steps, summed (each step's tokens / its tokens/s): validation, checkpoints and pauses are
+// left out, so it is not the wall-clock time since the start.
+QString xAxisTitle(XAxisKind kind);
+// A point on that axis for a readout: "step 120", "tokens seen 1.28e+04",
+// "training time 12.3 s".
+QString xAxisValueText(XAxisKind kind, double x);
 // A combo box offering the three, for a plot header; the kind is its current data.
 QComboBox* makeXAxisChoice(QWidget* parent);
 XAxisKind xAxisKindOf(const QComboBox* choice);

@@ -199,7 +199,8 @@ std::vector<SummaryColumn> makeColumns() {
         column("final_entropy", "final entropy", +1, real(&RunSummary::finalEntropy), sig4));
     c.push_back(column("tokens_per_s", "tokens/s", +1, real(&RunSummary::tokensPerSec), sig4));
     c.push_back(
-        column("train_seconds", "train seconds", -1, real(&RunSummary::trainSeconds), sig4));
+        // The x-axis's "training time (s)": seconds in training steps, not wall-clock time.
+        column("train_seconds", "training time (s)", -1, real(&RunSummary::trainSeconds), sig4));
     return c;
 }
 
@@ -300,16 +301,23 @@ std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& config
 
 RunSummary summarizeRun(RunStore& store, int64_t runId) {
     const RunInfo info = store.run(runId);
-    const RunConfig config = configAsTrained(info);
+    return summarizeRun(info, configAsTrained(info), store.stepMetrics(runId),
+                        store.probeStats(runId, -1), store.spikes(runId));
+}
+
+RunSummary summarizeRun(const RunInfo& info, const RunConfig& config,
+                        const std::vector<StepMetrics>& steps,
+                        const std::vector<ProbeStats>& layerProbes,
+                        const std::vector<Spike>& spikes) {
     RunSummary s;
     s.runId = info.id;
     s.name = info.name;
     s.status = info.status;
     s.layers = static_cast<int>(config.model.nLayers);
     s.heads = static_cast<int>(config.model.nHeads);
-    summarizeSteps(s, store.stepMetrics(runId), config.data.batchSize);
-    summarizeProbes(s, store.probeStats(runId, -1));
-    for (const auto& sp : store.spikes(runId)) {
+    summarizeSteps(s, steps, config.data.batchSize);
+    summarizeProbes(s, layerProbes);
+    for (const auto& sp : spikes) {
         ++s.spikes;
         s.worstTier = std::max(s.worstTier, sp.tier);
     }

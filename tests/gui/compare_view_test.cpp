@@ -7,6 +7,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 
 #include "attention_map_panel.h"
@@ -153,6 +154,44 @@ class CompareViewTest : public QObject {
         QCOMPARE(band.high, (QVector<double>{4, 3}));
     }
 
+    // Seed bands are thinned to the pixel columns for drawing; min and max per column survive.
+    void bandDecimationKeepsSpikesAndOrder() {
+        QVector<double> x, low, high;
+        for (int i = 0; i < 10000; ++i) {
+            x << i;
+            low << (i == 7001 ? -50.0 : 0.0);   // one step's dip
+            high << (i == 5003 ? 100.0 : 1.0);  // one step's spike
+        }
+        const BandEdges all = decimateBand(x, low, high, 0, 9999, 100);
+        QVERIFY2(all.x.size() <= 2 * 100 + 4, qPrintable(QString::number(all.x.size())));
+        QCOMPARE(all.x.size(), all.low.size());
+        QCOMPARE(all.x.size(), all.high.size());
+        QCOMPARE(all.x.front(), 0.0);
+        QCOMPARE(all.x.back(), 9999.0);
+        QVERIFY(std::is_sorted(all.x.begin(), all.x.end()));
+        QCOMPARE(*std::max_element(all.high.begin(), all.high.end()), 100.0);
+        QCOMPARE(*std::min_element(all.low.begin(), all.low.end()), -50.0);
+        for (int i = 0; i < all.x.size(); ++i) QVERIFY(all.low[i] <= all.high[i]);
+        // The spike's column is covered from its first to its last step.
+        int spikes = 0;
+        for (int i = 0; i < all.x.size(); ++i)
+            if (all.high[i] == 100.0) {
+                QVERIFY(all.x[i] >= 4900 && all.x[i] <= 5100);
+                ++spikes;
+            }
+        QCOMPARE(spikes, 2);
+        // Zoomed in: the visible steps and one neighbour each side, thinned again.
+        const BandEdges part = decimateBand(x, low, high, 2000, 6000, 100);
+        QCOMPARE(part.x.front(), 1999.0);
+        QCOMPARE(part.x.back(), 6001.0);
+        QCOMPARE(*std::max_element(part.high.begin(), part.high.end()), 100.0);
+        QCOMPARE(*std::max_element(part.low.begin(), part.low.end()), 0.0);
+        // Few points per column: whole.
+        const BandEdges near = decimateBand(x, low, high, 5000, 5100, 100);
+        QCOMPARE(near.x.size(), x.size());
+        QCOMPARE(near.high, high);
+    }
+
     void cursorReadsEveryRunAndTheSummaryMarksTheBest() {
         RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
         ComparePanel panel;
@@ -169,8 +208,24 @@ class CompareViewTest : public QObject {
         QVERIFY2(text.contains(QStringLiteral("1 a: <b>4.9</b>")), qPrintable(text));
         QVERIFY(text.contains(QStringLiteral("2 b: <b>3.9</b>")));
         QVERIFY(text.contains(QStringLiteral("3 c: <b>5.9</b>")));
+        QVERIFY2(text.contains(QStringLiteral(" · step 10<")), qPrintable(text));
         // The cursor line is drawn on every plot.
         for (QCustomPlot* p : panel.plots()->plots()) QVERIFY(p->itemCount() >= 1);
+        // On the time axis, axis and readout say what it counts: time spent in training steps.
+        panel.plots()->setXAxis(XAxisKind::Time);
+        QCOMPARE(loss->xAxis->label(), QStringLiteral("training time (s)"));
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        panel.plots()->hoverCursor()->hover(loss, loss->axisRect()->center());
+        const QString timeText = panel.plots()->hoverCursor()->lastText();
+        QVERIFY2(timeText.contains(QStringLiteral(" · training time ")) &&
+                     timeText.contains(QStringLiteral(" s<br>")),
+                 qPrintable(timeText));
+        auto* x = panel.findChild<QComboBox*>(QStringLiteral("xAxisChoice"));
+        QVERIFY(x);
+        QCOMPARE(x->itemText(x->findData(int(XAxisKind::Time))),
+                 QStringLiteral("x: training time (s)"));
+        QVERIFY(x->toolTip().contains(QStringLiteral("not wall-clock time")));
+        panel.plots()->setXAxis(XAxisKind::Step);
 
         // Best final train loss: run b (4 - 0.29 = 3.71), bold.
         QTableWidget* t = panel.summaryTable();
@@ -338,6 +393,14 @@ class CompareViewTest : public QObject {
             QVERIFY2(panel.saveFigure(path, &error), qPrintable(error));
             QVERIFY(QFileInfo(path).size() > 5000);
         }
+        // The PDF is vector: no embedded image (a grab of the plots would be one), and the
+        // text is text (fonts), the page the panel's size.
+        QFile pdf(m_dir.filePath(QStringLiteral("figure.pdf")));
+        QVERIFY(pdf.open(QIODevice::ReadOnly));
+        const QByteArray bytes = pdf.readAll();
+        QVERIFY(bytes.startsWith("%PDF"));
+        QVERIFY2(!bytes.contains("/Subtype /Image"), "the PDF embeds a raster image");
+        QVERIFY(bytes.contains("/Font"));
     }
 };
 

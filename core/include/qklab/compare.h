@@ -60,7 +60,17 @@ struct RunSummary {
 };
 
 // Reads one run's summary (a reader: never writes). Throws Error{NotFound} for an unknown id.
+// For the CLI; a caller that has read the rows already passes them to the overload below.
 RunSummary summarizeRun(RunStore& store, int64_t runId);
+
+// The same summary from rows already read: `config` as configAsTrained(info) returns it,
+// `steps` as store.stepMetrics(), `layerProbes` as store.probeStats(id, -1) (layer-level rows
+// in step order) and `spikes` as store.spikes(). The comparison view reads these rows for its
+// plots anyway; reading them a second time was ~45 % of opening 10 x 20k-step runs.
+RunSummary summarizeRun(const RunInfo& info, const RunConfig& config,
+                        const std::vector<StepMetrics>& steps,
+                        const std::vector<ProbeStats>& layerProbes,
+                        const std::vector<Spike>& spikes);
 
 // One column of the summary table.
 struct SummaryColumn {
