@@ -12,6 +12,8 @@
 #                              the offline fallback: build with QKLAB_TORCH=debian scripts/build.sh)
 #   QKLAB_WITH_DEBIAN_TORCH=1  install libtorch-dev as well (scripts/test.sh compiles core + CLI
 #                              against it too, so its version guards stay honest)
+#   QKLAB_WITH_SLURM=1         install Slurm 22.05 and munge (scripts/slurm-check.sh stands up a
+#                              single-node cluster with them; scripts/test.sh runs it as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${QKLAB_VENV:-$HOME/.local/share/qklab/venv}
@@ -29,6 +31,8 @@ if [ "$torch_source" = debian ] || [ "${QKLAB_WITH_DEBIAN_TORCH:-0}" = 1 ]; then
   # Debian's LibTorch falls back to the reference BLAS without the OpenMP OpenBLAS (~20x slower).
   packages+=(libtorch-dev libopenblas0-openmp)
 fi
+
+if [ "${QKLAB_WITH_SLURM:-0}" = 1 ]; then packages+=(slurm-wlm slurmctld slurmd munge); fi
 
 install_debian_packages() {
   local missing=() p sudo=""

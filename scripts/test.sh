@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # One command for a new user and for CI: install what the build needs, build, run every test
 # (GoogleTest suites for the engine and store, Qt Test suites for the app, offscreen).
-# Then compiles core + CLI against Debian's LibTorch 1.13 as well (the offline fallback) and
-# trains a few steps with it, so that its version guards stay honest; QKLAB_TORCH=debian runs
-# everything against 1.13 only.
+# Then runs the Slurm sweep check (scripts/slurm-check.sh), compiles core + CLI against
+# Debian's LibTorch 1.13 as well (the offline fallback) and trains a few steps with it, so
+# that its version guards stay honest; QKLAB_TORCH=debian runs everything against 1.13 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-QKLAB_WITH_DEBIAN_TORCH=1 scripts/setup.sh
+QKLAB_WITH_DEBIAN_TORCH=1 QKLAB_WITH_SLURM=1 scripts/setup.sh
 scripts/check-format.sh
 scripts/build.sh
 export QT_QPA_PLATFORM=offscreen
@@ -14,6 +14,13 @@ ctest --test-dir build --output-on-failure --timeout 900
 # ctest lists skipped tests without their reason; GoogleTest wrote it to the log.
 grep -h -A1 ': Skipped$' build/Testing/Temporary/LastTest.log 2>/dev/null |
   grep -v -e ': Skipped$' -e '^--$' | sort | uniq -c | sed 's/^ */test: skipped /; s/^test: skipped \([0-9]*\) /test: skipped \1 x: /' || true
+# Sweeps on a real Slurm: a single-node cluster on localhost, a 4-point job array, merge
+# (about 15 s). It needs root (munge and the daemons run as root here).
+if [ "$(id -u)" -eq 0 ]; then
+  scripts/slurm-check.sh --cli build/app/cli/qklab-cli
+else
+  echo "test: skipped scripts/slurm-check.sh (needs root to start munge and the Slurm daemons)"
+fi
 if [ "${QKLAB_TORCH:-pip}" != debian ]; then
   echo "test: core + CLI against Debian's LibTorch 1.13 (build-debian)"
   QKLAB_TORCH=debian QKLAB_BUILD_DIR=build-debian scripts/build.sh -DQKLAB_GUI=OFF \

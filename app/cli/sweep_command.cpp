@@ -14,10 +14,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
-#include <cstring>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -117,8 +117,11 @@ std::vector<int64_t> pointsToRun(RunStore& store, const SweepInfo& s, bool retry
 class SweepProgress {
   public:
     SweepProgress(const SweepInfo& s, std::vector<int64_t> todo, std::map<int64_t, int64_t> steps)
-        : m_sweep(s), m_todo(std::move(todo)), m_steps(std::move(steps)),
-          m_tty(isatty(STDERR_FILENO)), m_start(std::chrono::steady_clock::now()) {}
+        : m_sweep(s),
+          m_todo(std::move(todo)),
+          m_steps(std::move(steps)),
+          m_tty(isatty(STDERR_FILENO)),
+          m_start(std::chrono::steady_clock::now()) {}
 
     void refresh(RunStore& store, const std::map<pid_t, int64_t>& running, bool force) {
         const auto now = std::chrono::steady_clock::now();
@@ -138,8 +141,8 @@ class SweepProgress {
             if (it == latest.end()) continue;
             const RunInfo& r = it->second;
             const bool ended = !runningPoints.count(point) &&
-                               (r.status == RunStatus::Finished || r.status == RunStatus::Diverged ||
-                                r.status == RunStatus::Failed);
+                               (r.status == RunStatus::Finished ||
+                                r.status == RunStatus::Diverged || r.status == RunStatus::Failed);
             done += ended;
             diverged += ended && r.status == RunStatus::Diverged;
             failed += ended && r.status == RunStatus::Failed;
@@ -214,17 +217,17 @@ bool runPool(RunStore& store, const SweepInfo& s, const std::vector<int64_t>& to
     std::map<pid_t, int64_t> running;
     size_t next = 0;
     bool stopSent = false;
-    while (next < todo.size() || !running.empty()) {
+    while ((!g_stopSignal && next < todo.size()) || !running.empty()) {
         if (g_stopSignal && !stopSent) {
             for (const auto& [pid, point] : running) kill(pid, SIGINT);  // each stops cleanly
             stopSent = true;
         }
         while (!g_stopSignal && next < todo.size() && static_cast<int>(running.size()) < jobs) {
             const int64_t point = todo[next++];
-            running[startWorker({self, "sweep-point", "--db", o.dbPath, "--sweep",
-                                 std::to_string(s.id), "--point", std::to_string(point),
-                                 "--threads", std::to_string(o.threadsPerRun)},
-                                logPath(o.dbPath, s, point))] = point;
+            running[startWorker(
+                {self, "sweep-point", "--db", o.dbPath, "--sweep", std::to_string(s.id), "--point",
+                 std::to_string(point), "--threads", std::to_string(o.threadsPerRun)},
+                logPath(o.dbPath, s, point))] = point;
         }
         int status = 0;
         const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -250,11 +253,10 @@ std::map<int64_t, int64_t> stepsPerPoint(const SweepDefinition& d) {
 int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double seconds) {
     const SweepReport r = sweepReport(store, s.id);
     store.setSweepStatus(s.id, completed ? "finished" : "stopped");
-    std::fprintf(stderr,
-                 "sweep %s (%lld) %s after %s: %d finished, %d diverged, %d failed, %d not run\n",
-                 s.name.c_str(), static_cast<long long>(s.id), completed ? "done" : "stopped",
-                 duration(seconds).c_str(), r.finished, r.diverged, r.failed,
-                 r.pending + r.running);
+    std::fprintf(
+        stderr, "sweep %s (%lld) %s after %s: %d finished, %d diverged, %d failed, %d not run\n",
+        s.name.c_str(), static_cast<long long>(s.id), completed ? "done" : "stopped",
+        duration(seconds).c_str(), r.finished, r.diverged, r.failed, r.pending + r.running);
     if (!completed)
         std::fprintf(stderr, "continue it with: qklab-cli sweep --resume '%s' --db '%s'\n",
                      s.name.c_str(), store.path().c_str());
@@ -292,11 +294,11 @@ std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOpti
 
 int runSweep(const SweepOptions& o) {
     if (o.threadsPerRun < 1)
-        throw Error(ErrorCode::InvalidRequest,
-                    "--threads-per-run: expected 1 or more, got " + std::to_string(o.threadsPerRun));
+        throw Error(ErrorCode::InvalidRequest, "--threads-per-run: expected 1 or more, got " +
+                                                   std::to_string(o.threadsPerRun));
     if (o.jobs < 0)
-        throw Error(ErrorCode::InvalidRequest, "--jobs: expected 0 (auto) or more, got " +
-                                                   std::to_string(o.jobs));
+        throw Error(ErrorCode::InvalidRequest,
+                    "--jobs: expected 0 (auto) or more, got " + std::to_string(o.jobs));
     if (!o.slurmDir.empty()) return writeSlurmJob(o);
     if (o.file.empty() == o.resume.empty())
         throw Error(ErrorCode::InvalidRequest, "give a sweep file or --resume SWEEP (not both)");
@@ -311,7 +313,8 @@ int runSweep(const SweepOptions& o) {
     store.markInterruptedRuns();
     auto [sweep, definition] = openSweep(store, o);
     const std::vector<int64_t> todo = pointsToRun(store, sweep, o.retryFailed);
-    std::fprintf(stderr, "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
+    std::fprintf(stderr,
+                 "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
                  sweep.name.c_str(), static_cast<long long>(sweep.id), o.dbPath.c_str(),
                  static_cast<long long>(sweep.points), todo.size(),
                  o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun),
@@ -346,9 +349,9 @@ PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
         d.name = s.name;
     }
     if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))
-        throw Error(ErrorCode::InvalidRequest,
-                    "--point " + std::to_string(index) + ": sweep '" + s.name + "' has points 0.." +
-                        std::to_string(d.pointCount() - 1));
+        throw Error(ErrorCode::InvalidRequest, "--point " + std::to_string(index) + ": sweep '" +
+                                                   s.name + "' has points 0.." +
+                                                   std::to_string(d.pointCount() - 1));
     SweepPoint point = std::move(expandSweep(d)[static_cast<size_t>(index)]);
     PointPlan plan;
     for (const RunInfo& r : store.sweepRuns(s.id))

@@ -14,12 +14,12 @@
 namespace qklab::cli {
 
 struct SweepOptions {
-    std::string file;        // a sweep JSON file (a new sweep)
-    std::string resume;      // or: the id or name of a stored sweep to continue
-    std::string name;        // the new sweep's name (default: the file's stem)
+    std::string file;    // a sweep JSON file (a new sweep)
+    std::string resume;  // or: the id or name of a stored sweep to continue
+    std::string name;    // the new sweep's name (default: the file's stem)
     std::string dbPath;
-    int jobs = 0;            // worker processes; 0 = cores / threads per run
-    int threadsPerRun = 1;   // run.threads of every point
+    int jobs = 0;           // worker processes; 0 = cores / threads per run
+    int threadsPerRun = 1;  // run.threads of every point
     bool retryFailed = false;
     // Slurm: write the job into this folder instead of running here.
     std::string slurmDir, partition, time;

@@ -38,9 +38,10 @@ void printPoints(const SweepReport& r) {
 }
 
 void printCurves(const SweepReport& r, const ReportOptions& o) {
-    std::printf("\nLR sensitivity (%s loss; a diverged seed counts as the initial loss %.3f; "
-                "stable = no divergence and within %.3g of the best)\n",
-                o.validationLoss ? "final validation" : "final training", r.initialLoss, o.margin);
+    std::printf(
+        "\nLR sensitivity (%s loss; a diverged seed counts as the initial loss %.3f; "
+        "stable = no divergence and within %.3g of the best)\n",
+        o.validationLoss ? "final validation" : "final training", r.initialLoss, o.margin);
     for (const auto& c : r.configurations) {
         std::printf("\n%s: sensitivity %s, max stable LR %s, best loss %s\n", c.label.c_str(),
                     c.curve.points.empty() ? "-" : number(c.curve.sensitivity).c_str(),
@@ -54,7 +55,9 @@ void printCurves(const SweepReport& r, const ReportOptions& o) {
             std::printf("  %-10s %-22s %d/%-7d %-9d %s%s\n", number(p.lr).c_str(), range.c_str(),
                         p.diverged, p.seeds, p.pending,
                         p.peakRawLogit ? number(*p.peakRawLogit).c_str() : "-",
-                        p.stable ? "" : "  (unstable)");
+                        p.stable     ? ""
+                        : p.diverged ? "  (diverged)"
+                                     : "  (above best + margin)");
         }
     }
 }
@@ -78,9 +81,15 @@ int listSweeps(const std::string& dbPath, bool asJson) {
             failed += status == RunStatus::Failed;
         }
         if (asJson) {
-            out.push_back({{"id", s.id}, {"name", s.name}, {"status", s.status},
-                           {"points", s.points}, {"finished", finished}, {"diverged", diverged},
-                           {"failed", failed}, {"created_at", s.createdAt}, {"uuid", s.uuid}});
+            out.push_back({{"id", s.id},
+                           {"name", s.name},
+                           {"status", s.status},
+                           {"points", s.points},
+                           {"finished", finished},
+                           {"diverged", diverged},
+                           {"failed", failed},
+                           {"created_at", s.createdAt},
+                           {"uuid", s.uuid}});
             continue;
         }
         std::printf("%-5lld %-28s %-12s %7lld %8d %9d %7d  %s\n", static_cast<long long>(s.id),
@@ -105,10 +114,11 @@ int sweepReportCommand(const ReportOptions& o) {
         std::cout << sweepReportJson(r).dump(2) << "\n";
         return 0;
     }
-    std::printf("sweep %s (%lld), %s: %zu points: %d finished, %d diverged, %d failed, %d running, "
-                "%d not run\n\n",
-                s.name.c_str(), static_cast<long long>(s.id), r.sweep.status.c_str(),
-                r.points.size(), r.finished, r.diverged, r.failed, r.running, r.pending);
+    std::printf(
+        "sweep %s (%lld), %s: %zu points: %d finished, %d diverged, %d failed, %d running, "
+        "%d not run\n\n",
+        s.name.c_str(), static_cast<long long>(s.id), r.sweep.status.c_str(), r.points.size(),
+        r.finished, r.diverged, r.failed, r.running, r.pending);
     printPoints(r);
     if (r.hasLrAxis) printCurves(r, o);
     return 0;
@@ -123,7 +133,8 @@ int importDatabases(const std::vector<std::string>& sources, const std::string& 
         imported += r.imported;
         skipped += r.skipped;
         sweeps.insert(r.sweepIds.begin(), r.sweepIds.end());
-        for (const auto& rename : r.renamed) std::cerr << "renamed (name taken): " << rename << "\n";
+        for (const auto& rename : r.renamed)
+            std::cerr << "renamed (name taken): " << rename << "\n";
         std::cerr << src << ": " << r.imported << " imported, " << r.skipped
                   << " already present\n";
     }

@@ -77,8 +77,8 @@ void copyRunRows(Database& src, Database& dst, const std::string& table, int64_t
     sel.bindInt(1, srcId);
     std::string marks = "?";
     for (size_t i = 0; i < cols.size(); ++i) marks += ", ?";
-    Statement ins(dst, "INSERT INTO " + table + "(run_id, " + joined(cols) + ") VALUES(" + marks +
-                           ")");
+    Statement ins(dst,
+                  "INSERT INTO " + table + "(run_id, " + joined(cols) + ") VALUES(" + marks + ")");
     while (sel.step()) {
         ins.bindInt(1, dstId);
         for (size_t i = 0; i < cols.size(); ++i)
@@ -104,9 +104,8 @@ std::string freeName(Database& db, const std::string& table, const std::string& 
     return candidate;
 }
 
-const char* const kPerRunTables[] = {"step_metrics",   "probe_stats", "histograms",
-                                     "attention_maps", "spikes",      "events",
-                                     "checkpoints",    "logit_alarms"};
+const char* const kPerRunTables[] = {"step_metrics", "probe_stats", "histograms",  "attention_maps",
+                                     "spikes",       "events",      "checkpoints", "logit_alarms"};
 
 bool hasTable(Database& db, const std::string& table) {
     Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
@@ -163,8 +162,8 @@ int64_t RunStore::addSweep(const SweepInfo& s, bool owned) {
     if (byName.step())
         throw Error(ErrorCode::InvalidRequest,
                     "a sweep named '" + s.name + "' already exists in " + path() + " (sweep " +
-                        std::to_string(byName.columnInt(0)) + ", created " +
-                        byName.columnText(1) + "); choose another name or resume that one");
+                        std::to_string(byName.columnInt(0)) + ", created " + byName.columnText(1) +
+                        "); choose another name or resume that one");
     Statement ins(*m_db,
                   "INSERT INTO sweeps(uuid, name, definition_json, points, status, created_at, "
                   "updated_at, pid, host) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -223,8 +222,8 @@ SweepInfo RunStore::findSweep(const std::string& ref) {
     Statement st(*m_db, std::string("SELECT ") + kSweepColumns + " FROM sweeps WHERE name = ?");
     st.bindText(1, ref);
     if (st.step()) return readSweep(st);
-    const bool numeric = !ref.empty() && ref.size() < 18 &&
-                         ref.find_first_not_of("0123456789") == std::string::npos;
+    const bool numeric =
+        !ref.empty() && ref.size() < 18 && ref.find_first_not_of("0123456789") == std::string::npos;
     if (numeric) return sweep(std::stoll(ref));
     throw Error(ErrorCode::NotFound,
                 "no sweep named '" + clipped(ref) + "' in " + path() + " (see qklab-cli sweeps)");
@@ -264,20 +263,20 @@ ImportResult RunStore::importRuns(const std::string& sourcePath) {
     ImportResult result;
     Transaction tx(*m_db);
     const std::map<int64_t, int64_t> sweepIds = importSweeps(*src, srcVersion, *m_db);
-    const auto runCols = sharedColumns(*src, *m_db, "runs",
-                                       {"id", "name", "uuid", "sweep_id", "status"});
-    Statement sel(*src, "SELECT r.id, r.name, r.status, " +
-                            std::string(srcVersion >= kSweepsVersion ? "r.uuid, r.sweep_id"
-                                                                     : std::string(kLegacyRunUuid) +
-                                                                           ", NULL") +
-                            (runCols.empty() ? "" : ", " + joined(runCols, "r.")) +
-                            " FROM runs r ORDER BY r.id");
+    const auto runCols =
+        sharedColumns(*src, *m_db, "runs", {"id", "name", "uuid", "sweep_id", "status"});
+    Statement sel(
+        *src,
+        "SELECT r.id, r.name, r.status, " +
+            std::string(srcVersion >= kSweepsVersion ? "r.uuid, r.sweep_id"
+                                                     : std::string(kLegacyRunUuid) + ", NULL") +
+            (runCols.empty() ? "" : ", " + joined(runCols, "r.")) + " FROM runs r ORDER BY r.id");
     Statement known(*m_db, "SELECT 1 FROM runs WHERE uuid = ?");
     std::string marks = "?, ?, ?, ?";
     for (size_t i = 0; i < runCols.size(); ++i) marks += ", ?";
     Statement ins(*m_db, "INSERT INTO runs(name, status, uuid, sweep_id" +
-                             (runCols.empty() ? "" : ", " + joined(runCols)) + ") VALUES(" +
-                             marks + ")");
+                             (runCols.empty() ? "" : ", " + joined(runCols)) + ") VALUES(" + marks +
+                             ")");
     std::set<int64_t> touchedSweeps;
     while (sel.step()) {
         const std::string uuid = sel.columnText(3);

@@ -39,8 +39,10 @@ std::vector<json> axisValues(const std::string& origin, const std::string& key, 
         return std::vector<json>(spec.begin(), spec.end());
     }
     if (!spec.is_object())
-        bad(origin, where + ": expected a list of values or {\"log\"|\"linear\": [lo, hi], "
-                            "\"points\": n}, got " + shortJson(spec));
+        bad(origin, where +
+                        ": expected a list of values or {\"log\"|\"linear\": [lo, hi], "
+                        "\"points\": n}, got " +
+                        shortJson(spec));
     const bool isLog = spec.contains("log");
     const char* kind = isLog ? "log" : "linear";
     for (const auto& [k, v] : spec.items())
@@ -59,8 +61,8 @@ std::vector<json> axisValues(const std::string& origin, const std::string& key, 
     const double lo = range[0].get<double>(), hi = range[1].get<double>();
     if (isLog && (lo <= 0 || hi <= 0))
         bad(origin, where + ".log: both ends must be > 0, got " + shortJson(range));
-    const std::vector<double> grid = isLog ? logGrid(lo, hi, points.get<int64_t>())
-                                           : linearGrid(lo, hi, points.get<int64_t>());
+    const std::vector<double> grid =
+        isLog ? logGrid(lo, hi, points.get<int64_t>()) : linearGrid(lo, hi, points.get<int64_t>());
     std::vector<json> out;
     for (double v : grid) out.emplace_back(v);
     return out;
@@ -87,8 +89,8 @@ json readBase(const json& base, const std::string& sourcePath) {
     if (base.is_null()) return json::object();
     if (base.is_object()) return base;
     if (!base.is_string())
-        bad(sourcePath, "base: expected a preset file name or an inline preset object, got " +
-                            shortJson(base));
+        bad(sourcePath,
+            "base: expected a preset file name or an inline preset object, got " + shortJson(base));
     namespace fs = std::filesystem;
     const std::string name = base.get<std::string>();
     fs::path path = fs::path(sourcePath).parent_path() / name;
@@ -123,9 +125,8 @@ void readZips(SweepDefinition& d, const json& zips, const std::string& origin) {
                 bad(origin, "zip: axis \"" + key + "\" is in more than one zip group");
             if (length && axis->values.size() != length)
                 bad(origin, "zip: axes " + shortJson(group) +
-                                " must have the same number of values (" +
-                                std::to_string(length) + " vs " +
-                                std::to_string(axis->values.size()) + ")");
+                                " must have the same number of values (" + std::to_string(length) +
+                                " vs " + std::to_string(axis->values.size()) + ")");
             length = axis->values.size();
             keys.push_back(key);
         }
@@ -164,9 +165,8 @@ std::vector<std::vector<const SweepAxis*>> dimensions(const SweepDefinition& d,
     }
     for (const auto& a : d.axes)
         if (!zipped.count(a.key)) dims.push_back({&a});
-    std::sort(dims.begin(), dims.end(), [](const auto& x, const auto& y) {
-        return x.front()->key < y.front()->key;
-    });
+    std::sort(dims.begin(), dims.end(),
+              [](const auto& x, const auto& y) { return x.front()->key < y.front()->key; });
     if (seedAxis) dims.push_back({seedAxis});
     return dims;
 }
@@ -211,9 +211,9 @@ RunConfig buildPoint(const SweepDefinition& d, const json& coords, int64_t index
     if (!problems.empty()) {
         const std::string& p = problems.front();
         if (const std::string* key = axisNamedIn(p, coords))
-            throw Error(ErrorCode::InvalidConfig, "axis \"" + *key + "\" value " +
-                                                      shortJson(coords[*key]) + " at " + at +
-                                                      ": " + p);
+            throw Error(
+                ErrorCode::InvalidConfig,
+                "axis \"" + *key + "\" value " + shortJson(coords[*key]) + " at " + at + ": " + p);
         throw Error(ErrorCode::InvalidConfig, at + ": " + p);
     }
     return c;
@@ -263,8 +263,8 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
         bad(sourcePath, std::string("not valid JSON: ") + e.what());
     }
     if (!j.is_object()) bad(sourcePath, "a sweep file is a JSON object");
-    static const std::set<std::string> known{"why",  "base", "axes", "zip",        "seeds",
-                                             "set",  "name", "uuid", "qklab_sweep"};
+    static const std::set<std::string> known{"why", "base", "axes", "zip",        "seeds",
+                                             "set", "name", "uuid", "qklab_sweep"};
     for (const auto& [k, v] : j.items())
         if (!known.count(k))
             bad(sourcePath, "unknown field \"" + clipped(k) +
@@ -306,8 +306,8 @@ SweepDefinition loadSweepFile(const std::string& path) {
 }
 
 json sweepToJson(const SweepDefinition& d) {
-    json j = {{"qklab_sweep", 1}, {"name", d.name}, {"uuid", d.uuid}, {"why", d.why},
-              {"base", d.base},   {"set", d.set}};
+    json j = {{"qklab_sweep", 1}, {"name", d.name}, {"uuid", d.uuid},
+              {"why", d.why},     {"base", d.base}, {"set", d.set}};
     json axes = json::object();
     for (const auto& a : d.axes) axes[a.key] = a.values;
     j["axes"] = axes;

@@ -38,11 +38,21 @@ void countState(SweepReport& r, const SweepPointResult& p) {
         return;
     }
     switch (p.run->status) {
-        case RunStatus::Finished: ++r.finished; break;
-        case RunStatus::Diverged: ++r.diverged; break;
-        case RunStatus::Failed: ++r.failed; break;
-        case RunStatus::Running: ++r.running; break;
-        default: ++r.pending; break;  // stopped, interrupted: resume runs them again
+        case RunStatus::Finished:
+            ++r.finished;
+            break;
+        case RunStatus::Diverged:
+            ++r.diverged;
+            break;
+        case RunStatus::Failed:
+            ++r.failed;
+            break;
+        case RunStatus::Running:
+            ++r.running;
+            break;
+        default:
+            ++r.pending;
+            break;  // stopped, interrupted: resume runs them again
     }
 }
 
@@ -64,8 +74,8 @@ void buildCurves(SweepReport& r, const SweepReportOptions& o) {
         const double lr = p.coords[o.xKey].get<double>();
         LrCell& cell = cells[it->second][lr];
         cell.lr = lr;
-        const std::optional<double> loss = p.run ? resultLoss(*p.run, o.validationLoss)
-                                                 : std::nullopt;
+        const std::optional<double> loss =
+            p.run ? resultLoss(*p.run, o.validationLoss) : std::nullopt;
         if (!loss) {
             ++cell.pending;
             continue;
@@ -141,25 +151,25 @@ json sweepReportJson(const SweepReport& r) {
             diverged.push_back(p.diverged);
             peak.push_back(optionalJson(p.peakRawLogit));
         }
-        configs.push_back({{"label", c.label},
-                           {"fixed", c.fixed},
-                           {"lr", lr},
-                           {"final_loss", loss},
-                           {"final_loss_min", lossMin},
-                           {"final_loss_max", lossMax},
-                           {"diverged", diverged},
-                           {"peak_raw_max_logit", peak},
-                           {"best_loss", c.curve.points.empty() ? json() : json(c.curve.bestLoss)},
-                           {"sensitivity",
-                            c.curve.points.empty() ? json() : json(c.curve.sensitivity)},
-                           {"max_stable_lr", optionalJson(c.curve.maxStableLr)}});
+        configs.push_back(
+            {{"label", c.label},
+             {"fixed", c.fixed},
+             {"lr", lr},
+             {"final_loss", loss},
+             {"final_loss_min", lossMin},
+             {"final_loss_max", lossMax},
+             {"diverged", diverged},
+             {"peak_raw_max_logit", peak},
+             {"best_loss", c.curve.points.empty() ? json() : json(c.curve.bestLoss)},
+             {"sensitivity", c.curve.points.empty() ? json() : json(c.curve.sensitivity)},
+             {"max_stable_lr", optionalJson(c.curve.maxStableLr)}});
     }
-    return {{"sweep", r.sweep.name}, {"id", r.sweep.id},           {"status", r.sweep.status},
-            {"points_total", r.points.size()}, {"finished", r.finished},
-            {"diverged", r.diverged},          {"failed", r.failed},
-            {"pending", r.pending},            {"running", r.running},
-            {"initial_loss", r.initialLoss},   {"points", points},
-            {"configurations", configs}};
+    return {{"sweep", r.sweep.name},    {"id", r.sweep.id},
+            {"status", r.sweep.status}, {"points_total", r.points.size()},
+            {"finished", r.finished},   {"diverged", r.diverged},
+            {"failed", r.failed},       {"pending", r.pending},
+            {"running", r.running},     {"initial_loss", r.initialLoss},
+            {"points", points},         {"configurations", configs}};
 }
 
 std::string sweepRunName(const std::string& sweepName, int64_t index, size_t pointCount,

@@ -11,18 +11,17 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "qklab/run_config.h"
 
 namespace qklab {
 
 struct SweepAxis {
-    std::string key;                    // a dotted config key ("run.seed" for the seeds)
+    std::string key;                     // a dotted config key ("run.seed" for the seeds)
     std::vector<nlohmann::json> values;  // the grid values, in order
 };
 
@@ -78,9 +77,9 @@ std::vector<double> linearGrid(double lo, double hi, int64_t points);
 // One LR of one configuration: the final loss of each seed that has a result.
 struct LrCell {
     double lr = 0;
-    std::vector<double> losses;  // per seed; a diverged seed is recorded as NaN
+    std::vector<double> losses;         // per seed; a diverged seed is recorded as NaN
     std::vector<double> peakRawLogits;  // per seed, where known
-    int pending = 0;             // seeds with no result yet (not run, running, failed)
+    int pending = 0;                    // seeds with no result yet (not run, running, failed)
 };
 
 struct LrCurve {
@@ -89,7 +88,7 @@ struct LrCurve {
         double mean = 0, min = 0, max = 0;  // over seeds, each clipped to the initial loss
         int seeds = 0, diverged = 0, pending = 0;
         std::optional<double> peakRawLogit;  // max over seeds
-        bool stable = false;  // no seed diverged and mean <= best + margin
+        bool stable = false;                 // no seed diverged and mean <= best + margin
     };
     std::vector<Point> points;  // by LR; LRs with no result at all are left out
     double initialLoss = 0;
