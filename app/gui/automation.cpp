@@ -21,6 +21,7 @@
 #include "qklab/run_store.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"
+#include "sweep_panel.h"
 
 namespace qklab::gui {
 
@@ -46,11 +47,15 @@ const OptionSpec kOptions[] = {
     {"quit-after-ms", "Quit after this many milliseconds.", "MS"},
     {"screenshot", "Save a window screenshot before quitting.", "PNG"},
     {"view-shots", "Save one screenshot per view into DIR before quitting.", "DIR"},
-    {"tab", "Show this view: live, histograms, attention, spikes.", "NAME"},
+    {"tab", "Show this view: live, histograms, attention, spikes, compare, sweeps.", "NAME"},
     {"open-run", "Show this stored run.", "ID"},
     {"compare", "Compare these stored runs (2-12 ids, comma separated) in the Compare tab.", "IDS"},
     {"compare-figure", "With --compare: save the comparison's figure (PNG or PDF), then quit.",
      "FILE"},
+    {"sweep", "Open the Sweeps tab on this sweep (name or id).", "NAME"},
+    {"sweep-table-share",
+     "With --sweep: the point table's share of the tab's height (0.05-0.95; screenshots).",
+     "FRACTION"},
     {"latency-report", "Write GUI-thread stall statistics here at quit.", "FILE"},
     {"intervene",
      "Post an intervention once STEP is trained (repeatable); JSON as in a preset's events, "
@@ -78,6 +83,8 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     for (const QString& id : value("compare").split(QLatin1Char(','), Qt::SkipEmptyParts))
         o->compareIds << id.trimmed().toLongLong();
     o->compareFigure = value("compare-figure");
+    o->sweep = value("sweep");
+    if (isSet("sweep-table-share")) o->sweepTableShare = value("sweep-table-share").toDouble();
     o->latencyReport = value("latency-report");
     o->interventions = p.values(QStringLiteral("intervene"));
     o->overlay = isSet("overlay");
@@ -201,6 +208,13 @@ bool AutomationDriver::begin() {
     if (!m_options.compareIds.isEmpty()) {
         m_window->compareRuns(
             std::vector<int64_t>(m_options.compareIds.begin(), m_options.compareIds.end()));
+    }
+    if (!m_options.sweep.isEmpty()) {
+        m_window->showSweep(m_options.sweep);
+        if (m_options.sweepTableShare > 0)  // once the window has its size
+            QTimer::singleShot(200, this, [this] {
+                m_window->sweepPanel()->setTableShare(m_options.sweepTableShare);
+            });
     }
     if (m_options.quitAfterMs > 0)
         QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);

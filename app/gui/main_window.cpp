@@ -33,6 +33,8 @@
 #include "run_controls_panel.h"
 #include "schedule_preview.h"
 #include "spikes_panel.h"
+#include "sweep_dialog.h"
+#include "sweep_panel.h"
 #include "theme.h"
 
 namespace qklab::gui {
@@ -94,6 +96,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_tabs->addTab(m_spikes, tr("Spikes"));
     m_compare = new ComparePanel;
     m_tabs->addTab(m_compare, tr("Compare"));
+    m_sweeps = new SweepPanel;
+    m_tabs->addTab(m_sweeps, tr("Sweeps"));
     setCentralWidget(m_tabs);
 
     m_browser = new RunBrowserPanel;
@@ -151,6 +155,12 @@ void MainWindow::buildMenus() {
     global(run->addAction(tr("Stop &all (clear queue)"),
                           QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Period), m_controller,
                           &RunController::stopAll));
+    run->addSeparator();
+    global(run->addAction(tr("New s&weep from form…"),
+                          QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N), this,
+                          &MainWindow::newSweepFromForm));
+    global(run->addAction(tr("Show s&weeps"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W), this,
+                          [this] { m_tabs->setCurrentWidget(m_sweeps); }));
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     int n = 0;
@@ -214,8 +224,10 @@ void MainWindow::connectPanels() {
             tr("Comparing %1 runs (store read %2 s)").arg(runs).arg(seconds, 0, 'f', 3), 8000);
         emit comparisonOpened(runs, seconds);
     });
+    connectSweeps();
     connect(m_browser, &RunBrowserPanel::databaseChanged, this, [this](const QString& path) {
         setWindowTitle(tr("qklab — %1").arg(path));
+        m_sweeps->setDatabase(path);
         m_live->clear();
         m_histograms->clear();
         m_attention->clear();
@@ -232,6 +244,45 @@ void MainWindow::connectPanels() {
     connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);
+}
+
+void MainWindow::connectSweeps() {
+    connect(m_sweeps, &SweepPanel::error, this, &MainWindow::showError);
+    connect(m_sweeps, &SweepPanel::compareRequested, this,
+            [this](const std::vector<int64_t>& ids) { compareRuns(ids); });
+    connect(m_sweeps, &SweepPanel::runActivated, this, [this](qint64 id) {
+        openRun(id);
+        m_tabs->setCurrentWidget(m_live);
+    });
+    connect(m_sweeps, &SweepPanel::newSweepRequested, this, &MainWindow::newSweepFromForm);
+    connect(m_sweeps, &SweepPanel::showRunsRequested, this, [this](const QString& filter) {
+        m_browser->setFilterText(filter);
+        if (auto* runs = findChild<QDockWidget*>(QStringLiteral("runsDock"))) {
+            runs->show();
+            runs->raise();
+        }
+    });
+    connect(m_sweeps, &SweepPanel::interruptedSweeps, this, [this](const QStringList& names) {
+        statusBar()->showMessage(
+            tr("Sweep %1 was interrupted: resume it in the Sweeps tab").arg(names.join(", ")),
+            15000);
+    });
+}
+
+void MainWindow::newSweepFromForm() {
+    m_form->revalidateNow();
+    SweepDialog dialog(m_form->config(), m_browser->databasePath(), this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    showSweep(dialog.startedName());
+    statusBar()->showMessage(
+        tr("Sweep %1 started in the background (%n point(s))", nullptr, dialog.pointCount())
+            .arg(dialog.startedName()),
+        10000);
+}
+
+void MainWindow::showSweep(const QString& nameOrId) {
+    m_tabs->setCurrentWidget(m_sweeps);
+    m_sweeps->selectSweep(nameOrId);
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {
@@ -275,9 +326,9 @@ bool MainWindow::applyOverrides(const QStringList& assignments, QString* error) 
 }
 
 void MainWindow::showTab(const QString& name) {
-    const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"),
+    const QStringList names{QStringLiteral("live"),      QStringLiteral("histograms"),
                             QStringLiteral("attention"), QStringLiteral("spikes"),
-                            QStringLiteral("compare")};
+                            QStringLiteral("compare"),   QStringLiteral("sweeps")};
     const int index = names.indexOf(name.toLower());
     if (index >= 0) m_tabs->setCurrentIndex(index);
 }

@@ -28,6 +28,7 @@ class RunControlsPanel;
 class RunController;
 class SchedulePreview;
 class SpikesPanel;
+class SweepPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -42,10 +43,14 @@ class MainWindow : public QMainWindow {
     bool loadPreset(const QString& path);
     // Applies `dotted.key=value` overrides to the form; false (and a message) on a bad one.
     bool applyOverrides(const QStringList& assignments, QString* error);
-    void showTab(const QString& name);  // live | histograms | attention | spikes
+    void showTab(const QString& name);  // live | histograms | attention | spikes | compare | sweeps
     void openRun(int64_t runId);        // loads a stored run into every view (async)
     // Opens the Compare tab on these stored runs (async).
     void compareRuns(const std::vector<int64_t>& runIds);
+    // Opens the Sweeps tab on this sweep (name or id; selected once the store lists it).
+    void showSweep(const QString& nameOrId);
+    // Run > New sweep from form…: the sweep dialog over the form's config; starts the sweep.
+    void newSweepFromForm();
 
     RunController* controller() const { return m_controller; }
     ConfigForm* configForm() const { return m_form; }
@@ -55,6 +60,7 @@ class MainWindow : public QMainWindow {
     AttentionMapPanel* attentionMaps() const { return m_attention; }
     SpikesPanel* spikes() const { return m_spikes; }
     ComparePanel* comparePanel() const { return m_compare; }
+    SweepPanel* sweepPanel() const { return m_sweeps; }
     RunBrowserPanel* runBrowser() const { return m_browser; }
     InterventionPanel* interventions() const { return m_interventions; }
 
@@ -71,6 +77,7 @@ class MainWindow : public QMainWindow {
   private:
     void buildMenus();
     void connectPanels();
+    void connectSweeps();
     void onRunStarted(qint64 runId, const QString& name);
     void onBatch(const LiveBatch& batch);
     void onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed);
@@ -88,6 +95,7 @@ class MainWindow : public QMainWindow {
     AttentionMapPanel* m_attention = nullptr;
     SpikesPanel* m_spikes = nullptr;
     ComparePanel* m_compare = nullptr;
+    SweepPanel* m_sweeps = nullptr;
     RunBrowserPanel* m_browser = nullptr;
     QTabWidget* m_tabs = nullptr;
     QDockWidget* m_setupDock = nullptr;

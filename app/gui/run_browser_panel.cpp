@@ -17,18 +17,69 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <optional>
+#include <set>
 
 #include "run_data.h"
 #include "run_list_model.h"
 
 namespace qklab::gui {
 
+// The run table's filter: Qt's fixed-string match over every column, or, for "sweep:NAME",
+// the runs that belong to the sweeps given.
+class RunFilterProxy : public QSortFilterProxyModel {
+  public:
+    using QSortFilterProxyModel::QSortFilterProxyModel;
+    void setSweepIds(std::optional<std::set<int64_t>> ids) {
+        m_sweepIds = std::move(ids);
+        invalidateFilter();
+    }
+    const std::optional<std::set<int64_t>>& sweepIds() const { return m_sweepIds; }
+
+  protected:
+    bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
+        if (!m_sweepIds) return QSortFilterProxyModel::filterAcceptsRow(row, parent);
+        const auto& runs = static_cast<const RunListModel*>(sourceModel())->runs();
+        if (row < 0 || row >= int(runs.size())) return false;
+        const RunInfo& r = runs[size_t(row)];
+        return r.sweep && m_sweepIds->count(r.sweep->sweepId) > 0;
+    }
+
+  private:
+    std::optional<std::set<int64_t>> m_sweepIds;
+};
+
+namespace {
+const QString kSweepPrefix = QStringLiteral("sweep:");
+
+// "sweep:NAME": the sweep of that name or id; failing that, every sweep whose name starts
+// with NAME (case-insensitive), so the list narrows while the name is typed. "sweep:" alone
+// is every run that belongs to some sweep.
+std::set<int64_t> sweepsMatching(RunStore* store, const QString& name) {
+    std::set<int64_t> ids;
+    if (!store) return ids;
+    std::vector<SweepInfo> sweeps;
+    try {
+        sweeps = store->sweeps();
+    } catch (const std::exception&) {
+        return ids;  // a file from before sweeps: no run is in one
+    }
+    for (const SweepInfo& s : sweeps)
+        if (QString::fromStdString(s.name) == name || QString::number(s.id) == name)
+            ids.insert(s.id);
+    if (!ids.empty()) return ids;
+    for (const SweepInfo& s : sweeps)
+        if (QString::fromStdString(s.name).startsWith(name, Qt::CaseInsensitive)) ids.insert(s.id);
+    return ids;
+}
+}  // namespace
+
 RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     auto* top = new QHBoxLayout;
     m_search = new QLineEdit;
-    m_search->setPlaceholderText(tr("Filter runs (name, status, settings, tags)…"));
+    m_search->setPlaceholderText(tr("Filter runs (name, status, settings, tags; sweep:NAME)…"));
     m_search->setClearButtonEnabled(true);
     m_search->setObjectName(QStringLiteral("runFilter"));
     top->addWidget(m_search, 1);
@@ -60,7 +111,7 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(top);
 
     m_model = new RunListModel(this);
-    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy = new RunFilterProxy(this);
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(RunListModel::SortRole);
     m_proxy->setFilterKeyColumn(-1);
@@ -199,6 +250,8 @@ void RunBrowserPanel::refresh() {
         m_lastMaxId = m_store->maxRunId();
         const size_t before = m_model->runs().size();
         QSignalBlocker block(m_view->selectionModel());
+        // A sweep started since the filter was typed: its runs belong in the list too.
+        if (m_proxy->sweepIds()) applyFilter(m_search->text());
         m_model->setRuns(m_store->listRuns());
         if (keep > 0) {
             const int row = m_model->rowOf(keep);
@@ -272,12 +325,27 @@ QString RunBrowserPanel::filterText() const {
     return m_search->text();
 }
 
+void RunBrowserPanel::setFilterText(const QString& text) {
+    m_search->setText(text);
+}
+
+void RunBrowserPanel::applyFilter(const QString& text) {
+    const QString t = text.trimmed();
+    if (t.startsWith(kSweepPrefix, Qt::CaseInsensitive)) {
+        m_proxy->setFilterFixedString(QString());
+        m_proxy->setSweepIds(sweepsMatching(m_store.get(), t.mid(kSweepPrefix.size()).trimmed()));
+        return;
+    }
+    if (m_proxy->sweepIds()) m_proxy->setSweepIds(std::nullopt);
+    m_proxy->setFilterFixedString(text);
+}
+
 void RunBrowserPanel::onFilterChanged(const QString& text) {
     m_clearedFilter.clear();
     // Filtering must not change which run the views show: the proxy moves the current index
     // to a neighbouring row when it hides the current one, which used to open that run.
     m_filtering = true;
-    m_proxy->setFilterFixedString(text);
+    applyFilter(text);
     if (m_shownRun > 0) {
         const int row = m_model->rowOf(m_shownRun);
         const QModelIndex index =
@@ -298,6 +366,10 @@ void RunBrowserPanel::showDetails() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r) {
         QString text = tr("%n run(s)", nullptr, int(m_model->runs().size()));
+        if (m_proxy->sweepIds() && m_proxy->sweepIds()->empty())
+            text += tr(" · no sweep matches “%1”").arg(m_search->text().trimmed().toHtmlEscaped());
+        else if (m_proxy->sweepIds())
+            text += tr(" · %n shown", nullptr, m_proxy->rowCount());
         if (m_shownRun > 0 && m_model->runById(m_shownRun))
             text += tr(" · run %1, shown in the views, is hidden by the filter").arg(m_shownRun);
         m_details->setText(text);

@@ -17,12 +17,12 @@
 
 class QLabel;
 class QLineEdit;
-class QSortFilterProxyModel;
 class QTableView;
 class QTimer;
 
 namespace qklab::gui {
 
+class RunFilterProxy;
 class RunListModel;
 
 class RunBrowserPanel : public QWidget {
@@ -52,6 +52,9 @@ class RunBrowserPanel : public QWidget {
     // so the selection always names the run on screen.
     void selectRun(int64_t id);
     QString filterText() const;
+    // Sets the filter box's text: words match name, status, settings and tags; "sweep:NAME"
+    // (a sweep's name, a prefix of it or its id) shows only that sweep's runs.
+    void setFilterText(const QString& text);
     void setPollInterval(int ms);
 
     // The stored config plus the run's user interventions as config events: a replay.
@@ -81,6 +84,7 @@ class RunBrowserPanel : public QWidget {
     void poll();
     void showDetails();
     void onFilterChanged(const QString& text);
+    void applyFilter(const QString& text);  // the proxy's filter for the box's text
 
     std::unique_ptr<RunStore> m_store;
     std::function<bool(const QString&)> m_confirmCreate;
@@ -91,7 +95,7 @@ class RunBrowserPanel : public QWidget {
     bool m_filtering = false;  // the proxy is re-filtering: its row moves are not picks
     int m_quietTicks = 0;
     RunListModel* m_model = nullptr;
-    QSortFilterProxyModel* m_proxy = nullptr;
+    RunFilterProxy* m_proxy = nullptr;
     QTableView* m_view = nullptr;
     QLineEdit* m_search = nullptr;
     QLabel* m_dbLabel = nullptr;

@@ -13,12 +13,15 @@ using nlohmann::json;
 
 namespace {
 
-// The loss a finished or diverged run contributes to its LR cell; nullopt = no result yet.
+// The loss a finished or diverged run contributes to its LR cell; nullopt = no result (yet):
+// not ended, or a finished run that never validated (eval.every = 0) asked for its
+// validation loss. A non-finite final loss of a finished run counts as diverged.
 std::optional<double> resultLoss(const RunInfo& run, bool validation) {
     if (run.status == RunStatus::Diverged) return std::nan("");
     if (run.status != RunStatus::Finished) return std::nullopt;
     const std::optional<double> loss = validation ? run.finalValLoss : run.finalLoss;
-    return loss ? *loss : std::nan("");
+    if (!loss) return validation ? std::nullopt : std::optional<double>(std::nan(""));
+    return *loss;
 }
 
 double medianFirstLoss(RunStore& store, const std::vector<SweepPointResult>& points) {

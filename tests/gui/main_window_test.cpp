@@ -31,7 +31,10 @@ class MainWindowTest : public QObject {
     QTemporaryDir m_dir;
 
     static void storeRun(const QString& db, const std::string& name) {
-        RunWriter w(db.toStdString(), NewRun{name, configToJson(test::tinyConfig()).dump()});
+        NewRun run;
+        run.name = name;
+        run.configJson = configToJson(test::tinyConfig()).dump();
+        RunWriter w(db.toStdString(), run);
         StepMetrics m;
         m.step = 0;
         m.loss = 5.0;
