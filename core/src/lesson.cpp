@@ -1,0 +1,423 @@
+// lesson.cpp — the lesson tables, the lesson file parser and the pause-condition watcher.
+#include "qklab/lesson.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "qklab/error.h"
+#include "qklab/events.h"
+#include "text_util.h"
+
+namespace qklab {
+
+using nlohmann::json;
+
+const std::vector<LessonActionKind>& lessonActionKinds() {
+    static const std::vector<LessonActionKind> kinds = {
+        {"none", "nothing runs: the step only shows its view and text", {}},
+        {"start_preset",
+         "train a preset live (an experiments/ preset name, or a file path)",
+         {{"preset", "text", true, "preset file name, e.g. blowup_no_qknorm.json"},
+          {"set", "object", false, "config overrides: {\"dotted.key\": value}"},
+          {"name", "text", false, "run name (default: the lesson and step)"},
+          {"fallback_run", "text", false,
+           "a stored run to replay instead when the machine is too slow"}}},
+        {"intervene",
+         "apply an intervention to the live run when it reaches a step",
+         {{"at_step", "integer", true, "the step the event applies at"},
+          {"event", "object", true,
+           "an event without its step, e.g. {\"kind\": \"qk_norm\", ...}"}}},
+        {"open_run",
+         "show a stored run in the live views",
+         {{"run", "text", true, "run id or name"}}},
+        {"compare",
+         "open stored runs side by side in the comparison view",
+         {{"runs", "list of text", false, "run ids or names (2 to 12)"},
+          {"comparison", "text", false, "or: a saved comparison's name"}}},
+        {"replay",
+         "play a stored run back through the live views",
+         {{"run", "text", true, "run id or name"},
+          {"steps_per_second", "number", false, "replay speed; absent = the recorded wall time"}}},
+    };
+    return kinds;
+}
+
+const std::vector<LessonView>& lessonViews() {
+    static const std::vector<LessonView> views = {
+        {"live", "the live plots: loss, logits, norms, entropy, lanes"},
+        {"histograms", "the raw-logit histogram of one layer and head"},
+        {"attention", "the attention maps of one layer and head"},
+        {"spikes", "the detected spikes and alarms with their diagnosis"},
+        {"compare", "the comparison view"},
+        {"sweeps", "the sweeps view"},
+        {"config", "the config form"},
+    };
+    return views;
+}
+
+const std::vector<PauseConditionKind>& pauseConditionKinds() {
+    static const std::vector<LessonField> probeFields = {
+        {"metric", "text", true, "a probe column (e.g. logit_max_raw, entropy) or loss, grad_norm"},
+        {"threshold", "number", true, "the line to cross"},
+        {"layer", "integer", false, "one layer (default: any layer)"},
+        {"callout", "text", false, "what to say when it fires (Markdown)"},
+        {"plot", "text", false, "the plot to highlight (default: the metric's)"}};
+    static const std::vector<PauseConditionKind> kinds = {
+        {"probe_above", "pause when a metric rises above the threshold", probeFields},
+        {"probe_below", "pause when a metric falls below the threshold", probeFields},
+        {"spike",
+         "pause at the first detected loss or grad-norm spike; the callout shows its diagnosis",
+         {{"callout", "text", false, "text before the diagnosis"}}},
+        {"logit_alarm",
+         "pause at the first logit alarm (raw max > 30 or p99 > 15 in a layer)",
+         {{"callout", "text", false, "text before the alarm's reading"}}},
+        {"step",
+         "pause when the run reaches a step",
+         {{"step", "integer", true, "the step"}, {"callout", "text", false, "what to say"}}},
+    };
+    return kinds;
+}
+
+namespace {
+
+const char* const kStepMetrics[] = {"loss", "grad_norm", "val_loss"};
+
+std::string quotedClip(const std::string& s) {
+    return "\"" + clipped(s, 60) + "\"";
+}
+
+class LessonParser {
+  public:
+    explicit LessonParser(std::string origin) : m_origin(std::move(origin)) {}
+
+    Lesson parse(const json& j) {
+        if (!j.is_object()) fail("", "a lesson is a JSON object");
+        checkKeys(j, {"title", "summary", "teacher_notes", "minutes", "steps"}, "");
+        Lesson l;
+        l.title = text(j, "title", true);
+        l.summary = text(j, "summary", false);
+        l.teacherNotes = text(j, "teacher_notes", false);
+        l.minutes = j.contains("minutes") ? static_cast<int>(integer(j, "minutes", 0)) : 0;
+        if (!j.contains("steps") || !j["steps"].is_array() || j["steps"].empty())
+            fail("steps", "a lesson needs a non-empty list of steps");
+        for (size_t i = 0; i < j["steps"].size(); ++i) {
+            m_step = "step " + std::to_string(i + 1);
+            const json& s = j["steps"][i];
+            if (s.is_object() && s.contains("title") && s["title"].is_string())
+                m_step += " (" + quotedClip(s["title"].get<std::string>()) + ")";
+            l.steps.push_back(step(s));
+        }
+        return l;
+    }
+
+  private:
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        std::string where = m_origin + ": ";
+        if (!m_step.empty()) where += m_step + ": ";
+        if (!field.empty()) where += field + ": ";
+        throw Error(ErrorCode::InvalidConfig, where + what);
+    }
+
+    void checkKeys(const json& j, const std::vector<std::string>& allowed,
+                   const std::string& prefix) const {
+        for (const auto& [k, v] : j.items())
+            if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+                fail(prefix + k, "unknown field (expected one of: " + joined(allowed) + ")" +
+                                     suggestion(k, allowed));
+    }
+
+    static std::string joined(const std::vector<std::string>& names) {
+        std::string out;
+        for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+        return out;
+    }
+
+    static std::string suggestion(const std::string& key, const std::vector<std::string>& names) {
+        const std::string near = closestMatch(key, names);
+        return near.empty() ? "" : " (did you mean \"" + near + "\"?)";
+    }
+
+    std::string text(const json& j, const std::string& key, bool required,
+                     const std::string& prefix = "") const {
+        if (!j.contains(key)) {
+            if (required) fail(prefix + key, "missing");
+            return "";
+        }
+        if (!j[key].is_string()) fail(prefix + key, "expected text, got " + shortJson(j[key]));
+        return j[key].get<std::string>();
+    }
+
+    int64_t integer(const json& j, const std::string& key, int64_t min,
+                    const std::string& prefix = "") const {
+        if (!j[key].is_number_integer() || j[key].get<int64_t>() < min)
+            fail(prefix + key,
+                 "expected an integer >= " + std::to_string(min) + ", got " + shortJson(j[key]));
+        return j[key].get<int64_t>();
+    }
+
+    void checkFields(const json& j, const std::vector<LessonField>& fields,
+                     const std::string& prefix) const {
+        std::vector<std::string> names{"kind"};
+        for (const auto& f : fields) names.push_back(f.name);
+        checkKeys(j, names, prefix);
+        for (const auto& f : fields) {
+            if (!j.contains(f.name)) {
+                if (f.required) fail(prefix + f.name, "missing");
+                continue;
+            }
+            const json& v = j[f.name];
+            const bool ok = f.type == "text"      ? v.is_string()
+                            : f.type == "number"  ? v.is_number()
+                            : f.type == "integer" ? v.is_number_integer()
+                            : f.type == "object"  ? v.is_object()
+                                                  : v.is_array();
+            if (!ok) fail(prefix + f.name, "expected " + f.type + ", got " + shortJson(v));
+        }
+    }
+
+    void action(const json& a) const {
+        if (!a.is_object() || !a.contains("kind") || !a["kind"].is_string())
+            fail("action", "expected {\"kind\": ...}, got " + shortJson(a));
+        const std::string kind = a["kind"].get<std::string>();
+        std::vector<std::string> names;
+        for (const auto& k : lessonActionKinds()) {
+            names.push_back(k.name);
+            if (k.name != kind) continue;
+            checkFields(a, k.fields, "action.");
+            if (kind == "intervene") {
+                json e = a["event"];
+                e["step"] = a["at_step"];
+                try {
+                    eventFromJson(e, "action.event");
+                } catch (const Error& err) {
+                    fail("", err.what());
+                }
+            }
+            if (kind == "compare" && !a.contains("runs") && !a.contains("comparison"))
+                fail("action", "compare needs \"runs\" or \"comparison\"");
+            return;
+        }
+        fail("action.kind", quotedClip(kind) + " is not an action (expected one of: " +
+                                joined(names) + ")" + suggestion(kind, names));
+    }
+
+    PauseCondition pause(const json& p, const std::string& prefix) const {
+        if (!p.is_object() || !p.contains("kind") || !p["kind"].is_string())
+            fail(prefix, "expected {\"kind\": ...}, got " + shortJson(p));
+        PauseCondition c;
+        c.kind = p["kind"].get<std::string>();
+        const PauseConditionKind* kind = nullptr;
+        std::vector<std::string> names;
+        for (const auto& k : pauseConditionKinds()) {
+            names.push_back(k.name);
+            if (k.name == c.kind) kind = &k;
+        }
+        if (!kind)
+            fail(prefix + "kind", quotedClip(c.kind) +
+                                      " is not a pause condition (expected one "
+                                      "of: " +
+                                      joined(names) + ")" + suggestion(c.kind, names));
+        checkFields(p, kind->fields, prefix);
+        c.callout = text(p, "callout", false, prefix);
+        c.plot = text(p, "plot", false, prefix);
+        if (p.contains("threshold")) c.threshold = p["threshold"].get<double>();
+        if (p.contains("layer")) c.layer = static_cast<int>(integer(p, "layer", 0, prefix));
+        if (p.contains("step")) c.step = integer(p, "step", 0, prefix);
+        if (p.contains("metric")) {
+            c.metric = p["metric"].get<std::string>();
+            const auto metrics = lessonMetrics();
+            if (std::find(metrics.begin(), metrics.end(), c.metric) == metrics.end())
+                fail(prefix + "metric",
+                     quotedClip(c.metric) + " is not a metric" + suggestion(c.metric, metrics));
+        }
+        if (c.plot.empty()) c.plot = c.metric;
+        return c;
+    }
+
+    LessonStep step(const json& s) const {
+        if (!s.is_object()) fail("", "a step is a JSON object, got " + shortJson(s));
+        checkKeys(s, {"title", "text", "view", "layer", "head", "action", "pause"}, "");
+        LessonStep st;
+        st.title = text(s, "title", false);
+        st.text = text(s, "text", true);
+        if (s.contains("view")) {
+            st.view = text(s, "view", false);
+            std::vector<std::string> names;
+            for (const auto& v : lessonViews()) names.push_back(v.name);
+            if (std::find(names.begin(), names.end(), st.view) == names.end())
+                fail("view", quotedClip(st.view) + " is not a view (expected one of: " +
+                                 joined(names) + ")" + suggestion(st.view, names));
+        }
+        if (s.contains("layer")) st.layer = static_cast<int>(integer(s, "layer", 0));
+        if (s.contains("head")) st.head = static_cast<int>(integer(s, "head", 0));
+        if (s.contains("action")) {
+            action(s["action"]);
+            st.action = s["action"];
+        }
+        if (s.contains("pause")) {
+            if (!s["pause"].is_array()) fail("pause", "expected a list of conditions");
+            for (size_t i = 0; i < s["pause"].size(); ++i)
+                st.pauses.push_back(pause(s["pause"][i], "pause[" + std::to_string(i) + "]."));
+        }
+        return st;
+    }
+
+    std::string m_origin, m_step;
+};
+
+std::string metricTitle(const std::string& metric) {
+    if (metric == "logit_max_raw") return "raw max logit";
+    if (metric == "logit_p99_raw") return "raw p99 logit";
+    if (metric == "logit_max_capped") return "capped max logit";
+    if (metric == "grad_norm") return "grad norm";
+    if (metric == "val_loss") return "validation loss";
+    std::string t = metric;
+    std::replace(t.begin(), t.end(), '_', ' ');
+    return t;
+}
+
+std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> lessonMetrics() {
+    std::vector<std::string> out;
+    for (const auto& c : probeColumns()) out.push_back(c.name);
+    for (const char* m : kStepMetrics) out.push_back(m);
+    return out;
+}
+
+Lesson parseLesson(const std::string& text, const std::string& origin) {
+    json j;
+    try {
+        j = parseJsonText(text);
+    } catch (const JsonSyntaxError& e) {
+        throw Error(ErrorCode::InvalidConfig, origin + ": not valid JSON: " + e.what());
+    } catch (const Error& e) {
+        throw Error(e.code(), origin + ": " + e.what());
+    }
+    Lesson l = LessonParser(origin).parse(j);
+    l.id = std::filesystem::path(origin).stem().string();
+    return l;
+}
+
+Lesson loadLessonFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorCode::MissingFile, "cannot read lesson " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parseLesson(ss.str(), path);
+}
+
+std::string defaultCalloutText(const PauseCondition& c, int64_t step, double value) {
+    if (c.kind == "step") return "Step " + std::to_string(step) + " reached.";
+    std::string what = metricTitle(c.metric);
+    if (c.layer) what += " (layer " + std::to_string(*c.layer) + ")";
+    const char* verb = c.kind == "probe_below" ? " fell below " : " passed ";
+    return what + verb + number(c.threshold) + " at step " + std::to_string(step) + ": " +
+           number(value);
+}
+
+// ---- PauseWatcher ---------------------------------------------------------------------------
+
+PauseWatcher::PauseWatcher(std::vector<PauseCondition> conditions)
+    : m_conditions(std::move(conditions)), m_fired(m_conditions.size(), false) {}
+
+bool PauseWatcher::allFired() const {
+    return std::all_of(m_fired.begin(), m_fired.end(), [](bool f) { return f; });
+}
+
+std::optional<Callout> PauseWatcher::fire(size_t i, int64_t step, double value,
+                                          const std::string& detail) {
+    m_fired[i] = true;
+    const PauseCondition& c = m_conditions[i];
+    Callout out;
+    out.condition = i;
+    out.step = step;
+    out.value = value;
+    out.plot = c.plot;
+    const std::string lead = c.callout.empty() ? defaultCalloutText(c, step, value) : c.callout;
+    out.text = detail.empty() ? lead : lead + "\n\n" + detail;
+    return out;
+}
+
+namespace {
+
+bool crosses(const PauseCondition& c, double v) {
+    if (!std::isfinite(v)) return c.kind == "probe_above" && !std::isnan(v);  // +inf passes
+    return c.kind == "probe_above" ? v > c.threshold : v < c.threshold;
+}
+
+double stepMetric(const StepMetrics& m, const std::string& metric) {
+    if (metric == "loss") return m.loss;
+    if (metric == "grad_norm") return m.gradNorm;
+    return m.valLoss ? *m.valLoss : std::nan("");
+}
+
+}  // namespace
+
+std::optional<Callout> PauseWatcher::onStep(const StepMetrics& m) {
+    for (size_t i = 0; i < m_conditions.size(); ++i) {
+        const PauseCondition& c = m_conditions[i];
+        if (m_fired[i]) continue;
+        if (c.kind == "step" && m.step >= c.step) return fire(i, m.step, double(m.step), "");
+        const bool stepMetricCondition = (c.kind == "probe_above" || c.kind == "probe_below") &&
+                                         std::find(std::begin(kStepMetrics), std::end(kStepMetrics),
+                                                   c.metric) != std::end(kStepMetrics);
+        if (!stepMetricCondition) continue;
+        const double v = stepMetric(m, c.metric);
+        if (!std::isnan(v) && crosses(c, v)) return fire(i, m.step, v, "");
+    }
+    return std::nullopt;
+}
+
+std::optional<Callout> PauseWatcher::onProbes(int64_t step, const std::vector<ProbeStats>& stats) {
+    for (size_t i = 0; i < m_conditions.size(); ++i) {
+        const PauseCondition& c = m_conditions[i];
+        if (m_fired[i] || (c.kind != "probe_above" && c.kind != "probe_below")) continue;
+        const ProbeColumn* column = nullptr;
+        for (const auto& col : probeColumns())
+            if (c.metric == col.name) column = &col;
+        if (!column) continue;  // a step metric: onStep watches it
+        for (const ProbeStats& s : stats) {
+            if (s.head != -1 || (c.layer && s.layer != *c.layer)) continue;  // layer rows only
+            const double v = s.*(column->field);
+            if (!std::isnan(v) && crosses(c, v)) return fire(i, step, v, "");
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
+    for (size_t i = 0; i < m_conditions.size(); ++i)
+        if (!m_fired[i] && m_conditions[i].kind == "spike") {
+            auto out = fire(i, s.step, s.value, s.diagnosis);
+            if (m_conditions[i].callout.empty())
+                out->text = "A " + s.metric + " spike at step " + std::to_string(s.step) + " (" +
+                            number(s.zScore) + " sigma).\n\n" + s.diagnosis;
+            return out;
+        }
+    return std::nullopt;
+}
+
+std::optional<Callout> PauseWatcher::onLogitAlarm(const LogitAlarm& a) {
+    for (size_t i = 0; i < m_conditions.size(); ++i)
+        if (!m_fired[i] && m_conditions[i].kind == "logit_alarm") {
+            auto out = fire(i, a.step, a.value, a.text);
+            if (m_conditions[i].callout.empty()) out->text = a.text;
+            if (out->plot.empty()) out->plot = a.metric;
+            return out;
+        }
+    return std::nullopt;
+}
+
+}  // namespace qklab

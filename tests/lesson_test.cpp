@@ -1,0 +1,203 @@
+// lesson_test.cpp — lesson files: every shipped lesson parses and validates, a malformed one
+// names the step and the field, and pause conditions fire at the right step.
+#include "qklab/lesson.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "qklab/error.h"
+
+namespace fs = std::filesystem;
+using namespace qklab;
+
+namespace {
+
+std::string errorOf(const std::string& text) {
+    try {
+        parseLesson(text, "l.json");
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+const char* const kLesson = R"({
+  "title": "Blow-up", "summary": "s", "teacher_notes": "n", "minutes": 2,
+  "steps": [
+    {"title": "Start", "text": "Watch **max logit**.", "view": "live",
+     "action": {"kind": "start_preset", "preset": "blowup_no_qknorm.json",
+                "set": {"schedule.steps": 100}},
+     "pause": [{"kind": "probe_above", "metric": "logit_max_raw", "threshold": 30,
+                "callout": "raw max logit just passed 30"},
+               {"kind": "probe_below", "metric": "entropy", "layer": 0, "threshold": 0.5},
+               {"kind": "spike"}]},
+    {"title": "Fix it", "text": "Turn QK-norm on.",
+     "action": {"kind": "intervene", "at_step": 60,
+                "event": {"kind": "qk_norm", "variant": "rms"}}},
+    {"title": "Side by side", "text": "Compare.", "view": "compare",
+     "action": {"kind": "compare", "runs": ["healthy", "blowup"]}},
+    {"text": "Replay.", "action": {"kind": "replay", "run": "blowup", "steps_per_second": 20}}
+  ]})";
+
+ProbeStats layerRow(int64_t step, int layer, double maxRaw, double entropy) {
+    ProbeStats s;
+    s.step = step;
+    s.layer = layer;
+    s.head = -1;
+    s.logitMaxRaw = maxRaw;
+    s.entropy = entropy;
+    return s;
+}
+
+}  // namespace
+
+TEST(Lesson, ParsesStepsActionsAndPauses) {
+    const Lesson l = parseLesson(kLesson, "/x/02-blowup.json");
+    EXPECT_EQ(l.id, "02-blowup");
+    EXPECT_EQ(l.title, "Blow-up");
+    EXPECT_EQ(l.minutes, 2);
+    ASSERT_EQ(l.steps.size(), 4u);
+    EXPECT_EQ(l.steps[0].actionKind(), "start_preset");
+    ASSERT_EQ(l.steps[0].pauses.size(), 3u);
+    EXPECT_EQ(l.steps[0].pauses[0].plot, "logit_max_raw");  // defaults to the metric's plot
+    EXPECT_EQ(*l.steps[0].pauses[1].layer, 0);
+    EXPECT_EQ(l.steps[1].action["at_step"], 60);
+    EXPECT_EQ(l.steps[2].view, "compare");
+    EXPECT_EQ(l.steps[3].view, "live");  // the default
+    EXPECT_EQ(l.steps[3].actionKind(), "replay");
+}
+
+TEST(Lesson, MalformedLessonNamesTheStepAndTheField) {
+    const auto err = [](const std::string& stepJson) {
+        return errorOf(R"({"title": "t", "steps": [{"text": "ok"}, )" + stepJson + "]}");
+    };
+    std::string e = err(R"({"title": "Two", "text": "x", "pause": [{"kind": "probe_above",
+                           "metric": "logit_max_rwa", "threshold": 30}]})");
+    EXPECT_NE(e.find("l.json: step 2 (\"Two\"): pause[0].metric: \"logit_max_rwa\" is not a "
+                     "metric"),
+              std::string::npos)
+        << e;
+    EXPECT_NE(e.find("did you mean"), std::string::npos) << e;
+    e = err(R"({"text": "x", "action": {"kind": "start_preset"}})");
+    EXPECT_NE(e.find("step 2: action.preset: missing"), std::string::npos) << e;
+    e = err(R"({"text": "x", "action": {"kind": "strat_preset", "preset": "a.json"}})");
+    EXPECT_NE(e.find("action.kind: \"strat_preset\" is not an action"), std::string::npos) << e;
+    EXPECT_NE(e.find("did you mean \"start_preset\""), std::string::npos) << e;
+    e = err(R"({"text": "x", "view": "livee"})");
+    EXPECT_NE(e.find("step 2: view: \"livee\" is not a view"), std::string::npos) << e;
+    e = err(R"({"txt": "x"})");
+    EXPECT_NE(e.find("step 2: txt: unknown field"), std::string::npos) << e;
+    e = err(R"({"text": "x", "pause": [{"kind": "probe_above", "metric": "entropy"}]})");
+    EXPECT_NE(e.find("pause[0].threshold: missing"), std::string::npos) << e;
+    e = err(R"({"text": "x", "action": {"kind": "intervene", "at_step": 5,
+                "event": {"kind": "qk_norm", "variant": "rmss"}}})");
+    EXPECT_NE(e.find("step 2: "), std::string::npos) << e;
+    EXPECT_NE(e.find("rmss"), std::string::npos) << e;
+    e = err(R"({"text": 5})");
+    EXPECT_NE(e.find("step 2: text: expected text"), std::string::npos) << e;
+    EXPECT_NE(errorOf("{").find("not valid JSON"), std::string::npos);
+    EXPECT_NE(errorOf(R"({"title": "t", "steps": []})").find("steps:"), std::string::npos);
+    EXPECT_NE(errorOf(R"({"steps": [{"text": "x"}]})").find("title: missing"), std::string::npos);
+}
+
+TEST(Lesson, TablesAgreeWithTheParser) {
+    // Every action kind and pause kind the tables list is accepted with its required fields.
+    for (const auto& k : lessonActionKinds()) {
+        nlohmann::json a = {{"kind", k.name}};
+        for (const auto& f : k.fields) {
+            if (!f.required) continue;
+            if (f.type == "integer")
+                a[f.name] = 1;
+            else if (f.type == "object")
+                a[f.name] = {{"kind", "lr_multiplier"}, {"factor", 0.5}};
+            else
+                a[f.name] = "x";
+        }
+        if (k.name == "compare") a["runs"] = {"a", "b"};
+        const nlohmann::json lesson = {{"title", "t"}, {"steps", {{{"text", "x"}, {"action", a}}}}};
+        EXPECT_NO_THROW(parseLesson(lesson.dump(), "t.json")) << k.name << ": " << a.dump();
+    }
+    for (const auto& k : pauseConditionKinds()) {
+        nlohmann::json p = {{"kind", k.name}};
+        for (const auto& f : k.fields)
+            if (f.required)
+                p[f.name] = f.name == "metric" ? nlohmann::json("entropy") : nlohmann::json(1);
+        const nlohmann::json lesson = {{"title", "t"},
+                                       {"steps", {{{"text", "x"}, {"pause", {p}}}}}};
+        EXPECT_NO_THROW(parseLesson(lesson.dump(), "t.json")) << k.name;
+    }
+}
+
+TEST(Lesson, EveryShippedLessonParses) {
+    const fs::path dir = fs::path(QKLAB_SOURCE_DIR) / "resources" / "lessons";
+    int count = 0;
+    if (fs::exists(dir))
+        for (const auto& entry : fs::directory_iterator(dir)) {
+            if (entry.path().extension() != ".json") continue;
+            ++count;
+            EXPECT_NO_THROW({
+                const Lesson l = loadLessonFile(entry.path().string());
+                EXPECT_FALSE(l.steps.empty());
+                EXPECT_GT(l.minutes, 0) << entry.path() << ": say how long it runs live";
+                EXPECT_LE(l.minutes, 3) << entry.path() << ": lessons run in about 2 minutes";
+            }) << entry.path();
+        }
+    if (count == 0) GTEST_SKIP() << "no lessons in " << dir;
+}
+
+TEST(PauseWatcher, ProbeConditionsFireOnceAtTheFirstCrossingLayerRow) {
+    const Lesson l = parseLesson(kLesson, "l.json");
+    PauseWatcher w(l.steps[0].pauses);
+    EXPECT_FALSE(w.onProbes(10, {layerRow(10, 0, 12, 2.0), layerRow(10, 1, 29.9, 2.0)}));
+    // A head row above the line is not a layer row: ignored.
+    ProbeStats head = layerRow(20, 1, 99, 2.0);
+    head.head = 3;
+    EXPECT_FALSE(w.onProbes(20, {head}));
+    const auto c = w.onProbes(30, {layerRow(30, 0, 14, 2.0), layerRow(30, 1, 31.5, 2.0)});
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->step, 30);
+    EXPECT_DOUBLE_EQ(c->value, 31.5);
+    EXPECT_EQ(c->text, "raw max logit just passed 30");
+    EXPECT_EQ(c->plot, "logit_max_raw");
+    EXPECT_FALSE(w.onProbes(40, {layerRow(40, 1, 50, 2.0)}));  // fired once
+    // Entropy of layer 0 only: layer 1 below 0.5 does not count.
+    EXPECT_FALSE(w.onProbes(50, {layerRow(50, 1, 50, 0.1), layerRow(50, 0, 50, 0.7)}));
+    const auto e = w.onProbes(60, {layerRow(60, 0, 50, 0.42)});
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->text, "entropy (layer 0) fell below 0.5 at step 60: 0.42");
+    EXPECT_FALSE(w.allFired());
+    Spike s;
+    s.step = 61;
+    s.metric = "loss";
+    s.zScore = 7.5;
+    s.diagnosis = "Q/K length runaway: use QK-norm.";
+    const auto sp = w.onSpike(s);
+    ASSERT_TRUE(sp);
+    EXPECT_NE(sp->text.find("Q/K length runaway"), std::string::npos);
+    EXPECT_TRUE(w.allFired());
+}
+
+TEST(PauseWatcher, StepMetricsAndStepConditions) {
+    PauseCondition loss{"probe_above", "loss", std::nullopt, 4.0, 0, "", "loss"};
+    PauseCondition at{"step", "", std::nullopt, 0, 25, "", ""};
+    PauseWatcher w({loss, at});
+    StepMetrics m;
+    m.step = 10;
+    m.loss = 3.0;
+    EXPECT_FALSE(w.onStep(m));
+    m.step = 11;
+    m.loss = std::nan("");  // NaN never crosses a line
+    EXPECT_FALSE(w.onStep(m));
+    m.step = 12;
+    m.loss = 4.5;
+    const auto c = w.onStep(m);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->step, 12);
+    m.step = 25;
+    m.loss = 1.0;
+    const auto s = w.onStep(m);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->text, "Step 25 reached.");
+}
