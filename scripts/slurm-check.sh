@@ -3,7 +3,7 @@
 # cluster on localhost (the classic single-node set-up, but see "Footprint").
 #
 #   1. stand up munged + slurmctld + slurmd in a scratch folder, wait for the node to be idle
-#   2. qklab-cli sweep experiments/sweep_tiny.json --slurm OUT --max-parallel 2 --submit
+#   2. qklab-cli sweep experiments/sweeps/tiny.json --slurm OUT --max-parallel 2 --submit
 #   3. wait for the job array to leave the queue
 #   4. qklab-cli merge OUT/shards/*.db --into a fresh database
 #   5. check: 4 runs, all finished, right coordinates per point, sweep record reassembled,
@@ -29,8 +29,8 @@ CLI="$REPO/build/app/cli/qklab-cli"
 KEEP=0
 UP_TIMEOUT=60      # seconds for munged / slurmctld / slurmd to come up and the node to be idle
 JOB_TIMEOUT=300    # seconds for the 4-task job array to finish
-SWEEP_FILE="$REPO/experiments/sweep_tiny.json"
-SWEEP_NAME=sweep_tiny
+SWEEP_FILE="$REPO/experiments/sweeps/tiny.json"
+SWEEP_NAME=tiny
 
 usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 

@@ -1,5 +1,7 @@
 // sweep_test.cpp — sweep files and grids, LR sensitivity against hand-computed values, the
 // store's sweeps, and importing (merging) runs between files by UUID.
+#include "qklab/sweep.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,7 +12,6 @@
 
 #include "qklab/error.h"
 #include "qklab/run_store.h"
-#include "qklab/sweep.h"
 #include "qklab/sweep_report.h"
 
 namespace fs = std::filesystem;
@@ -55,13 +56,13 @@ TEST(SweepGrid, ProductOfAxesAndSeedsWithSeedsInnermost) {
     const std::vector<SweepPoint> points = expandSweep(d);
     ASSERT_EQ(points.size(), 12u);
     // Axes in key order (attention.qk_norm, optim.lr), seeds last and fastest.
-    EXPECT_EQ(points[0].coords, (json{{"attention.qk_norm", "none"}, {"optim.lr", 1e-3},
-                                      {"run.seed", 7}}));
+    EXPECT_EQ(points[0].coords,
+              (json{{"attention.qk_norm", "none"}, {"optim.lr", 1e-3}, {"run.seed", 7}}));
     EXPECT_EQ(points[1].coords["run.seed"], 8);
     EXPECT_EQ(points[2].coords["optim.lr"], 1e-2);
     EXPECT_EQ(points[6].coords["attention.qk_norm"], "rms");
-    EXPECT_EQ(points[11].coords, (json{{"attention.qk_norm", "rms"}, {"optim.lr", 1e-1},
-                                       {"run.seed", 8}}));
+    EXPECT_EQ(points[11].coords,
+              (json{{"attention.qk_norm", "rms"}, {"optim.lr", 1e-1}, {"run.seed", 8}}));
     // Each config is base + set + coordinates.
     EXPECT_EQ(points[11].config.run.seed, 8);
     EXPECT_DOUBLE_EQ(points[11].config.optim.lr, 0.1);
@@ -205,8 +206,9 @@ namespace {
 class SweepStoreTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("qklab-sweepstore-" + std::to_string(getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        m_dir = fs::temp_directory_path() /
+                ("qklab-sweepstore-" + std::to_string(getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(m_dir);
         fs::create_directories(m_dir);
     }
@@ -215,8 +217,8 @@ class SweepStoreTest : public ::testing::Test {
 
     // A 2 LR x 2 seed sweep definition; stored in `db` (owned or as a shard's record).
     static SweepDefinition definition(const std::string& uuid) {
-        SweepDefinition d = parseSweep(
-            R"({"axes": {"optim.lr": [0.001, 0.01]}, "seeds": [1, 2]})", "lr.json");
+        SweepDefinition d =
+            parseSweep(R"({"axes": {"optim.lr": [0.001, 0.01]}, "seeds": [1, 2]})", "lr.json");
         d.name = "lr";
         d.uuid = uuid;
         return d;
@@ -389,4 +391,16 @@ TEST_F(SweepStoreTest, ImportingReadsTheSourceWithoutWritingIt) {
     // The source sweep was owned by a live process (this one): the copy is nobody's, partial
     // until all 4 points are in.
     EXPECT_EQ(store.sweeps()[0].status, "partial");
+}
+
+TEST(SweepGrid, EveryShippedSweepExpands) {
+    int count = 0;
+    for (const auto& entry : fs::directory_iterator(QKLAB_SOURCE_DIR "/experiments/sweeps")) {
+        if (entry.path().extension() != ".json") continue;
+        const SweepDefinition d = loadSweepFile(entry.path().string());
+        EXPECT_GT(d.why.size(), 40u) << entry.path();
+        EXPECT_EQ(expandSweep(d).size(), d.pointCount()) << entry.path();
+        ++count;
+    }
+    EXPECT_GE(count, 3);
 }

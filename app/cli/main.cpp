@@ -14,6 +14,8 @@
 //   qklab-cli sweep-report SWEEP [--json] [--val] [--margin M] [--db FILE]
 //   qklab-cli merge SHARD.db... --into FILE.db
 //   qklab-cli import FILE.db [--db FILE]
+//   qklab-cli recommend --params 300M | --d-model D --layers L [--d-head H] [--precision P]
+//                      [--ship-without-qk-norm] [--output FILE]
 //   qklab-cli check-blas
 //   qklab-cli keys [--markdown]
 //   qklab-cli --version
@@ -36,6 +38,7 @@
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
+#include "qklab/recommend.h"
 #include "qklab/resources.h"
 #include "qklab/run_export.h"
 #include "qklab/run_session.h"
@@ -82,6 +85,8 @@ struct Options {
     std::vector<std::string> sources;  // merge / import
     std::string into, definition;
     int64_t point = -1, threads = 0;
+    std::string params, precision = "bf16";
+    RecommendRequest recommend;
 };
 
 int exitCodeFor(RunStatus s) {
@@ -248,6 +253,23 @@ void writeExport(const std::string& text, const std::string& path, const std::st
     }
 }
 
+// The guide's size table as a preset: the config on stdout (or --output), reasons on stderr.
+int cmdRecommend(Options& o) {
+    if (!o.params.empty()) o.recommend.parameters = parseParameterCount(o.params);
+    o.recommend.precision = o.precision == "fp32" ? Precision::Fp32 : Precision::Bf16;
+    const Recommendation r = recommendSettings(o.recommend);
+    std::cerr << "the guide's " << r.tier << " row:\n";
+    for (const auto& [key, reason] : r.reasons) std::cerr << "  " << key << ": " << reason << "\n";
+    const std::string text = recommendationToJson(r).dump(2) + "\n";
+    if (o.output.empty()) {
+        std::cout << text;
+        return 0;
+    }
+    writeExport(text, o.output, o.dbPath, o.force);
+    std::cerr << "wrote " << o.output << "\n";
+    return 0;
+}
+
 int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
     // Readers never write: no migration, no status update (a dead writer's run is shown as
     // interrupted), and a database on read-only media can be read.
@@ -385,6 +407,17 @@ int main(int argc, char** argv) {
         "import", "copy every run of a database (e.g. a colleague's) into yours");
     import->add_option("file", o.sources, "database to read")->required();
     dbOptions.push_back(import->add_option("--db", o.dbPath, "run database to add to"));
+    auto* recommend = app.add_subcommand(
+        "recommend", "the guide's settings for a model size, as a preset with one reason per choice");
+    recommend->add_option("--params", o.params, "model size, e.g. 300M, 1.3B, 125e6");
+    recommend->add_option("--d-model", o.recommend.dModel, "or: the width ...");
+    recommend->add_option("--layers", o.recommend.nLayers, "... and the number of blocks");
+    recommend->add_option("--d-head", o.recommend.dHead, "head width (default: the guide's)");
+    recommend->add_option("--precision", o.precision, "bf16 (default) or fp32")
+        ->check(CLI::IsMember({"bf16", "fp32"}));
+    recommend->add_flag("--ship-without-qk-norm", o.recommend.shipWithoutQkNorm,
+                        "anneal QK-norm away at the end of training");
+    recommend->add_option("--output,-o", o.output, "preset file to write (default: stdout)");
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
     auto* keys =
@@ -408,6 +441,7 @@ int main(int argc, char** argv) {
         if (*run) return cmdRun(o);
         if (*resume) return cmdResume(o);
         if (*blas) return cmdCheckBlas();
+        if (*recommend) return cmdRecommend(o);
         if (*compare) {
             o.compare.dbPath = o.dbPath;
             return cli::compareRuns(o.compare);
