@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include "qklab/error.h"
+#include "recommend_dialog.h"
 
 namespace qklab::gui {
 
@@ -53,9 +54,13 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
     auto* open = new QPushButton(tr("Open…"));
     open->setToolTip(tr("Load a preset file from anywhere"));
     m_save = new QPushButton(tr("Save as preset…"));
+    auto* recommend = new QPushButton(tr("Recommend…"));
+    recommend->setObjectName(QStringLiteral("recommendButton"));
+    recommend->setToolTip(tr("Fill the form from the guide's settings for a model size"));
     row->addWidget(m_combo, 1);
     row->addWidget(open);
     row->addWidget(m_save);
+    row->addWidget(recommend);
     layout->addLayout(row);
     m_why = new QLabel;
     m_why->setWordWrap(true);
@@ -72,6 +77,7 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty()) loadPath(path);
     });
     connect(m_save, &QPushButton::clicked, this, &PresetPicker::saveAs);
+    connect(recommend, &QPushButton::clicked, this, &PresetPicker::recommend);
     setDirectory(defaultDirectory());
 }
 
@@ -138,6 +144,19 @@ void PresetPicker::showReusedRun(const QString& runLabel, const RunConfig& confi
 
 QString PresetPicker::whyText() const {
     return m_why->text();
+}
+
+void PresetPicker::recommend() {
+    RecommendDialog dialog(this);
+    if (dialog.exec() != QDialog::Accepted || !dialog.recommendedConfig()) return;
+    showRecommendation(*dialog.recommendedConfig());
+}
+
+void PresetPicker::showRecommendation(const RunConfig& config) {
+    m_currentPath.clear();
+    m_combo->setCurrentIndex(0);
+    m_why->setText(QString::fromStdString(config.why));
+    emit presetLoaded(config, QString());
 }
 
 bool PresetPicker::loadPath(const QString& pathOrName) {

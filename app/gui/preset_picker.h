@@ -37,6 +37,8 @@ class PresetPicker : public QWidget {
     // naming whatever preset was chosen before.
     void showReusedRun(const QString& runLabel, const RunConfig& config);
     QString whyText() const;
+    // The form now holds a recommendation ("Recommend…"): its reasons become the why.
+    void showRecommendation(const RunConfig& config);
 
     // Where "Save as preset…" gets the config to write.
     void setConfigSource(std::function<RunConfig(QStringList*)> source) {
@@ -52,6 +54,7 @@ class PresetPicker : public QWidget {
     void error(const QString& title, const QString& message);
 
   private:
+    void recommend();
     void rescan();
     QString resolve(const QString& pathOrName) const;
     void saveAs();

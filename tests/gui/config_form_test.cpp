@@ -16,6 +16,7 @@
 
 #include "gui_test_util.h"
 #include "preset_picker.h"
+#include "recommend_dialog.h"
 #include "schedule_preview.h"
 
 using namespace qklab;
@@ -24,6 +25,30 @@ using namespace qklab::gui;
 class ConfigFormTest : public QObject {
     Q_OBJECT
   private slots:
+    // Issue 14: "Recommend settings" fills the form from the guide's size table, with reasons.
+    void recommendDialogFollowsTheGuideAndFillsTheForm() {
+        RecommendDialog dialog;
+        dialog.sizeEdit()->setText(QStringLiteral("300M"));
+        QVERIFY(dialog.recommendedConfig().has_value());
+        QCOMPARE(dialog.recommendedConfig()->model.dModel, int64_t(1024));  // 350M: 24 x 1024
+        QCOMPARE(dialog.recommendedConfig()->attention.qkNorm, QkNormVariant::Rms);
+        QVERIFY(dialog.reasonsText().contains(QStringLiteral("300M-1B")));
+        QVERIFY(dialog.reasonsText().contains(QStringLiteral("attention.softcap.c")));
+        dialog.shipWithoutQkNorm()->setChecked(true);
+        QCOMPARE(dialog.recommendedConfig()->anneal.qkNorm.start, 0.92);
+        dialog.sizeEdit()->setText(QStringLiteral("300X"));  // not a size: no config, says why
+        QVERIFY(!dialog.recommendedConfig().has_value());
+        QVERIFY(dialog.reasonsText().contains(QStringLiteral("300X")));
+        dialog.sizeEdit()->setText(QStringLiteral("50M"));
+        PresetPicker picker;
+        QSignalSpy loaded(&picker, &PresetPicker::presetLoaded);
+        picker.showRecommendation(*dialog.recommendedConfig());
+        QCOMPARE(loaded.count(), 1);
+        const auto config = loaded.at(0).at(0).value<RunConfig>();
+        QCOMPARE(config.attention.qkNorm, QkNormVariant::None);  // < 100M: probe first
+        QVERIFY(picker.whyText().contains(QStringLiteral("< 100M")));
+    }
+
     // Issue 11, item 8: the form opens where a new user starts, says what bold labels mean,
     // and an invalid config draws no schedule (a negative LR was drawn as if it would run).
     void opensOnThePresetPageAndExplainsBoldLabels() {
