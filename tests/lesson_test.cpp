@@ -79,7 +79,10 @@ TEST(Lesson, MalformedLessonNamesTheStepAndTheField) {
                      "metric"),
               std::string::npos)
         << e;
-    EXPECT_NE(e.find("did you mean"), std::string::npos) << e;
+    EXPECT_NE(e.find("did you mean \"logit_max_raw\""), std::string::npos) << e;
+    e = err(R"({"text": "x", "pause": [{"kind": "probe_above", "metric": "max_logit",
+                "threshold": 30}]})");
+    EXPECT_NE(e.find("did you mean \"logit_max_raw\""), std::string::npos) << e;
     e = err(R"({"text": "x", "action": {"kind": "start_preset"}})");
     EXPECT_NE(e.find("step 2: action.preset: missing"), std::string::npos) << e;
     e = err(R"({"text": "x", "action": {"kind": "strat_preset", "preset": "a.json"}})");
@@ -176,6 +179,7 @@ TEST(PauseWatcher, ProbeConditionsFireOnceAtTheFirstCrossingLayerRow) {
     const auto sp = w.onSpike(s);
     ASSERT_TRUE(sp);
     EXPECT_NE(sp->text.find("Q/K length runaway"), std::string::npos);
+    EXPECT_EQ(sp->plot, "loss");  // the spike's own metric
     EXPECT_TRUE(w.allFired());
 }
 

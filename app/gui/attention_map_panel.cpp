@@ -170,6 +170,13 @@ void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QSt
     reloadSteps();
 }
 
+void AttentionMapPanel::selectLayerHead(int layer, int head) {
+    const int l = m_layer->findData(layer), h = m_head->findData(head);
+    if (l >= 0) m_layer->setCurrentIndex(l);
+    if (h >= 0) m_head->setCurrentIndex(h);
+    if (l >= 0 || h >= 0) showMap();
+}
+
 void AttentionMapPanel::notifyNewData(int64_t runId) {
     if (runId == m_runId && !m_reloadTimer->isActive()) m_reloadTimer->start();
 }

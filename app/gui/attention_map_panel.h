@@ -52,6 +52,8 @@ class AttentionMapPanel : public QWidget {
   public slots:
     void jumpToStep(qint64 step);
     void reloadSteps();
+    // Shows this layer and head when the run has them (a lesson step's view).
+    void selectLayerHead(int layer, int head);
 
   private:
     QLabel* m_runLabel = nullptr;

@@ -16,9 +16,13 @@
 #include "histogram_panel.h"
 #include "intervention_panel.h"
 #include "latency_monitor.h"
+#include "lesson_player.h"
+#include "lesson_stage.h"
 #include "live_plots_panel.h"
 #include "main_window.h"
+#include "presenter_mode.h"
 #include "qklab/run_store.h"
+#include "run_browser_panel.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"
 #include "sweep_panel.h"
@@ -64,6 +68,15 @@ const OptionSpec kOptions[] = {
     {"overlay", "Histogram view: overlay the first probed step.", ""},
     {"quiet", "No modal dialogs; errors go to stderr.", ""},
     {"theme", "Look: light or dark (default: the last choice, View > Dark theme).", "NAME"},
+    {"lesson", "Open this lesson: a shipped lesson's id (02-blowup) or a lesson file.",
+     "NAME|FILE"},
+    {"lesson-step", "With --lesson: go to this step (1-based).", "N"},
+    {"presenter", "Start in presenter mode (View > Presenter mode, F11).", ""},
+    {"replay", "Replay this stored run (id or name) through the live views.", "RUN"},
+    {"replay-speed", "With --replay: steps per second (default: the recorded wall time).", "N"},
+    {"shot-on-callout",
+     "With --screenshot: take it when a lesson callout shows (or at --quit-after-ms), then quit.",
+     ""},
 };
 
 void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
@@ -89,6 +102,12 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     o->interventions = p.values(QStringLiteral("intervene"));
     o->overlay = isSet("overlay");
     o->theme = value("theme");
+    o->lesson = value("lesson");
+    o->lessonStep = value("lesson-step").toInt();
+    o->presenter = isSet("presenter");
+    o->replay = value("replay");
+    o->replaySpeed = value("replay-speed").toDouble();
+    o->shotOnCallout = isSet("shot-on-callout");
     // Scripted runs must never wait for a click on a dialog.
     o->quiet = isSet("quiet") || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
                !o->screenshotPath.isEmpty();
@@ -165,6 +184,7 @@ bool AutomationDriver::begin() {
     }
     if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
     if (m_options.overlay) m_window->histograms()->setOverlay(true);
+    if (!beginLesson()) return false;
     m_latency->start();
 
     // The benchmark measures the GUI thread *with* the big run loaded: the stall while it is
@@ -218,10 +238,49 @@ bool AutomationDriver::begin() {
     }
     if (m_options.quitAfterMs > 0)
         QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);
-    if (!m_options.autostart && m_options.quitAfterMs <= 0 && !m_options.screenshotPath.isEmpty()) {
+    if (!m_options.autostart && m_options.quitAfterMs <= 0 && !m_options.screenshotPath.isEmpty() &&
+        !m_options.shotOnCallout) {
         // Only a screenshot of a stored run: give the async load a moment.
         QTimer::singleShot(2000, this, &AutomationDriver::finishAndQuit);
     }
+    return true;
+}
+
+// --presenter, --lesson (and its step), --replay, --shot-on-callout.
+bool AutomationDriver::beginLesson() {
+    if (m_options.presenter) m_window->presenter()->setActive(true);
+    if (!m_options.lesson.isEmpty()) {
+        const bool ok =
+            m_window->openLesson(m_options.lesson, std::max(0, m_options.lessonStep - 1));
+        if (!ok) {
+            std::cerr << "qklab: " << m_window->lessonPlayer()->errorText().toStdString() << "\n";
+            if (m_options.quiet) {
+                m_exitCode = 2;
+                return false;
+            }
+        }
+    }
+    if (!m_options.replay.isEmpty()) {
+        QString error;
+        int64_t id = 0;
+        try {
+            RunStore store(m_window->runBrowser()->databasePath().toStdString(),
+                           StoreAccess::ReadOnly);
+            id = store.findRun(m_options.replay.toStdString()).id;
+        } catch (const std::exception& e) {
+            error = QString::fromStdString(e.what());
+        }
+        if (id == 0 || !m_window->startReplay(id, m_options.replaySpeed, &error)) {
+            std::cerr << "qklab: --replay " << m_options.replay.toStdString() << ": "
+                      << error.toStdString() << "\n";
+            m_exitCode = 2;
+            return false;
+        }
+        if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);  // replay showed live
+    }
+    if (m_options.shotOnCallout)
+        connect(m_window->lessonStage(), &LessonStage::calloutShown, this,
+                [this] { QTimer::singleShot(1500, this, &AutomationDriver::finishAndQuit); });
     return true;
 }
 

@@ -3,7 +3,8 @@
 //
 //   qklab --preset FILE --set key=value --db FILE --autostart --quit-after-steps N
 //         --screenshot OUT.png --tab histograms --run-name NAME --open-run ID --latency-report FILE
-//         --compare 1,2 --sweep NAME
+//         --compare 1,2 --sweep NAME --lesson NAME|FILE --lesson-step N --presenter
+//         --replay RUN --replay-speed N --shot-on-callout
 //
 // The driver only uses what a user could do through the panels (load preset, start, open a
 // run, switch tab) so a passing smoke test means the real path works.
@@ -41,6 +42,12 @@ struct LaunchOptions {
     bool overlay = false;  // histogram view: overlay the first probed step
     bool quiet = false;    // no modal dialogs
     QString theme;         // light | dark; empty = the saved choice
+    QString lesson;        // open this lesson (an embedded lesson's id, or a file)
+    int lessonStep = 0;    // then go to this step (1-based; 0 = the first)
+    bool presenter = false;
+    QString replay;              // replay this stored run (id or name)
+    double replaySpeed = 0;      // steps per second; 0 = the recorded wall time
+    bool shotOnCallout = false;  // with --screenshot: take it once a lesson callout shows, quit
 };
 
 // Parses argv; on --help or a bad option prints and returns false with *exitCode set.
@@ -60,6 +67,7 @@ class AutomationDriver : public QObject {
     void onRunEnded();
     void finishAndQuit();
     void openRequestedRun();
+    bool beginLesson();
 
     MainWindow* m_window;
     LaunchOptions m_options;

@@ -11,7 +11,9 @@
 #include <QString>
 #include <QVector>
 #include <cstdint>
+#include <vector>
 
+#include "qklab/lesson.h"
 #include "qklab/records.h"
 #include "qklab/run_config.h"
 
@@ -38,6 +40,9 @@ struct RunRequest {
     RunConfig config;
     QString dbPath;
     QString name;
+    // A lesson's pause conditions for this run, watched on the training thread from its first
+    // step (see TrainingWorker::setPauseConditions).
+    std::vector<PauseCondition> pauses;
 };
 
 }  // namespace qklab::gui
@@ -50,6 +55,7 @@ Q_DECLARE_METATYPE(qklab::Event)
 Q_DECLARE_METATYPE(qklab::RunConfig)
 Q_DECLARE_METATYPE(qklab::gui::LiveBatch)
 Q_DECLARE_METATYPE(qklab::gui::RunRequest)
+Q_DECLARE_METATYPE(qklab::Callout)
 
 namespace qklab::gui {
 // Call once before any queued connection carries the types above (main() and the tests do).

@@ -193,6 +193,13 @@ void HistogramPanel::rebuildSelectors() {
     for (int h = 0; h < m_config.model.nHeads; ++h) m_head->addItem(tr("head %1").arg(h), h);
 }
 
+void HistogramPanel::selectLayerHead(int layer, int head) {
+    const int l = m_layer->findData(layer), h = m_head->findData(head);
+    if (l >= 0) m_layer->setCurrentIndex(l);
+    if (h >= 0) m_head->setCurrentIndex(h);
+    if (l >= 0 || h >= 0) reload();
+}
+
 void HistogramPanel::notifyNewData(int64_t runId) {
     if (runId == m_runId && !m_reloadTimer->isActive()) m_reloadTimer->start();
 }

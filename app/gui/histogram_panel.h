@@ -57,6 +57,8 @@ class HistogramPanel : public QWidget {
     // Overlays the first probed step on the selected one (how far the distribution moved).
     void setOverlay(bool on);
     void reload();
+    // Shows this layer and head (-1: all heads) when the run has them (a lesson step's view).
+    void selectLayerHead(int layer, int head);
 
   signals:
     void stepSelected(qint64 step);

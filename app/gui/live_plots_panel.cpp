@@ -391,6 +391,18 @@ void LivePlotsPanel::refreshMarkers() {
     m_markersDirty = false;
 }
 
+QCustomPlot* LivePlotsPanel::plotForMetric(const QString& metric) const {
+    if (metric == QLatin1String("loss") || metric == QLatin1String("val_loss")) return m_loss;
+    if (metric == QLatin1String("grad_norm")) return m_grad;
+    if (metric == QLatin1String("entropy")) return m_entropy;
+    if (metric.startsWith(QLatin1String("q_")) || metric.startsWith(QLatin1String("k_")))
+        return m_norms;
+    if (metric == QLatin1String("lr") || metric == QLatin1String("alpha") ||
+        metric.startsWith(QLatin1String("softcap")))
+        return m_lanes;
+    return m_logits;  // logit_* and frac_at_cap (the logits' story), and anything unknown
+}
+
 int LivePlotsPanel::lossPointCount() const {
     return m_trainLoss->dataCount();
 }
@@ -421,7 +433,10 @@ void LivePlotsPanel::replotNow() {
             g->setAntialiased(!dense);
             if (!g->property("baseWidth").isValid()) g->setProperty("baseWidth", g->pen().widthF());
             QPen pen = g->pen();
-            pen.setWidthF(dense ? 0 : g->property("baseWidth").toDouble());
+            // Presenter mode draws every curve thick whatever its length: readable from the
+            // back of a room matters more there than the replot time of a 100k-step run.
+            const double base = g->property("baseWidth").toDouble();
+            pen.setWidthF(presenterActive() ? curvePenWidth(base) : dense ? 0 : base);
             g->setPen(pen);
         }
         if (follow && maxX > 0) p->xAxis->setRange(0, maxX);

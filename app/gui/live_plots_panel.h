@@ -45,6 +45,9 @@ class LivePlotsPanel : public QWidget {
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* lossPlot() const { return m_loss; }
     QCustomPlot* logitPlot() const { return m_logits; }
+    // The plot that shows a lesson metric (a probe column, loss, val_loss, grad_norm, lr,
+    // alpha, softcap_c); the logit plot for anything else.
+    QCustomPlot* plotForMetric(const QString& metric) const;
     HoverCursor* hoverCursor() const { return m_hover; }
     void setXAxis(XAxisKind kind);
     bool following() const;

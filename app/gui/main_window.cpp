@@ -27,7 +27,9 @@
 #include "intervention_panel.h"
 #include "live_plots_panel.h"
 #include "plot_export.h"
+#include "presenter_mode.h"
 #include "preset_picker.h"
+#include "replay_player.h"
 #include "run_browser_panel.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"
@@ -103,6 +105,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_browser = new RunBrowserPanel;
     addDockWidget(Qt::BottomDockWidgetArea,
                   makeDock(this, tr("Runs"), QStringLiteral("runsDock"), m_browser));
+    buildLessonParts();
 
     buildMenus();
     connectPanels();
@@ -178,6 +181,7 @@ void MainWindow::buildMenus() {
     global(dark);
     connect(dark, &QAction::toggled, this,
             [this](bool on) { applyTheme(on ? Theme::Dark : Theme::Light, this); });
+    addLessonActions(file, run, view);
 }
 
 void MainWindow::connectPanels() {
@@ -296,6 +300,7 @@ void MainWindow::showError(const QString& title, const QString& message) {
 }
 
 void MainWindow::togglePause() {
+    if (!m_controller->isBusy() && m_replayDock->isVisible()) return m_replay->togglePlay();
     if (m_controller->isPaused())
         m_controller->resume();
     else
@@ -462,6 +467,7 @@ void MainWindow::restoreLayout() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    m_presenter->setActive(false);  // the layout saved below is the everyday one
     if (m_controller->isBusy() && !m_quiet) {
         const auto answer = QMessageBox::question(
             this, tr("A run is training"),

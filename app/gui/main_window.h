@@ -12,6 +12,7 @@
 #include "run_data.h"
 
 class QDockWidget;
+class QMenu;
 class QTabWidget;
 
 namespace qklab::gui {
@@ -21,7 +22,12 @@ class ComparePanel;
 class ConfigForm;
 class HistogramPanel;
 class InterventionPanel;
+class LessonPlayer;
+class LessonStage;
 class LivePlotsPanel;
+class PresenterMode;
+class ReplayBar;
+class ReplayPlayer;
 class PresetPicker;
 class RunBrowserPanel;
 class RunControlsPanel;
@@ -52,6 +58,17 @@ class MainWindow : public QMainWindow {
     // Run > New sweep from form…: the sweep dialog over the form's config; starts the sweep.
     void newSweepFromForm();
 
+    // Lessons (main_window_lessons.cpp). Opens an embedded lesson (its id, "02-blowup") or a
+    // lesson file in the lesson player, at step startIndex (0-based); false (the parser's
+    // message in the player) when it does not load.
+    bool openLesson(const QString& nameOrFile, int startIndex = 0);
+    void chooseLesson();  // File > Open lesson…
+    // Plays a stored run back through the live views (read-only): stepsPerSecond > 0 is a
+    // fixed rate, else the recorded wall time. False with *error when it cannot be read.
+    bool startReplay(int64_t runId, double stepsPerSecond = 0, QString* error = nullptr);
+    void stopReplay();
+    void chooseReplay();  // Run > Replay run…
+
     RunController* controller() const { return m_controller; }
     ConfigForm* configForm() const { return m_form; }
     RunControlsPanel* runControls() const { return m_controls; }
@@ -63,6 +80,11 @@ class MainWindow : public QMainWindow {
     SweepPanel* sweepPanel() const { return m_sweeps; }
     RunBrowserPanel* runBrowser() const { return m_browser; }
     InterventionPanel* interventions() const { return m_interventions; }
+    LessonPlayer* lessonPlayer() const { return m_lessonPlayer; }
+    LessonStage* lessonStage() const { return m_lessonStage; }
+    ReplayPlayer* replayPlayer() const { return m_replay; }
+    ReplayBar* replayBar() const { return m_replayBar; }
+    PresenterMode* presenter() const { return m_presenter; }
 
     // A dialog (or, with --quiet, a line on stderr) plus the status bar.
     void showError(const QString& title, const QString& message);
@@ -83,6 +105,9 @@ class MainWindow : public QMainWindow {
     void onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed);
     void jumpAll(qint64 step);
     void restoreLayout();
+    void buildLessonParts();
+    void addLessonActions(QMenu* file, QMenu* run, QMenu* view);
+    void connectReplay();
 
     RunController* m_controller = nullptr;
     PresetPicker* m_presets = nullptr;
@@ -100,6 +125,13 @@ class MainWindow : public QMainWindow {
     QTabWidget* m_tabs = nullptr;
     QDockWidget* m_setupDock = nullptr;
     QDockWidget* m_interventionDock = nullptr;
+    LessonPlayer* m_lessonPlayer = nullptr;
+    LessonStage* m_lessonStage = nullptr;
+    QDockWidget* m_lessonDock = nullptr;
+    ReplayPlayer* m_replay = nullptr;
+    ReplayBar* m_replayBar = nullptr;
+    QDockWidget* m_replayDock = nullptr;
+    PresenterMode* m_presenter = nullptr;
     uint64_t m_openGeneration = 0;
     bool m_quiet = false;
 };

@@ -25,6 +25,16 @@ RunController::RunController(QObject* parent) : QObject(parent) {
         emit failed(id, message);
         onRunEnded();
     });
+    connect(m_worker, &TrainingWorker::calloutFired, this,
+            [this](qint64 id, const Callout& callout) {
+                if (m_busy && !m_paused) {
+                    m_paused = true;
+                    emit pausedChanged(true);
+                }
+                emit calloutFired(id, callout);
+            });
+    connect(m_worker, &TrainingWorker::interventionRefused, this,
+            &RunController::interventionRefused);
     m_thread.start();
 }
 
@@ -91,6 +101,18 @@ bool RunController::intervene(const Event& event, QString* error) {
         return false;
     }
     return m_worker->intervene(event, error);
+}
+
+bool RunController::setPauseConditions(std::vector<PauseCondition> conditions) {
+    if (!m_busy) return false;
+    m_worker->setPauseConditions(std::move(conditions));
+    return true;
+}
+
+bool RunController::interveneAt(const Event& event, int64_t atStep) {
+    if (!m_busy) return false;
+    m_worker->scheduleIntervention(event, atStep);
+    return true;
 }
 
 void RunController::startNext() {

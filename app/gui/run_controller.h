@@ -35,6 +35,9 @@ class RunController : public QObject {
     void stop();     // the active run only; the queue continues
     void stopAll();  // the active run and everything queued
     bool intervene(const Event& event, QString* error = nullptr);
+    // Lesson hooks on the active run (see TrainingWorker); false when nothing trains.
+    bool setPauseConditions(std::vector<PauseCondition> conditions);
+    bool interveneAt(const Event& event, int64_t atStep);
 
     TrainingWorker* worker() const { return m_worker; }
 
@@ -48,6 +51,9 @@ class RunController : public QObject {
     void diverged(qint64 runId, const QString& message);
     void failed(qint64 runId, const QString& message);
     void idle();  // nothing training and nothing queued
+    // A pause condition fired and the run paused itself (pausedChanged(true) came first).
+    void calloutFired(qint64 runId, const qklab::Callout& callout);
+    void interventionRefused(qint64 runId, const QString& message);
 
   private:
     void startNext();

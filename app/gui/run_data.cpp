@@ -20,6 +20,7 @@ void registerGuiMetaTypes() {
     qRegisterMetaType<qklab::RunConfig>();
     qRegisterMetaType<LiveBatch>();
     qRegisterMetaType<RunRequest>();
+    qRegisterMetaType<qklab::Callout>();
 }
 
 int RunSnapshot::layerCount() const {

@@ -14,6 +14,7 @@ namespace {
 
 Theme g_theme = Theme::Light;
 QString g_baseCss;
+bool g_presenter = false;
 
 // Colours the stylesheet names: readable on the theme's window colour.
 const char* const kDarkCss = R"css(
@@ -45,7 +46,36 @@ QPalette darkPalette() {
     return p;
 }
 
+// Full contrast for a projector: washed-out greys vanish at the back of a room.
+QPalette presenterPalette(Theme theme) {
+    QPalette p = theme == Theme::Dark ? darkPalette() : QApplication::style()->standardPalette();
+    const bool dark = theme == Theme::Dark;
+    const QColor window = dark ? Qt::black : Qt::white, text = dark ? Qt::white : Qt::black;
+    for (auto role : {QPalette::Window, QPalette::Base, QPalette::Button, QPalette::AlternateBase})
+        p.setColor(QPalette::Active, role, window), p.setColor(QPalette::Inactive, role, window);
+    for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+        p.setColor(QPalette::Active, role, text), p.setColor(QPalette::Inactive, role, text);
+    p.setColor(QPalette::Highlight, dark ? QColor(0, 110, 255) : QColor(0, 70, 200));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    return p;
+}
+
 }  // namespace
+
+bool presenterActive() {
+    return g_presenter;
+}
+
+void setPresenterActive(bool on, QWidget* root) {
+    g_presenter = on;
+    const QString saved = QSettings().value(QStringLiteral("theme")).toString();
+    applyTheme(g_theme, root);  // picks the presenter palette and plot colours
+    QSettings().setValue(QStringLiteral("theme"), saved);
+}
+
+double curvePenWidth(double base) {
+    return g_presenter ? std::max(kPresenterPenWidth, 2 * base) : base;
+}
 
 Theme currentTheme() {
     return g_theme;
@@ -67,8 +97,9 @@ void applyTheme(Theme theme, QWidget* root) {
                          theme == Theme::Dark ? QStringLiteral("dark") : QStringLiteral("light"));
     // Fusion draws every control from the palette; platform styles may not.
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
-    const QPalette palette =
-        theme == Theme::Dark ? darkPalette() : QApplication::style()->standardPalette();
+    const QPalette palette = g_presenter            ? presenterPalette(theme)
+                             : theme == Theme::Dark ? darkPalette()
+                                                    : QApplication::style()->standardPalette();
     QApplication::setPalette(palette);
     QToolTip::setPalette(palette);  // tooltips keep their own palette otherwise
     if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance()))
@@ -83,26 +114,31 @@ void applyTheme(Theme theme, QWidget* root) {
 
 void themePlot(QCustomPlot* plot) {
     const bool dark = g_theme == Theme::Dark;
-    const QColor background = dark ? QColor(30, 31, 34) : Qt::white;
-    const QColor ink = dark ? QColor(215, 215, 215) : Qt::black;
-    const QColor grid = dark ? QColor(70, 72, 78) : QColor(200, 200, 200);
+    const bool loud = g_presenter;  // full contrast, bolder axes and grid
+    const QColor background = dark ? (loud ? QColor(Qt::black) : QColor(30, 31, 34)) : Qt::white;
+    const QColor ink = dark ? (loud ? QColor(Qt::white) : QColor(215, 215, 215)) : Qt::black;
+    const QColor grid = dark ? (loud ? QColor(105, 105, 110) : QColor(70, 72, 78))
+                             : (loud ? QColor(150, 150, 150) : QColor(200, 200, 200));
+    const double axisWidth = loud ? 2 : 1;
     plot->setBackground(background);
     for (QCPAxisRect* rect : plot->axisRects()) {
         rect->setBackground(background);
         for (QCPAxis* axis : rect->axes()) {
-            axis->setBasePen(QPen(ink, 1));
-            axis->setTickPen(QPen(ink, 1));
+            axis->setBasePen(QPen(ink, axisWidth));
+            axis->setTickPen(QPen(ink, axisWidth));
             axis->setSubTickPen(QPen(ink, 1));
             axis->setTickLabelColor(ink);
             axis->setLabelColor(ink);
-            axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+            axis->grid()->setPen(QPen(grid, 1, loud ? Qt::SolidLine : Qt::DotLine));
             axis->grid()->setZeroLinePen(Qt::NoPen);
         }
     }
-    plot->legend->setTextColor(ink);
-    if (plot->legend->brush().style() != Qt::NoBrush)  // an inset legend over the data
-        plot->legend->setBrush(dark ? QColor(30, 31, 34, 200) : QColor(255, 255, 255, 200));
-    plot->legend->setBorderPen(QPen(dark ? QColor(90, 90, 90) : Qt::black));
+    if (QCPLegend* legend = plot->legend) {  // null in a plot that removed its legend
+        legend->setTextColor(ink);
+        if (legend->brush().style() != Qt::NoBrush)  // an inset legend over the data
+            legend->setBrush(dark ? QColor(30, 31, 34, 200) : QColor(255, 255, 255, 200));
+        legend->setBorderPen(QPen(dark ? QColor(90, 90, 90) : Qt::black));
+    }
     for (int i = 0; i < plot->plotLayout()->elementCount(); ++i) {
         if (auto* text = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
             text->setTextColor(ink);

@@ -29,4 +29,16 @@ void themePlot(QCustomPlot* plot);
 // A row tint that keeps the palette's text readable: severity 0 (fine) to 2 (bad).
 QColor severityTint(int severity);
 
+// Presenter mode (View > Presenter mode, the lessons issue): the theme's colours pushed to
+// full contrast (pure black on white, or white on black), bolder axes and grid, and curves at
+// least kPresenterPenWidth wide. PresenterMode (presenter_mode.h) does the rest (fonts,
+// full screen, which controls show).
+constexpr double kPresenterPenWidth = 2.5;
+bool presenterActive();
+// Re-applies the palette and re-themes every plot under `root` (may be null).
+void setPresenterActive(bool on, QWidget* root = nullptr);
+// The width a curve drawn at `base` gets now: base, or in presenter mode twice base and at
+// least kPresenterPenWidth.
+double curvePenWidth(double base);
+
 }  // namespace qklab::gui

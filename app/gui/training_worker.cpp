@@ -25,21 +25,42 @@ class TrainingWorker::Observer : public TrainingObserver {
         m_batch.steps.push_back(m);
         m_lastStep = m.step;
         if (std::isfinite(m.tokensPerSec)) m_tokensPerSec = m.tokensPerSec;
+        watch([&](PauseWatcher& w) { return w.onStep(m); });
+        m_worker->postScheduled(m.step);
+        // The step's last report: a callout fired during it leaves with all of its rows.
+        if (m_pendingCallout) {
+            emitNow();
+            emit m_worker->calloutFired(m_batch.runId, *m_pendingCallout);
+            m_pendingCallout.reset();
+        }
         maybeEmit();
     }
-    void onProbes(int64_t, const std::vector<ProbeStats>& rows,
+    void onProbes(int64_t step, const std::vector<ProbeStats>& rows,
                   const std::vector<LogitHistogram>& hists) override {
         for (const auto& r : rows) m_batch.probes.push_back(r);
         if (!hists.empty()) m_batch.newHistograms = true;
+        watch([&](PauseWatcher& w) { return w.onProbes(step, rows); });
         maybeEmit();
     }
     void onAttentionMaps(const std::vector<AttentionMap>& maps) override {
         if (!maps.empty()) m_batch.newAttentionMaps = true;
     }
-    void onSpike(const Spike& s) override { m_batch.spikes.push_back(s); }
-    void onLogitAlarm(const LogitAlarm& a) override { m_batch.alarms.push_back(a); }
+    void onSpike(const Spike& s) override {
+        m_batch.spikes.push_back(s);
+        watch([&](PauseWatcher& w) { return w.onSpike(s); });
+    }
+    void onLogitAlarm(const LogitAlarm& a) override {
+        m_batch.alarms.push_back(a);
+        watch([&](PauseWatcher& w) { return w.onLogitAlarm(a); });
+    }
     void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
-    void onFlushPoint() override { maybeEmit(); }
+    // A paused (or stopping) trainer waits after this: what it reported must be on screen.
+    void onFlushPoint() override {
+        if (m_worker->m_pauseRequested.load() || m_worker->m_stopRequested.load())
+            emitNow();
+        else
+            maybeEmit();
+    }
 
     void emitNow() {
         if (!m_batch.empty()) {
@@ -55,6 +76,12 @@ class TrainingWorker::Observer : public TrainingObserver {
     }
 
   private:
+    // A lesson's pause condition fired: the trainer was asked to pause and stops after this
+    // step; the callout leaves with the step's last report (onStep), after the step's rows.
+    void watch(const std::function<std::optional<Callout>(PauseWatcher&)>& feed) {
+        Callout fired;
+        if (!m_pendingCallout && m_worker->checkHooks(feed, &fired)) m_pendingCallout = fired;
+    }
     void maybeEmit() {
         if (m_timer.elapsed() >= m_worker->m_batchIntervalMs) emitNow();
     }
@@ -65,6 +92,7 @@ class TrainingWorker::Observer : public TrainingObserver {
     QElapsedTimer m_timer;
     int64_t m_lastStep = -1;
     double m_tokensPerSec = 0;
+    std::optional<Callout> m_pendingCallout;
 };
 
 TrainingWorker::TrainingWorker(QObject* parent) : QObject(parent) {}
@@ -72,11 +100,13 @@ TrainingWorker::TrainingWorker(QObject* parent) : QObject(parent) {}
 TrainingWorker::~TrainingWorker() = default;
 
 void TrainingWorker::pause() {
+    m_pauseRequested = true;
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_session) m_session->trainer().requestPause();
 }
 
 void TrainingWorker::resume() {
+    m_pauseRequested = false;
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_session) m_session->trainer().requestResume();
 }
@@ -88,6 +118,54 @@ void TrainingWorker::stop() {
         // A paused trainer must wake up to see the stop flag.
         m_session->trainer().requestStop();
         m_session->trainer().requestResume();
+    }
+}
+
+void TrainingWorker::setPauseConditions(std::vector<PauseCondition> conditions) {
+    std::lock_guard<std::mutex> lock(m_hookMutex);
+    m_watcher =
+        conditions.empty() ? nullptr : std::make_unique<PauseWatcher>(std::move(conditions));
+}
+
+void TrainingWorker::scheduleIntervention(const Event& event, int64_t atStep) {
+    std::lock_guard<std::mutex> lock(m_hookMutex);
+    m_scheduled.emplace_back(atStep, event);
+}
+
+// Training thread: feeds the watcher; on a callout pauses the trainer (the GUI's controller
+// learns of it through calloutFired).
+bool TrainingWorker::checkHooks(const std::function<std::optional<Callout>(PauseWatcher&)>& feed,
+                                Callout* fired) {
+    std::optional<Callout> c;
+    {
+        std::lock_guard<std::mutex> lock(m_hookMutex);
+        if (!m_watcher) return false;
+        c = feed(*m_watcher);
+    }
+    if (!c) return false;
+    *fired = *c;
+    m_pauseRequested = true;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_session) m_session->trainer().requestPause();
+    return true;
+}
+
+void TrainingWorker::postScheduled(int64_t reportedStep) {
+    std::vector<Event> due;
+    {
+        std::lock_guard<std::mutex> lock(m_hookMutex);
+        for (auto it = m_scheduled.begin(); it != m_scheduled.end();) {
+            if (reportedStep + 1 >= it->first) {
+                due.push_back(it->second);
+                it = m_scheduled.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (const Event& e : due) {
+        QString error;
+        if (!intervene(e, &error)) emit interventionRefused(m_runId.load(), error);
     }
 }
 
@@ -130,6 +208,7 @@ void TrainingWorker::runOne(const RunRequest& request) {
             m_session = &session;
             if (m_stopRequested) session.trainer().requestStop();
         }
+        setPauseConditions(request.pauses);
         emit started(runId, request.name, request.config.schedule.steps);
 
         Observer observer(this, runId, request.config.schedule.steps);
@@ -156,8 +235,14 @@ void TrainingWorker::runOne(const RunRequest& request) {
     } catch (...) {
         emit failed(runId, QStringLiteral("Training crashed with an unknown error"));
     }
+    {
+        std::lock_guard<std::mutex> lock(m_hookMutex);
+        m_watcher.reset();
+        m_scheduled.clear();
+    }
     m_runId = 0;
     m_stopRequested = false;
+    m_pauseRequested = false;
     m_running = false;
 }
 

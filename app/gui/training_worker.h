@@ -12,7 +12,11 @@
 #include <QObject>
 #include <QString>
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "gui_types.h"
 
@@ -39,6 +43,16 @@ class TrainingWorker : public QObject {
     bool isPaused() const;
     int64_t currentRunId() const { return m_runId.load(); }
 
+    // Lesson hooks, checked on the training thread as each row is reported, so that they act
+    // at the exact step rather than a GUI round trip (~50 ms, several steps) later.
+    // Replaces the active run's pause conditions (the request's own apply from its start);
+    // when one fires the trainer pauses after that step and calloutFired() follows the batch
+    // that holds the step.
+    void setPauseConditions(std::vector<PauseCondition> conditions);
+    // Posts `event` when step atStep - 1 has been reported, so that it applies at atStep
+    // (later when the trainer reads steps back in bulk, as on a GPU). Cleared when a run ends.
+    void scheduleIntervention(const Event& event, int64_t atStep);
+
     // How often batches leave the worker (ms); tests shorten it.
     void setBatchIntervalMs(int ms) { m_batchIntervalMs = ms; }
 
@@ -56,6 +70,10 @@ class TrainingWorker : public QObject {
     void diverged(qint64 runId, const QString& message);
     // The run could not be built or crashed; runId is 0 when nothing was written.
     void failed(qint64 runId, const QString& message);
+    // A pause condition fired: the trainer pauses after callout.step.
+    void calloutFired(qint64 runId, const qklab::Callout& callout);
+    // A scheduled intervention was refused by the trainer.
+    void interventionRefused(qint64 runId, const QString& message);
 
   private:
     class Observer;
@@ -65,8 +83,17 @@ class TrainingWorker : public QObject {
     RunSession* m_session = nullptr;
     std::atomic<bool> m_running{false};
     std::atomic<bool> m_stopRequested{false};
+    std::atomic<bool> m_pauseRequested{false};  // the next flush point sends everything
     std::atomic<int64_t> m_runId{0};
     int m_batchIntervalMs = 50;
+
+    // The lesson hooks (guarded by m_hookMutex: set on the GUI thread, read on the training one).
+    bool checkHooks(const std::function<std::optional<Callout>(PauseWatcher&)>& feed,
+                    Callout* fired);
+    void postScheduled(int64_t reportedStep);
+    std::mutex m_hookMutex;
+    std::unique_ptr<PauseWatcher> m_watcher;
+    std::vector<std::pair<int64_t, Event>> m_scheduled;
 };
 
 }  // namespace qklab::gui

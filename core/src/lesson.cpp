@@ -137,8 +137,23 @@ class LessonParser {
         return out;
     }
 
+    // The nearest name by spelling, else the first that holds every word of the key in any
+    // order ("max_logit" -> "logit_max_raw").
     static std::string suggestion(const std::string& key, const std::vector<std::string>& names) {
-        const std::string near = closestMatch(key, names);
+        std::string near = closestMatch(key, names);
+        if (near.empty()) {
+            std::vector<std::string> words;
+            std::stringstream ss(key);
+            for (std::string w; std::getline(ss, w, '_');)
+                if (!w.empty()) words.push_back(w);
+            for (const auto& n : names)
+                if (!words.empty() && std::all_of(words.begin(), words.end(), [&](const auto& w) {
+                        return n.find(w) != std::string::npos;
+                    })) {
+                    near = n;
+                    break;
+                }
+        }
         return near.empty() ? "" : " (did you mean \"" + near + "\"?)";
     }
 
@@ -401,6 +416,7 @@ std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
     for (size_t i = 0; i < m_conditions.size(); ++i)
         if (!m_fired[i] && m_conditions[i].kind == "spike") {
             auto out = fire(i, s.step, s.value, s.diagnosis);
+            if (out->plot.empty()) out->plot = s.metric;  // "loss" or "grad_norm"
             if (m_conditions[i].callout.empty())
                 out->text = "A " + s.metric + " spike at step " + std::to_string(s.step) + " (" +
                             number(s.zScore) + " sigma).\n\n" + s.diagnosis;

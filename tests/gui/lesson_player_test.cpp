@@ -1,0 +1,301 @@
+// lesson_player_test.cpp — the lesson player (the lessons issue, "In the app"): it walks a
+// lesson's steps and shows each step's text; a malformed lesson shows the parser's message,
+// which names the step and the field, and the window goes on working; a pause condition on a
+// replayed run fires at the first probe step whose stored value crosses the threshold, the
+// player shows the callout and the plot it names is framed; on a live run the worker pauses
+// the trainer at the exact step and a lesson's intervention lands at its at_step.
+#include "lesson_player.h"
+
+#include <QDockWidget>
+#include <QFile>
+#include <QLabel>
+#include <QListWidget>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <nlohmann/json.hpp>
+
+#include "histogram_panel.h"
+#include "lesson_library.h"
+#include "lesson_stage.h"
+#include "lesson_test_util.h"
+#include "live_plots_panel.h"
+#include "main_window.h"
+#include "qcustomplot.h"
+#include "replay_player.h"
+#include "run_controller.h"
+
+using namespace qklab;
+using namespace qklab::gui;
+
+class LessonPlayerTest : public QObject {
+    Q_OBJECT
+  private:
+    QTemporaryDir m_dir;
+    QString m_db;
+    int64_t m_run = 0;
+
+    QString writeFile(const QString& name, const std::string& text) {
+        const QString path = m_dir.filePath(name);
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly)) return {};
+        f.write(text.data(), qint64(text.size()));
+        return path;
+    }
+
+    // The first probe step at which layer 0's stored raw max logit passes 30.
+    int64_t firstCrossing() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        for (const ProbeStats& p : store.probeStats(m_run, -1))
+            if (p.layer == 0 && p.logitMaxRaw > 30) return p.step;
+        return -1;
+    }
+
+    std::unique_ptr<MainWindow> window() {
+        auto w = std::make_unique<MainWindow>();
+        w->setQuiet(true);
+        w->show();
+        if (!w->openDatabase(m_db)) return nullptr;
+        return w;
+    }
+
+    // The tiny test model as a lesson step's "set".
+    static nlohmann::json tinySet() {
+        nlohmann::json set = nlohmann::json::object();
+        for (const QString& a : test::tinyOverrides(40)) {
+            const QString key = a.section(QLatin1Char('='), 0, 0);
+            set[key.toStdString()] =
+                nlohmann::json::parse(a.section(QLatin1Char('='), 1).toStdString());
+        }
+        return set;
+    }
+
+  private slots:
+    void initTestCase() {
+        registerGuiMetaTypes();
+        QCoreApplication::setOrganizationName(QStringLiteral("qklab-tests"));
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath(QStringLiteral("lessons.db"));
+        m_run = test::writeKnownRun(m_db, "replay-me", 100);
+    }
+
+    void walksTheStepsAndShowsTheirText() {
+        auto w = window();
+        QVERIFY(w);
+        QVERIFY(w->openLesson(test::testLessonPath()));
+        LessonPlayer* p = w->lessonPlayer();
+        QVERIFY(w->findChild<QDockWidget*>(QStringLiteral("lessonDock"))->isVisible());
+        QCOMPARE(p->counterText(), QStringLiteral("1 / 3"));
+        QVERIFY(p->shownText().contains(QStringLiteral("Welcome")));
+        QVERIFY(p->shownText().contains(QStringLiteral("Look at the loss first.")));  // Markdown
+        QVERIFY(!p->notesVisible());
+        p->setNotesVisible(true);
+        QVERIFY(p->notesVisible());
+        p->next();
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+        QVERIFY(p->shownText().contains(QStringLiteral("raw max logit")));
+        QVERIFY(w->replayPlayer()->hasRun());  // the step's action: replay run "replay-me"
+        QCOMPARE(w->replayPlayer()->runId(), m_run);
+        p->next();
+        QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
+        auto* tabs = w->findChild<QTabWidget*>();
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(w->histograms()));
+        QCOMPARE(w->histograms()->findChild<QComboBox*>(QStringLiteral("histHead"))->currentData(),
+                 QVariant(1));
+        p->next();  // the last step: nothing after it
+        QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
+        p->back();
+        p->back();
+        QCOMPARE(p->counterText(), QStringLiteral("1 / 3"));
+        // Opened at a later step, the steps before it do not run (no replay from step 2).
+        QVERIFY(w->openLesson(test::testLessonPath(), 2));
+        QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
+        QVERIFY(!w->replayPlayer()->hasRun());
+        // A step's layer and head survive the panels' rebuild for a run shown after it.
+        QSignalSpy opened(w.get(), &MainWindow::runOpened);
+        w->openRun(m_run);
+        QVERIFY(opened.wait(10000));
+        QTRY_COMPARE(
+            w->histograms()->findChild<QComboBox*>(QStringLiteral("histHead"))->currentData(),
+            QVariant(1));
+    }
+
+    // The parser's message, in the panel: file, step, field. The window carries on.
+    void malformedLessonNamesStepAndField() {
+        auto w = window();
+        QVERIFY(w);
+        nlohmann::json lesson = nlohmann::json::parse(
+            R"({"title": "Broken", "steps": [{"text": "fine"},
+                {"title": "Bad", "text": "x", "pause": [{"kind": "probe_above",
+                 "metric": "max_logit", "threshold": 30}]}]})");
+        const QString bad = writeFile(QStringLiteral("broken.json"), lesson.dump());
+        QVERIFY(!w->openLesson(bad));
+        const QString error = w->lessonPlayer()->errorText();
+        QVERIFY2(error.contains(QStringLiteral("step 2")), qPrintable(error));
+        QVERIFY2(error.contains(QStringLiteral("pause[0].metric")), qPrintable(error));
+        QVERIFY2(error.contains(QStringLiteral("max_logit")), qPrintable(error));
+        QVERIFY(!w->lessonPlayer()->hasLesson());
+        // Not JSON at all, and a name that is nothing: messages too, no crash.
+        QVERIFY(!w->openLesson(writeFile(QStringLiteral("junk.json"), "{ not json")));
+        QVERIFY(w->lessonPlayer()->errorText().contains(QStringLiteral("not valid JSON")));
+        QVERIFY(!w->openLesson(QStringLiteral("no-such-lesson")));
+        QVERIFY(w->lessonPlayer()->errorText().contains(QStringLiteral("no-such-lesson")));
+        // The window still works: a good lesson opens, a stored run opens.
+        QVERIFY(w->openLesson(test::testLessonPath()));
+        QVERIFY(w->lessonPlayer()->errorText().isEmpty());
+        QSignalSpy opened(w.get(), &MainWindow::runOpened);
+        w->openRun(m_run);
+        QVERIFY(opened.wait(10000));
+    }
+
+    // `qklab --lesson BAD --quiet` says why on stderr and exits 2; the app does not crash.
+    void commandLineLessonError() {
+        const QString bad =
+            writeFile(QStringLiteral("cli-broken.json"),
+                      R"({"title": "B", "steps": [{"text": "x", "view": "lvie"}]})");
+        QProcess app;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("cfg")));
+        app.setProcessEnvironment(env);
+        app.start(QStringLiteral(QKLAB_APP_PATH),
+                  {QStringLiteral("--db"), m_db, QStringLiteral("--lesson"), bad,
+                   QStringLiteral("--quiet")});
+        QVERIFY(app.waitForFinished(60000));
+        const QString err = QString::fromUtf8(app.readAllStandardError());
+        QCOMPARE(app.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(app.exitCode(), 2);
+        QVERIFY2(err.contains(QStringLiteral("step 1")) && err.contains(QStringLiteral("view")),
+                 qPrintable(err));
+    }
+
+    // Every lesson built into the app parses (names resolve by id too).
+    void embeddedLessonsLoad() {
+        for (const LessonEntry& e : embeddedLessons()) {
+            QVERIFY2(e.loads, qPrintable(e.summary));
+            QCOMPARE(resolveLesson(e.id), e.path);
+        }
+        QCOMPARE(resolveLesson(test::testLessonPath()), test::testLessonPath());
+        // File > Open lesson… lists them by title.
+        LessonChooser chooser;
+        auto* list = chooser.findChild<QListWidget*>(QStringLiteral("lessonList"));
+        QVERIFY(list);
+        QCOMPARE(list->count(), embeddedLessons().size());
+        for (int i = 0; i < list->count(); ++i)
+            QVERIFY(list->item(i)->text().startsWith(embeddedLessons()[i].title));
+        if (list->count() == 0) return;
+        QVERIFY(chooser.findChild<QLabel*>(QStringLiteral("lessonSummary"))->text() ==
+                embeddedLessons().value(0).summary);
+    }
+
+    // Step 2 replays "replay-me" with "pause when layer 0's raw max logit passes 30": the
+    // replay stops right after the first probe step whose stored value is above 30.
+    void pauseConditionOnAReplayFiresAtTheCrossing() {
+        const int64_t expected = firstCrossing();
+        QVERIFY(expected > 0);
+        auto w = window();
+        QVERIFY(w);
+        QVERIFY(w->openLesson(test::testLessonPath()));
+        QSignalSpy shown(w->lessonStage(), &LessonStage::calloutShown);
+        w->lessonPlayer()->next();
+        ReplayPlayer* replay = w->replayPlayer();
+        QVERIFY(replay->isPlaying());
+        replay->advance(100.0);  // far past the end: the condition must stop it
+        QCOMPARE(shown.count(), 1);
+        QCOMPARE(replay->position(), expected);
+        QVERIFY(!replay->isPlaying());
+        QCOMPARE(w->livePlots()->run().steps.back().step, expected);  // nothing after it shown
+        LessonPlayer* p = w->lessonPlayer();
+        QVERIFY(p->calloutVisible());
+        QVERIFY2(p->calloutText().contains(QStringLiteral("passed **30**")),
+                 qPrintable(p->calloutText()));
+        QCOMPARE(w->lessonStage()->highlightedPlot(),
+                 static_cast<QWidget*>(w->livePlots()->logitPlot()));
+        // Continue: the callout goes, the replay goes on from the next step, and the
+        // condition does not fire twice.
+        auto* go = p->findChild<QPushButton*>(QStringLiteral("lessonContinue"));
+        QVERIFY(go && go->isVisible());
+        go->click();
+        QVERIFY(!p->calloutVisible());
+        QVERIFY(replay->isPlaying());
+        replay->advance(100.0);
+        QVERIFY(replay->atEnd());
+        QCOMPARE(shown.count(), 1);
+        // Next clears a highlight.
+        p->next();
+        QVERIFY(w->lessonStage()->highlightedPlot() == nullptr);
+    }
+
+    // A probe condition fires in the middle of a step's report (before its metrics): the
+    // views still get every row of that step, and nothing after it.
+    void liveCalloutCarriesTheRowsOfItsStep() {
+        nlohmann::json set = tinySet();
+        nlohmann::json lesson = {
+            {"title", "Live probe"},
+            {"steps",
+             {{{"text", "Train."},
+               {"action", {{"kind", "start_preset"}, {"preset", "default"}, {"set", set}}},
+               {"pause",
+                {{{"kind", "probe_above"}, {"metric", "logit_max_raw"}, {"threshold", 0.0}}}}}}}};
+        auto w = window();
+        QVERIFY(w);
+        QSignalSpy shown(w->lessonStage(), &LessonStage::calloutShown);
+        QVERIFY(w->openLesson(writeFile(QStringLiteral("probe.json"), lesson.dump())));
+        QVERIFY(shown.wait(60000));
+        QTest::qWait(300);
+        const RunSnapshot& run = w->livePlots()->run();
+        QCOMPARE(run.steps.back().step, int64_t(0));  // paused after the first probed step
+        QVERIFY(!run.probes.empty());
+        QCOMPARE(run.probes.back().step, int64_t(0));
+        QCOMPARE(w->lessonStage()->highlightedPlot(),
+                 static_cast<QWidget*>(w->livePlots()->logitPlot()));
+        w->controller()->stopAll();
+        QTRY_VERIFY_WITH_TIMEOUT(!w->controller()->isBusy(), 30000);
+    }
+
+    // A live run: a lesson trains the tiny preset with "pause at step 15"; the worker pauses
+    // the trainer right there (the views end at step 15); the next step intervenes at step 25
+    // and the run continues: the stored event sits at step 25.
+    void liveRunPausesAtTheStepAndIntervenesAtItsStep() {
+        nlohmann::json set = tinySet();
+        nlohmann::json lesson = {
+            {"title", "Live"},
+            {"steps",
+             {{{"title", "Train"},
+               {"text", "Train the tiny model."},
+               {"action", {{"kind", "start_preset"}, {"preset", "default.json"}, {"set", set}}},
+               {"pause", {{{"kind", "step"}, {"step", 15}, {"callout", "Step 15 reached."}}}}},
+              {{"title", "Lower the LR"},
+               {"text", "Halve the LR at step 25."},
+               {"action",
+                {{"kind", "intervene"},
+                 {"at_step", 25},
+                 {"event", {{"kind", "lr_multiplier"}, {"factor", 0.5}}}}}}}}};
+        const QString path = writeFile(QStringLiteral("live.json"), lesson.dump());
+        auto w = window();
+        QVERIFY(w);
+        QSignalSpy shown(w->lessonStage(), &LessonStage::calloutShown);
+        QVERIFY2(w->openLesson(path), qPrintable(w->lessonPlayer()->errorText()));
+        QVERIFY(shown.wait(60000));
+        RunController* c = w->controller();
+        QVERIFY(c->isPaused());
+        QTest::qWait(300);  // anything the trainer still reported would have arrived
+        QCOMPARE(w->livePlots()->run().steps.back().step, int64_t(15));
+        QVERIFY(w->lessonPlayer()->calloutText().contains(QStringLiteral("Step 15")));
+        const int64_t runId = c->activeRunId();
+        QCOMPARE(w->lessonStage()->lessonRunId(), runId);
+        w->lessonPlayer()->next();  // the intervention step resumes the run
+        QVERIFY(!c->isPaused());
+        QTRY_VERIFY_WITH_TIMEOUT(!c->isBusy(), 60000);
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        const auto events = store.events(runId);
+        QCOMPARE(events.size(), size_t(1));
+        QCOMPARE(events[0].step, int64_t(25));
+        QCOMPARE(events[0].kind, std::string("lr_multiplier"));
+        QCOMPARE(events[0].source, std::string("user"));
+    }
+};
+
+QTEST_MAIN(LessonPlayerTest)
+#include "lesson_player_test.moc"
