@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "qklab/error.h"
 
@@ -204,4 +205,12 @@ TEST(PauseWatcher, StepMetricsAndStepConditions) {
     const auto s = w.onStep(m);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->text, "Step 25 reached.");
+}
+
+TEST(Lesson, DocsCarryTheGeneratedReference) {
+    std::ifstream in(std::string(QKLAB_SOURCE_DIR) + "/docs/LESSONS.md", std::ios::binary);
+    ASSERT_TRUE(in) << "docs/LESSONS.md missing";
+    const std::string doc((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(doc.find(lessonReferenceMarkdown()), std::string::npos)
+        << "regenerate its reference: build/app/cli/qklab-cli lesson --reference";
 }

@@ -16,6 +16,7 @@
 //   qklab-cli import FILE.db [--db FILE]
 //   qklab-cli recommend --params 300M | --d-model D --layers L [--d-head H] [--precision P]
 //                      [--ship-without-qk-norm] [--output FILE]
+//   qklab-cli lesson FILE... | --reference
 //   qklab-cli check-blas
 //   qklab-cli keys [--markdown]
 //   qklab-cli --version
@@ -38,6 +39,7 @@
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
+#include "qklab/lesson.h"
 #include "qklab/recommend.h"
 #include "qklab/resources.h"
 #include "qklab/run_export.h"
@@ -87,6 +89,8 @@ struct Options {
     int64_t point = -1, threads = 0;
     std::string params, precision = "bf16";
     RecommendRequest recommend;
+    std::vector<std::string> lessons;
+    bool reference = false;
 };
 
 int exitCodeFor(RunStatus s) {
@@ -199,6 +203,20 @@ int cmdSweepPoint(const Options& o) {
     }
     RunSession session(plan.config, plan.session);
     return trainSession(session, o.dbPath);
+}
+
+// Checks lesson files as the app reads them: exit 2 with the step and field of the first error.
+int cmdLesson(const Options& o) {
+    if (o.reference) {
+        std::cout << lessonReferenceMarkdown();
+        return 0;
+    }
+    if (o.lessons.empty()) throw Error(ErrorCode::InvalidRequest, "give lesson files to check");
+    for (const std::string& path : o.lessons) {
+        const Lesson l = loadLessonFile(path);
+        std::cout << path << ": \"" << l.title << "\", " << l.steps.size() << " steps, ok\n";
+    }
+    return 0;
 }
 
 int cmdCheckBlas() {
@@ -408,7 +426,8 @@ int main(int argc, char** argv) {
     import->add_option("file", o.sources, "database to read")->required();
     dbOptions.push_back(import->add_option("--db", o.dbPath, "run database to add to"));
     auto* recommend = app.add_subcommand(
-        "recommend", "the guide's settings for a model size, as a preset with one reason per choice");
+        "recommend",
+        "the guide's settings for a model size, as a preset with one reason per choice");
     recommend->add_option("--params", o.params, "model size, e.g. 300M, 1.3B, 125e6");
     recommend->add_option("--d-model", o.recommend.dModel, "or: the width ...");
     recommend->add_option("--layers", o.recommend.nLayers, "... and the number of blocks");
@@ -418,6 +437,9 @@ int main(int argc, char** argv) {
     recommend->add_flag("--ship-without-qk-norm", o.recommend.shipWithoutQkNorm,
                         "anneal QK-norm away at the end of training");
     recommend->add_option("--output,-o", o.output, "preset file to write (default: stdout)");
+    auto* lesson = app.add_subcommand("lesson", "check lesson files (docs/LESSONS.md)");
+    lesson->add_option("files", o.lessons, "lesson JSON files");
+    lesson->add_flag("--reference", o.reference, "the lesson file reference, as Markdown");
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
     auto* keys =
@@ -442,6 +464,7 @@ int main(int argc, char** argv) {
         if (*resume) return cmdResume(o);
         if (*blas) return cmdCheckBlas();
         if (*recommend) return cmdRecommend(o);
+        if (*lesson) return cmdLesson(o);
         if (*compare) {
             o.compare.dbPath = o.dbPath;
             return cli::compareRuns(o.compare);

@@ -87,6 +87,10 @@ struct Lesson {
 Lesson parseLesson(const std::string& text, const std::string& origin);
 Lesson loadLessonFile(const std::string& path);
 
+// The reference part of docs/LESSONS.md, written from the three tables and the metric list
+// (`qklab-cli lesson --reference`); a test keeps the file in step with it.
+std::string lessonReferenceMarkdown();
+
 // ---- pause conditions at run time ---------------------------------------------------------
 
 // What fired: the condition, the step, the value and the text to show.
