@@ -23,8 +23,14 @@
 namespace fs = std::filesystem;
 using namespace qklab;
 
-constexpr int kLatestSchema = 7;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
-                                  // 7: comparisons
+constexpr int kLatestSchema = 8;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
+                                  // 7: comparisons, 8: sweeps and run UUIDs
+
+// Turns a file back into what a schema-7 build wrote (prefix of every older downgrade).
+#define QKLAB_UNDO_SCHEMA_8                                                                 \
+    "DROP INDEX runs_by_sweep; DROP INDEX runs_by_uuid; ALTER TABLE runs DROP COLUMN "      \
+    "sweep_coords; ALTER TABLE runs DROP COLUMN sweep_point; ALTER TABLE runs DROP COLUMN " \
+    "sweep_id; ALTER TABLE runs DROP COLUMN uuid; DROP TABLE sweeps; "
 
 namespace {
 
@@ -412,6 +418,7 @@ TEST_F(StoreTest, VersionOneFileIsMigratedKeepingItsRows) {
     }
     // Turn the file back into what a version-1 build wrote.
     rawExec(
+        QKLAB_UNDO_SCHEMA_8
         "ALTER TABLE step_metrics DROP COLUMN attention_path; ALTER TABLE histograms DROP COLUMN "
         "nan; DROP TABLE logit_alarms; DROP TABLE comparisons; "
         "ALTER TABLE attention_maps DROP COLUMN tokens; ALTER TABLE attention_maps DROP COLUMN "
@@ -438,6 +445,7 @@ TEST_F(StoreTest, VersionThreeHistogramsGainAZeroNanCount) {
         w.finish(RunStatus::Finished);
     }
     rawExec(
+        QKLAB_UNDO_SCHEMA_8
         "ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; DROP TABLE comparisons; "
         "ALTER TABLE attention_maps DROP COLUMN tokens; ALTER TABLE attention_maps DROP COLUMN "
         "reason; PRAGMA user_version = 3",
@@ -459,6 +467,7 @@ TEST_F(StoreTest, VersionTwoUserEventsLoseTheHiddenInterventionKey) {
     }
     // Put back what a version-2 build wrote, then let this build open it.
     rawExec(
+        QKLAB_UNDO_SCHEMA_8
         R"(UPDATE events SET params_json = '{"variant":"rms","_intervention":true}' WHERE step = 21;
                ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; DROP TABLE comparisons;
                ALTER TABLE attention_maps DROP COLUMN tokens;
@@ -1077,7 +1086,8 @@ TEST_F(StoreTest, ReadOnlyStoreReadsComparisonsButDoesNotWriteThem) {
 TEST_F(StoreTest, SchemaSixFileHasNoComparisonsForAReaderAndIsMigratedByAWriter) {
     writeRuns(m_path, 2);
     // Turn the file back into what a version-6 build wrote.
-    rawExec("DROP TABLE comparisons; PRAGMA user_version = 6; PRAGMA wal_checkpoint(TRUNCATE)",
+    rawExec(QKLAB_UNDO_SCHEMA_8
+            "DROP TABLE comparisons; PRAGMA user_version = 6; PRAGMA wal_checkpoint(TRUNCATE)",
             m_path);
     {
         RunStore reader(m_path, StoreAccess::ReadOnly);
@@ -1100,4 +1110,35 @@ TEST_F(StoreTest, SchemaSixFileHasNoComparisonsForAReaderAndIsMigratedByAWriter)
     store.saveComparison(comparisonOf("after migration", {1, 2}));
     EXPECT_EQ(store.comparison("after migration").runIds, (std::vector<int64_t>{1, 2}));
     EXPECT_EQ(rawInt("PRAGMA user_version"), kLatestSchema);
+}
+
+// Schema 8 gave runs a UUID. A run written before it has one made from what identifies it:
+// a reader of the old file and the migrated file agree on it, so importing an old file twice
+// (once as it is, once migrated) still skips the run.
+TEST_F(StoreTest, SchemaSevenRunsGetTheSameUuidReadAsTheyAreAndMigrated) {
+    writeRuns(m_path, 2);
+    rawExec(QKLAB_UNDO_SCHEMA_8 "PRAGMA user_version = 7; PRAGMA wal_checkpoint(TRUNCATE)", m_path);
+    std::vector<std::string> before;
+    {
+        RunStore reader(m_path, StoreAccess::ReadOnly);
+        EXPECT_EQ(reader.schemaVersion(), 7);
+        EXPECT_TRUE(reader.sweeps().empty());
+        for (const auto& r : reader.listRuns()) {
+            EXPECT_EQ(r.uuid.rfind("legacy:", 0), 0u) << r.uuid;
+            EXPECT_FALSE(r.sweep.has_value());
+            before.push_back(r.uuid);
+        }
+    }
+    ASSERT_EQ(before.size(), 2u);
+    EXPECT_NE(before[0], before[1]);
+    RunStore writer(m_path);
+    EXPECT_EQ(writer.schemaVersion(), kLatestSchema);
+    std::vector<std::string> after;
+    for (const auto& r : writer.listRuns()) after.push_back(r.uuid);
+    EXPECT_EQ(after, before);
+    // New runs get a random version-4 UUID.
+    RunWriter w(m_path, NewRun{});
+    const std::string fresh = writer.run(w.runId()).uuid;
+    EXPECT_EQ(fresh.size(), 36u);
+    EXPECT_EQ(fresh[14], '4');
 }

@@ -164,7 +164,7 @@ ALTER TABLE runs ADD COLUMN uuid TEXT;
 UPDATE runs SET uuid = 'legacy:' || created_at || ':' || ifnull(host, '') || ':' ||
                        ifnull(pid, 0) || ':' || id;
 CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);
-ALTER TABLE runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id) ON DELETE SET NULL;
+ALTER TABLE runs ADD COLUMN sweep_id INTEGER;  -- sweeps.id; sweeps are never deleted
 ALTER TABLE runs ADD COLUMN sweep_point INTEGER;
 ALTER TABLE runs ADD COLUMN sweep_coords TEXT;
 CREATE INDEX runs_by_sweep ON runs(sweep_id, sweep_point);
