@@ -316,6 +316,39 @@ TEST(Trainer, QkGainsAreFrozenDuringTheAnneal) {
     fs::remove_all(dir);
 }
 
+// anneal.qk_norm.freeze_gain = false: the same anneal, but the gains keep learning inside the
+// window (the switch lesson 5 and docs/EXPERIMENTS.md use to show what freezing prevents).
+TEST(Trainer, FreezeGainFalseLeavesQkGainsLearnableInTheAnneal) {
+    const std::string dir = tempDir();
+    RunConfig c = tinyConfig(40);
+    c.attention.qkNorm = QkNormVariant::RmsAffine;
+    c.anneal.qkNorm = {0.5, 1.0, AnnealShape::Linear};  // alpha falls over steps 20..39
+    c.anneal.qkNorm.freezeGain = false;
+    c.run.checkpointEvery = 10;
+    Trainer t(c);
+    t.setCheckpointDir(dir + "/ckpt");
+    Collector col;
+    col.copyDir = dir;
+    t.run(col);
+    EXPECT_DOUBLE_EQ(col.steps[30].alpha, 9.0 / 19.0);  // the anneal itself is unchanged
+    auto gainsAt = [&](int64_t step) {
+        Transformer m(c);
+        torch::serialize::InputArchive a;
+        a.load_from(dir + "/copy-" + std::to_string(step) + ".pt");
+        m->load(a);
+        return m->qkGains()[0].clone();  // layer 0 q gain
+    };
+    const auto g20 = gainsAt(20), g30 = gainsAt(30), g40 = gainsAt(40);
+    EXPECT_FALSE(torch::equal(g20, g30));  // still learning inside the window
+    EXPECT_FALSE(torch::equal(g30, g40));
+    // The key reads and writes through the registry.
+    RunConfig parsed = configFromJson(
+        nlohmann::json::parse(R"({"anneal": {"qk_norm": {"start": 0.5, "freeze_gain": false}}})"));
+    EXPECT_FALSE(parsed.anneal.qkNorm.freezeGain);
+    EXPECT_TRUE(RunConfig{}.anneal.qkNorm.freezeGain);
+    fs::remove_all(dir);
+}
+
 TEST(Trainer, CudaRequestedWithoutCudaSaysSo) {
     if (cudaAvailable()) return;  // on a GPU machine this is not an error
     RunConfig c = tinyConfig();

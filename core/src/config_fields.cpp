@@ -250,6 +250,10 @@ void annealFields(FieldTable& t) {
     t.add("anneal.qk_norm.shape", "Anneal curve", "",
           "alpha curve inside the window (hard = switch off at start)",
           [](RunConfig& c) -> AnnealShape& { return c.anneal.qkNorm.shape; });
+    t.add("anneal.qk_norm.freeze_gain", "Freeze QK gains in the anneal", "",
+          "freeze learnable QK gains during a QK-norm anneal (window or qk_anneal event), the "
+          "guide's rule; false leaves them learnable, to show what the rule prevents",
+          [](RunConfig& c) -> bool& { return c.anneal.qkNorm.freezeGain; });
     t.add(
         "anneal.softcap.start", "Softcap anneal start", "of steps",
         "fraction of steps where C starts moving to c_to (1 = no anneal)",

@@ -155,7 +155,7 @@ EventKindInfo qkAnneal() {
     k.action = "Start anneal";
     k.help =
         "anneal QK-norm away: alpha falls 1 -> 0 over `steps` steps from this step "
-        "(learnable QK gains freeze)";
+        "(learnable QK gains freeze unless anneal.qk_norm.freeze_gain is false)";
     k.params = {intParam("steps", "length of the anneal in steps", 1, 1e7, &EventArgs::steps),
                 choiceParam<AnnealShape>("shape", "alpha curve", &EventArgs::shape, false)};
     k.apply = [](StepSettings& s, const Event& e, int64_t step) {

@@ -628,7 +628,8 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     }
     // Learnable QK scales are frozen during an anneal: the optimizer would otherwise inflate
     // them to compensate, and they would explode as alpha reaches 0.
-    if (s.annealing)
+    // anneal.qk_norm.freeze_gain = false leaves them learnable, to show that.
+    if (s.annealing && config.anneal.qkNorm.freezeGain)
         for (auto& g : gains) g.mutable_grad() = torch::Tensor();
     optimizer->step();
     current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation

@@ -69,6 +69,9 @@ struct QkNormAnneal {
     double start = 1.0;
     double end = 1.0;
     AnnealShape shape = AnnealShape::Linear;
+    // Learnable QK gains freeze inside the window (the guide's rule); false leaves them
+    // learnable, to show what the rule prevents.
+    bool freezeGain = true;
 };
 
 struct SoftcapAnneal {
