@@ -1,8 +1,9 @@
 // recommend_test.cpp — the guide's size table (domain brief section 5) as recommendSettings.
+#include "qklab/recommend.h"
+
 #include <gtest/gtest.h>
 
 #include "qklab/error.h"
-#include "qklab/recommend.h"
 
 using namespace qklab;
 
@@ -77,7 +78,7 @@ TEST(Recommend, ExplicitShapeAndHeadWidth) {
     EXPECT_EQ(r.tier, "< 100M");
     EXPECT_EQ(r.config.model.nHeads, 16);
     q.dHead = 100;
-    EXPECT_THROW(recommendSettings(q), Error);  // 768 is not a multiple of 100
+    EXPECT_THROW(recommendSettings(q), Error);                   // 768 is not a multiple of 100
     EXPECT_THROW(recommendSettings(RecommendRequest{}), Error);  // no size
 }
 

@@ -17,8 +17,8 @@ struct Shape {
     double parameters;
     int64_t layers, dModel;
 };
-const Shape kShapes[] = {{30e6, 6, 512},      {125e6, 12, 768},   {350e6, 24, 1024},
-                         {760e6, 24, 1536},   {1.3e9, 24, 2048},  {2.7e9, 32, 2560}};
+const Shape kShapes[] = {{30e6, 6, 512},    {125e6, 12, 768},  {350e6, 24, 1024},
+                         {760e6, 24, 1536}, {1.3e9, 24, 2048}, {2.7e9, 32, 2560}};
 
 // Non-embedding parameters of a block stack: attention 4 d^2 + MLP 8 d^2 per layer.
 double blockParameters(int64_t layers, int64_t dModel) {
@@ -52,7 +52,8 @@ void chooseShape(const RecommendRequest& r, Recommendation& out, double& paramet
     RunConfig& c = out.config;
     if (r.dModel > 0 || r.nLayers > 0) {
         if (r.dModel <= 0 || r.nLayers <= 0)
-            throw Error(ErrorCode::InvalidRequest, "give both --d-model and --layers (or --params)");
+            throw Error(ErrorCode::InvalidRequest,
+                        "give both --d-model and --layers (or --params)");
         c.model.dModel = r.dModel;
         c.model.nLayers = r.nLayers;
         parameters = blockParameters(r.nLayers, r.dModel);
@@ -84,11 +85,11 @@ void chooseAttention(const RecommendRequest& r, const Tier& tier, Recommendation
                                                    " is not a multiple of d_head " +
                                                    std::to_string(dHead));
     c.model.nHeads = c.model.dModel / dHead;
-    out.reasons.push_back({"model.n_heads", std::to_string(c.model.nHeads) + " heads of d_head " +
-                                                std::to_string(dHead) +
-                                                (r.dHead > 0 ? " (as asked)"
-                                                             : " (the guide's d_head for " +
-                                                                   std::string(tier.name) + ")")});
+    out.reasons.push_back(
+        {"model.n_heads",
+         std::to_string(c.model.nHeads) + " heads of d_head " + std::to_string(dHead) +
+             (r.dHead > 0 ? " (as asked)"
+                          : " (the guide's d_head for " + std::string(tier.name) + ")")});
     c.attention.qkNorm = tier.qkNorm ? QkNormVariant::Rms : QkNormVariant::None;
     out.reasons.push_back(
         {"attention.qk_norm",
@@ -96,14 +97,15 @@ void chooseAttention(const RecommendRequest& r, const Tier& tier, Recommendation
                        "from 100M up (all layers or none: mixing makes debugging hard)"
                      : "off below 100M: probe the logits first and fix data quality first; turn "
                        "it on if max logit passes 30 with q/k norms rising"});
-    out.reasons.push_back({"attention.scale",
-                           "s = 1/sqrt(d_head), so RMS-normed logits stay within sqrt(d_head)"});
+    out.reasons.push_back(
+        {"attention.scale", "s = 1/sqrt(d_head), so RMS-normed logits stay within sqrt(d_head)"});
     c.attention.softcap.kind = SoftcapKind::Tanh;
     c.attention.softcap.c = tier.softcapC;
     char cap[160];
-    std::snprintf(cap, sizeof cap, "tanh softcap C = %g, the guide's width for %s%s",
-                  tier.softcapC, tier.name,
-                  tier.qkNorm ? "" : " (optional at this size; cheap insurance against token spikes)");
+    std::snprintf(
+        cap, sizeof cap, "tanh softcap C = %g, the guide's width for %s%s", tier.softcapC,
+        tier.name,
+        tier.qkNorm ? "" : " (optional at this size; cheap insurance against token spikes)");
     out.reasons.push_back({"attention.softcap.c", cap});
 }
 
@@ -129,8 +131,8 @@ void chooseTraining(const RecommendRequest& r, const Tier& tier, Recommendation&
                                "anneal QK-norm away over the last 8% of steps (5-10% gives a "
                                "rebound of only 0.02-0.05); learnable QK scales freeze meanwhile"});
     } else if (r.shipWithoutQkNorm) {
-        out.reasons.push_back({"anneal.qk_norm.start",
-                               "nothing to anneal: QK-norm is off at this size"});
+        out.reasons.push_back(
+            {"anneal.qk_norm.start", "nothing to anneal: QK-norm is off at this size"});
     }
 }
 
@@ -141,10 +143,14 @@ double parseParameterCount(const std::string& text) {
     const double v = std::strtod(text.c_str(), &end);
     double scale = 1;
     const std::string suffix = end ? std::string(end) : "";
-    if (suffix == "k" || suffix == "K") scale = 1e3;
-    else if (suffix == "M" || suffix == "m") scale = 1e6;
-    else if (suffix == "B" || suffix == "b" || suffix == "G") scale = 1e9;
-    else if (!suffix.empty()) scale = 0;
+    if (suffix == "k" || suffix == "K")
+        scale = 1e3;
+    else if (suffix == "M" || suffix == "m")
+        scale = 1e6;
+    else if (suffix == "B" || suffix == "b" || suffix == "G")
+        scale = 1e9;
+    else if (!suffix.empty())
+        scale = 0;
     if (end == text.c_str() || scale == 0 || !(v > 0) || !std::isfinite(v))
         throw Error(ErrorCode::InvalidRequest,
                     "--params: expected a size such as 300M, 1.3B or 125e6, got '" +
