@@ -21,28 +21,6 @@ namespace qklab::gui {
 
 using nlohmann::json;
 
-namespace {
-
-// Keys whose value differs from the defaults; nested objects are compared key by key so a
-// preset that changes one model field does not repeat the whole model section.
-json diffJson(const json& value, const json& defaults) {
-    json out = json::object();
-    for (auto it = value.begin(); it != value.end(); ++it) {
-        const auto d = defaults.find(it.key());
-        if (d == defaults.end()) {
-            out[it.key()] = it.value();
-        } else if (it.value().is_object() && d->is_object()) {
-            json sub = diffJson(it.value(), *d);
-            if (!sub.empty()) out[it.key()] = sub;
-        } else if (it.value() != *d) {
-            out[it.key()] = it.value();
-        }
-    }
-    return out;
-}
-
-}  // namespace
-
 PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -189,9 +167,7 @@ bool PresetPicker::loadPath(const QString& pathOrName) {
 }
 
 json PresetPicker::presetJson(const RunConfig& config) {
-    json out = diffJson(configToJson(config), configToJson(RunConfig{}));
-    out["why"] = config.why;
-    return out;
+    return qklab::presetJson(config);
 }
 
 bool PresetPicker::savePreset(const RunConfig& config, const QString& path, QString* error) {

@@ -170,34 +170,12 @@ Recommendation recommendSettings(const RecommendRequest& r) {
     return out;
 }
 
-namespace {
-
-// The leaves of `config` that differ from `defaults`: a preset lists only what it changes.
-nlohmann::json changedKeys(const nlohmann::json& config, const nlohmann::json& defaults) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& [key, value] : config.items()) {
-        const bool known = defaults.contains(key);
-        if (value.is_object() && known && defaults[key].is_object()) {
-            nlohmann::json inner = changedKeys(value, defaults[key]);
-            if (!inner.empty()) out[key] = inner;
-        } else if (!known || defaults[key] != value) {
-            out[key] = value;
-        }
-    }
-    return out;
-}
-
-}  // namespace
-
 nlohmann::json recommendationToJson(const Recommendation& r) {
     std::string why = "Recommended by qklab-cli recommend for the guide's " + r.tier + " row.";
     for (const auto& [key, reason] : r.reasons) why += " " + key + ": " + reason + ".";
-    nlohmann::json j = changedKeys(configToJson(r.config), configToJson(RunConfig{}));
-    j.erase("why");
-    j.erase("events");
-    nlohmann::json out = {{"why", why}};
-    out.update(j);
-    return out;
+    RunConfig c = r.config;
+    c.why = why;
+    return presetJson(c);
 }
 
 }  // namespace qklab

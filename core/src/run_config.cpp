@@ -276,6 +276,32 @@ RunConfig loadPreset(const std::string& path, bool checkValues) {
     return configFromJsonText(ss.str(), path, checkValues);
 }
 
+namespace {
+
+json changedFromDefaults(const json& value, const json& defaults) {
+    json out = json::object();
+    for (auto it = value.begin(); it != value.end(); ++it) {
+        const auto d = defaults.find(it.key());
+        if (d == defaults.end()) {
+            out[it.key()] = it.value();
+        } else if (it.value().is_object() && d->is_object()) {
+            json sub = changedFromDefaults(it.value(), *d);
+            if (!sub.empty()) out[it.key()] = sub;
+        } else if (it.value() != *d) {
+            out[it.key()] = it.value();
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+json presetJson(const RunConfig& c) {
+    json out = changedFromDefaults(configToJson(c), configToJson(RunConfig{}));
+    out["why"] = c.why;
+    return out;
+}
+
 json configToJson(const RunConfig& c) {
     json j = json::object();
     for (const auto& f : configFields()) {

@@ -170,6 +170,10 @@ RunConfig configFromJsonText(const std::string& text, const std::string& origin,
                              bool checkValues = true);
 RunConfig loadPreset(const std::string& path, bool checkValues = true);
 nlohmann::json configToJson(const RunConfig& c);
+// A preset of `c`: only the keys whose value differs from RunConfig{} (nested sections compared
+// key by key, nanoGPT's override idea), plus "why". What "Save as preset…" and `recommend`
+// write.
+nlohmann::json presetJson(const RunConfig& c);
 
 // Apply `dotted.key=value`; value is parsed as JSON when it parses, else taken as a string.
 void applyOverride(RunConfig& c, const std::string& assignment);
