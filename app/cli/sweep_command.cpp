@@ -103,22 +103,22 @@ std::vector<int64_t> pointsToRun(RunStore& store, const SweepInfo& s, bool retry
     std::map<int64_t, RunStatus> latest;
     for (const RunInfo& r : store.sweepRuns(s.id))
         if (r.sweep) latest[r.sweep->point] = r.status;
-    std::vector<int64_t> todo;
+    std::vector<int64_t> toRun;
     for (int64_t i = 0; i < s.points; ++i) {
         auto it = latest.find(i);
         if (it == latest.end() || it->second == RunStatus::Stopped ||
             it->second == RunStatus::Interrupted ||
             (retryFailed && it->second == RunStatus::Failed))
-            todo.push_back(i);
+            toRun.push_back(i);
     }
-    return todo;
+    return toRun;
 }
 
 class SweepProgress {
   public:
-    SweepProgress(const SweepInfo& s, std::vector<int64_t> todo, std::map<int64_t, int64_t> steps)
+    SweepProgress(const SweepInfo& s, std::vector<int64_t> toRun, std::map<int64_t, int64_t> steps)
         : m_sweep(s),
-          m_todo(std::move(todo)),
+          m_toRun(std::move(toRun)),
           m_steps(std::move(steps)),
           m_tty(isatty(STDERR_FILENO)),
           m_start(std::chrono::steady_clock::now()) {}
@@ -135,7 +135,7 @@ class SweepProgress {
         std::string active;
         std::set<int64_t> runningPoints;
         for (const auto& [pid, point] : running) runningPoints.insert(point);
-        for (int64_t point : m_todo) {
+        for (int64_t point : m_toRun) {
             stepsTotal += m_steps[point];
             auto it = latest.find(point);
             if (it == latest.end()) continue;
@@ -155,7 +155,7 @@ class SweepProgress {
         const double eta = stepsDone > 0 ? elapsed * (stepsTotal - stepsDone) / stepsDone : NAN;
         char head[160];
         std::snprintf(head, sizeof head, "sweep %s: %d/%zu done, %d diverged, %d failed, ETA %s",
-                      m_sweep.name.c_str(), done, m_todo.size(), diverged, failed,
+                      m_sweep.name.c_str(), done, m_toRun.size(), diverged, failed,
                       duration(eta).c_str());
         std::string line = std::string(head) + (active.empty() ? "" : " | running:" + active);
         if (m_tty) {
@@ -178,7 +178,7 @@ class SweepProgress {
 
   private:
     SweepInfo m_sweep;
-    std::vector<int64_t> m_todo;
+    std::vector<int64_t> m_toRun;
     std::map<int64_t, int64_t> m_steps;
     bool m_tty;
     std::chrono::steady_clock::time_point m_start, m_last{};
@@ -210,20 +210,20 @@ int defaultJobs(int threadsPerRun) {
 }
 
 // Runs the points in a pool of workers until all ended or a stop was requested.
-bool runPool(RunStore& store, const SweepInfo& s, const std::vector<int64_t>& todo,
+bool runPool(RunStore& store, const SweepInfo& s, const std::vector<int64_t>& toRun,
              const SweepOptions& o, SweepProgress& progress) {
     const int jobs = o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun);
     const std::string self = selfExecutable();
     std::map<pid_t, int64_t> running;
     size_t next = 0;
     bool stopSent = false;
-    while ((!g_stopSignal && next < todo.size()) || !running.empty()) {
+    while ((!g_stopSignal && next < toRun.size()) || !running.empty()) {
         if (g_stopSignal && !stopSent) {
             for (const auto& [pid, point] : running) kill(pid, SIGINT);  // each stops cleanly
             stopSent = true;
         }
-        while (!g_stopSignal && next < todo.size() && static_cast<int>(running.size()) < jobs) {
-            const int64_t point = todo[next++];
+        while (!g_stopSignal && next < toRun.size() && static_cast<int>(running.size()) < jobs) {
+            const int64_t point = toRun[next++];
             running[startWorker(
                 {self, "sweep-point", "--db", o.dbPath, "--sweep", std::to_string(s.id), "--point",
                  std::to_string(point), "--threads", std::to_string(o.threadsPerRun)},
@@ -312,18 +312,18 @@ int runSweep(const SweepOptions& o) {
     RunStore store(o.dbPath);
     store.markInterruptedRuns();
     auto [sweep, definition] = openSweep(store, o);
-    const std::vector<int64_t> todo = pointsToRun(store, sweep, o.retryFailed);
+    const std::vector<int64_t> toRun = pointsToRun(store, sweep, o.retryFailed);
     std::fprintf(stderr,
                  "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
                  sweep.name.c_str(), static_cast<long long>(sweep.id), o.dbPath.c_str(),
-                 static_cast<long long>(sweep.points), todo.size(),
+                 static_cast<long long>(sweep.points), toRun.size(),
                  o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun),
                  (o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun)) == 1 ? "" : "s",
                  o.threadsPerRun, o.threadsPerRun == 1 ? "" : "s");
-    SweepProgress progress(sweep, todo, stepsPerPoint(definition));
+    SweepProgress progress(sweep, toRun, stepsPerPoint(definition));
     std::signal(SIGINT, onSweepSignal);
     std::signal(SIGTERM, onSweepSignal);
-    const bool completed = runPool(store, sweep, todo, o, progress);
+    const bool completed = runPool(store, sweep, toRun, o, progress);
     progress.finish();
     return reportEnd(store, sweep, completed, progress.elapsed());
 }
