@@ -78,6 +78,7 @@ TEST_F(CliTest, RunListShowExport) {
     EXPECT_EQ(j["config"]["why"], "tiny");
     EXPECT_TRUE(j["alarms"].is_array());  // logit alarms: none on this healthy run
     EXPECT_EQ(j["summary"]["logit_alarms"], 0);
+    EXPECT_EQ(j["summary"]["qk_clips"], 0);  // QK-Clip is off
 
     const Result list = cli("list --json --db " + m_db);
     ASSERT_EQ(list.status, 0);
@@ -92,6 +93,8 @@ TEST_F(CliTest, RunListShowExport) {
     const json e = json::parse(js.out);
     EXPECT_EQ(e["steps"].size(), 12u);
     EXPECT_EQ(e["probes"].size(), 3u);  // steps 0, 4, 8; one layer row each
+    EXPECT_TRUE(e["qk_clips"].is_array());
+    EXPECT_TRUE(e["qk_clips"].empty());
 }
 
 TEST_F(CliTest, InlineEmptyPresetMeansDefaults) {
@@ -377,8 +380,9 @@ TEST_F(CliTest, ReadersNeverWrite) {
         ASSERT_EQ(sqlite3_open(m_db.c_str(), &raw), SQLITE_OK);
         // A writer that died (pid 0 never runs a qklab) on a file of schema 3.
         sqlite3_exec(raw,
-                     "UPDATE runs SET status = 'running', pid = 0; ALTER TABLE histograms DROP "
-                     "COLUMN nan; DROP TABLE logit_alarms; DROP TABLE comparisons; "
+                     "UPDATE runs SET status = 'running', pid = 0; DROP TABLE qk_clips; "
+                     "ALTER TABLE histograms DROP COLUMN nan; DROP TABLE logit_alarms; "
+                     "DROP TABLE comparisons; "
                      "ALTER TABLE attention_maps DROP COLUMN tokens; ALTER TABLE attention_maps "
                      "DROP COLUMN reason; PRAGMA user_version = 3; PRAGMA "
                      "wal_checkpoint(TRUNCATE);",

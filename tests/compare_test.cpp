@@ -113,6 +113,10 @@ class CompareStoreTest : public ::testing::Test {
         b.tier = 3;
         w.addSpike(a);
         w.addSpike(b);
+        // QK-Clip scaled three heads: two at step 2, one at step 4.
+        w.addQkClip({2, 0, 0, 120, std::sqrt(100.0 / 120)});
+        w.addQkClip({2, 1, 1, 400, 0.5});
+        w.addQkClip({4, 0, 1, 150, std::sqrt(100.0 / 150)});
         w.finish(RunStatus::Diverged);
         return w.runId();
     }
@@ -205,6 +209,7 @@ TEST_F(CompareStoreTest, SummaryIsReadWithHandComputedValues) {
     EXPECT_EQ(s.bestValLoss, 4.0);
     EXPECT_EQ(s.spikes, 2);
     EXPECT_EQ(s.worstTier, 3);
+    EXPECT_EQ(s.qkClips, 3);  // head clips, not clipped steps
     EXPECT_EQ(s.firstStepPast30, 2);
     EXPECT_EQ(s.firstStepPast100, 4);  // the head row of 500 at step 0 is not a layer row
     EXPECT_EQ(s.peakRawMax, 150.0);
@@ -225,6 +230,8 @@ TEST_F(CompareStoreTest, SummaryIsReadWithHandComputedValues) {
     EXPECT_EQ(columnOf("first_step_past_30").number(s), 2.0);
     EXPECT_EQ(columnOf("train_seconds").text(s), "0.7467");
     EXPECT_EQ(columnOf("tokens_per_s").text(s), "2500");
+    EXPECT_EQ(columnOf("qk_clips").text(s), "3");
+    EXPECT_STREQ(columnOf("qk_clips").title, "QK clips");
 }
 
 // The comparison view summarizes from the rows it read for its plots: the same summary as
@@ -244,6 +251,7 @@ TEST_F(CompareStoreTest, SummaryFromRowsAlreadyReadEqualsTheStoreRead) {
     const RunSummary noSteps = summarizeRun(info, configAsTrained(info), {}, {}, {});
     EXPECT_EQ(noSteps.steps, 0);
     EXPECT_EQ(noSteps.spikes, 0);
+    EXPECT_EQ(noSteps.qkClips, 3);  // the count comes with info, like the run list's
     EXPECT_FALSE(noSteps.peakRawMax);
 }
 
@@ -301,6 +309,7 @@ TEST(SummaryColumnsTest, OneTableInTheDocumentedOrder) {
                                                             {"best_val_loss", -1},
                                                             {"spikes", -1},
                                                             {"worst_tier", -1},
+                                                            {"qk_clips", 0},
                                                             {"first_step_past_30", +1},
                                                             {"first_step_past_100", +1},
                                                             {"peak_raw_max", -1},
@@ -329,6 +338,7 @@ TEST_F(CompareStoreTest, JsonAndCsvCarryEveryColumn) {
     EXPECT_EQ(j["best_val_loss"], 4.0);
     EXPECT_EQ(j["first_step_past_100"], 4);
     EXPECT_EQ(j["tokens_per_s"], 2500);
+    EXPECT_EQ(j["qk_clips"], 3);
     for (const auto& c : summaryColumns()) EXPECT_TRUE(j.contains(c.key)) << c.key;
     EXPECT_EQ(j.size(), summaryColumns().size() + 2);  // + run_id, name
 
@@ -339,18 +349,19 @@ TEST_F(CompareStoreTest, JsonAndCsvCarryEveryColumn) {
     const std::string csv = summaryCsv({s, empty});
     const std::string header =
         "run_id,name,status,steps,final_train_loss,best_train_loss,final_val_loss,best_val_loss,"
-        "spikes,worst_tier,first_step_past_30,first_step_past_100,peak_raw_max,peak_capped_max,"
+        "spikes,worst_tier,qk_clips,first_step_past_30,first_step_past_100,peak_raw_max,peak_"
+        "capped_max,"
         "final_entropy,tokens_per_s,train_seconds\n";
     ASSERT_EQ(csv.substr(0, header.size()), header);
     const std::string row =
         csv.substr(header.size(), csv.find('\n', header.size()) + 1 - header.size());
     EXPECT_EQ(
         row.rfind(std::to_string(id) +
-                      R"(,"lr=3e-2, ""hot""",diverged,5,3.8,3.5,4.1,4,2,3,2,4,150,50,1,2500,)",
+                      R"(,"lr=3e-2, ""hot""",diverged,5,3.8,3.5,4.1,4,2,3,3,2,4,150,50,1,2500,)",
                   0),
         0u)
         << row;
-    const std::string last = "9,plain,running,0,,,,,0,0,,,,,,,\n";  // missing: empty cells
+    const std::string last = "9,plain,running,0,,,,,0,0,0,,,,,,,\n";  // missing: empty cells
     ASSERT_GE(csv.size(), last.size());
     EXPECT_EQ(csv.substr(csv.size() - last.size()), last);
 }

@@ -499,3 +499,32 @@ TEST(ConfigLimits, Item12DuplicateKeysAreRefusedNamingThePath) {
     EXPECT_NO_THROW(
         configFromJsonText(R"({"anneal":{"qk_norm":{"start":1},"softcap":{"start":1}}})", "p"));
 }
+
+TEST(Config, MlaRefusesVariantsItCannotAbsorbNamingTheKey) {
+    auto problem = [](const std::string& set) {
+        RunConfig c;
+        applyOverride(c, "attention.kind=mla");
+        applyOverride(c, set);
+        const auto p = validationProblems(c);
+        return p.empty() ? std::string() : p.front();
+    };
+    EXPECT_EQ(problem("attention.qk_norm=rms"), "");
+    EXPECT_EQ(problem("attention.qk_norm=whole_rms"), "");
+    EXPECT_NE(problem("attention.qk_norm=layernorm").find("attention.qk_norm = layernorm"),
+              std::string::npos);
+    EXPECT_NE(problem("attention.qk_norm_on=qkv").find("attention.qk_norm_on = qkv"),
+              std::string::npos);
+    EXPECT_NE(problem("attention.mla.d_rope=7").find("attention.mla.d_rope = 7"),
+              std::string::npos);
+    EXPECT_NE(problem("attention.qk_clip.tau=-1").find("attention.qk_clip.tau = -1"),
+              std::string::npos);
+    // A mid-run switch to an unabsorbable variant is refused like the config key.
+    RunConfig c;
+    applyOverride(c, "attention.kind=mla");
+    c.events.push_back(
+        eventFromJson({{"step", 5}, {"kind", "qk_norm"}, {"variant", "layernorm"}}, "events[0]"));
+    EXPECT_NE(validationProblems(c).at(0).find("events[0].variant = layernorm"), std::string::npos);
+    // d_qk = d_head + d_rope under MLA sets the default scale.
+    EXPECT_EQ(c.dQk(), 32 + 16);
+    EXPECT_NEAR(c.logitScale(), 1.0 / std::sqrt(48.0), 1e-15);
+}

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
 #include <QSettings>
@@ -25,6 +26,7 @@
 #include "run_browser_panel.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"
+#include "sample_panel.h"
 #include "sweep_panel.h"
 
 namespace qklab::gui {
@@ -77,6 +79,10 @@ const OptionSpec kOptions[] = {
     {"shot-on-callout",
      "With --screenshot: take it when a lesson callout shows (or at --quit-after-ms), then quit.",
      ""},
+    {"sample",
+     "Generate text from these stored runs (comma separated ids), one after another, in the "
+     "Sample box: the last run's text on top, the one before it below.",
+     "IDS"},
 };
 
 void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
@@ -108,6 +114,8 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     o->replay = value("replay");
     o->replaySpeed = value("replay-speed").toDouble();
     o->shotOnCallout = isSet("shot-on-callout");
+    for (const QString& id : value("sample").split(QLatin1Char(','), Qt::SkipEmptyParts))
+        o->sampleIds << id.trimmed().toLongLong();
     // Scripted runs must never wait for a click on a dialog.
     o->quiet = isSet("quiet") || o->autostart || o->quitAfterSteps > 0 || o->quitAfterMs > 0 ||
                !o->screenshotPath.isEmpty();
@@ -238,8 +246,9 @@ bool AutomationDriver::begin() {
     }
     if (m_options.quitAfterMs > 0)
         QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);
+    beginSamples();
     if (!m_options.autostart && m_options.quitAfterMs <= 0 && !m_options.screenshotPath.isEmpty() &&
-        !m_options.shotOnCallout) {
+        !m_options.shotOnCallout && m_options.sampleIds.isEmpty()) {
         // Only a screenshot of a stored run: give the async load a moment.
         QTimer::singleShot(2000, this, &AutomationDriver::finishAndQuit);
     }
@@ -282,6 +291,40 @@ bool AutomationDriver::beginLesson() {
         connect(m_window->lessonStage(), &LessonStage::calloutShown, this,
                 [this] { QTimer::singleShot(1500, this, &AutomationDriver::finishAndQuit); });
     return true;
+}
+
+// --sample: each run is picked in the Sample box, generated from once its checkpoint is
+// found, and the next follows when the text is written; a screenshot waits for the last.
+void AutomationDriver::beginSamples() {
+    if (m_options.sampleIds.isEmpty()) return;
+    SamplePanel* panel = m_window->samplePanel();
+    if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("sampleDock"))) {
+        dock->show();
+        dock->raise();
+    }
+    connect(panel, &SamplePanel::runReady, this, [this, panel](qint64 id, bool ready) {
+        if (!m_samplePending) return;
+        m_samplePending = false;
+        if (ready) return panel->generate();
+        std::cerr << "qklab: --sample " << id << ": " << panel->notice().toStdString() << "\n";
+        m_exitCode = 2;
+        sampleNext();
+    });
+    connect(panel, &SamplePanel::sampleFinished, this, [this] { sampleNext(); });
+    if (m_options.openRunId <= 0) return QTimer::singleShot(0, this, &AutomationDriver::sampleNext);
+    // Opening a run picks it in the Sample box too: start once that has happened.
+    connect(m_window, &MainWindow::runOpened, this, [this] {
+        if (m_nextSample == 0 && !m_samplePending) sampleNext();
+    });
+}
+
+void AutomationDriver::sampleNext() {
+    if (m_nextSample >= m_options.sampleIds.size()) {
+        if (!m_options.screenshotPath.isEmpty() && m_options.quitAfterMs <= 0) finishAndQuit();
+        return;
+    }
+    m_samplePending = true;
+    m_window->samplePanel()->setRun(m_options.sampleIds[m_nextSample++]);
 }
 
 void AutomationDriver::openRequestedRun() {

@@ -4,7 +4,7 @@
 //   qklab --preset FILE --set key=value --db FILE --autostart --quit-after-steps N
 //         --screenshot OUT.png --tab histograms --run-name NAME --open-run ID --latency-report FILE
 //         --compare 1,2 --sweep NAME --lesson NAME|FILE --lesson-step N --presenter
-//         --replay RUN --replay-speed N --shot-on-callout
+//         --replay RUN --replay-speed N --shot-on-callout --sample 1,2
 //
 // The driver only uses what a user could do through the panels (load preset, start, open a
 // run, switch tab) so a passing smoke test means the real path works.
@@ -48,6 +48,7 @@ struct LaunchOptions {
     QString replay;              // replay this stored run (id or name)
     double replaySpeed = 0;      // steps per second; 0 = the recorded wall time
     bool shotOnCallout = false;  // with --screenshot: take it once a lesson callout shows, quit
+    QList<qint64> sampleIds;     // generate text from these stored runs in the Sample box
 };
 
 // Parses argv; on --help or a bad option prints and returns false with *exitCode set.
@@ -68,6 +69,8 @@ class AutomationDriver : public QObject {
     void finishAndQuit();
     void openRequestedRun();
     bool beginLesson();
+    void beginSamples();
+    void sampleNext();
 
     MainWindow* m_window;
     LaunchOptions m_options;
@@ -76,6 +79,8 @@ class AutomationDriver : public QObject {
     bool m_quitting = false;
     bool m_openedRun = false;
     int m_nextIntervention = 0;
+    int m_nextSample = 0;
+    bool m_samplePending = false;  // a --sample run was picked; generate once it is ready
     bool m_sawProgress = false;
     QString m_latencySummary;
     LatencyStats m_latencyStats;

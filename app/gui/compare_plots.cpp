@@ -11,6 +11,7 @@
 #include "plot_cursor.h"
 #include "plot_export.h"
 #include "plot_style.h"
+#include "qk_clip_marks.h"
 
 namespace qklab::gui {
 namespace {
@@ -289,10 +290,20 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     thinIfDense(high);
 }
 
-// Spikes at their raw values; a diverged run's last finite point; interventions as lines.
+// Spikes at their raw values; a diverged run's last finite point; QK-Clips on the raw max
+// logit (the layer shown, or all); interventions as lines.
 void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index) {
     const CompareRun& run = m_comparison->runs[index];
     const QColor color = compareColor(index);
+    if (info.metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
+        QCPGraph* clips = addRunGraph(plot, index, QString(), QPen(color));
+        clips->setLineStyle(QCPGraph::lsNone);
+        clips->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color, color.lighter(150), 7));
+        clips->setProperty("qkClips", true);
+        for (const ClipStep& c : clipSteps(run.snap.clips, m_layer))
+            if (std::isfinite(c.maxSMax)) clips->addData(m_x[index](double(c.step)), c.maxSMax);
+    }
     const bool lossPlot = info.metric == CompareMetric::TrainLoss;
     if (lossPlot || info.metric == CompareMetric::GradNorm) {
         QCPGraph* marks = addRunGraph(plot, index, QString(), QPen(color));

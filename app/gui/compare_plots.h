@@ -2,7 +2,7 @@
 // every run in its own colour, a shared hover cursor reading each run's value, the x-axis
 // choice of the live plots, EMA smoothing that keeps the raw points faint (spike markers come
 // from the raw values), seed groups as a mean line in a min-max band, and per-run spike,
-// divergence and intervention markers.
+// divergence, QK-Clip and intervention markers.
 #pragma once
 
 #include <QWidget>

@@ -85,9 +85,13 @@ QString messagesHtml(const RunConfig& c, const QStringList& problems, const QStr
                              .arg(QString::fromStdString(formatBytes(estimateMemory(c).total)));
     if (!warnings.isEmpty())
         return html + QStringLiteral("<div style='color:#505050'>%1</div>").arg(need);
-    return QStringLiteral(
-               "<div style='color:#2a7a2a'>✔ config is valid (d_head %1, s %2) · %3</div>")
-        .arg(c.model.nHeads > 0 ? c.dHead() : 0)
+    return QStringLiteral("<div style='color:#2a7a2a'>✔ config is valid (%1, s %2) · %3</div>")
+        .arg(c.attention.kind == AttentionKind::Mla
+                 ? QStringLiteral("MLA, d_head %1 + d_rope %2, latent %3")
+                       .arg(c.model.nHeads > 0 ? c.dHead() : 0)
+                       .arg(c.attention.mla.dRope)
+                       .arg(c.attention.mla.dC)
+                 : QStringLiteral("d_head %1").arg(c.model.nHeads > 0 ? c.dHead() : 0))
         .arg(c.model.nHeads > 0 ? c.logitScale() : 0.0, 0, 'g', 4)
         .arg(need);
 }

@@ -25,13 +25,14 @@ struct LiveBatch {
     QVector<ProbeStats> probes;  // every row the probes produced (layer and head level)
     QVector<Spike> spikes;
     QVector<LogitAlarm> alarms;
+    QVector<QkClip> clips;  // the heads QK-Clip scaled, by step
     QVector<EventRecord> events;
     bool newHistograms = false;  // the store will hold new histogram rows after flush
     bool newAttentionMaps = false;
 
     bool empty() const {
         return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && alarms.isEmpty() &&
-               events.isEmpty() && !newHistograms && !newAttentionMaps;
+               clips.isEmpty() && events.isEmpty() && !newHistograms && !newAttentionMaps;
     }
 };
 

@@ -161,6 +161,7 @@ void LivePlotsPanel::buildProbePlots() {
     m_norms = makePlot(tr("q, k (light) norm p90 per layer"), tr("L2 norm"));
     setLogAxis(m_norms->yAxis, true);
     m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"));
+    m_clips = std::make_unique<QkClipMarks>(m_logits);
 }
 
 QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {
@@ -233,13 +234,16 @@ void LivePlotsPanel::setupThresholds() {
                      tr("healthy max < %1").arg(kHealthyMaxLogit), /*labelBelow=*/true);
     addThresholdLine(m_logits, kInterveneMaxLogit, QColor(200, 0, 0),
                      tr("intervene > %1").arg(kInterveneMaxLogit));
-    // With RMS QK-norm and s = 1/sqrt(d_head), |logit| <= sqrt(d_head): draw the bound the
-    // normed run must stay under.
+    // With RMS QK-norm and s = 1/sqrt(d_qk), |logit| <= sqrt(d_qk) (d_qk = d_head, plus d_rope
+    // under MLA): draw the bound the normed run must stay under.
     const RunConfig& c = m_run.config;
     if (c.attention.qkNorm == QkNormVariant::Rms && c.attention.qkNormOn != QkNormTarget::K &&
         c.model.nHeads > 0 && !c.attention.scale)
-        addThresholdLine(m_logits, std::sqrt(double(c.dHead())), QColor(90, 90, 90),
-                         tr("QK-norm bound √d_head"), /*labelBelow=*/true);
+        addThresholdLine(m_logits, std::sqrt(double(c.dQk())), QColor(90, 90, 90),
+                         c.attention.kind == AttentionKind::Mla
+                             ? tr("QK-norm bound √(d_head+d_rope)")
+                             : tr("QK-norm bound √d_head"),
+                         /*labelBelow=*/true);
 }
 
 void LivePlotsPanel::clear() {
@@ -250,6 +254,7 @@ void LivePlotsPanel::clear() {
     }
     for (QCPGraph* g : m_layerGraphs) g->parentPlot()->removeGraph(g);
     m_layerGraphs.clear();
+    m_clips->clear();
     // Per-layer plots have no series until probes arrive: an empty legend box is noise.
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
     m_run = RunSnapshot{};
@@ -258,6 +263,7 @@ void LivePlotsPanel::clear() {
     m_cursorStep = -1;
     m_stepLimit = -1;
     m_probeLimit = -1;
+    m_clipLimit = -1;
     m_follow->setChecked(true);
 }
 
@@ -274,6 +280,8 @@ void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     for (const ProbeStats& p : m_run.probes) m_probeLimit = std::max(m_probeLimit, p.step);
     addSteps(m_run.steps, 0);
     addProbes(m_run.probes, 0);
+    for (const QkClip& c : m_run.clips) m_clipLimit = std::max(m_clipLimit, c.step);
+    m_clips->set(m_run.clips, xOfStep());
     setupThresholds();
     refreshSpikes();
     m_markersDirty = true;
@@ -306,6 +314,13 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
     for (const ProbeStats& p : batch.probes)
         if (p.head < 0 && p.step > m_probeLimit) m_run.probes.push_back(p);
     addProbes(m_run.probes, probeFrom);
+    std::vector<QkClip> clips;
+    for (const QkClip& c : batch.clips)
+        if (c.step > m_clipLimit) clips.push_back(c);
+    if (!clips.empty()) {
+        m_run.clips.insert(m_run.clips.end(), clips.begin(), clips.end());
+        m_clips->add(clips, xOfStep());
+    }
     if (!batch.spikes.isEmpty()) {
         m_run.spikes.insert(m_run.spikes.end(), batch.spikes.begin(), batch.spikes.end());
         refreshSpikes();
@@ -525,6 +540,16 @@ void LivePlotsPanel::jumpToStep(qint64 step) {
 }
 
 bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click) {
+    if (plot == m_logits) {  // QK-Clip markers
+        const ClipStep* c = m_clips->hit(pos, xOfStep());
+        if (c) {
+            QToolTip::showText(plot->mapToGlobal(pos), clipHtml(*c), plot);
+            if (click) emit stepSelected(c->step);
+        } else if (!click) {
+            QToolTip::hideText();
+        }
+        return c != nullptr;
+    }
     QCPGraph* graph = plot == m_loss ? m_lossSpikes : plot == m_grad ? m_gradSpikes : nullptr;
     if (!graph) return false;
     const std::string metric = plot == m_grad ? "grad_norm" : "loss";
@@ -558,6 +583,7 @@ void LivePlotsPanel::redrawForXAxis() {
     resetXMap();
     addSteps(m_run.steps, 0);
     addProbes(m_run.probes, 0);
+    m_clips->set(m_run.clips, xOfStep());
     refreshSpikes();
     m_markersDirty = true;
     m_follow->setChecked(true);
@@ -573,9 +599,11 @@ QString LivePlotsPanel::readout(QCustomPlot* plot, double x) {
         tr("<b>Run %1 “%2”</b><br>step %3").arg(m_run.runId).arg(name.toHtmlEscaped()).arg(step);
     if (m_x.kind() != XAxisKind::Step)
         head += QStringLiteral(" · ") + xAxisValueText(m_x.kind(), x);
-    const QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph*, double key) {
+    QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph*, double key) {
         return tr("step %1").arg(m_x.stepAt(key));
     });
+    if (plot == m_logits)
+        if (const ClipStep* c = m_clips->atStep(step)) lines << clipText(*c).toHtmlEscaped();
     if (lines.isEmpty()) return {};
     return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
 }

@@ -4,13 +4,16 @@
 // Data arrives either as a whole RunSnapshot (a stored run) or as live batches from the
 // worker. Appending never replots directly: a 50 ms single-shot timer coalesces all batches
 // into one queued replot per plot (PlotJuggler's pattern), so a fast run cannot starve the
-// event loop. Spike markers explain themselves on hover; clicking one emits stepSelected.
+// event loop. Spike markers, and the max-logit plot's QK-Clip markers (qk_clip_marks.h),
+// explain themselves on hover; clicking one emits stepSelected.
 #pragma once
 
 #include <QMap>
 #include <QWidget>
+#include <memory>
 
 #include "gui_types.h"
+#include "qk_clip_marks.h"
 #include "run_data.h"
 #include "x_axis.h"
 
@@ -49,6 +52,7 @@ class LivePlotsPanel : public QWidget {
     // alpha, softcap_c); the logit plot for anything else.
     QCustomPlot* plotForMetric(const QString& metric) const;
     HoverCursor* hoverCursor() const { return m_hover; }
+    const QkClipMarks& clipMarks() const { return *m_clips; }  // on the logit plot
     void setXAxis(XAxisKind kind);
     bool following() const;
 
@@ -78,6 +82,9 @@ class LivePlotsPanel : public QWidget {
     void resetXMap();
     void redrawForXAxis();
     QString readout(QCustomPlot* plot, double x);  // the hover text: run, step, every curve
+    QkClipMarks::StepToXFn xOfStep() const {
+        return [this](double step) { return m_x(step); };
+    }
 
     RunSnapshot m_run;
     QString m_title;
@@ -106,10 +113,12 @@ class LivePlotsPanel : public QWidget {
     QCPGraph* m_alpha = nullptr;
     QCPGraph* m_softcapC = nullptr;
     QMap<QString, QCPGraph*> m_layerGraphs;  // "<plot>/<metric>/<layer>"
+    std::unique_ptr<QkClipMarks> m_clips;
     // When a stored snapshot of the training run is shown, live rows up to these steps are
     // already in it and must not be drawn twice.
     int64_t m_stepLimit = -1;
     int64_t m_probeLimit = -1;
+    int64_t m_clipLimit = -1;  // one step's clips arrive together: a step is in or out
     bool m_syncing = false;
     bool m_markersDirty = false;
     double m_cursorStep = -1;

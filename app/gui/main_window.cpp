@@ -33,6 +33,7 @@
 #include "run_browser_panel.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"
+#include "sample_panel.h"
 #include "schedule_preview.h"
 #include "spikes_panel.h"
 #include "sweep_dialog.h"
@@ -106,6 +107,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     addDockWidget(Qt::BottomDockWidgetArea,
                   makeDock(this, tr("Runs"), QStringLiteral("runsDock"), m_browser));
     buildLessonParts();
+    // Text the picked run writes, next to the set-up form (its own tab in the left column).
+    m_sample = new SamplePanel;
+    m_sampleDock = makeDock(this, tr("Sample"), QStringLiteral("sampleDock"), m_sample);
+    addDockWidget(Qt::LeftDockWidgetArea, m_sampleDock);
+    tabifyDockWidget(m_interventionDock, m_sampleDock);
+    m_setupDock->raise();
 
     buildMenus();
     connectPanels();
@@ -232,6 +239,7 @@ void MainWindow::connectPanels() {
     connect(m_browser, &RunBrowserPanel::databaseChanged, this, [this](const QString& path) {
         setWindowTitle(tr("qklab — %1").arg(path));
         m_sweeps->setDatabase(path);
+        m_sample->setDatabase(path);
         m_live->clear();
         m_histograms->clear();
         m_attention->clear();
@@ -245,6 +253,7 @@ void MainWindow::connectPanels() {
         statusBar()->showMessage(
             tr("Loaded the run's config into the form (interventions as events)"), 8000);
     });
+    connect(this, &MainWindow::runOpened, m_sample, [this](qint64 id) { m_sample->setRun(id); });
     connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);
@@ -393,6 +402,7 @@ void MainWindow::onRunStarted(qint64 runId, const QString& name) {
     m_histograms->setRun(runId, request.config, request.dbPath, label);
     m_attention->setRun(runId, request.config, request.dbPath, label);
     m_spikes->setSpikes(runId, {});
+    m_sample->setRun(runId);
     m_browser->refresh();
     {
         // Select the new run in the list without triggering a reload of it.
@@ -418,6 +428,7 @@ void MainWindow::onBatch(const LiveBatch& batch) {
 void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& message,
                             bool failed) {
     m_browser->refresh();
+    m_sample->refreshRun(runId);  // its final checkpoint
     m_live->setRunStatus(runId, status);
     if (runId == m_live->runId()) {
         const QString name = QString::fromStdString(m_live->run().info.name);

@@ -28,6 +28,7 @@ class LivePlotsPanel;
 class PresenterMode;
 class ReplayBar;
 class ReplayPlayer;
+class SamplePanel;
 class PresetPicker;
 class RunBrowserPanel;
 class RunControlsPanel;
@@ -76,6 +77,7 @@ class MainWindow : public QMainWindow {
     HistogramPanel* histograms() const { return m_histograms; }
     AttentionMapPanel* attentionMaps() const { return m_attention; }
     SpikesPanel* spikes() const { return m_spikes; }
+    SamplePanel* samplePanel() const { return m_sample; }
     ComparePanel* comparePanel() const { return m_compare; }
     SweepPanel* sweepPanel() const { return m_sweeps; }
     RunBrowserPanel* runBrowser() const { return m_browser; }
@@ -121,6 +123,8 @@ class MainWindow : public QMainWindow {
     SpikesPanel* m_spikes = nullptr;
     ComparePanel* m_compare = nullptr;
     SweepPanel* m_sweeps = nullptr;
+    SamplePanel* m_sample = nullptr;
+    QDockWidget* m_sampleDock = nullptr;
     RunBrowserPanel* m_browser = nullptr;
     QTabWidget* m_tabs = nullptr;
     QDockWidget* m_setupDock = nullptr;

@@ -59,13 +59,15 @@ void ReplayPlayer::clear() {
     m_clock = 0;
 }
 
-// One frame per stored step; probes, spikes, alarms and events join the frame of their step
-// (rows of a step that has no metrics row join the next frame, those past the end the last).
+// One frame per stored step; probes, spikes, alarms, QK-Clips and events join the frame of
+// their step (rows of a step that has no metrics row join the next frame, those past the end
+// the last).
 void ReplayPlayer::buildFrames() {
     sortByStep(m_run.steps);
     sortByStep(m_run.probes);
     sortByStep(m_run.spikes);
     sortByStep(m_run.alarms);
+    sortByStep(m_run.clips);
     sortByStep(m_run.events);
     m_frames.clear();
     m_cumulative.clear();
@@ -81,6 +83,7 @@ void ReplayPlayer::buildFrames() {
         f.probesEnd = endOfStep(m_run.probes, m.step);
         f.spikesEnd = endOfStep(m_run.spikes, m.step);
         f.alarmsEnd = endOfStep(m_run.alarms, m.step);
+        f.clipsEnd = endOfStep(m_run.clips, m.step);
         f.eventsEnd = endOfStep(m_run.events, m.step);
         m_frames.push_back(f);
     }
@@ -89,6 +92,7 @@ void ReplayPlayer::buildFrames() {
     last.probesEnd = m_run.probes.size();
     last.spikesEnd = m_run.spikes.size();
     last.alarmsEnd = m_run.alarms.size();
+    last.clipsEnd = m_run.clips.size();
     last.eventsEnd = m_run.events.size();
     // A step without a speed (a diverged one) lasts as long as a typical step.
     std::sort(known.begin(), known.end());
@@ -234,6 +238,8 @@ void ReplayPlayer::appendFrame(int index, LiveBatch& batch) const {
         batch.events.push_back(m_run.events[i]);
     for (size_t i = prev ? prev->alarmsEnd : 0; i < f.alarmsEnd; ++i)
         batch.alarms.push_back(m_run.alarms[i]);
+    for (size_t i = prev ? prev->clipsEnd : 0; i < f.clipsEnd; ++i)
+        batch.clips.push_back(m_run.clips[i]);
     for (size_t i = prev ? prev->probesEnd : 0; i < f.probesEnd; ++i)
         batch.probes.push_back(m_run.probes[i]);
     for (size_t i = prev ? prev->spikesEnd : 0; i < f.spikesEnd; ++i)

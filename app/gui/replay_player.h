@@ -91,6 +91,7 @@ class ReplayPlayer : public QObject {
         int64_t step = 0;
         double seconds = 0;  // recorded duration of the step
         size_t probesEnd = 0, spikesEnd = 0, alarmsEnd = 0, eventsEnd = 0;  // exclusive ends
+        size_t clipsEnd = 0;
     };
     void buildFrames();
     double frameTime(int index) const;  // replay time at the end of frame `index`

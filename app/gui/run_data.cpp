@@ -50,6 +50,7 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
     s.probes = store.probeStats(runId, -1);
     s.spikes = store.spikes(runId);
     s.alarms = store.logitAlarms(runId);
+    s.clips = store.qkClips(runId);
     s.events = store.events(runId);
     s.loadSeconds = timer.nsecsElapsed() / 1e9;
     return s;

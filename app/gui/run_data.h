@@ -25,6 +25,7 @@ struct RunSnapshot {
     std::vector<ProbeStats> probes;  // layer-level rows (head = -1) only: what plots show
     std::vector<Spike> spikes;
     std::vector<LogitAlarm> alarms;
+    std::vector<QkClip> clips;  // by step, layer, head
     std::vector<EventRecord> events;
     double loadSeconds = 0;  // how long the store read took (benchmarks)
 

@@ -53,6 +53,9 @@ class TrainingWorker::Observer : public TrainingObserver {
         m_batch.alarms.push_back(a);
         watch([&](PauseWatcher& w) { return w.onLogitAlarm(a); });
     }
+    void onQkClips(int64_t, const std::vector<QkClip>& clips) override {
+        for (const auto& c : clips) m_batch.clips.push_back(c);
+    }
     void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
     // A paused (or stopping) trainer waits after this: what it reported must be on screen.
     void onFlushPoint() override {

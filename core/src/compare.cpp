@@ -188,6 +188,8 @@ std::vector<SummaryColumn> makeColumns() {
     c.push_back(column(
         "worst_tier", "worst tier", -1,
         [](const RunSummary& s) { return std::optional<double>(s.worstTier); }, intText));
+    // How many head clips QK-Clip needed: no "best" (a run without QK-Clip has none either).
+    c.push_back(column("qk_clips", "QK clips", 0, count(&RunSummary::qkClips), intText));
     // Later is better; a run that never passed has no number (it is "never" as text).
     c.push_back(firstPast("first_step_past_30", "first step > 30", &RunSummary::firstStepPast30));
     c.push_back(
@@ -313,6 +315,7 @@ RunSummary summarizeRun(const RunInfo& info, const RunConfig& config,
     s.runId = info.id;
     s.name = info.name;
     s.status = info.status;
+    s.qkClips = info.qkClips;
     s.layers = static_cast<int>(config.model.nLayers);
     s.heads = static_cast<int>(config.model.nHeads);
     summarizeSteps(s, steps, config.data.batchSize);

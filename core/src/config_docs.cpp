@@ -32,6 +32,33 @@ std::string paramText(const EventParamInfo& p) {
     return os.str();
 }
 
+// What the MLA and QK-Clip keys do together, in the words the issue asked for.
+constexpr const char* kMlaAndClipNotes =
+    "## MLA and QK-Clip\n\n"
+    "`attention.kind = mla` builds DeepSeek-V2's attention: a latent `c = RMSNorm(x W_DKV)`\n"
+    "(`d_c`), per-head content keys `k_C = c W_UK` and values `v = c W_UV` (d_head each), one\n"
+    "RoPE key `k_R = RoPE(x W_KR)` (`d_rope`) shared by all heads, and per-head queries\n"
+    "`[q_C | q_R]` (from x, or through a `q_lora` latent). Logits are\n"
+    "`s * (q_C . k_C + q_R . k_R)` with `s = 1/sqrt(d_head + d_rope)` by default.\n\n"
+    "QK-norm under MLA normalises the materialised content parts per head (with the variant's\n"
+    "gains) and the RoPE parts separately (RMS, or L2 for `l2_scale`, no gain), so RMS QK-norm\n"
+    "keeps `|logit| <= sqrt(d_head + d_rope)`; `qk_norm_placement` does not change anything\n"
+    "(the RoPE parts carry no gain, and a rotation keeps their RMS). `rms`, `rms_affine`,\n"
+    "`l2_scale` and `whole_rms` work, on q and k or on k only; `layernorm` and\n"
+    "`qk_norm_on = qkv` are refused (LayerNorm's mean subtraction is not a static weight times\n"
+    "a per-token scalar, and MLA never materialises v at decode).\n\n"
+    "QK-Clip (`attention.qk_clip.tau > 0`, or a `qk_clip` event) runs after the optimizer\n"
+    "update, on that step's batch, layer by layer: for each head, `S_max = s * max_ij(q_i . k_j)`\n"
+    "over the causal logits before any softcap; if `S_max > tau` the head's weights are scaled\n"
+    "by `f = sqrt(tau / S_max)`, and the next layer is measured on the clipped layer's output,\n"
+    "so every head ends at most tau on that batch. Under MHA, the head's W_q rows and W_k rows\n"
+    "are each multiplied by f. Under MLA only head-specific weights are scaled: the head's\n"
+    "content-query rows (of `q`, or `q_up` with `q_lora`) and its `W_UK` rows by f each, and\n"
+    "its RoPE-query rows by f^2; the shared RoPE key `W_KR`, `W_DKV` and the latent norm are\n"
+    "untouched, so the head's logits scale by exactly f^2 = tau / S_max. Each clip is stored\n"
+    "(step, layer, head, S_max, f). With QK-norm on, scaling W_q/W_k cannot lower the logits\n"
+    "(the config warns).\n";
+
 }  // namespace
 
 std::string configKeysText() {
@@ -78,7 +105,7 @@ std::string configReferenceMarkdown() {
     for (size_t i = 0; i < eventKinds().size(); ++i)
         os << "  " << eventText(eventFromJson(eventKinds()[i].example, eventKinds()[i].name))
            << (i + 1 < eventKinds().size() ? "," : "") << "\n";
-    os << "]\n```\n";
+    os << "]\n```\n\n" << kMlaAndClipNotes;
     return os.str();
 }
 

@@ -193,6 +193,26 @@ void modelFields(FieldTable& t) {
         [](RunConfig& c) -> double& { return c.model.initStd; }, 1e-4, 1);
 }
 
+void mlaFields(FieldTable& t) {
+    t.add("attention.kind", "Attention", "",
+          "mha (per-head keys and values) or mla: DeepSeek-V2 multi-head latent attention, "
+          "which caches a latent c_t per token instead of full keys and values",
+          [](RunConfig& c) -> AttentionKind& { return c.attention.kind; });
+    t.add(
+        "attention.mla.d_c", "MLA latent width d_c", "",
+        "mla: width of the latent c_t = RMSNorm(x W_DKV) that keys and values are expanded from",
+        [](RunConfig& c) -> int64_t& { return c.attention.mla.dC; }, 1, 65536);
+    t.add(
+        "attention.mla.d_rope", "MLA RoPE width", "per head",
+        "mla: width of the decoupled RoPE part of queries (per head) and of the one RoPE key "
+        "all heads share; 0 only with model.rope off",
+        [](RunConfig& c) -> int64_t& { return c.attention.mla.dRope; }, 0, 4096);
+    t.add(
+        "attention.mla.q_lora", "MLA query rank", "",
+        "mla: queries through a low-rank latent of this width (DeepSeek-V2: 1536); 0 = full rank",
+        [](RunConfig& c) -> int64_t& { return c.attention.mla.qLora; }, 0, 65536);
+}
+
 void attentionFields(FieldTable& t) {
     t.group = "Attention & QK-norm";
     t.add("attention.qk_norm", "QK-norm", "",
@@ -212,7 +232,9 @@ void attentionFields(FieldTable& t) {
     s.key = "attention.scale";
     s.type = FieldType::Scale;
     s.label = "Logit scale s";
-    s.help = "logit scale s: a number, or \"inv_sqrt_d\" for 1/sqrt(d_head)";
+    s.help =
+        "logit scale s: a number, or \"inv_sqrt_d\" for 1/sqrt(d_head) (1/sqrt(d_head + d_rope) "
+        "under MLA)";
     s.minValue = 1e-4;
     s.maxValue = 100;
     s.get = [](const RunConfig& c) {
@@ -227,6 +249,17 @@ void attentionFields(FieldTable& t) {
             typeError("attention.scale", v, "a number or \"inv_sqrt_d\"");
     };
     t.add(s);
+    mlaFields(t);
+    t.group = "QK-Clip";
+    t.add(
+        "attention.qk_clip.tau", "QK-Clip threshold tau", "",
+        "Kimi K2's QK-Clip: after an update, a head whose max scaled logit s*max(q.k) on the "
+        "batch exceeds tau gets W_q and W_k scaled by sqrt(tau/S_max) each; 0 = off (Kimi: 100)",
+        [](RunConfig& c) -> double& { return c.attention.qkClip.tau; }, 0, 1e6);
+    t.add(
+        "attention.qk_clip.every", "QK-Clip every", "steps",
+        "clip after every N-th optimizer update (1 = every update)",
+        [](RunConfig& c) -> int64_t& { return c.attention.qkClip.every; }, 1, 1e6);
     t.group = "Softcap";
     t.add("attention.softcap.kind", "Softcap", "",
           "cap on attention logits: C*tanh(x/C), or clamp(x, -C, C)",

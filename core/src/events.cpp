@@ -202,9 +202,30 @@ EventKindInfo softcap() {
     return k;
 }
 
+EventKindInfo qkClip() {
+    EventKindInfo k;
+    k.kind = EventKind::QkClip;
+    k.title = "QK-Clip";
+    k.action = "Set QK-Clip";
+    k.help =
+        "switch QK-Clip from this step on: after each update (every attention.qk_clip.every), a "
+        "head whose max scaled logit exceeds tau gets W_q and W_k scaled by sqrt(tau/S_max); "
+        "tau 0 = off";
+    k.params = {
+        floatParam("tau", "clip threshold tau (0 = off; Kimi K2: 100)", 0, 1e6, &EventArgs::tau)};
+    k.apply = [](StepSettings& s, const Event& e, int64_t) { s.qkClipTau = e.args.tau; };
+    auto state = [](double tau) { return tau > 0 ? "tau=" + number(tau) : std::string("off"); };
+    k.label = [state](const EventArgs& a) { return "qk_clip " + state(a.tau); };
+    k.change = [state](const StepSettings& b, const EventArgs& a) {
+        return "qk_clip " + state(b.qkClipTau) + "\u2192" + state(a.tau);
+    };
+    k.example = {{"step", 300}, {"kind", "qk_clip"}, {"tau", 100.0}};
+    return k;
+}
+
 std::vector<EventKindInfo> buildKinds() {
-    std::vector<EventKindInfo> kinds{lrMultiplier(), contextLength(), dirtyBatch(),
-                                     qkNorm(),       qkAnneal(),      softcap()};
+    std::vector<EventKindInfo> kinds{lrMultiplier(), contextLength(), dirtyBatch(), qkNorm(),
+                                     qkAnneal(),     softcap(),       qkClip()};
     for (auto& k : kinds) k.name = nameOf(k.kind);  // the name table stays the only spelling
     return kinds;
 }

@@ -39,9 +39,18 @@ torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, doubl
     return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
 }
 
-namespace {
+AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s) {
+    AttentionSwitches sw;
+    sw.qkNorm = s.qkNorm;
+    sw.normOn = c.attention.qkNormOn;
+    sw.normAfterRope = c.attention.qkNormPlacement == QkNormPlacement::AfterRope;
+    sw.alpha = s.alpha;
+    sw.scale = c.logitScale();
+    sw.softcap = s.softcapKind;
+    sw.softcapC = s.softcapC;
+    return sw;
+}
 
-// Rotate-half RoPE (GPT-NeoX layout). x: (B, H, T, dh); cos/sin: (T, dh).
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos,
                         const torch::Tensor& sin) {
     const int64_t half = x.size(-1) / 2;
@@ -49,6 +58,64 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos,
     auto x2 = x.narrow(-1, half, half);
     return x * cos + torch::cat({-x2, x1}, -1) * sin;
 }
+
+torch::Tensor mixNormed(const torch::Tensor& normed, const torch::Tensor& raw, double alpha) {
+    if (alpha >= 1.0) return normed;
+    return normed * alpha + raw * (1.0 - alpha);
+}
+
+torch::Tensor qkNormalize(const torch::Tensor& x, QkNormVariant kind, const torch::Tensor& gain,
+                          const torch::Tensor& wholeGain) {
+    const int64_t H = x.size(1), D = x.size(-1);
+    const int64_t groups = gain.defined() ? gain.size(0) : 1;
+    switch (kind) {
+        case QkNormVariant::Rms:
+            return x * torch::rsqrt(x.pow(2).mean(-1, true) + kQkNormEps);
+        case QkNormVariant::RmsAffine:
+            return x * torch::rsqrt(x.pow(2).mean(-1, true) + kQkNormEps) *
+                   gain.view({1, groups, 1, D});
+        case QkNormVariant::LayerNorm:
+            return torch::layer_norm(x, {D}, {}, {}, 1e-5) * gain.view({1, groups, 1, D});
+        case QkNormVariant::L2Scale:
+            return F::normalize(x, F::NormalizeFuncOptions().dim(-1).eps(kQkNormEps));
+        case QkNormVariant::WholeRms:  // over the whole projection (all heads at once), OLMo 2
+            return x * torch::rsqrt(x.pow(2).mean({1, 3}, true) + kQkNormEps) *
+                   wholeGain.view({1, H, 1, D});
+        case QkNormVariant::None:
+            break;
+    }
+    return x;
+}
+
+torch::Tensor decodeMask(int64_t past, int64_t n, const torch::TensorOptions& options) {
+    // Query i (position past + i) sees keys 0 .. past + i.
+    return torch::full({n, past + n}, -std::numeric_limits<float>::infinity(), options)
+        .triu(past + 1);
+}
+
+torch::Tensor logitScaleTensor(const AttentionSwitches& sw, const torch::Tensor& l2Scale) {
+    const int64_t H = l2Scale.size(0);
+    if (sw.qkNorm == QkNormVariant::L2Scale && sw.alpha > 0.0)
+        // g replaces s; during an anneal it is interpolated with the vectors so that alpha = 0
+        // is exactly the raw path with the fixed scale s.
+        return (l2Scale * sw.alpha + sw.scale * (1.0 - sw.alpha)).view({1, H, 1, 1});
+    return torch::full({1, H, 1, 1}, sw.scale, l2Scale.options());
+}
+
+torch::Tensor softcapLogits(const torch::Tensor& raw, const AttentionSwitches& sw) {
+    if (sw.softcap == SoftcapKind::Tanh) return torch::tanh(raw / sw.softcapC) * sw.softcapC;
+    if (sw.softcap == SoftcapKind::Clamp) return raw.clamp(-sw.softcapC, sw.softcapC);
+    return raw;
+}
+
+torch::Tensor maxCausalLogitPerHead(const torch::Tensor& raw) {
+    const int64_t T = raw.size(-1);
+    auto keep = torch::ones({T, T}, raw.options().dtype(torch::kBool)).tril();
+    auto masked = raw.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
+    return masked.amax({0, 2, 3});  // (H)
+}
+
+namespace {
 
 // softmax(q k^T + causal mask) v through the fused kernel; q carries the logit scale already.
 torch::Tensor fusedCausalAttention(const torch::Tensor& q, const torch::Tensor& k,
@@ -64,12 +131,34 @@ torch::Tensor fusedCausalAttention(const torch::Tensor& q, const torch::Tensor& 
 #endif
 }
 
-torch::Tensor mix(const torch::Tensor& normed, const torch::Tensor& raw, double alpha) {
-    if (alpha >= 1.0) return normed;
-    return normed * alpha + raw * (1.0 - alpha);
-}
-
 }  // namespace
+
+torch::Tensor attendCausal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& mask, const AttentionSwitches& sw,
+                           const torch::Tensor& l2Scale, AttentionCapture* capture) {
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), Dv = v.size(3);
+    // The scale goes on q (B,H,T,D) rather than on the (B,H,T,T) logits: same math, less work.
+    auto qs = q * logitScaleTensor(sw, l2Scale);
+    if (sw.fused && !capture && fusedAttentionPossible(sw, false))
+        return fusedCausalAttention(qs, k, v);  // (B, H, T, Dv)
+    auto q3 = qs.reshape({B * H, T, D});
+    auto kT = k.reshape({B * H, T, D}).transpose(1, 2);  // (B*H, D, T)
+    torch::Tensor att;                                   // (B*H, T, T) masked logits fed to softmax
+    if (sw.softcap == SoftcapKind::None && !capture) {
+        att = torch::baddbmm(mask, q3, kT);  // raw + mask in one kernel
+    } else {
+        auto raw = torch::bmm(q3, kT);
+        auto capped = softcapLogits(raw, sw);
+        att = capped + mask;
+        if (capture) {
+            capture->raw = raw.detach().view({B, H, T, T});
+            capture->capped = capped.detach().view({B, H, T, T});
+        }
+    }
+    auto probs = torch::softmax(att, -1);
+    if (capture) capture->probs = probs.detach().view({B, H, T, T});
+    return torch::bmm(probs, v.reshape({B * H, T, Dv})).view({B, H, T, Dv});
+}
 
 // ---- attention ---------------------------------------------------------------------------
 
@@ -95,107 +184,94 @@ std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
     return {m_qGain, m_kGain, m_wholeQGain, m_wholeKGain, m_l2Scale};
 }
 
-torch::Tensor CausalSelfAttentionImpl::normalize(const torch::Tensor& x, const torch::Tensor& gain,
-                                                 QkNormVariant kind,
-                                                 const torch::Tensor& wholeGain) {
-    constexpr double eps = 1e-6;
-    const int64_t groups = gain.defined() ? gain.size(0) : 1;
-    switch (kind) {
-        case QkNormVariant::Rms:
-            return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps);
-        case QkNormVariant::RmsAffine:
-            return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) *
-                   gain.view({1, groups, 1, m_dHead});
-        case QkNormVariant::LayerNorm:
-            return torch::layer_norm(x, {m_dHead}, {}, {}, 1e-5) *
-                   gain.view({1, groups, 1, m_dHead});
-        case QkNormVariant::L2Scale:
-            return F::normalize(x, F::NormalizeFuncOptions().dim(-1).eps(eps));
-        case QkNormVariant::WholeRms:  // over the whole projection (all heads at once), OLMo 2
-            return x * torch::rsqrt(x.pow(2).mean({1, 3}, true) + eps) *
-                   wholeGain.view({1, m_nHeads, 1, m_dHead});
-        case QkNormVariant::None:
-            break;
+QkvProjection CausalSelfAttentionImpl::project(const torch::Tensor& x, const torch::Tensor& cos,
+                                               const torch::Tensor& sin,
+                                               const AttentionSwitches& sw) {
+    const int64_t B = x.size(0), T = x.size(1), H = m_nHeads, D = m_dHead;
+    auto qkv = m_qkv(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, D)
+    QkvProjection p{qkv[0], qkv[1], qkv[2], qkv[0], qkv[1]};
+    const bool norming = sw.qkNorm != QkNormVariant::None && sw.alpha > 0.0;
+    auto applyNorm = [&]() {
+        if (!norming) return;
+        if (sw.normOn != QkNormTarget::K)
+            p.q = mixNormed(qkNormalize(p.q, sw.qkNorm, m_qGain, m_wholeQGain), p.q, sw.alpha);
+        p.k = mixNormed(qkNormalize(p.k, sw.qkNorm, m_kGain, m_wholeKGain), p.k, sw.alpha);
+        if (sw.normOn == QkNormTarget::QKV)
+            p.v = mixNormed(p.v * torch::rsqrt(p.v.pow(2).mean(-1, true) + kQkNormEps), p.v,
+                            sw.alpha);
+    };
+    if (!sw.normAfterRope) applyNorm();
+    if (m_rope) {
+        p.q = applyRope(p.q, cos, sin);
+        p.k = applyRope(p.k, cos, sin);
     }
-    return x;
+    if (sw.normAfterRope) applyNorm();
+    return p;
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                                const torch::Tensor& sin, const torch::Tensor& mask,
                                                const AttentionSwitches& sw,
                                                AttentionCapture* capture) {
-    const int64_t B = x.size(0), T = x.size(1), C = x.size(2), H = m_nHeads, D = m_dHead;
-    auto qkv = m_qkv(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, D)
-    torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
-    const torch::Tensor qRaw = q, kRaw = k;
-
-    const bool norming = sw.qkNorm != QkNormVariant::None && sw.alpha > 0.0;
-    auto applyNorm = [&]() {
-        if (!norming) return;
-        if (sw.normOn != QkNormTarget::K)
-            q = mix(normalize(q, m_qGain, sw.qkNorm, m_wholeQGain), q, sw.alpha);
-        k = mix(normalize(k, m_kGain, sw.qkNorm, m_wholeKGain), k, sw.alpha);
-        if (sw.normOn == QkNormTarget::QKV)
-            v = mix(v * torch::rsqrt(v.pow(2).mean(-1, true) + 1e-6), v, sw.alpha);
-    };
-    if (!sw.normAfterRope) applyNorm();
-    if (m_rope) {
-        q = applyRope(q, cos, sin);
-        k = applyRope(k, cos, sin);
-    }
-    if (sw.normAfterRope) applyNorm();
-
-    // The scale goes on q (B,H,T,D) rather than on the (B,H,T,T) logits: same math, less work.
-    torch::Tensor qs;
-    if (norming && sw.qkNorm == QkNormVariant::L2Scale) {
-        // g replaces s; during an anneal it is interpolated with the vectors so that alpha = 0
-        // is exactly the raw path with the fixed scale s.
-        auto g = m_l2Scale * sw.alpha + sw.scale * (1.0 - sw.alpha);
-        qs = q * g.view({1, H, 1, 1});
-    } else {
-        qs = q * sw.scale;
-    }
-    if (sw.fused && !capture && fusedAttentionPossible(sw, false)) {
-        auto y = fusedCausalAttention(qs, k, v);  // (B, H, T, D)
-        return m_proj(y.transpose(1, 2).reshape({B, T, C}));
-    }
-    auto q3 = qs.reshape({B * H, T, D});
-    auto kT = k.reshape({B * H, T, D}).transpose(1, 2);  // (B*H, D, T)
-
-    torch::Tensor att;  // (B*H, T, T) masked logits fed to softmax
-    if (sw.softcap == SoftcapKind::None && !capture) {
-        att = torch::baddbmm(mask, q3, kT);  // raw + mask in one kernel
-    } else {
-        auto raw = torch::bmm(q3, kT);
-        torch::Tensor capped = raw;
-        if (sw.softcap == SoftcapKind::Tanh)
-            capped = torch::tanh(raw / sw.softcapC) * sw.softcapC;
-        else if (sw.softcap == SoftcapKind::Clamp)
-            capped = raw.clamp(-sw.softcapC, sw.softcapC);
-        att = capped + mask;
-        if (capture) {
-            capture->raw = raw.detach().view({B, H, T, T});
-            capture->capped = capped.detach().view({B, H, T, T});
-        }
-    }
-    auto probs = torch::softmax(att, -1);
-    auto y = torch::bmm(probs, v.reshape({B * H, T, D}));  // (B*H, T, D)
+    const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+    const QkvProjection p = project(x, cos, sin, sw);
+    auto y = attendCausal(p.q, p.k, p.v, mask, sw, m_l2Scale, capture);  // (B, H, T, D)
     if (capture) {
-        capture->probs = probs.detach().view({B, H, T, T});
-        capture->q = q.detach();
-        capture->k = k.detach();
-        capture->qRaw = qRaw.detach();
-        capture->kRaw = kRaw.detach();
+        capture->q = p.q.detach();
+        capture->k = p.k.detach();
+        capture->qRaw = p.qRaw.detach();
+        capture->kRaw = p.kRaw.detach();
     }
-    y = y.view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
-    return m_proj(y);
+    return m_proj(y.transpose(1, 2).reshape({B, T, C}));
+}
+
+void CausalSelfAttentionImpl::allocateCache(LayerCache& cache, int64_t batch, int64_t capacity,
+                                            const torch::TensorOptions& options) const {
+    cache.k = torch::zeros({batch, m_nHeads, capacity, m_dHead}, options);
+    cache.v = torch::zeros({batch, m_nHeads, capacity, m_dHead}, options);
+}
+
+torch::Tensor CausalSelfAttentionImpl::decode(const torch::Tensor& x, const torch::Tensor& cos,
+                                              const torch::Tensor& sin, const AttentionSwitches& sw,
+                                              LayerCache& cache, int64_t past) {
+    const int64_t B = x.size(0), n = x.size(1), C = x.size(2);
+    const QkvProjection p = project(x, cos, sin, sw);
+    cache.k.narrow(2, past, n).copy_(p.k);
+    cache.v.narrow(2, past, n).copy_(p.v);
+    auto keys = cache.k.narrow(2, 0, past + n), values = cache.v.narrow(2, 0, past + n);
+    auto raw = torch::matmul(p.q * logitScaleTensor(sw, m_l2Scale), keys.transpose(2, 3));
+    auto probs = torch::softmax(softcapLogits(raw, sw) + decodeMask(past, n, raw.options()), -1);
+    auto y = torch::matmul(probs, values);  // (B, H, n, D)
+    return m_proj(y.transpose(1, 2).reshape({B, n, C}));
+}
+
+torch::Tensor CausalSelfAttentionImpl::maxLogitPerHead(const torch::Tensor& x,
+                                                       const torch::Tensor& cos,
+                                                       const torch::Tensor& sin,
+                                                       const torch::Tensor&,
+                                                       const AttentionSwitches& sw) {
+    const QkvProjection p = project(x, cos, sin, sw);
+    auto raw = torch::matmul(p.q * logitScaleTensor(sw, m_l2Scale), p.k.transpose(2, 3));
+    return maxCausalLogitPerHead(raw);
+}
+
+void CausalSelfAttentionImpl::clipHead(int64_t head, double factor) {
+    // W_qkv rows: [q heads | k heads | v heads], each head d_head rows.
+    const int64_t C = m_nHeads * m_dHead;
+    auto& w = m_qkv->weight;
+    w.narrow(0, head * m_dHead, m_dHead).mul_(factor);
+    w.narrow(0, C + head * m_dHead, m_dHead).mul_(factor);
 }
 
 // ---- block -------------------------------------------------------------------------------
 
 BlockImpl::BlockImpl(const RunConfig& c) {
     const int64_t C = c.model.dModel;
-    attn = register_module("attn", CausalSelfAttention(c));
+    // Both kinds register as "attn", so checkpoint names read the same.
+    if (c.attention.kind == AttentionKind::Mla)
+        mla = register_module("attn", LatentAttention(c));
+    else
+        attn = register_module("attn", CausalSelfAttention(c));
     m_norm1 = register_parameter("norm1", torch::ones({C}));
     m_norm2 = register_parameter("norm2", torch::ones({C}));
     m_fc = register_module(
@@ -204,11 +280,30 @@ BlockImpl::BlockImpl(const RunConfig& c) {
         "out", torch::nn::Linear(torch::nn::LinearOptions(c.model.mlpRatio * C, C).bias(false)));
 }
 
+torch::Tensor BlockImpl::attentionInput(const torch::Tensor& x) {
+    return rmsNorm(x, m_norm1);
+}
+
+torch::Tensor BlockImpl::mlp(const torch::Tensor& h) {
+    return h + m_out(torch::gelu(m_fc(rmsNorm(h, m_norm2))));
+}
+
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                  const torch::Tensor& sin, const torch::Tensor& mask,
                                  const AttentionSwitches& sw, AttentionCapture* capture) {
-    auto h = x + attn->forward(rmsNorm(x, m_norm1), cos, sin, mask, sw, capture);
-    return h + m_out(torch::gelu(m_fc(rmsNorm(h, m_norm2))));
+    const auto in = attentionInput(x);
+    auto a = mla ? mla->forward(in, cos, sin, mask, sw, capture)
+                 : attn->forward(in, cos, sin, mask, sw, capture);
+    return mlp(x + a);
+}
+
+torch::Tensor BlockImpl::decode(const torch::Tensor& x, const torch::Tensor& cos,
+                                const torch::Tensor& sin, const AttentionSwitches& sw,
+                                LayerCache& cache, int64_t past, DecodeCache mode) {
+    const auto in = attentionInput(x);
+    auto a = mla ? mla->decode(in, cos, sin, sw, cache, past, mode)
+                 : attn->decode(in, cos, sin, sw, cache, past);
+    return mlp(x + a);
 }
 
 // ---- transformer -------------------------------------------------------------------------
@@ -219,7 +314,8 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
       m_maxT(c.maxSeqLen()),
       m_outputSoftcap(c.model.outputSoftcap),
       m_zLoss(c.optim.zLoss) {
-    const int64_t C = m_dModel, V = 256, D = c.dHead();
+    const int64_t C = m_dModel, V = 256;
+    const int64_t D = c.attention.kind == AttentionKind::Mla ? c.attention.mla.dRope : c.dHead();
     m_tokens = register_module("tokens", torch::nn::Embedding(V, C));
     if (!c.model.rope) m_positions = register_module("positions", torch::nn::Embedding(m_maxT, C));
     for (int64_t i = 0; i < c.model.nLayers; ++i)
@@ -252,30 +348,45 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
     }
 }
 
-const torch::Tensor& TransformerImpl::causalMask(int64_t T, const torch::Device& device) {
-    if (!m_mask.defined() || m_mask.size(0) != T || m_mask.device() != device) {
-        m_mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(),
-                             torch::TensorOptions().device(device))
-                     .triu(1);
+const torch::Tensor& TransformerImpl::causalMask(int64_t T, const torch::TensorOptions& options) {
+    if (!m_mask.defined() || m_mask.size(0) != T || m_mask.device() != options.device() ||
+        m_mask.dtype() != options.dtype()) {
+        m_mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(), options).triu(1);
     }
     return m_mask;
+}
+
+torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, int64_t past) {
+    auto x = m_tokens(tokens);  // (B, T, C)
+    if (m_positions)
+        x = x + m_positions(torch::arange(past, past + tokens.size(1), tokens.options()));
+    return x;
+}
+
+torch::Tensor TransformerImpl::head(const torch::Tensor& x) {
+    auto normed = rmsNorm(x, m_finalNorm);
+    auto logits = m_head ? m_head(normed) : torch::linear(normed, m_tokens->weight);  // (B,T,V)
+    if (m_outputSoftcap > 0) logits = torch::tanh(logits / m_outputSoftcap) * m_outputSoftcap;
+    return logits;
+}
+
+torch::Tensor TransformerImpl::logits(const torch::Tensor& tokens, const AttentionSwitches& sw,
+                                      std::vector<AttentionCapture>* captures) {
+    const int64_t T = tokens.size(1);
+    auto x = embed(tokens, 0);
+    auto cos = m_cos.narrow(0, 0, T), sin = m_sin.narrow(0, 0, T);
+    const auto& mask = causalMask(T, x.options());
+    if (captures) captures->assign(m_blocks.size(), AttentionCapture{});
+    for (size_t i = 0; i < m_blocks.size(); ++i)
+        x = m_blocks[i]->forward(x, cos, sin, mask, sw, captures ? &(*captures)[i] : nullptr);
+    return head(x);
 }
 
 ForwardResult TransformerImpl::forward(const torch::Tensor& tokens, const torch::Tensor& targets,
                                        const AttentionSwitches& sw,
                                        std::vector<AttentionCapture>* captures) {
-    const int64_t T = tokens.size(1);
-    auto x = m_tokens(tokens);  // (B, T, C)
-    if (m_positions) x = x + m_positions(torch::arange(T, tokens.options()));
-    auto cos = m_cos.narrow(0, 0, T), sin = m_sin.narrow(0, 0, T);
-    const auto& mask = causalMask(T, tokens.device());
-    if (captures) captures->assign(m_blocks.size(), AttentionCapture{});
-    for (size_t i = 0; i < m_blocks.size(); ++i)
-        x = m_blocks[i]->forward(x, cos, sin, mask, sw, captures ? &(*captures)[i] : nullptr);
-    x = rmsNorm(x, m_finalNorm);
-    auto logits = m_head ? m_head(x) : torch::linear(x, m_tokens->weight);  // (B, T, V)
-    if (m_outputSoftcap > 0) logits = torch::tanh(logits / m_outputSoftcap) * m_outputSoftcap;
-    auto flat = logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32);
+    auto logitsOut = logits(tokens, sw, captures);
+    auto flat = logitsOut.reshape({-1, logitsOut.size(-1)}).to(torch::kFloat32);
     ForwardResult r;
     r.ceLoss = F::cross_entropy(flat, targets.reshape({-1}));
     r.loss = r.ceLoss;
@@ -283,10 +394,75 @@ ForwardResult TransformerImpl::forward(const torch::Tensor& tokens, const torch:
     return r;
 }
 
+DecodeState TransformerImpl::newDecodeState(DecodeCache mode, int64_t batch, int64_t capacity,
+                                            const AttentionSwitches& sw) {
+    TORCH_CHECK(capacity <= m_maxT, "decode capacity ", capacity, " exceeds the model's ", m_maxT);
+    DecodeState st;
+    st.mode = mode;
+    st.capacity = capacity;
+    st.layers.resize(m_blocks.size());
+    const auto options = m_finalNorm.options().requires_grad(false);
+    for (size_t i = 0; i < m_blocks.size(); ++i) {
+        if (m_blocks[i]->mla)
+            m_blocks[i]->mla->allocateCache(st.layers[i], batch, capacity, mode, sw, options);
+        else
+            m_blocks[i]->attn->allocateCache(st.layers[i], batch, capacity, options);
+    }
+    return st;
+}
+
+torch::Tensor TransformerImpl::decode(const torch::Tensor& tokens, DecodeState& state,
+                                      const AttentionSwitches& sw) {
+    torch::NoGradGuard noGrad;
+    const int64_t n = tokens.size(1), past = state.length;
+    TORCH_CHECK(past + n <= state.capacity, "decode cache full: ", past, " + ", n, " > ",
+                state.capacity);
+    auto x = embed(tokens, past);
+    auto cos = m_cos.narrow(0, past, n), sin = m_sin.narrow(0, past, n);
+    for (size_t i = 0; i < m_blocks.size(); ++i)
+        x = m_blocks[i]->decode(x, cos, sin, sw, state.layers[i], past, state.mode);
+    state.length = past + n;
+    return head(x);
+}
+
+std::vector<QkClip> TransformerImpl::qkClip(const torch::Tensor& tokens,
+                                            const AttentionSwitches& sw, double tau, int64_t step) {
+    torch::NoGradGuard noGrad;
+    std::vector<QkClip> clips;
+    const int64_t T = tokens.size(1);
+    auto x = embed(tokens, 0);
+    auto cos = m_cos.narrow(0, 0, T), sin = m_sin.narrow(0, 0, T);
+    const auto& mask = causalMask(T, x.options());
+    AttentionSwitches measure = sw;
+    measure.fused = false;
+    for (size_t i = 0; i < m_blocks.size(); ++i) {
+        Block& b = m_blocks[i];
+        const auto in = b->attentionInput(x);
+        auto sMax = (b->mla ? b->mla->maxLogitPerHead(in, cos, sin, mask, measure)
+                            : b->attn->maxLogitPerHead(in, cos, sin, mask, measure))
+                        .to(torch::kFloat64)
+                        .cpu();
+        for (int64_t h = 0; h < sMax.size(0); ++h) {
+            const double s = sMax[h].item<double>();
+            if (!(s > tau) || !std::isfinite(s)) continue;
+            const double factor = std::sqrt(tau / s);
+            if (b->mla)
+                b->mla->clipHead(h, factor);
+            else
+                b->attn->clipHead(h, factor);
+            clips.push_back(
+                QkClip{step, static_cast<int32_t>(i), static_cast<int32_t>(h), s, factor});
+        }
+        // The next layer is measured on what this (clipped) layer now outputs.
+        x = b->forward(x, cos, sin, mask, measure, nullptr);
+    }
+    return clips;
+}
+
 std::vector<torch::Tensor> TransformerImpl::qkGains() {
     std::vector<torch::Tensor> out;
     for (auto& b : m_blocks)
-        for (auto& g : b->attn->qkGains()) out.push_back(g);
+        for (auto& g : b->mla ? b->mla->qkGains() : b->attn->qkGains()) out.push_back(g);
     return out;
 }
 

@@ -14,7 +14,9 @@
 #include <optional>
 #include <vector>
 
+#include "qklab/records.h"
 #include "qklab/run_config.h"
+#include "qklab/schedules.h"
 
 namespace qklab {
 
@@ -44,12 +46,60 @@ constexpr bool kHaveFusedAttention = false;
 bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing);
 
 // What one layer's attention hands to the probes (all detached; filled only on probe steps).
+// Under MLA, q and k are the concatenated content and RoPE parts (width d_head + d_rope).
 struct AttentionCapture {
     torch::Tensor raw;         // (B, H, T, T) logits before softcap, unmasked
     torch::Tensor capped;      // (B, H, T, T) after softcap (== raw without cap)
     torch::Tensor probs;       // (B, H, T, T) softmax
-    torch::Tensor q, k;        // (B, H, T, dh) as they enter the dot product (pre-scale)
-    torch::Tensor qRaw, kRaw;  // (B, H, T, dh) straight out of the projection
+    torch::Tensor q, k;        // (B, H, T, dqk) as they enter the dot product (pre-scale)
+    torch::Tensor qRaw, kRaw;  // (B, H, T, dqk) straight out of the projection
+};
+
+// One layer's decode cache (see qklab/generate.h for the layouts). Tensors are allocated for
+// `capacity` positions; the first DecodeState::length are filled.
+struct LayerCache {
+    torch::Tensor k, v;         // MHA: (B, H, cap, d_head) keys (normalised, roped) and values
+    torch::Tensor latent;       // MLA: (B, cap, d_c) the latent c_t
+    torch::Tensor ropeKey;      // MLA: (B, cap, d_rope) the shared RoPE key, normalised
+    torch::Tensor contentKeys;  // MLA materialised: (B, H, cap, d_head) normalised content keys
+    torch::Tensor keyInvRms;    // MLA absorbed with QK-norm: (B, G, cap) a_t = 1/S(k_t)
+};
+
+struct DecodeState {
+    DecodeCache mode = DecodeCache::Materialised;  // Materialised or Absorbed
+    int64_t length = 0;                            // positions filled
+    int64_t capacity = 0;
+    std::vector<LayerCache> layers;
+};
+
+// The decode's causal mask for n new queries at positions [past, past + n) over past + n keys.
+torch::Tensor decodeMask(int64_t past, int64_t n, const torch::TensorOptions& options);
+
+// Rotate-half RoPE (GPT-NeoX layout). x: (..., T, d); cos/sin: (T, d).
+torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+// alpha * normed + (1 - alpha) * raw (the anneal's mix of vectors).
+torch::Tensor mixNormed(const torch::Tensor& normed, const torch::Tensor& raw, double alpha);
+// One QK-norm variant on x (B, H, T, d): gain (G, d) with G = H or 1; wholeGain (H * d).
+torch::Tensor qkNormalize(const torch::Tensor& x, QkNormVariant kind, const torch::Tensor& gain,
+                          const torch::Tensor& wholeGain);
+constexpr double kQkNormEps = 1e-6;  // RMS and L2 epsilon (the absorbed decode uses it too)
+
+// softmax(s * q k^T + mask) v with softcap and probes, shared by MHA and MLA. q, k: (B, H, T, d)
+// as they enter the dot product; v: (B, H, T, dv); l2Scale (H) is g for the l2_scale variant.
+// Returns (B, H, T, dv).
+torch::Tensor attendCausal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& mask, const AttentionSwitches& sw,
+                           const torch::Tensor& l2Scale, AttentionCapture* capture);
+// The logit scale in effect: s, or g interpolated with s by alpha for l2_scale. (1, H, 1, 1).
+torch::Tensor logitScaleTensor(const AttentionSwitches& sw, const torch::Tensor& l2Scale);
+// Softcap of raw logits as the switches say.
+torch::Tensor softcapLogits(const torch::Tensor& raw, const AttentionSwitches& sw);
+// Per head (H), the max over the batch of the causal raw (pre-softcap) scaled logits.
+torch::Tensor maxCausalLogitPerHead(const torch::Tensor& raw);
+
+struct QkvProjection {
+    torch::Tensor q, k, v;     // (B, H, T, d) as they enter attention (normed, roped)
+    torch::Tensor qRaw, kRaw;  // (B, H, T, d) straight out of the projection
 };
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
@@ -59,11 +109,21 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
                           const torch::Tensor& sin, const torch::Tensor& mask,
                           const AttentionSwitches& sw, AttentionCapture* capture);
+    // New tokens x (B, n, C) at positions [past, past + n): appended to the cache, attended.
+    torch::Tensor decode(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                         const AttentionSwitches& sw, LayerCache& cache, int64_t past);
+    void allocateCache(LayerCache& cache, int64_t batch, int64_t capacity,
+                       const torch::TensorOptions& options) const;
+    // QK-Clip: per head, the max scaled raw logit on x; and the scaling of one head.
+    torch::Tensor maxLogitPerHead(const torch::Tensor& x, const torch::Tensor& cos,
+                                  const torch::Tensor& sin, const torch::Tensor& mask,
+                                  const AttentionSwitches& sw);
+    void clipHead(int64_t head, double factor);
     std::vector<torch::Tensor> qkGains();  // learnable QK scales, frozen during an anneal
 
   private:
-    torch::Tensor normalize(const torch::Tensor& x, const torch::Tensor& gain, QkNormVariant kind,
-                            const torch::Tensor& wholeGain);
+    QkvProjection project(const torch::Tensor& x, const torch::Tensor& cos,
+                          const torch::Tensor& sin, const AttentionSwitches& sw);
     int64_t m_nHeads, m_dHead;
     bool m_rope;
     torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr};
@@ -73,13 +133,26 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(CausalSelfAttention);
 
+}  // namespace qklab
+
+#include "mla_attention.h"
+
+namespace qklab {
+
 class BlockImpl : public torch::nn::Module {
   public:
     explicit BlockImpl(const RunConfig& c);
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
                           const torch::Tensor& sin, const torch::Tensor& mask,
                           const AttentionSwitches& sw, AttentionCapture* capture);
-    CausalSelfAttention attn{nullptr};
+    torch::Tensor decode(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                         const AttentionSwitches& sw, LayerCache& cache, int64_t past,
+                         DecodeCache mode);
+    // The residual stream after this block, given its input (shared by forward and decode).
+    torch::Tensor mlp(const torch::Tensor& h);
+    torch::Tensor attentionInput(const torch::Tensor& x);  // the pre-attention RMSNorm
+    CausalSelfAttention attn{nullptr};                     // attention.kind = mha
+    LatentAttention mla{nullptr};                          // attention.kind = mla
 
   private:
     torch::Tensor m_norm1, m_norm2;  // RMSNorm weights (C)
@@ -98,26 +171,46 @@ class TransformerImpl : public torch::nn::Module {
     // tokens, targets: (B, T) int64. captures: one per layer when probing, else null.
     ForwardResult forward(const torch::Tensor& tokens, const torch::Tensor& targets,
                           const AttentionSwitches& sw, std::vector<AttentionCapture>* captures);
+    // LM-head logits (B, T, V) of a whole sequence, no cache (output softcap applied).
+    torch::Tensor logits(const torch::Tensor& tokens, const AttentionSwitches& sw,
+                         std::vector<AttentionCapture>* captures = nullptr);
+    // Incremental decoding: logits (B, n, V) of n new tokens appended to the cache.
+    DecodeState newDecodeState(DecodeCache mode, int64_t batch, int64_t capacity,
+                               const AttentionSwitches& sw);
+    torch::Tensor decode(const torch::Tensor& tokens, DecodeState& state,
+                         const AttentionSwitches& sw);
+    // QK-Clip on the batch `tokens`, layer by layer: a head whose max scaled raw logit exceeds
+    // tau has its query/key weights scaled so that it is exactly tau; the next layer is then
+    // measured on the clipped layer's output, so every head ends <= tau on this batch.
+    std::vector<QkClip> qkClip(const torch::Tensor& tokens, const AttentionSwitches& sw, double tau,
+                               int64_t step);
     std::vector<torch::Tensor> decayedParameters();    // matrices and embeddings
     std::vector<torch::Tensor> undecayedParameters();  // norm weights and QK gains
     std::vector<torch::Tensor> qkGains();
     int64_t parameterCount();
     int64_t nLayers() const { return static_cast<int64_t>(m_blocks.size()); }
+    int64_t maxSeqLen() const { return m_maxT; }
+    Block& block(int64_t i) { return m_blocks.at(static_cast<size_t>(i)); }
 
   private:
-    const torch::Tensor& causalMask(int64_t T, const torch::Device& device);
+    const torch::Tensor& causalMask(int64_t T, const torch::TensorOptions& options);
+    torch::Tensor embed(const torch::Tensor& tokens, int64_t past);
+    torch::Tensor head(const torch::Tensor& x);
     int64_t m_dModel, m_nHeads, m_maxT;
     double m_outputSoftcap, m_zLoss;
     torch::nn::Embedding m_tokens{nullptr}, m_positions{nullptr};
     std::vector<Block> m_blocks;
     torch::Tensor m_finalNorm;
     torch::nn::Linear m_head{nullptr};
-    torch::Tensor m_cos, m_sin;  // (maxT, dh) rotary tables (buffers)
+    torch::Tensor m_cos, m_sin;  // (maxT, d_rope) rotary tables (buffers)
     torch::Tensor m_mask;        // cached (T, T) additive causal mask
 };
 TORCH_MODULE(Transformer);
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps = 1e-6);
+
+// The attention switches of a step: what the trainer, the decoder and the tests run with.
+AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s);
 
 // bf16 autocast on (matmuls in bf16, fp32 master weights) or off for this thread. Call
 // at::autocast::clear_cache() after the backward pass: cached bf16 weights go stale.

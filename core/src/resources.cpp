@@ -57,7 +57,18 @@ double parameterCount(const RunConfig& c, const Shape& s) {
     // qkv (C x 3C) and proj (C x C), no biases; the QK gains (groups x d_head each), the
     // whole-projection gains (C each) and the L2 variant's scales (one per head): all exist
     // whatever the QK-norm variant, so an intervention can switch variants mid-run.
-    const double attention = 4 * s.C * s.C + 2 * groups * s.D + 2 * s.C + s.H;
+    const double gains = 2 * groups * s.D + 2 * s.C + s.H;
+    double attention = 4 * s.C * s.C + gains;
+    if (c.attention.kind == AttentionKind::Mla) {
+        // kv_down, k_up, v_up (C x d_c each) and the latent norm; k_rope (C x d_rope); the
+        // queries, full rank (C x H(d_head + d_rope)) or through q_lora; proj (C x C).
+        const double dc = static_cast<double>(c.attention.mla.dC);
+        const double dr = static_cast<double>(c.attention.mla.dRope);
+        const double ql = static_cast<double>(c.attention.mla.qLora);
+        const double qOut = s.H * (s.D + dr);
+        const double queries = ql > 0 ? s.C * ql + ql + ql * qOut : s.C * qOut;
+        attention = 3 * s.C * dc + dc + s.C * dr + queries + s.C * s.C + gains;
+    }
     const double mlp = 2 * s.r * s.C * s.C;  // fc (C x rC) and out (rC x C)
     const double norms = 2 * s.C;            // norm1, norm2
     double n = kVocab * s.C + s.L * (attention + mlp + norms) + s.C;  // + the final norm

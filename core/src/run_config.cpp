@@ -217,6 +217,46 @@ void checkEvents(const RunConfig& c, ProblemList& p) {
     }
 }
 
+// Under MLA the absorbed decode factors each norm into a static weight (folded into the query)
+// and one scalar per token; variants that do not factor that way are refused, naming why.
+std::string mlaRefusal(QkNormVariant v) {
+    if (v == QkNormVariant::LayerNorm)
+        return "is not supported with attention.kind = mla: LayerNorm subtracts each key's "
+               "mean, which is not a static weight times a per-token scalar, so the latent "
+               "cache cannot absorb it (use rms, rms_affine, l2_scale or whole_rms)";
+    return {};
+}
+
+void checkAttention(const RunConfig& c, ProblemList& p) {
+    const auto& a = c.attention;
+    p.need(a.qkClip.tau >= 0 && std::isfinite(a.qkClip.tau), "attention.qk_clip.tau", a.qkClip.tau,
+           "must be >= 0 (0 = off)");
+    p.need(a.qkClip.every >= 1, "attention.qk_clip.every", fmt(a.qkClip.every), "must be >= 1");
+    if (a.kind != AttentionKind::Mla) return;
+    const auto& m = a.mla;
+    p.need(m.dC >= 1 && m.dC <= 65536, "attention.mla.d_c", fmt(m.dC), "must be in [1, 65536]");
+    p.need(m.qLora >= 0 && m.qLora <= 65536, "attention.mla.q_lora", fmt(m.qLora),
+           "must be in [0, 65536] (0 = full-rank queries)");
+    if (c.model.rope)
+        p.need(m.dRope >= 2 && m.dRope % 2 == 0 && m.dRope <= 4096, "attention.mla.d_rope",
+               fmt(m.dRope), "must be even and in [2, 4096] with model.rope on");
+    else
+        p.need(m.dRope == 0, "attention.mla.d_rope", fmt(m.dRope),
+               "must be 0 with model.rope off (no rotary part without RoPE)");
+    const std::string refusal = mlaRefusal(a.qkNorm);
+    p.need(refusal.empty(), "attention.qk_norm", nameOf(a.qkNorm), refusal);
+    p.need(a.qkNormOn != QkNormTarget::QKV, "attention.qk_norm_on", nameOf(a.qkNormOn),
+           "qkv is not supported with attention.kind = mla: the values are never materialised "
+           "in MLA's decode (W_UV is folded into the output), so there is no v to normalise");
+    for (size_t i = 0; i < c.events.size(); ++i) {
+        const Event& e = c.events[i];
+        if (e.kind != EventKind::QkNorm) continue;
+        const std::string why = mlaRefusal(e.args.variant);
+        p.need(why.empty(), "events[" + std::to_string(i) + "].variant", nameOf(e.args.variant),
+               why);
+    }
+}
+
 void checkFloat32(const RunConfig& c, ProblemList& p) {
     for (const auto& f : configFields()) {
         if (f.type != FieldType::Float && f.type != FieldType::Scale) continue;
@@ -235,13 +275,18 @@ void collectProblems(const RunConfig& c, std::vector<std::string>& out) {
     checkDataAndRun(c, p);
     checkProbes(c, p);
     checkEvents(c, p);
+    checkAttention(c, p);
     checkFloat32(c, p);
 }
 
 }  // namespace
 
+int64_t RunConfig::dQk() const {
+    return dHead() + (attention.kind == AttentionKind::Mla ? attention.mla.dRope : 0);
+}
+
 double RunConfig::logitScale() const {
-    return attention.scale ? *attention.scale : 1.0 / std::sqrt(static_cast<double>(dHead()));
+    return attention.scale ? *attention.scale : 1.0 / std::sqrt(static_cast<double>(dQk()));
 }
 
 int64_t RunConfig::maxSeqLen() const {
@@ -393,7 +438,7 @@ std::vector<std::string> configWarnings(const RunConfig& c) {
         w.push_back("softcap C < 20 with QK-norm on flattens attention (start at 50)");
     if (c.attention.scale && c.attention.qkNorm != QkNormVariant::None &&
         c.attention.qkNorm != QkNormVariant::L2Scale) {
-        const double ref = 1.0 / std::sqrt(static_cast<double>(c.dHead()));
+        const double ref = 1.0 / std::sqrt(static_cast<double>(c.dQk()));
         if (*c.attention.scale > 1.5 * ref)
             w.push_back(
                 "attention.scale is above 1/sqrt(d_head) with QK-norm: attention too sharp");
@@ -402,6 +447,10 @@ std::vector<std::string> configWarnings(const RunConfig& c) {
                 "attention.scale is below 1/sqrt(d_head) with QK-norm: attention nearly "
                 "uniform (scale applied twice?)");
     }
+    if (c.attention.qkClip.tau > 0 && c.attention.qkNorm != QkNormVariant::None)
+        w.push_back(
+            "QK-Clip scales W_q and W_k, but QK-norm removes their length: with QK-norm on the "
+            "clip cannot lower the logits (it only matters while alpha < 1)");
     if (c.run.dtype == Precision::Bf16 && c.run.device == DeviceKind::Cpu)
         w.push_back("bf16 on the CPU is slow with Debian's LibTorch 1.13; fp32 is the CPU default");
     return w;

@@ -91,6 +91,17 @@ json logitAlarmsJson(RunStore& store, int64_t runId) {
     return alarms;
 }
 
+json qkClipsJson(RunStore& store, int64_t runId) {
+    json clips = json::array();
+    for (const auto& c : store.qkClips(runId))
+        clips.push_back({{"step", c.step},
+                         {"layer", c.layer},
+                         {"head", c.head},
+                         {"s_max", number(c.sMax)},
+                         {"factor", number(c.factor)}});
+    return clips;
+}
+
 json runSummaryJson(RunStore& store, int64_t runId) {
     const RunInfo r = store.run(runId);
     json s;
@@ -105,6 +116,7 @@ json runSummaryJson(RunStore& store, int64_t runId) {
     s["max_logit_capped"] = optionalNumber(r.maxLogitCapped);
     s["spikes"] = r.spikes;
     s["logit_alarms"] = r.logitAlarms;
+    s["qk_clips"] = r.qkClips;
     s["seed"] = r.seed;
     s["device"] = r.device;
     s["torch_version"] = r.torchVersion;
@@ -160,6 +172,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
                           {"diagnosis", s.diagnosis}});
     out["spikes"] = spikes;
     out["alarms"] = logitAlarmsJson(store, runId);
+    out["qk_clips"] = qkClipsJson(store, runId);
     json events = json::array();
     for (const auto& e : store.events(runId))
         events.push_back({{"step", e.step},

@@ -36,6 +36,10 @@ class Recorder : public TrainingObserver {
         m_writer.addLogitAlarm(a);
         if (m_extra) m_extra->onLogitAlarm(a);
     }
+    void onQkClips(int64_t step, const std::vector<QkClip>& clips) override {
+        for (const auto& c : clips) m_writer.addQkClip(c);
+        if (m_extra) m_extra->onQkClips(step, clips);
+    }
     void onEvent(const EventRecord& e) override {
         m_writer.addEvent(e);
         if (m_extra) m_extra->onEvent(e);

@@ -169,6 +169,15 @@ ALTER TABLE runs ADD COLUMN sweep_point INTEGER;
 ALTER TABLE runs ADD COLUMN sweep_coords TEXT;
 CREATE INDEX runs_by_sweep ON runs(sweep_id, sweep_point);
 )sql",
+    // 9: QK-Clip (Kimi K2's MuonClip): one row per head whose W_q and W_k were each scaled by
+    // `factor` = sqrt(tau / s_max) after the update of `step` (NULL s_max = NaN).
+    R"sql(
+CREATE TABLE qk_clips(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL,
+    s_max REAL, factor REAL,
+    PRIMARY KEY(run_id, step, layer, head)) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -329,7 +338,8 @@ bool writerIsGone(int64_t pid, const std::string& host) {
 
 // Column 21 of kRunColumns where the file has the table (a reader does not migrate); column 22
 // the run's interventions as a JSON array of [step, kind, params, id]; 23..26 the UUID and
-// the sweep membership (an older file read as it is: the legacy UUID, no sweep).
+// the sweep membership (an older file read as it is: the legacy UUID, no sweep); 27 the
+// number of QK-Clip rows (0 in a file from before schema 9).
 std::string runColumns(int version) {
     return std::string(kRunColumns) +
            (version >= 5 ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)"
@@ -337,7 +347,10 @@ std::string runColumns(int version) {
            ", (SELECT json_group_array(json_array(e.step, e.kind, e.params_json, e.id)) "
            "FROM events e WHERE e.run_id = r.id AND e.source = 'user')" +
            (version >= kSweepsVersion ? ", r.uuid, r.sweep_id, r.sweep_point, r.sweep_coords"
-                                      : std::string(", ") + kLegacyRunUuid + ", NULL, NULL, NULL");
+                                      : std::string(", ") + kLegacyRunUuid + ", NULL, NULL, NULL") +
+           // A range scan of the (run_id, step, layer, head) key.
+           (version >= kQkClipsVersion ? ", (SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)"
+                                       : ", 0");
 }
 
 RunInfo readRun(const Statement& st) {
@@ -367,6 +380,7 @@ RunInfo readRun(const Statement& st) {
     if (!st.isNull(24))
         r.sweep = SweepMembership{st.columnInt(24), st.isNull(25) ? -1 : st.columnInt(25),
                                   st.columnText(26)};
+    r.qkClips = st.columnInt(27);
     // Readers show a dead writer's run as interrupted without writing it (only writers
     // persist that, in markInterruptedRuns).
     if (r.status == RunStatus::Running) {
@@ -578,6 +592,25 @@ std::vector<LogitAlarm> RunStore::logitAlarms(int64_t runId) {
         a.tier = static_cast<int>(st.columnInt(6));
         a.text = st.columnText(7);
         out.push_back(std::move(a));
+    }
+    return out;
+}
+
+std::vector<QkClip> RunStore::qkClips(int64_t runId) {
+    std::vector<QkClip> out;
+    if (m_version < kQkClipsVersion) return out;  // an older file read as it is: no clips
+    Statement st(*m_db,
+                 "SELECT step, layer, head, s_max, factor FROM qk_clips WHERE run_id = ? "
+                 "ORDER BY step, layer, head");
+    st.bindInt(1, runId);
+    while (st.step()) {
+        QkClip c;
+        c.step = st.columnInt(0);
+        c.layer = static_cast<int32_t>(st.columnInt(1));
+        c.head = static_cast<int32_t>(st.columnInt(2));
+        c.sMax = st.columnReal(3);
+        c.factor = st.columnReal(4);
+        out.push_back(c);
     }
     return out;
 }

@@ -71,6 +71,7 @@ struct RunWriter::Impl {
     std::vector<AttentionMap> maps;
     std::vector<Spike> spikes;
     std::vector<LogitAlarm> alarms;
+    std::vector<QkClip> clips;
     std::vector<EventRecord> events;
     std::vector<CheckpointInfo> checkpoints;
 
@@ -80,7 +81,7 @@ struct RunWriter::Impl {
 
     // Prepared once, reused by every flush.
     std::unique_ptr<Statement> insStep, insProbe, insHist, insMap, insSpike, insEvent, insCkpt;
-    std::unique_ptr<Statement> insAlarm;
+    std::unique_ptr<Statement> insAlarm, insClip;
     std::unique_ptr<Statement> updSummary;
 
     Statement& prepared(std::unique_ptr<Statement>& slot, const char* sql) {
@@ -90,7 +91,8 @@ struct RunWriter::Impl {
 
     bool empty() const {
         return steps.empty() && probes.empty() && histograms.empty() && maps.empty() &&
-               spikes.empty() && alarms.empty() && events.empty() && checkpoints.empty();
+               spikes.empty() && alarms.empty() && clips.empty() && events.empty() &&
+               checkpoints.empty();
     }
 
     void writeRows();
@@ -186,6 +188,14 @@ void RunWriter::Impl::writeRows() {
         sa.bindReal(5, a.value).bindReal(6, a.threshold).bindText(7, toString(a.kind));
         sa.bindInt(8, a.tier).bindText(9, a.text).exec();
     }
+    // OR REPLACE: a step reported again (the same head clipped twice) keeps the last word.
+    Statement& sq = prepared(insClip,
+                             "INSERT OR REPLACE INTO qk_clips(run_id, step, layer, head, s_max, "
+                             "factor) VALUES(?,?,?,?,?,?)");
+    for (const QkClip& c : clips) {
+        sq.bindInt(1, runId).bindInt(2, c.step).bindInt(3, c.layer).bindInt(4, c.head);
+        sq.bindReal(5, c.sMax).bindReal(6, c.factor).exec();
+    }
     Statement& se = prepared(insEvent,
                              "INSERT INTO events(run_id, step, kind, params_json, source) "
                              "VALUES(?,?,?,?,?)");
@@ -267,8 +277,10 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
         Statement st(*d.db, sql);
         st.bindInt(1, runId).bindInt(2, fromStep).exec();
     };
-    for (const char* table :
-         {"step_metrics", "probe_stats", "histograms", "attention_maps", "spikes", "logit_alarms"})
+    // A clip at step s scaled the weights after s's update, before the checkpoint of s + 1:
+    // clips from fromStep on are done again by the resumed run.
+    for (const char* table : {"step_metrics", "probe_stats", "histograms", "attention_maps",
+                              "spikes", "logit_alarms", "qk_clips"})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
     // Events before fromStep are history (the trainer reports config events only when they
     // take effect, so those at or after fromStep are reported again as the run reaches them).
@@ -353,6 +365,10 @@ void RunWriter::addLogitAlarm(const LogitAlarm& a) {
     m_impl->alarms.push_back(a);
 }
 
+void RunWriter::addQkClip(const QkClip& c) {
+    m_impl->clips.push_back(c);
+}
+
 void RunWriter::addEvent(const EventRecord& e) {
     m_impl->events.push_back(e);
 }
@@ -402,6 +418,7 @@ void RunWriter::flush() {
     d.maps.clear();
     d.spikes.clear();
     d.alarms.clear();
+    d.clips.clear();
     d.events.clear();
     d.checkpoints.clear();
     if (newestCheckpoint >= 0) d.dropCheckpointsBefore(newestCheckpoint);

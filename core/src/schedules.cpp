@@ -99,6 +99,7 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     s.softcapKind = c.attention.softcap.kind;
     s.softcapC = annealSoftcapC(c.attention.softcap, c.anneal.softcap, step, c.schedule.steps);
     s.seqLen = c.model.seqLen;
+    s.qkClipTau = c.attention.qkClip.tau;
     s.alpha = annealAlpha(c.anneal.qkNorm, step, c.schedule.steps);
     // Inside an anneal window (from its first step, where alpha is still 1) QK gains freeze.
     s.inAnnealWindow = inQkNormAnnealWindow(c.anneal.qkNorm, step, c.schedule.steps);

@@ -9,7 +9,8 @@
 
 namespace qklab {
 
-constexpr int kSweepsVersion = 8;  // the schema that added sweeps, run UUIDs and coordinates
+constexpr int kSweepsVersion = 8;   // the schema that added sweeps, run UUIDs and coordinates
+constexpr int kQkClipsVersion = 9;  // the schema that added the qk_clips table
 
 // The select list (table alias r) that readRun decodes, for a file of schema `version`.
 std::string runColumns(int version);

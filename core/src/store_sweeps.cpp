@@ -104,8 +104,9 @@ std::string freeName(Database& db, const std::string& table, const std::string& 
     return candidate;
 }
 
-const char* const kPerRunTables[] = {"step_metrics", "probe_stats", "histograms",  "attention_maps",
-                                     "spikes",       "events",      "checkpoints", "logit_alarms"};
+const char* const kPerRunTables[] = {"step_metrics",   "probe_stats",  "histograms",
+                                     "attention_maps", "spikes",       "events",
+                                     "checkpoints",    "logit_alarms", "qk_clips"};
 
 bool hasTable(Database& db, const std::string& table) {
     Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");

@@ -95,6 +95,7 @@ struct PendingStep {
     std::vector<ProbeStats> probeStats;
     std::vector<LogitHistogram> histograms;
     std::vector<AttentionMap> maps;
+    std::vector<QkClip> clips;  // heads QK-Clip scaled after this step's update
 };
 
 // What the run loop carries from step to step.
@@ -148,15 +149,7 @@ struct Trainer::Impl {
     MapMoments mapMoments{0, 0};  // set from the config in the constructor
 
     AttentionSwitches switchesFor(const StepSettings& s) const {
-        AttentionSwitches sw;
-        sw.qkNorm = s.qkNorm;
-        sw.normOn = config.attention.qkNormOn;
-        sw.normAfterRope = config.attention.qkNormPlacement == QkNormPlacement::AfterRope;
-        sw.alpha = s.alpha;
-        sw.scale = config.logitScale();
-        sw.softcap = s.softcapKind;
-        sw.softcapC = s.softcapC;
-        return sw;
+        return attentionSwitches(config, s);
     }
 
     // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
@@ -478,6 +471,7 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
         observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
         if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
     }
+    if (!p.clips.empty()) observer.onQkClips(p.metrics.step, p.clips);
     if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
         detectSpike(p.metrics, p.qkNormActive, st, observer);
     observer.onStep(p.metrics);
@@ -632,6 +626,9 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     if (s.annealing && config.anneal.qkNorm.freezeGain)
         for (auto& g : gains) g.mutable_grad() = torch::Tensor();
     optimizer->step();
+    // QK-Clip acts on the updated weights, measured on this step's batch.
+    if (s.qkClipTau > 0 && (step + 1) % config.attention.qkClip.every == 0)
+        current.clips = model->qkClip(batch.x.to(device), switchesFor(s), s.qkClipTau, step);
     current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation
 
     const bool lastStep = step + 1 == config.schedule.steps;

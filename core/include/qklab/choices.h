@@ -24,6 +24,11 @@ enum class DeviceKind { Cpu, Cuda };
 enum class Precision { Fp32, Bf16 };
 enum class HistScale { Linear, Symlog };
 enum class Readback { Auto, EveryStep, Deferred };
+enum class AttentionKind { Mha, Mla };
+// How decoding keeps past tokens: recompute everything (none), cache materialised keys and
+// values (MHA's KV cache; MLA's naive cache of full normalised keys), or MLA's absorbed cache
+// of the latent c_t plus one inverse-RMS scalar per token and KV group.
+enum class DecodeCache { Auto, None, Materialised, Absorbed };
 
 // The value types of registry entries (config fields, event parameters).
 enum class FieldType { Float, Int, Bool, Choice, Text, FloatPair, Scale };
@@ -71,6 +76,14 @@ struct Choices<HistScale> {
 template <>
 struct Choices<Readback> {
     static constexpr std::array<const char*, 3> names{"auto", "every_step", "deferred"};
+};
+template <>
+struct Choices<AttentionKind> {
+    static constexpr std::array<const char*, 2> names{"mha", "mla"};
+};
+template <>
+struct Choices<DecodeCache> {
+    static constexpr std::array<const char*, 4> names{"auto", "none", "materialised", "absorbed"};
 };
 
 template <class E>

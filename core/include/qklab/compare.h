@@ -50,7 +50,8 @@ struct RunSummary {
     std::optional<double> finalTrainLoss, bestTrainLoss;  // finite steps only
     std::optional<double> finalValLoss, bestValLoss;
     int64_t spikes = 0;
-    int worstTier = 0;  // highest tier among the spikes; 0 = no spike
+    int worstTier = 0;    // highest tier among the spikes; 0 = no spike
+    int64_t qkClips = 0;  // heads QK-Clip scaled, summed over steps (RunInfo::qkClips)
     // First probed step at which any layer's raw max logit passed 30 / 100.
     std::optional<int64_t> firstStepPast30, firstStepPast100;
     std::optional<double> peakRawMax, peakCappedMax;  // over all layer-level probes
@@ -65,8 +66,9 @@ RunSummary summarizeRun(RunStore& store, int64_t runId);
 
 // The same summary from rows already read: `config` as configAsTrained(info) returns it,
 // `steps` as store.stepMetrics(), `layerProbes` as store.probeStats(id, -1) (layer-level rows
-// in step order) and `spikes` as store.spikes(). The comparison view reads these rows for its
-// plots anyway; reading them a second time was ~45 % of opening 10 x 20k-step runs.
+// in step order) and `spikes` as store.spikes(); the QK-Clip count is info's. The comparison
+// view reads these rows for its plots anyway; reading them a second time was ~45 % of opening
+// 10 x 20k-step runs.
 RunSummary summarizeRun(const RunInfo& info, const RunConfig& config,
                         const std::vector<StepMetrics>& steps,
                         const std::vector<ProbeStats>& layerProbes,

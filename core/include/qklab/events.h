@@ -1,8 +1,8 @@
 // qklab/events.h — timed changes to a run, and the one registry of their kinds.
 //
 // An event changes the run from its step on: the LR multiplier, the context length, one
-// dirty batch, the QK-norm variant, a QK-norm anneal, the softcap. Each kind is one entry in
-// eventKinds(): its name, help, typed parameters (defaults, ranges, help), how it changes the
+// dirty batch, the QK-norm variant, a QK-norm anneal, the softcap, QK-Clip. Each kind is one entry
+// in eventKinds(): its name, help, typed parameters (defaults, ranges, help), how it changes the
 // step's settings, and its plot label. The JSON reader and writer, validation, the form's
 // events editor, the intervention panel, the plot labels, `qklab-cli keys` and
 // docs/CONFIG.md all read that registry; a new kind is added there and nowhere else.
@@ -18,11 +18,12 @@
 
 namespace qklab {
 
-enum class EventKind { LrMultiplier, ContextLength, DirtyBatch, QkNorm, QkAnneal, Softcap };
+enum class EventKind { LrMultiplier, ContextLength, DirtyBatch, QkNorm, QkAnneal, Softcap, QkClip };
 template <>
 struct Choices<EventKind> {
-    static constexpr std::array<const char*, 6> names{
-        "lr_multiplier", "context_length", "dirty_batch", "qk_norm", "qk_anneal", "softcap"};
+    static constexpr std::array<const char*, 7> names{
+        "lr_multiplier", "context_length", "dirty_batch", "qk_norm",
+        "qk_anneal",     "softcap",        "qk_clip"};
 };
 
 // Who put an event into the run: its config (a preset or the form), or the user mid-run (an
@@ -43,6 +44,7 @@ struct EventArgs {
     AnnealShape shape = AnnealShape::Linear;     // qk_anneal
     SoftcapKind cap = SoftcapKind::Tanh;         // softcap
     double c = 50.0;                             // softcap
+    double tau = 100.0;                          // qk_clip (0 = off)
 };
 
 struct Event {

@@ -121,6 +121,18 @@ struct LogitAlarm {
     std::string text;  // one paragraph written from the numbers
 };
 
+// One QK-Clip (Kimi K2's MuonClip, attention.qk_clip): after the optimizer update of `step`,
+// head `head` of layer `layer` reached sMax = s * max_ij(q_i . k_j) > tau on the step's batch,
+// so its head-specific query and key weights were each scaled by `factor` = sqrt(tau / sMax)
+// (its logits by factor^2 = tau / sMax; under MLA see docs/CONFIG.md for which weights).
+struct QkClip {
+    int64_t step = 0;
+    int32_t layer = 0;
+    int32_t head = 0;
+    double sMax = 0;
+    double factor = 1;
+};
+
 struct EventRecord {
     int64_t step = 0;
     std::string kind;

@@ -55,7 +55,27 @@ struct SoftcapConfig {
     double c = 50.0;  // cap width C (Gemma 2: 50)
 };
 
+// DeepSeek-V2's multi-head latent attention (attention.kind = mla): a latent
+// c_t = RMSNorm(x W_DKV) of width d_c per token, per-head content keys k_C = c_t W_UK and values
+// v = c_t W_UV (d_head each), a RoPE key k_R = RoPE(x W_KR) of width d_rope shared by all
+// heads, and queries split into a content part (d_head) and a RoPE part (d_rope) per head.
+struct MlaConfig {
+    int64_t dC = 64;     // latent width d_c (what the absorbed decode caches per token)
+    int64_t dRope = 16;  // decoupled RoPE width per head (0 only without RoPE)
+    int64_t qLora = 0;   // query low-rank width; 0 = full-rank queries
+};
+
+// Kimi K2's QK-Clip (MuonClip): after the optimizer update, a head whose max scaled logit on
+// the step's batch exceeds tau gets its query and key weights scaled by sqrt(tau / S_max) each.
+struct QkClipConfig {
+    double tau = 0;     // 0 = off (Kimi K2: 100)
+    int64_t every = 1;  // clip after every N-th optimizer step
+};
+
 struct AttentionConfig {
+    AttentionKind kind = AttentionKind::Mha;
+    MlaConfig mla;
+    QkClipConfig qkClip;
     QkNormVariant qkNorm = QkNormVariant::None;
     QkNormTarget qkNormOn = QkNormTarget::QK;
     QkNormPlacement qkNormPlacement = QkNormPlacement::BeforeRope;
@@ -139,7 +159,9 @@ struct RunConfig {
     std::vector<Event> events;
 
     int64_t dHead() const { return model.dModel / model.nHeads; }
-    double logitScale() const;  // attention.scale or 1/sqrt(d_head)
+    // Width of the vectors a logit is the dot product of: d_head, plus d_rope under MLA.
+    int64_t dQk() const;
+    double logitScale() const;  // attention.scale or 1/sqrt(dQk())
     int64_t maxSeqLen() const;  // over model.seq_len and context_length events
 };
 

@@ -11,15 +11,21 @@
 namespace qklab {
 
 // Summary of one run: status, steps_done, final_loss, final_val_loss, max_logit_raw,
-// max_logit_capped, spikes, and identification (id, name, seed, device, versions).
+// max_logit_capped, spikes, logit_alarms, qk_clips (counts), and identification (id, name,
+// seed, device, versions).
 nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 
 // The run's logit alarms: [{"step", "layer", "metric", "value", "threshold", "kind", "tier",
 // "text"}], first crossing per layer and rule, by step.
 nlohmann::json logitAlarmsJson(RunStore& store, int64_t runId);
 
+// The heads QK-Clip scaled: [{"step", "layer", "head", "s_max", "factor"}], by step, layer,
+// head. factor scaled each of W_q and W_k (the head's logits by factor^2 = tau / s_max).
+nlohmann::json qkClipsJson(RunStore& store, int64_t runId);
+
 // {"run": summary, "config": ..., "steps": [...], "probes": [...], "spikes": [...],
-//  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
+//  "alarms": [...], "qk_clips": [...], "events": [...]} — probes are the layer rows
+// (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
 // Whether a layer row's percentile column is an estimate in a run of config c: more values

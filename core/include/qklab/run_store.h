@@ -42,6 +42,7 @@ struct RunInfo {
     std::optional<double> maxLogitRaw, maxLogitCapped;
     int64_t spikes = 0;
     int64_t logitAlarms = 0;
+    int64_t qkClips = 0;        // QK-Clip rows (one per head and step clipped; schema 9)
     std::string statusMessage;  // why it failed / diverged
     // The user's mid-run interventions (source "user"), by step: with the config's own
     // events they say what the run actually trained with.
@@ -127,6 +128,8 @@ class RunStore {
     std::vector<int64_t> attentionMapSteps(int64_t runId);
     std::vector<Spike> spikes(int64_t runId);
     std::vector<LogitAlarm> logitAlarms(int64_t runId);  // by step, then layer
+    // The heads QK-Clip scaled, by step, layer, head (none in a file from before schema 9).
+    std::vector<QkClip> qkClips(int64_t runId);
     std::vector<EventRecord> events(int64_t runId);
     std::vector<CheckpointInfo> checkpoints(int64_t runId);
     int64_t maxRunId();  // cheap change detection for the GUI
@@ -207,6 +210,7 @@ class RunWriter {
     void addAttentionMap(const AttentionMap& m);
     void addSpike(const Spike& s);
     void addLogitAlarm(const LogitAlarm& a);
+    void addQkClip(const QkClip& c);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);
     void flush();  // one transaction for everything buffered

@@ -39,6 +39,7 @@ struct StepSettings {
     QkNormVariant qkNorm = QkNormVariant::None;  // variant in effect
     SoftcapKind softcapKind = SoftcapKind::None;
     double softcapC = 0;
+    double qkClipTau = 0;  // QK-Clip threshold in effect (0 = off)
     int64_t seqLen = 0;
     bool dirtyBatch = false;
     std::string dirtyText;

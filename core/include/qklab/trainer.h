@@ -26,6 +26,8 @@ class TrainingObserver {
     virtual void onAttentionMaps(const std::vector<AttentionMap>&) {}
     virtual void onSpike(const Spike&) {}
     virtual void onLogitAlarm(const LogitAlarm&) {}
+    // The heads QK-Clip scaled after one step's update (never called with an empty list).
+    virtual void onQkClips(int64_t /*step*/, const std::vector<QkClip>&) {}
     virtual void onEvent(const EventRecord&) {}
     virtual void onCheckpoint(const CheckpointInfo&) {}
     // Called about every 0.5 s and at probe steps: a good moment to commit buffered rows.
