@@ -160,15 +160,14 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, const torch::
 
 // ---- the absorbed form ---------------------------------------------------------------------
 
-std::pair<torch::Tensor, torch::Tensor> LatentAttentionImpl::absorbQuery(
-    const torch::Tensor& qContent, const AttentionSwitches& sw) {
+torch::Tensor LatentAttentionImpl::absorbQuery(const torch::Tensor& qContent,
+                                               const AttentionSwitches& sw) {
     if (normsKeys(sw) && sw.alpha < 1.0)
         throw Error(ErrorCode::Unsupported,
                     "the absorbed MLA decode needs the QK-norm fully on or fully off (alpha = "
                     "1 or 0), not mid-anneal (alpha = " +
                         std::to_string(sw.alpha) + "); use the materialised cache");
     auto q = qContent;
-    torch::Tensor aq;
     const int64_t groups = m_qGain.size(0);
     auto gain = [&](const torch::Tensor& g, const torch::Tensor& whole) {
         if (sw.qkNorm == QkNormVariant::RmsAffine) return g.view({1, groups, 1, m_dHead});
@@ -176,14 +175,15 @@ std::pair<torch::Tensor, torch::Tensor> LatentAttentionImpl::absorbQuery(
         return torch::Tensor();
     };
     if (normsQueries(sw)) {
-        aq = inverseNorm(qContent, sw.qkNorm);
+        // a_q scales the query (d_head values per head), never the (Tq, Tk) scores.
+        q = q * inverseNorm(qContent, sw.qkNorm);
         if (auto g = gain(m_qGain, m_wholeQGain); g.defined()) q = q * g;
     }
     if (normsKeys(sw))
         if (auto g = gain(m_kGain, m_wholeKGain); g.defined()) q = q * g;
     // q~ = (gamma_q * gamma_k * q) W_UK per head: W_UK rows of head h are (dh, d_c).
     auto wk = m_kUp->weight.view({1, m_nHeads, m_dHead, m_dC});
-    return {torch::matmul(q, wk), aq};  // (B, H, T, d_c)
+    return torch::matmul(q, wk);  // (B, H, T, d_c)
 }
 
 torch::Tensor LatentAttentionImpl::keyInvRms(const torch::Tensor& latent,
@@ -196,9 +196,7 @@ torch::Tensor LatentAttentionImpl::absorbedContentLogits(const torch::Tensor& qC
                                                          const torch::Tensor& latent,
                                                          const torch::Tensor& invRms,
                                                          const AttentionSwitches& sw) {
-    auto [qt, aq] = absorbQuery(qContent, sw);
-    auto scores = sharedKeyScores(qt, latent);  // (B, H, Tq, Tk)
-    if (aq.defined()) scores = scores * aq;
+    auto scores = sharedKeyScores(absorbQuery(qContent, sw), latent);  // (B, H, Tq, Tk)
     if (invRms.defined()) scores = scores * invRms.unsqueeze(2);
     return scores;
 }

@@ -63,9 +63,8 @@ class LatentAttentionImpl : public torch::nn::Module {
     torch::Tensor normRope(const torch::Tensor& x, const AttentionSwitches& sw, bool query);
     bool normsQueries(const AttentionSwitches& sw) const;
     bool normsKeys(const AttentionSwitches& sw) const;
-    // Absorbed query pieces: q~ (B, H, T, d_c), a_q (B, H or 1, T, 1).
-    std::pair<torch::Tensor, torch::Tensor> absorbQuery(const torch::Tensor& qContent,
-                                                        const AttentionSwitches& sw);
+    // The absorbed query q~ = (a_q * gamma_q * gamma_k * q_C) W_UK per head: (B, H, T, d_c).
+    torch::Tensor absorbQuery(const torch::Tensor& qContent, const AttentionSwitches& sw);
     torch::Tensor keyInvRms(const torch::Tensor& latent, const AttentionSwitches& sw);
     torch::Tensor absorbedContentLogits(const torch::Tensor& qContent, const torch::Tensor& latent,
                                         const torch::Tensor& invRms, const AttentionSwitches& sw);
