@@ -66,11 +66,17 @@ QString formatNumber(double v) {
 QString keySettings(const RunConfig& c) {
     QStringList parts;
     parts << QStringLiteral("qk_norm=%1").arg(QString::fromUtf8(nameOf(c.attention.qkNorm)));
+    if (c.attention.qkNorm != QkNormVariant::None && c.attention.qkNormOn != QkNormTarget::QK)
+        parts.back() +=
+            QStringLiteral(" on %1").arg(QString::fromUtf8(nameOf(c.attention.qkNormOn)));
     if (c.attention.softcap.kind != SoftcapKind::None) {
         parts << QStringLiteral("softcap %1 C=%2")
                      .arg(QString::fromUtf8(nameOf(c.attention.softcap.kind)))
                      .arg(formatNumber(c.attention.softcap.c));
     }
+    if (c.attention.qkClip.tau > 0)
+        parts << QStringLiteral("qk_clip tau=%1").arg(formatNumber(c.attention.qkClip.tau));
+    if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
     parts << QStringLiteral("lr %1").arg(formatNumber(c.optim.lr));
     if (c.anneal.qkNorm.start < c.anneal.qkNorm.end || c.anneal.qkNorm.start < 1.0) {
         parts << QStringLiteral("anneal %1-%2").arg(c.anneal.qkNorm.start).arg(c.anneal.qkNorm.end);
@@ -79,6 +85,8 @@ QString keySettings(const RunConfig& c) {
                  .arg(c.model.nLayers)
                  .arg(c.model.dModel)
                  .arg(c.model.nHeads);
+    if (c.attention.kind == AttentionKind::Mla)
+        parts << QStringLiteral("MLA c%1 r%2").arg(c.attention.mla.dC).arg(c.attention.mla.dRope);
     for (const std::string& change : settingChanges(c)) parts << QString::fromStdString(change);
     return parts.join(QStringLiteral(", "));
 }
