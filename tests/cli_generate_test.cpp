@@ -10,16 +10,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli_run.h"
 #include "qklab/run_store.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Result {
-    int status = -1;
-    std::string out, err;
-};
 
 std::string fileBytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -47,19 +43,7 @@ class CliGenerateTest : public ::testing::Test {
     }
     static void TearDownTestSuite() { fs::remove_all(s_dir); }
 
-    static Result run(const std::string& args) {
-        const std::string errFile = s_dir + "/stderr.txt";
-        const std::string cmd = std::string(QKLAB_CLI_PATH) + " " + args + " 2>" + errFile;
-        Result r;
-        FILE* p = popen(cmd.c_str(), "r");
-        std::array<char, 4096> buf{};
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-        r.status = WEXITSTATUS(pclose(p));
-        std::ifstream e(errFile);
-        r.err.assign(std::istreambuf_iterator<char>(e), {});
-        return r;
-    }
+    static Result run(const std::string& args) { return runCli(args, s_dir + "/stderr.txt"); }
     static Result generate(const std::string& args) {
         return run("generate " + args + " --db " + s_db);
     }

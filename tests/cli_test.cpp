@@ -16,17 +16,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli_run.h"
 #include "qklab/run_store.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-struct Result {
-    int status = -1;
-    std::string out, err;
-};
 
 class CliTest : public ::testing::Test {
   protected:
@@ -41,19 +37,7 @@ class CliTest : public ::testing::Test {
     }
     void TearDown() override { fs::remove_all(m_dir); }
 
-    Result cli(const std::string& args) {
-        const std::string errFile = m_dir + "/stderr.txt";
-        const std::string cmd = std::string(QKLAB_CLI_PATH) + " " + args + " 2>" + errFile;
-        Result r;
-        FILE* p = popen(cmd.c_str(), "r");
-        std::array<char, 4096> buf{};
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-        r.status = WEXITSTATUS(pclose(p));
-        std::ifstream e(errFile);
-        r.err.assign(std::istreambuf_iterator<char>(e), {});
-        return r;
-    }
+    Result cli(const std::string& args) { return runCli(args, m_dir + "/stderr.txt"); }
 
     std::string m_dir, m_db, m_preset;
 };

@@ -1,0 +1,30 @@
+// cli_run.h — runs the qklab-cli binary under test (QKLAB_CLI_PATH) with its stderr in a file,
+// for the CLI test suites.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+struct Result {
+    int status = -1;
+    std::string out, err;
+};
+
+// `qklab-cli ARGS` through the shell; stderr goes through errFile.
+inline Result runCli(const std::string& args, const std::string& errFile) {
+    const std::string cmd = std::string(QKLAB_CLI_PATH) + " " + args + " 2>" + errFile;
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    r.status = WEXITSTATUS(pclose(p));
+    std::ifstream e(errFile);
+    r.err.assign(std::istreambuf_iterator<char>(e), {});
+    return r;
+}
