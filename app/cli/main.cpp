@@ -138,19 +138,20 @@ int trainSession(RunSession& session, const std::string& dbPath) {
 }
 
 void printRunTable(const std::vector<RunInfo>& runs) {
-    std::printf("%-5s %-24s %-12s %8s %10s %10s %12s %6s  %s\n", "id", "name", "status", "steps",
-                "val loss", "train loss", "max logit", "spikes", "created");
+    std::printf("%-5s %-24s %-12s %8s %10s %10s %12s %6s %8s  %s\n", "id", "name", "status",
+                "steps", "val loss", "train loss", "max logit", "spikes", "qk clips", "created");
     for (const auto& r : runs) {
         auto num = [](const std::optional<double>& v, const char* f) {
             char b[32] = "-";
             if (v) std::snprintf(b, sizeof b, f, *v);
             return std::string(b);
         };
-        std::printf("%-5lld %-24s %-12s %8lld %10s %10s %12s %6lld  %s\n",
+        std::printf("%-5lld %-24s %-12s %8lld %10s %10s %12s %6lld %8lld  %s\n",
                     static_cast<long long>(r.id), r.name.c_str(), toString(r.status),
                     static_cast<long long>(r.stepsDone), num(r.finalValLoss, "%.4f").c_str(),
                     num(r.finalLoss, "%.4f").c_str(), num(r.maxLogitRaw, "%.4g").c_str(),
-                    static_cast<long long>(r.spikes), r.createdAt.c_str());
+                    static_cast<long long>(r.spikes), static_cast<long long>(r.qkClips),
+                    r.createdAt.c_str());
     }
 }
 

@@ -219,7 +219,7 @@ EventKindInfo qkClip() {
     k.change = [state](const StepSettings& b, const EventArgs& a) {
         return "qk_clip " + state(b.qkClipTau) + "\u2192" + state(a.tau);
     };
-    k.example = {{"step", 300}, {"kind", "qk_clip"}, {"tau", 100.0}};
+    k.example = {{"step", 950}, {"kind", "qk_clip"}, {"tau", 100.0}};
     return k;
 }
 
