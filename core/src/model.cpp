@@ -3,6 +3,7 @@
 // final norm, LM head, cross-entropy with optional z-loss and output softcap.
 #include "model.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
@@ -333,8 +334,14 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
     m_cos = register_buffer("rope_cos", emb.cos().to(torch::kFloat32));
     m_sin = register_buffer("rope_sin", emb.sin().to(torch::kFloat32));
 
-    // GPT-2 style init; residual projections scaled by 1/sqrt(2 * n_layers).
+    // GPT-2 style init; residual projections scaled by 1/sqrt(2 * n_layers). The weights come
+    // from a generator of their own, seeded with run.seed, so that they are a function of the
+    // config alone: LibTorch's global generator is shared by every thread, and the app's BLAS
+    // check drawing from it while a lesson's run was being built gave the run other weights
+    // in half of the launches. (The modules' default init above still draws from the global
+    // generator, but every weight it draws is overwritten here.)
     torch::NoGradGuard noGrad;
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(c.run.seed));
     const double std = c.model.initStd;
     const double residualStd = std / std::sqrt(2.0 * c.model.nLayers);
     for (auto& item : named_parameters()) {
@@ -344,7 +351,7 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
         if (name.find("gain") != std::string::npos) continue;
         const bool residual =
             name.find("attn.proj") != std::string::npos || name.find(".out.") != std::string::npos;
-        p.normal_(0.0, residual ? residualStd : std);
+        p.normal_(0.0, residual ? residualStd : std, generator);
     }
 }
 

@@ -3,6 +3,7 @@
 // (pause, resume, stop, interventions) that other threads use.
 #include "qklab/trainer.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
 #include <fcntl.h>  // open/fsync/rename for checkpoint files
@@ -577,7 +578,9 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.data = std::make_unique<ByteDataLoader>(loadCorpus(config.data.source),
                                               config.data.valFraction, config.maxSeqLen(),
                                               static_cast<uint64_t>(config.run.seed));
-    torch::manual_seed(static_cast<uint64_t>(config.run.seed));
+    // No torch::manual_seed: nothing in a run draws from LibTorch's global generator (shared
+    // with the app's other threads). The model seeds its own from run.seed, the data loader
+    // its own above.
     d.model = Transformer(config);
     d.model->to(d.device);
     d.paramCount = d.model->parameterCount();
@@ -815,7 +818,9 @@ std::string describeBlas(const std::string& mapped) {
 BlasCheck checkBlasSpeed() {
     torch::NoGradGuard noGrad;
     const int64_t n = 384;
-    auto a = torch::randn({n, n}), b = torch::randn({n, n});
+    // Its own generator: the global one is shared with whatever trains in this process.
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(1);
+    auto a = torch::randn({n, n}, generator), b = torch::randn({n, n}, generator);
     torch::mm(a, b);  // warm-up (thread pool start)
     const auto t0 = Clock::now();
     int reps = 0;
