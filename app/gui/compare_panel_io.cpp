@@ -4,7 +4,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
 #include <QJsonDocument>
@@ -21,6 +20,7 @@
 
 #include "compare_panel.h"
 #include "compare_plots.h"
+#include "file_dialogs.h"
 #include "x_axis.h"
 
 namespace qklab::gui {
@@ -286,8 +286,7 @@ void ComparePanel::exportAs(const QString& what) {
                               : what == tr("Series CSV…")
                                   ? QStringLiteral("comparison-series.csv")
                                   : QStringLiteral("comparison-summary.csv");
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Export comparison"), suggested, filter);
+    const QString path = chooseFileToSave(this, tr("Export comparison"), suggested, filter);
     if (path.isEmpty()) return;
     QString err;
     const bool ok = figure                      ? saveFigure(path, &err)

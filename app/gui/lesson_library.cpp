@@ -4,13 +4,13 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "file_dialogs.h"
 #include "qklab/error.h"
 
 namespace qklab::gui {
@@ -96,8 +96,8 @@ LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(m_list, &QListWidget::itemActivated, this, &LessonChooser::acceptCurrent);
     connect(file, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open lesson file"), QString(),
-                                                          tr("Lessons (*.json)"));
+        const QString path =
+            chooseFileToOpen(this, tr("Open lesson file"), QString(), tr("Lessons (*.json)"));
         if (path.isEmpty()) return;
         m_chosen = path;
         accept();

@@ -6,7 +6,6 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QElapsedTimer>
-#include <QFileDialog>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScreen>
@@ -23,6 +22,7 @@
 #include "attention_map_panel.h"
 #include "compare_panel.h"
 #include "config_form.h"
+#include "file_dialogs.h"
 #include "histogram_panel.h"
 #include "intervention_panel.h"
 #include "live_plots_panel.h"
@@ -36,6 +36,7 @@
 #include "sample_panel.h"
 #include "schedule_preview.h"
 #include "spikes_panel.h"
+#include "store_alert_banner.h"
 #include "sweep_dialog.h"
 #include "sweep_panel.h"
 #include "theme.h"
@@ -101,7 +102,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_tabs->addTab(m_compare, tr("Compare"));
     m_sweeps = new SweepPanel;
     m_tabs->addTab(m_sweeps, tr("Sweeps"));
-    setCentralWidget(m_tabs);
+    // The store alert sits above the views, where it cannot be missed.
+    m_storeAlert = new StoreAlertBanner;
+    auto* centre = new QWidget;
+    auto* centreLayout = new QVBoxLayout(centre);
+    centreLayout->setContentsMargins(0, 0, 0, 0);
+    centreLayout->setSpacing(2);
+    centreLayout->addWidget(m_storeAlert);
+    centreLayout->addWidget(m_tabs, 1);
+    setCentralWidget(centre);
 
     m_browser = new RunBrowserPanel;
     addDockWidget(Qt::BottomDockWidgetArea,
@@ -133,7 +142,7 @@ void MainWindow::buildMenus() {
     global(file->addAction(tr("&New database…"), QKeySequence::New, m_browser,
                            &RunBrowserPanel::createDatabase));
     QAction* loadPresetAction = file->addAction(tr("Load &preset…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(
+        const QString path = chooseFileToOpen(
             this, tr("Load preset"), PresetPicker::defaultDirectory(), tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPreset(path);
     });
@@ -141,9 +150,9 @@ void MainWindow::buildMenus() {
     global(loadPresetAction);
     QAction* exportAction = file->addAction(tr("Export shown run as &CSV…"), this, [this] {
         if (m_live->runId() == 0) return showError(tr("Export"), tr("No run is shown."));
-        const QString path = QFileDialog::getSaveFileName(
-            this, tr("Export run data"), QStringLiteral("run-%1.csv").arg(m_live->runId()),
-            tr("CSV (*.csv)"));
+        const QString path =
+            chooseFileToSave(this, tr("Export run data"),
+                             QStringLiteral("run-%1.csv").arg(m_live->runId()), tr("CSV (*.csv)"));
         QString error;
         if (!path.isEmpty() && !saveRunCsv(m_live->run(), path, &error))
             showError(tr("Export failed"), error);
@@ -222,9 +231,11 @@ void MainWindow::connectPanels() {
             [this](qint64 id, const QString& status, const QString& message) {
                 onRunEnded(id, status, message, false);
             });
-    connect(m_controller, &RunController::failed, this, [this](qint64 id, const QString& message) {
-        onRunEnded(id, QStringLiteral("failed"), message, true);
-    });
+    connect(m_controller, &RunController::failed, this,
+            [this](qint64 id, const QString& message, bool storage) {
+                if (storage) onStoreFailure(id, message);
+                onRunEnded(id, QStringLiteral("failed"), message, true);
+            });
 
     connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
     connect(m_browser, &RunBrowserPanel::compareRequested, this,
@@ -450,6 +461,13 @@ void MainWindow::onRunEnded(qint64 runId, const QString& status, const QString& 
                                  ? tr("Run %1 %2").arg(runId).arg(status)
                                  : tr("Run %1 %2: %3").arg(runId).arg(status, message),
                              20000);
+}
+
+void MainWindow::onStoreFailure(qint64 runId, const QString& message) {
+    const QString title = runId > 0 ? tr("Run %1 stopped").arg(runId) : tr("A run could not start");
+    m_storeAlert->raiseAlert(title, message);
+    if (m_quiet)
+        std::cerr << "qklab: " << title.toStdString() << ": " << message.toStdString() << std::endl;
 }
 
 void MainWindow::jumpAll(qint64 step) {

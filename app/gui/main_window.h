@@ -35,6 +35,7 @@ class RunControlsPanel;
 class RunController;
 class SchedulePreview;
 class SpikesPanel;
+class StoreAlertBanner;
 class SweepPanel;
 
 class MainWindow : public QMainWindow {
@@ -87,6 +88,7 @@ class MainWindow : public QMainWindow {
     ReplayPlayer* replayPlayer() const { return m_replay; }
     ReplayBar* replayBar() const { return m_replayBar; }
     PresenterMode* presenter() const { return m_presenter; }
+    StoreAlertBanner* storeAlert() const { return m_storeAlert; }
 
     // A dialog (or, with --quiet, a line on stderr) plus the status bar.
     void showError(const QString& title, const QString& message);
@@ -105,6 +107,8 @@ class MainWindow : public QMainWindow {
     void onRunStarted(qint64 runId, const QString& name);
     void onBatch(const LiveBatch& batch);
     void onRunEnded(qint64 runId, const QString& status, const QString& message, bool failed);
+    // A run stopped because its database could not be written: the banner, until dismissed.
+    void onStoreFailure(qint64 runId, const QString& message);
     void jumpAll(qint64 step);
     void restoreLayout();
     void buildLessonParts();
@@ -127,6 +131,7 @@ class MainWindow : public QMainWindow {
     QDockWidget* m_sampleDock = nullptr;
     RunBrowserPanel* m_browser = nullptr;
     QTabWidget* m_tabs = nullptr;
+    StoreAlertBanner* m_storeAlert = nullptr;
     QDockWidget* m_setupDock = nullptr;
     QDockWidget* m_interventionDock = nullptr;
     LessonPlayer* m_lessonPlayer = nullptr;

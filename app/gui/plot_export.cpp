@@ -4,11 +4,11 @@
 #include <qcustomplot.h>
 
 #include <QFile>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
 
+#include "file_dialogs.h"
 #include "qklab/run_export.h"
 
 namespace qklab::gui {
@@ -49,9 +49,9 @@ void installExportMenu(QCustomPlot* plot, std::function<const RunSnapshot*()> cs
         plot, &QWidget::customContextMenuRequested, plot, [plot, csvSource](const QPoint& pos) {
             QMenu menu(plot);
             menu.addAction(QObject::tr("Export plot (PNG/PDF)…"), plot, [plot] {
-                const QString path = QFileDialog::getSaveFileName(
-                    plot, QObject::tr("Export plot"), QStringLiteral("plot.png"),
-                    QObject::tr("PNG image (*.png);;PDF document (*.pdf)"));
+                const QString path =
+                    chooseFileToSave(plot, QObject::tr("Export plot"), QStringLiteral("plot.png"),
+                                     QObject::tr("PNG image (*.png);;PDF document (*.pdf)"));
                 if (path.isEmpty()) return;
                 QString error;
                 if (!savePlot(plot, path, &error))
@@ -65,7 +65,7 @@ void installExportMenu(QCustomPlot* plot, std::function<const RunSnapshot*()> cs
                                                  QObject::tr("No run is shown in this plot."));
                         return;
                     }
-                    const QString path = QFileDialog::getSaveFileName(
+                    const QString path = chooseFileToSave(
                         plot, QObject::tr("Export run data"),
                         QStringLiteral("run-%1.csv").arg(run->runId), QObject::tr("CSV (*.csv)"));
                     if (path.isEmpty()) return;

@@ -5,7 +5,6 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QInputDialog>
@@ -14,6 +13,7 @@
 #include <QStandardPaths>
 #include <QVBoxLayout>
 
+#include "file_dialogs.h"
 #include "qklab/error.h"
 #include "recommend_dialog.h"
 
@@ -50,8 +50,8 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty()) loadPath(path);
     });
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open preset"), userDirectory(),
-                                                          tr("Presets (*.json)"));
+        const QString path =
+            chooseFileToOpen(this, tr("Open preset"), userDirectory(), tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPath(path);
     });
     connect(m_save, &QPushButton::clicked, this, &PresetPicker::saveAs);
@@ -200,8 +200,8 @@ void PresetPicker::saveAs() {
     }
     // The shipped presets are read-only (inside the binary): new ones go to the user's folder.
     QDir().mkpath(userDirectory());
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save as preset"), userDirectory(),
-                                                      tr("Presets (*.json)"));
+    const QString path =
+        chooseFileToSave(this, tr("Save as preset"), userDirectory(), tr("Presets (*.json)"));
     if (path.isEmpty()) return;
     QString err;
     if (!savePreset(c, path, &err)) {

@@ -2,7 +2,6 @@
 #include "run_browser_panel.h"
 
 #include <QDir>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -20,6 +19,7 @@
 #include <optional>
 #include <set>
 
+#include "file_dialogs.h"
 #include "run_data.h"
 #include "run_list_model.h"
 
@@ -193,13 +193,13 @@ bool RunBrowserPanel::openDatabase(const QString& path) {
 
 void RunBrowserPanel::chooseDatabase() {
     // An open dialog ("Open", existing files): opening must never create anything.
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open a run database"), m_path,
-                                                      tr("qklab databases (*.db);;All files (*)"));
+    const QString path = chooseFileToOpen(this, tr("Open a run database"), m_path,
+                                          tr("qklab databases (*.db);;All files (*)"));
     if (!path.isEmpty()) openExistingDatabase(path);
 }
 
 void RunBrowserPanel::createDatabase() {
-    const QString path = QFileDialog::getSaveFileName(
+    const QString path = chooseFileToSave(
         this, tr("New run database"), QFileInfo(m_path).absolutePath() + QStringLiteral("/runs.db"),
         tr("qklab databases (*.db)"));
     if (path.isEmpty()) return;

@@ -21,10 +21,11 @@ RunController::RunController(QObject* parent) : QObject(parent) {
                 emit finished(id, status, message);
                 onRunEnded();
             });
-    connect(m_worker, &TrainingWorker::failed, this, [this](qint64 id, const QString& message) {
-        emit failed(id, message);
-        onRunEnded();
-    });
+    connect(m_worker, &TrainingWorker::failed, this,
+            [this](qint64 id, const QString& message, bool storage) {
+                emit failed(id, message, storage);
+                onRunEnded();
+            });
     connect(m_worker, &TrainingWorker::calloutFired, this,
             [this](qint64 id, const Callout& callout) {
                 if (m_busy && !m_paused) {

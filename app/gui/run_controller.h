@@ -49,7 +49,7 @@ class RunController : public QObject {
     void pausedChanged(bool paused);
     void finished(qint64 runId, const QString& status, const QString& message);
     void diverged(qint64 runId, const QString& message);
-    void failed(qint64 runId, const QString& message);
+    void failed(qint64 runId, const QString& message, bool storage);
     void idle();  // nothing training and nothing queued
     // A pause condition fired and the run paused itself (pausedChanged(true) came first).
     void calloutFired(qint64 runId, const qklab::Callout& callout);

@@ -232,11 +232,13 @@ void TrainingWorker::runOne(const RunRequest& request) {
         if (outcome.status == RunStatus::Diverged) emit diverged(runId, message);
         emit finished(runId, QString::fromLatin1(toString(outcome.status)), message);
     } catch (const Error& e) {
-        emit failed(runId, QString::fromStdString(e.what()));
+        const bool storage = e.code() == ErrorCode::Database || e.code() == ErrorCode::Io ||
+                             e.code() == ErrorCode::NotQklabDatabase;
+        emit failed(runId, QString::fromStdString(e.what()), storage);
     } catch (const std::exception& e) {
-        emit failed(runId, QStringLiteral("Training crashed: %1").arg(e.what()));
+        emit failed(runId, QStringLiteral("Training crashed: %1").arg(e.what()), false);
     } catch (...) {
-        emit failed(runId, QStringLiteral("Training crashed with an unknown error"));
+        emit failed(runId, QStringLiteral("Training crashed with an unknown error"), false);
     }
     {
         std::lock_guard<std::mutex> lock(m_hookMutex);

@@ -68,8 +68,9 @@ class TrainingWorker : public QObject {
     void finished(qint64 runId, const QString& status, const QString& message);
     // Additionally emitted when the loss became non-finite (an outcome, not an error).
     void diverged(qint64 runId, const QString& message);
-    // The run could not be built or crashed; runId is 0 when nothing was written.
-    void failed(qint64 runId, const QString& message);
+    // The run could not be built or crashed; runId is 0 when nothing was written. storage:
+    // the run database could not be written (or read), so the app must say so until dismissed.
+    void failed(qint64 runId, const QString& message, bool storage);
     // A pause condition fired: the trainer pauses after callout.step.
     void calloutFired(qint64 runId, const qklab::Callout& callout);
     // A scheduled intervention was refused by the trainer.

@@ -153,14 +153,17 @@ RunOutcome RunSession::run(TrainingObserver* extra) {
         d.writer->finish(outcome.status, outcome.message);
         return outcome;
     } catch (const std::exception& e) {
-        // Anything the engine throws mid-run (out of memory, a disk error) fails the run but
-        // keeps every committed row.
-        try {
-            d.writer->finish(RunStatus::Failed, e.what());
-        } catch (...) {
-        }
-        if (const auto* err = dynamic_cast<const Error*>(&e)) throw *err;
-        throw Error(ErrorCode::Internal, std::string("training failed: ") + e.what());
+        // Anything thrown mid-run (out of memory, a store that cannot be written) stops the run
+        // here and fails it with the reason, keeping every committed row. When even the
+        // status cannot be stored the error says so: the caller must not believe it was.
+        const auto* err = dynamic_cast<const Error*>(&e);
+        const std::string reason = err ? e.what() : std::string("training failed: ") + e.what();
+        const RunWriter::FailureRecord record = d.writer->fail(reason);
+        const std::string message =
+            record.stored ? record.message
+                          : record.message + "; the run's status could not be stored either (" +
+                                record.why + ")";
+        throw Error(err ? err->code() : ErrorCode::Internal, message);
     }
 }
 

@@ -26,6 +26,7 @@
 
 #include "qklab/error.h"
 #include "sqlite_db.h"
+#include "sqlite_files.h"
 #include "store_internal.h"
 #include "text_util.h"
 
@@ -412,6 +413,7 @@ std::string newUuid() {
 
 std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
+    refuseSqliteCompanion(path);  // opening one would drop its database's locks
     if (path != ":memory:") {
         std::filesystem::path parent = std::filesystem::path(path).parent_path();
         std::error_code ec;
@@ -432,6 +434,7 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
 
 std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
+    refuseSqliteCompanion(path);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw Error(ErrorCode::MissingFile, "there is no database at " + path);

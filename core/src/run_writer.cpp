@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "disk_reserve.h"
 #include "qklab/error.h"
 #include "qklab/run_store.h"
 #include "qklab/version.h"
 #include "sqlite_db.h"
+#include "sqlite_files.h"
 
 namespace qklab {
 
@@ -62,8 +64,13 @@ constexpr const char* kFiniteLoss =
 
 struct RunWriter::Impl {
     std::unique_ptr<Database> db;  // first member: statements below are finalized before it
+    std::string dbPath;
     int64_t runId = 0;
     bool finished = false;
+    // The WAL and -shm this connection writes through (sqlite_files.h). Once they are no
+    // longer the files on disk, nothing more is written through this connection: `lost`.
+    std::optional<JournalIdentity> journal;
+    bool lost = false;
 
     std::vector<StepMetrics> steps;
     std::vector<ProbeStats> probes;
@@ -97,7 +104,47 @@ struct RunWriter::Impl {
 
     void writeRows();
     void dropCheckpointsBefore(int64_t step);
+    void clearBuffers();
+    // After opening: remember the journal files, keep room to report a full disk.
+    void watchJournal();
+    // Throws Error{Database} (and marks the connection lost) when the journal was replaced.
+    void checkJournal();
 };
+
+void RunWriter::Impl::watchJournal() {
+    dbPath = db->path();
+    if (db->isMemory()) return;
+    journal = JournalIdentity::of(dbPath);
+    ensureDiskReserve(dbPath);
+}
+
+void RunWriter::Impl::checkJournal() {
+    if (lost)
+        throw Error(ErrorCode::Database, "run " + std::to_string(runId) + " no longer writes to " +
+                                             dbPath + " (its journal was replaced)");
+    if (!journal) return;
+    const std::string change = journal->changeSince(dbPath);
+    if (change.empty()) return;
+    lost = true;
+    throw Error(ErrorCode::Database,
+                change + " while run " + std::to_string(runId) +
+                    " was writing to it: this process lost SQLite's locks on the database "
+                    "(something in it opened and closed the file) and another process then "
+                    "removed the journal this run wrote through. The run stops here so that "
+                    "the database is not corrupted; its last rows may be missing from the file.");
+}
+
+void RunWriter::Impl::clearBuffers() {
+    steps.clear();
+    probes.clear();
+    histograms.clear();
+    maps.clear();
+    spikes.clear();
+    alarms.clear();
+    clips.clear();
+    events.clear();
+    checkpoints.clear();
+}
 
 // A run keeps only its newest checkpoint. Older ones go only after the newest one's row is
 // committed: their rows first (no row may point at a deleted file), then their files. A kill
@@ -258,6 +305,7 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
         rename.bindText(1, name).bindInt(2, d.runId).exec();
     }
     tx.commit();
+    d.watchJournal();
 }
 
 RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
@@ -314,9 +362,11 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     upd.bindOptReal(4, d.finalLoss).bindOptReal(5, d.maxRaw).bindOptReal(6, d.maxCapped);
     upd.bindInt(7, runId).exec();
     tx.commit();
+    d.watchJournal();
 }
 
 RunWriter::~RunWriter() {
+    if (m_impl->lost) return;  // nothing more goes through a connection that lost its journal
     try {
         flush();
         // A writer dropped without finish() (an exception unwound the trainer) would otherwise
@@ -399,6 +449,7 @@ void RunWriter::flush() {
     for (const CheckpointInfo& c : d.checkpoints)
         newestCheckpoint = std::max(newestCheckpoint, c.step);
 
+    d.checkJournal();  // before: nothing is written into a journal nobody else reads
     Transaction tx(*d.db);
     d.writeRows();
     Statement& st = d.prepared(d.updSummary,
@@ -407,30 +458,65 @@ void RunWriter::flush() {
     st.bindInt(1, stepsDone).bindOptReal(2, finalLoss).bindOptReal(3, maxRaw);
     st.bindOptReal(4, maxCapped).bindInt(5, d.runId).exec();
     tx.commit();
+    d.checkJournal();  // after: a commit into a replaced journal never reached the file
 
     d.stepsDone = stepsDone;
     d.finalLoss = finalLoss;
     d.maxRaw = maxRaw;
     d.maxCapped = maxCapped;
-    d.steps.clear();
-    d.probes.clear();
-    d.histograms.clear();
-    d.maps.clear();
-    d.spikes.clear();
-    d.alarms.clear();
-    d.clips.clear();
-    d.events.clear();
-    d.checkpoints.clear();
+    d.clearBuffers();
     if (newestCheckpoint >= 0) d.dropCheckpointsBefore(newestCheckpoint);
 }
 
 void RunWriter::finish(RunStatus status, const std::string& message) {
     flush();
+    m_impl->checkJournal();
     Statement st(*m_impl->db,
                  "UPDATE runs SET status = ?, status_message = ?, finished_at = ? WHERE id = ?");
     st.bindText(1, toString(status)).bindText(2, message).bindText(3, utcNowIso8601());
     st.bindInt(4, m_impl->runId).exec();
+    m_impl->checkJournal();  // "finished" only when it reached the file
     m_impl->finished = true;
+}
+
+RunWriter::FailureRecord RunWriter::fail(const std::string& reason) {
+    Impl& d = *m_impl;
+    d.finished = true;  // the destructor neither flushes nor marks the run interrupted
+    FailureRecord record;
+    // What the trainer reported before it failed is kept when it can still be committed.
+    int64_t firstLost = -1, lastLost = -1;
+    try {
+        flush();
+    } catch (const std::exception&) {
+        for (const StepMetrics& m : d.steps) {
+            firstLost = firstLost < 0 ? m.step : std::min(firstLost, m.step);
+            lastLost = std::max(lastLost, m.step);
+        }
+        d.clearBuffers();
+    }
+    record.message = reason;
+    if (firstLost >= 0)
+        record.message += " (the rows of steps " + std::to_string(firstLost) +
+                          (lastLost > firstLost ? "-" + std::to_string(lastLost) : "") +
+                          " were not stored)";
+    if (d.lost) {
+        record.why = "nothing more is written through a connection whose journal was replaced";
+        return record;
+    }
+    releaseDiskReserve(d.dbPath);  // a full disk: the room to say so
+    try {
+        Transaction tx(*d.db);
+        Statement st(*d.db,
+                     "UPDATE runs SET status = 'failed', status_message = ?, finished_at = ? "
+                     "WHERE id = ?");
+        st.bindText(1, record.message).bindText(2, utcNowIso8601()).bindInt(3, d.runId).exec();
+        tx.commit();
+        d.checkJournal();
+        record.stored = true;
+    } catch (const std::exception& e) {
+        record.why = e.what();
+    }
+    return record;
 }
 
 }  // namespace qklab

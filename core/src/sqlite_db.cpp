@@ -71,6 +71,8 @@ void Database::fail(int rc, const std::string& sql) const {
     int primary = rc & 0xff;
     if (primary == SQLITE_NOTADB)
         throw Error(ErrorCode::NotQklabDatabase, m_path + " is not a qklab database: " + msg);
+    if (primary == SQLITE_FULL)
+        throw Error(ErrorCode::Io, "the disk holding " + m_path + " is full (" + msg + ")");
     if (isBusy(rc))
         throw Error(ErrorCode::Database,
                     "database " + m_path + " is locked by another connection (gave up after " +

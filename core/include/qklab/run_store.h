@@ -213,8 +213,22 @@ class RunWriter {
     void addQkClip(const QkClip& c);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);
-    void flush();  // one transaction for everything buffered
+    // One transaction for everything buffered. Throws Error when it cannot be committed (the
+    // rows stay buffered), and Error{Database} once the database's journal was replaced under
+    // this writer (see core/src/sqlite_files.h): from then on nothing is written.
+    void flush();
+    // Flushes and stores the final status; throws as flush does, then nothing is "finished".
     void finish(RunStatus status, const std::string& message = {});
+
+    // The run failed (`reason`, e.g. the store error that stopped it). Commits what is buffered
+    // when it can, otherwise drops it and names the steps lost; frees the disk reserve (a full
+    // disk) and stores status failed with the message. Never throws.
+    struct FailureRecord {
+        std::string message;  // the status message: the reason and any rows not stored
+        bool stored = false;  // false: the status could not be written, `why` says why
+        std::string why;
+    };
+    FailureRecord fail(const std::string& reason);
 
   private:
     struct Impl;

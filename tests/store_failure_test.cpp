@@ -1,0 +1,149 @@
+// store_failure_test.cpp — a store error during a live run stops the run at once and fails it
+// with the reason (issue 22, items 2 and 19).
+//
+// Write failures are injected through a SQLite VFS (support/faulty_vfs.h); the full disk is a
+// real one: a small tmpfs, where this machine lets root mount one.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "cli_run.h"
+#include "qklab/error.h"
+#include "qklab/run_session.h"
+#include "qklab/run_store.h"
+#include "support/faulty_vfs.h"
+
+using namespace qklab;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratchDir(const std::string& name) {
+    fs::path dir =
+        fs::temp_directory_path() / ("qklab-storefail-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+RunConfig tinyConfig(int64_t steps) {
+    RunConfig c;
+    c.model.dModel = 32;
+    c.model.nLayers = 1;
+    c.model.nHeads = 2;
+    c.model.seqLen = 32;
+    c.data.batchSize = 4;
+    c.schedule.steps = steps;
+    c.schedule.warmupSteps = 2;
+    c.eval.every = 0;
+    c.eval.batches = 1;
+    c.probes.every = 5;
+    c.run.threads = 1;
+    c.run.checkpointSeconds = 0;
+    return c;
+}
+
+// Arms the fault once step `armAt` is reported; remembers the last step it saw.
+struct Saboteur : TrainingObserver {
+    int64_t armAt = 0;
+    test::WriteFault fault = test::WriteFault::IoError;
+    std::string file;
+    int count = -1;
+    int64_t lastStep = -1;
+    void onStep(const StepMetrics& m) override {
+        lastStep = m.step;
+        if (m.step == armAt) test::armWriteFault(fault, file, count);
+    }
+};
+
+struct FaultyVfsTest : ::testing::Test {
+    void SetUp() override { test::installFaultyVfs(); }
+    void TearDown() override { test::disarmWriteFault(); }
+};
+
+}  // namespace
+
+TEST_F(FaultyVfsTest, AWriteFailureMidRunStopsItAtOnceAndFailsItWithTheReason) {
+    const fs::path dir = scratchDir("transient");
+    const std::string db = (dir / "runs.db").string();
+    RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}, {}});
+    const int64_t id = session.runId();
+    Saboteur saboteur;
+    saboteur.armAt = 60;
+    saboteur.file = "runs.db-wal";
+    saboteur.count = 1;  // one refused write: the store works again for the status
+    try {
+        session.run(&saboteur);
+        ADD_FAILURE() << "the run went on after its rows could not be written";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Database);
+        EXPECT_NE(std::string(e.what()).find("disk I/O error"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(test::refusedWrites(), 1);
+    test::disarmWriteFault();
+    RunStore store(db, StoreAccess::ReadOnly);
+    const RunInfo run = store.run(id);
+    EXPECT_EQ(run.status, RunStatus::Failed);
+    EXPECT_NE(run.statusMessage.find("disk I/O error"), std::string::npos) << run.statusMessage;
+    // At once: nothing trained past the flush that failed, and what trained is stored.
+    EXPECT_LT(saboteur.lastStep, 80);
+    EXPECT_EQ(run.stepsDone, saboteur.lastStep + 1);
+    EXPECT_EQ(static_cast<int64_t>(store.stepMetrics(id).size()), run.stepsDone);
+    fs::remove_all(dir);
+}
+
+TEST_F(FaultyVfsTest, WhenEvenTheStatusCannotBeWrittenTheErrorSaysSo) {
+    const fs::path dir = scratchDir("persistent");
+    const std::string db = (dir / "runs.db").string();
+    RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}, {}});
+    Saboteur saboteur;
+    saboteur.armAt = 30;
+    saboteur.file = "runs.db-wal";  // every write from step 30 on
+    try {
+        session.run(&saboteur);
+        ADD_FAILURE() << "the run went on after its rows could not be written";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("disk I/O error"), std::string::npos) << what;
+        EXPECT_NE(what.find("the run's status could not be stored either"), std::string::npos)
+            << what;
+        EXPECT_NE(what.find("were not stored"), std::string::npos) << what;
+    }
+    EXPECT_LT(saboteur.lastStep, 50);
+    test::disarmWriteFault();
+    fs::remove_all(dir);
+}
+
+// A real full disk: a 4 MiB tmpfs filled by a run that stores histograms and attention maps
+// at every step. Needs root and a kernel that lets this process mount (CI has both).
+TEST(FullDisk, ARunThatFillsTheDiskIsFailedWithTheReasonAndKeepsItsRows) {
+    const fs::path dir = scratchDir("tmpfs");
+    const std::string mount = "mount -t tmpfs -o size=4m qklab-full-disk " + dir.string();
+    if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;
+    const std::string db = (dir / "full.db").string();
+    const std::string err = (fs::temp_directory_path() / "qklab-full-disk.err").string();
+    const Result r = runCli(
+        "run '{}' --db " + db +
+            " --name filler --set schedule.steps=3000 --set probes.every=1"
+            " --set probes.attn_map_every=1 --set eval.every=0 --set run.checkpoint_seconds=0",
+        err);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("is full"), std::string::npos) << r.err;
+    const Result shown = runCli("show filler --json --db " + db, err);
+    ASSERT_EQ(shown.status, 0) << shown.err;
+    EXPECT_NE(shown.out.find("\"status\": \"failed\""), std::string::npos) << shown.out;
+    EXPECT_NE(shown.out.find("is full"), std::string::npos) << shown.out;
+    {
+        RunStore store(db, StoreAccess::ReadOnly);
+        const RunInfo run = store.findRun("filler");
+        EXPECT_GT(run.stepsDone, 0);
+        EXPECT_EQ(static_cast<int64_t>(store.stepMetrics(run.id).size()), run.stepsDone);
+    }
+    std::system(("umount -l " + dir.string()).c_str());
+    fs::remove_all(dir);
+}
