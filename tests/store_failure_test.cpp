@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "qklab/error.h"
@@ -143,6 +145,70 @@ TEST(FullDisk, ARunThatFillsTheDiskIsFailedWithTheReasonAndKeepsItsRows) {
         const RunInfo run = store.findRun("filler");
         EXPECT_GT(run.stepsDone, 0);
         EXPECT_EQ(static_cast<int64_t>(store.stepMetrics(run.id).size()), run.stepsDone);
+    }
+    std::system(("umount -l " + dir.string()).c_str());
+    fs::remove_all(dir);
+}
+
+namespace {
+
+// Writes into `path` until the file system has not one byte left.
+void fillTheDisk(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::setvbuf(f, nullptr, _IONBF, 0);
+    std::vector<char> chunk(64 * 1024, 'x');
+    for (size_t size = chunk.size(); size > 0; size /= 2)
+        while (std::fwrite(chunk.data(), 1, size, f) == size) {
+        }
+    std::fclose(f);
+}
+
+}  // namespace
+
+// The disk fills up between two commits, to the last byte: the writer's next commit fails, and
+// only the reserve it keeps next to the database leaves room to store why the run stopped.
+TEST(FullDisk, TheReserveLeavesRoomToStoreWhyTheRunFailed) {
+    const fs::path dir = scratchDir("reserve");
+    const std::string mount = "mount -t tmpfs -o size=2m qklab-full-disk " + dir.string();
+    if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;
+    const std::string db = (dir / "runs.db").string();
+    int64_t id = 0;
+    {
+        NewRun run;
+        run.name = "squeezed";
+        run.configJson = "{}";
+        RunWriter writer(db, run);
+        id = writer.runId();
+        StepMetrics m;
+        m.loss = 4.0;
+        writer.addStep(m);
+        writer.flush();
+        EXPECT_TRUE(fs::exists(db + ".checkpoints/.disk-reserve"));
+        fillTheDisk((dir / "filler").string());
+        for (int s = 1; s < 200; ++s) {
+            m.step = s;
+            writer.addStep(m);
+        }
+        try {
+            writer.flush();
+            ADD_FAILURE() << "a commit on a full disk succeeded";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::Io);
+            EXPECT_NE(std::string(e.what()).find("is full"), std::string::npos) << e.what();
+        }
+        const RunWriter::FailureRecord record = writer.fail("the disk is full");
+        EXPECT_TRUE(record.stored) << record.why;
+        EXPECT_NE(record.message.find("steps 1-199 were not stored"), std::string::npos)
+            << record.message;
+    }
+    {
+        RunStore store(db, StoreAccess::ReadOnly);
+        const RunInfo run = store.run(id);
+        EXPECT_EQ(run.status, RunStatus::Failed);
+        EXPECT_NE(run.statusMessage.find("the disk is full"), std::string::npos);
+        EXPECT_EQ(store.stepMetrics(id).size(), 1u);
     }
     std::system(("umount -l " + dir.string()).c_str());
     fs::remove_all(dir);
