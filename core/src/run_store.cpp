@@ -357,7 +357,7 @@ RunInfo readRun(const Statement& st) {
     RunInfo r;
     r.id = st.columnInt(0);
     r.name = st.columnText(1);
-    r.status = runStatusFromString(st.columnText(2));
+    r.status = runStatusOrUnknown(st.columnText(2));
     r.configJson = st.columnText(3);
     r.seed = st.columnInt(4);
     r.device = st.columnText(5);
@@ -588,7 +588,7 @@ std::vector<LogitAlarm> RunStore::logitAlarms(int64_t runId) {
         a.metric = st.columnText(2);
         a.value = st.columnReal(3);
         a.threshold = st.columnReal(4);
-        a.kind = spikeKindFromString(st.columnText(5));
+        a.kind = spikeKindOrUnknown(st.columnText(5));
         a.tier = static_cast<int>(st.columnInt(6));
         a.text = st.columnText(7);
         out.push_back(std::move(a));
@@ -774,7 +774,7 @@ std::vector<Spike> RunStore::spikes(int64_t runId) {
         s.metric = st.columnText(1);
         s.value = st.columnReal(2);
         s.zScore = st.columnReal(3);
-        s.kind = spikeKindFromString(st.columnText(4));
+        s.kind = spikeKindOrUnknown(st.columnText(4));
         s.tier = static_cast<int>(st.columnInt(5));
         s.probeStep = st.columnInt(6);
         s.probeMaxLogit = st.columnReal(7);
