@@ -557,18 +557,13 @@ void RunStore::releaseResumeClaim(const RunInfo& before) {
     st.bindInt(3, before.id).bindInt(4, getpid()).exec();
 }
 
+// Never deletes a row: a file that is missing now (an unmounted disk, a resume started from
+// another directory by an older build) may be back later, and the row is the only record of it.
 std::optional<CheckpointInfo> RunStore::newestUsableCheckpoint(int64_t runId) {
     std::optional<CheckpointInfo> best;
     for (const CheckpointInfo& c : checkpoints(runId)) {
         std::error_code ec;
-        if (!std::filesystem::is_regular_file(c.path, ec)) {
-            // A kill between deleting an old file and its row, or a user's cleanup.
-            if (!m_readOnly) {
-                Statement del(*m_db, "DELETE FROM checkpoints WHERE run_id = ? AND step = ?");
-                del.bindInt(1, runId).bindInt(2, c.step).exec();
-            }
-            continue;
-        }
+        if (c.path.empty() || !std::filesystem::is_regular_file(c.path, ec)) continue;
         if (!best || c.step > best->step) best = c;
     }
     return best;
@@ -808,7 +803,8 @@ std::vector<CheckpointInfo> RunStore::checkpoints(int64_t runId) {
     Statement st(*m_db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
     st.bindInt(1, runId);
     std::vector<CheckpointInfo> out;
-    while (st.step()) out.push_back({st.columnInt(0), st.columnText(1)});
+    while (st.step())
+        out.push_back(resolveCheckpoint(path(), runId, st.columnInt(0), st.columnText(1)));
     return out;
 }
 

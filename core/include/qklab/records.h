@@ -147,7 +147,11 @@ struct EventRecord {
 
 struct CheckpointInfo {
     int64_t step = 0;  // the step a resumed run starts at
+    // The file. RunStore::checkpoints resolves the stored path inside the database's own
+    // checkpoint folder (qklab/run_store.h); a stored path that points anywhere else reads as
+    // "" with `refused` saying why, so that no caller can open or delete a foreign file.
     std::string path;
+    std::string refused;
 };
 
 }  // namespace qklab

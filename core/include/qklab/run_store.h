@@ -77,6 +77,16 @@ enum class StoreAccess { ReadWrite, ReadOnly };
 // broke `list`), more than 200 bytes. Throws Error{InvalidRequest}.
 void checkRunName(const std::string& name);
 
+// s safe to print on a terminal: control characters and bytes that are not UTF-8 become \xNN.
+// Names read from a file (someone else's, or one written before checkRunName existed) may hold
+// ESC sequences that would clear the screen; every table and message that prints one uses this.
+std::string printableText(const std::string& s);
+
+// The folder that holds every checkpoint file of the database at dbPath: "<dbPath>.checkpoints",
+// with one "run-<id>" folder per run ("" for ":memory:"). The checkpoints table stores paths
+// relative to it ("run-7/step-621.pt"), and qklab opens or deletes checkpoint files only there.
+std::string checkpointFolder(const std::string& dbPath);
+
 // A comparison of runs (the app's Compare tab) saved under a name. runIds keep the display
 // order and outlive their runs: a deleted run's id stays, and readers report it as missing.
 // settingsJson is the app's own view settings (a JSON object the store does not interpret).
@@ -113,7 +123,8 @@ class RunStore {
     // could not start.
     RunInfo claimForResume(int64_t runId);
     void releaseResumeClaim(const RunInfo& before);
-    // The newest checkpoint whose file exists; rows whose files are gone are removed.
+    // The newest checkpoint whose file exists in the run's own checkpoint folder. Rows whose
+    // files are gone stay (the file may come back: only a writer that replaces them drops them).
     std::optional<CheckpointInfo> newestUsableCheckpoint(int64_t runId);
 
     std::vector<RunInfo> listRuns();
@@ -131,6 +142,7 @@ class RunStore {
     // The heads QK-Clip scaled, by step, layer, head (none in a file from before schema 9).
     std::vector<QkClip> qkClips(int64_t runId);
     std::vector<EventRecord> events(int64_t runId);
+    // By step; each path resolved inside checkpointFolder(path()) (see CheckpointInfo).
     std::vector<CheckpointInfo> checkpoints(int64_t runId);
     int64_t maxRunId();  // cheap change detection for the GUI
     // Changes whenever another connection commits (PRAGMA data_version): with maxRunId() it
