@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <iterator>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "qklab/error.h"
@@ -188,6 +189,40 @@ std::string hex32(int64_t v) {
     return buf;
 }
 
+// A file that says it is qklab's schema `version` must have that schema's tables (real tables,
+// not views) with their columns: otherwise the first query fails deep inside a reader with
+// "no such table" (exit 1), or a view runs whatever its author wrote. The expected schema is
+// built by replaying the migrations in memory.
+void checkSchema(Database& db, int64_t version) {
+    const auto schema = schemaOfVersion(static_cast<int>(version));
+    Database& expected = *schema;
+    Statement tables(expected, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    Statement kind(db, "SELECT type FROM sqlite_master WHERE name = ?");
+    while (tables.step()) {
+        const std::string table = tables.columnText(0);
+        kind.reset();
+        kind.bindText(1, table);
+        const std::string type = kind.step() ? kind.columnText(0) : "";
+        if (type != "table")
+            throw Error(ErrorCode::NotQklabDatabase,
+                        db.path() + " is not a usable qklab database: schema version " +
+                            std::to_string(version) + " has a table '" + table + "' but the file " +
+                            (type.empty() ? std::string("has none") : "has a " + type));
+        std::set<std::string> have;
+        Statement cols(db, "SELECT name FROM pragma_table_info(?)");
+        cols.bindText(1, table);
+        while (cols.step()) have.insert(cols.columnText(0));
+        Statement want(expected, "SELECT name FROM pragma_table_info(?)");
+        want.bindText(1, table);
+        while (want.step())
+            if (!have.count(want.columnText(0)))
+                throw Error(ErrorCode::NotQklabDatabase,
+                            db.path() + " is not a usable qklab database: its table '" + table +
+                                "' has no column '" + want.columnText(0) + "' (schema version " +
+                                std::to_string(version) + ")");
+    }
+}
+
 // Refuses files that belong to someone else before anything is written to them.
 void checkIdentity(Database& db) {
     int64_t appId = db.queryInt("PRAGMA application_id");  // SQLITE_NOTADB surfaces here
@@ -199,6 +234,7 @@ void checkIdentity(Database& db) {
                         db.path() + " has qklab schema version " + std::to_string(version) +
                             " but this build knows versions up to " +
                             std::to_string(kLatestVersion) + "; it was written by a newer qklab");
+        checkSchema(db, version);
         return;
     }
     if (appId == 0 && objects == 0 && version == 0) return;  // new or empty file: ours now
@@ -329,6 +365,12 @@ bool isInteger(const std::string& s) {
 
 // ---- shared helpers (declared in sqlite_db.h and store_internal.h) ----
 
+std::unique_ptr<Database> schemaOfVersion(int version) {
+    auto db = std::make_unique<Database>(":memory:");
+    for (int v = 0; v < std::min(version, kLatestVersion); ++v) db->exec(kMigrations[v]);
+    return db;
+}
+
 // A run marked running whose process on this host is gone. EPERM means the pid is alive
 // but someone else's: only ESRCH proves it is gone.
 bool writerIsGone(int64_t pid, const std::string& host) {
@@ -430,11 +472,46 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     return db;
 }
 
+// Read-only media without the WAL index (-shm) that SQLite needs to read a WAL: opened
+// "immutable", SQLite would ignore the WAL and see an empty or stale file. The database and its
+// WAL are copied into a private temporary folder instead and read there; the copy goes when the
+// connection closes. Nothing is ever written next to the original.
+std::unique_ptr<Database> openPrivateCopy(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::string dir = (fs::temp_directory_path(ec) / "qklab-read-XXXXXX").string();
+    if (ec || !mkdtemp(dir.data()))
+        throw Error(ErrorCode::Io, "cannot read " + path +
+                                       ": its WAL needs an index that cannot be created next to "
+                                       "it, and no private copy can be made in the temp folder");
+    const std::string copy = dir + "/copy.db";
+    fs::copy_file(path, copy, ec);
+    if (!ec) fs::copy_file(path + "-wal", copy + "-wal", ec);
+    if (ec) {
+        fs::remove_all(dir, ec);
+        throw Error(ErrorCode::Io, "cannot read " + path +
+                                       ": its WAL needs an index that cannot be created next to "
+                                       "it, and copying it to " +
+                                       dir + " failed: " + ec.message());
+    }
+    auto db = Database::openReadOnly(path, false, copy);
+    db->removeOnClose(dir);
+    return db;
+}
+
+bool walHasFrames(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path + "-wal", ec);
+    return !ec && size > 32;  // a WAL header is 32 bytes; frames follow it
+}
+
 std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw Error(ErrorCode::MissingFile, "there is no database at " + path);
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw Error(ErrorCode::NotQklabDatabase, path + " is not a file, so not a qklab database");
     if (std::filesystem::file_size(path, ec) == 0 && !ec)
         throw Error(ErrorCode::NotFound, path + " is an empty file: it holds no runs yet");
     auto db = Database::openReadOnly(path, false);
@@ -442,11 +519,13 @@ std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
         checkIdentity(*db);  // the first read: a WAL file needs its -shm index here
     } catch (const Error& e) {
         if (e.code() != ErrorCode::Database) throw;
-        // Read-only media: no WAL index can be created. Nobody can be writing such a file,
-        // so it may be read without locks.
-        db = Database::openReadOnly(path, true);
+        // Read-only media: no WAL index can be created. Nobody can be writing such a file, so
+        // it may be read without locks, or from a private copy when its WAL holds data.
+        db = walHasFrames(path) ? openPrivateCopy(path) : Database::openReadOnly(path, true);
         checkIdentity(*db);
     }
+    if (db->queryInt("PRAGMA user_version") == 0)  // a SQLite file with no qklab schema yet
+        throw Error(ErrorCode::NotFound, path + " holds no qklab runs yet (no schema)");
     return db;
 }
 

@@ -18,6 +18,10 @@ constexpr int kQkClipsVersion = 9;  // the schema that added the qk_clips table
 std::string runColumns(int version);
 // One row of SELECT runColumns(..): a dead writer's running run reads as interrupted.
 RunInfo readRun(const Statement& st);
+// An empty in-memory database holding qklab's schema as of `version` (the migrations replayed):
+// what a file of that version must have, table by table and column by column.
+std::unique_ptr<Database> schemaOfVersion(int version);
+
 // A running run or sweep on this host whose process is gone.
 bool writerIsGone(int64_t pid, const std::string& host);
 
