@@ -272,7 +272,8 @@ int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double second
 std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o) {
     if (!o.resume.empty()) {
         SweepInfo s = store.findSweep(o.resume);
-        SweepDefinition d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
+        SweepDefinition d =
+            parseStoredSweep(s.definitionJson, "sweep '" + printableText(s.name) + "'");
         d.name = s.name;
         store.claimSweep(s.id);
         return {store.sweep(s.id), d};
@@ -345,7 +346,7 @@ PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
         s.id = store.addSweep(s, /*owned=*/false);
     } else {
         s = store.findSweep(sweepRef);
-        d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
+        d = parseStoredSweep(s.definitionJson, "sweep '" + printableText(s.name) + "'");
         d.name = s.name;
     }
     if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))

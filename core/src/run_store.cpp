@@ -299,7 +299,12 @@ const char* const kRunColumns =
 // Column 22 of runColumns; unreadable JSON leaves the list empty (the run still lists).
 std::vector<EventRecord> interventionsFromJson(const std::string& text) {
     std::vector<std::pair<int64_t, EventRecord>> rows;
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    nlohmann::json j;
+    try {
+        j = parseStoredJson(text, "the interventions");  // depth and size limits: a file's text
+    } catch (const Error&) {
+        return {};
+    }
     if (!j.is_array()) return {};
     for (const auto& row : j) {
         if (!row.is_array() || row.size() != 4 || !row[0].is_number_integer() ||
@@ -344,7 +349,11 @@ void checkUserName(const std::string& name, const std::string& what) {
 SavedComparison readComparison(const Statement& st) {
     SavedComparison c;
     c.name = st.columnText(0);
-    const nlohmann::json ids = nlohmann::json::parse(st.columnText(1), nullptr, false);
+    nlohmann::json ids;
+    try {
+        ids = parseStoredJson(st.columnText(1), "run_ids");
+    } catch (const Error&) {
+    }
     if (ids.is_array())
         for (const auto& id : ids)
             if (id.is_number_integer()) c.runIds.push_back(id.get<int64_t>());
