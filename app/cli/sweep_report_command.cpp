@@ -124,25 +124,33 @@ int sweepReportCommand(const ReportOptions& o) {
     return 0;
 }
 
+// Every source is checked whole before the target is created or opened (a missing or bad
+// file used to leave an empty target behind), then all are imported in one transaction.
 int importDatabases(const std::vector<std::string>& sources, const std::string& into) {
+    for (const std::string& src : sources) checkImportSource(src);
     RunStore store(into);
-    int64_t imported = 0, skipped = 0;
+    const std::vector<ImportResult> results = store.importAll(sources);
+    int64_t imported = 0, updated = 0, skipped = 0;
     std::set<int64_t> sweeps;
-    for (const std::string& src : sources) {
-        const ImportResult r = store.importRuns(src);
+    for (size_t i = 0; i < sources.size(); ++i) {
+        const ImportResult& r = results[i];
         imported += r.imported;
+        updated += r.updated;
         skipped += r.skipped;
         sweeps.insert(r.sweepIds.begin(), r.sweepIds.end());
         for (const auto& rename : r.renamed)
             std::cerr << "renamed (name taken): " << rename << "\n";
-        std::cerr << src << ": " << r.imported << " imported, " << r.skipped
+        for (const auto& note : r.notes) std::cerr << "note: " << note << "\n";
+        std::cerr << sources[i] << ": " << r.imported << " imported, "
+                  << (r.updated ? std::to_string(r.updated) + " updated, " : "") << r.skipped
                   << " already present\n";
     }
-    std::cerr << imported << " runs imported, " << skipped << " skipped (already in " << into
-              << ")\n";
+    std::cerr << imported << " runs imported, "
+              << (updated ? std::to_string(updated) + " updated, " : "") << skipped
+              << " skipped (already in " << into << ")\n";
     for (int64_t id : sweeps) {
         const SweepInfo s = store.sweep(id);
-        std::cerr << "sweep " << s.name << " (" << s.id << "): " << s.status << ", "
+        std::cerr << "sweep " << printableText(s.name) << " (" << s.id << "): " << s.status << ", "
                   << store.sweepRuns(id).size() << " of " << s.points << " points\n";
     }
     return 0;

@@ -62,12 +62,22 @@ struct SweepInfo {
     std::string createdAt, updatedAt;
 };
 
-// What RunStore::importRuns did.
+// What RunStore::importRuns did with one source file.
 struct ImportResult {
     int64_t imported = 0, skipped = 0;  // skipped: a run with the same UUID was already here
-    std::vector<std::string> renamed;   // "old -> new" where a name was taken by another run
-    std::vector<int64_t> sweepIds;      // sweeps (in this store) the imported runs belong to
+    // Runs already here (same UUID) replaced, same id and name, because the source holds more
+    // of them: more steps, or as many and an end (a shard merged while its task still ran).
+    int64_t updated = 0;
+    std::vector<std::string> renamed;  // "old -> new" where a name was taken by another run
+    std::vector<int64_t> sweepIds;     // sweeps (in this store) the imported runs belong to
+    // Lines for the user: checkpoints not copied (and why), runs still being written.
+    std::vector<std::string> notes;
 };
+
+// Throws, as RunStore::importRuns would, unless sourcePath is a qklab database whose every row
+// an import accepts (Error{NotQklabDatabase} naming the file, the run and the column, ...).
+// Reads only: `merge` and `import` check every source before creating or opening the target.
+void checkImportSource(const std::string& sourcePath);
 
 // Readers (list, show, export, the app's views) never write: a read-only store opens an
 // existing file without creating, migrating or updating anything, also on read-only media.
@@ -183,10 +193,15 @@ class RunStore {
     std::optional<double> firstStepLoss(int64_t runId);
 
     // Copies every run of the qklab database at sourcePath (read only, never written) with all
-    // its rows into this store: new ids, a run whose UUID is already here is skipped, a taken
-    // name gets " (uuid prefix)" appended, nothing here is overwritten, and the runs' sweeps
-    // are added or found by UUID. One transaction: all of a file or nothing.
+    // its rows into this store: new ids, a taken name gets " (uuid prefix)" appended, and the
+    // runs' sweeps are added or found by UUID. A run whose UUID is already here is skipped,
+    // unless the source holds more of it (ImportResult::updated): then that run's rows are
+    // replaced. Its checkpoint files are copied into checkpointFolder(path()), or left out
+    // with a note. Every row is checked first (checkImportSource); one transaction: all of a
+    // file or nothing.
     ImportResult importRuns(const std::string& sourcePath);
+    // Several files in one transaction: a bad one leaves this store as it was.
+    std::vector<ImportResult> importAll(const std::vector<std::string>& sourcePaths);
 
   private:
     std::unique_ptr<Database> m_db;
