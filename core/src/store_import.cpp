@@ -123,18 +123,27 @@ Source openSource(const std::string& path) {
     return s;
 }
 
-// Checkpoint files an import wrote, removed unless it commits; and the files of replaced rows,
-// removed once it has.
+// Checkpoint files an import wrote, removed unless it commits; the files of replaced rows,
+// removed once it has; and the staging folder, removed either way.
 struct FileChanges {
     std::vector<std::string> created, replaced;
+    std::string staging;  // DB.checkpoints/.import-<pid>: copies made before the transaction
     bool committed = false;
-    FileChanges() = default;
+    explicit FileChanges(std::string stagingFolder) : staging(std::move(stagingFolder)) {}
     FileChanges(const FileChanges&) = delete;
     FileChanges& operator=(const FileChanges&) = delete;
     ~FileChanges() {
         std::error_code ec;
         for (const auto& f : committed ? replaced : created) fs::remove(f, ec);
+        if (!staging.empty()) fs::remove_all(staging, ec);
     }
+};
+
+// A source checkpoint copied into the staging folder ahead of the write transaction, or why it
+// is left out. Copying a file can take minutes; the target's write lock must not (a run
+// training into the same database gives up on a flush after its 5 s busy timeout).
+struct StagedCheckpoint {
+    std::string file, why;
 };
 
 // The source's sweeps, added here or found by UUID: source sweep id -> id here.
@@ -233,10 +242,32 @@ std::string liveNote(const SourceRun& r) {
            " (whether it still is cannot be told from here)" + as + "has ended to update it";
 }
 
+// The source runs' fixed columns (SourceRun) come first in every query of them.
+const char* const kSourceRunColumns = "r.id, r.steps_done, ifnull(r.pid, 0), r.name, r.status";
+
+std::string sourceRunQuery(const Source& src, const std::vector<std::string>& cols) {
+    const std::string uuid = src.version >= kSweepsVersion
+                                 ? "r.uuid, ifnull(r.host, ''), r.sweep_id"
+                                 : kLegacyRunUuid + std::string(", ifnull(r.host, ''), NULL");
+    return std::string("SELECT ") + kSourceRunColumns + ", " + uuid +
+           (cols.empty() ? "" : ", " + joined(cols, "r.")) + " FROM runs r ORDER BY r.id";
+}
+
+SourceRun sourceRun(const Statement& sel, const std::string& srcPath) {
+    SourceRun r{sel.columnInt(0),  sel.columnInt(1),  sel.columnInt(2),  sel.columnText(3),
+                sel.columnText(4), sel.columnText(5), sel.columnText(6), ""};
+    r.label = "run '" + clipped(printableText(r.name), 60) + "' (" + std::to_string(r.id) + " in " +
+              srcPath + ")";
+    return r;
+}
+constexpr int kSweepColumn = 7, kFirstCopiedColumn = 8;  // in sourceRunQuery's rows
+
 class Importer {
   public:
     Importer(Database& dst, const std::string& dstPath, FileChanges& files)
         : m_dst(dst), m_dstPath(dstPath), m_files(files) {}
+    // Copies the checkpoints of the runs that run() will take (outside any transaction).
+    void stage(const Source& src);
     ImportResult run(const Source& src);
 
   private:
@@ -244,36 +275,72 @@ class Importer {
                         const std::vector<std::string>& cols, std::optional<int64_t> sweep);
     void copyRun(const Source& src, const SourceRun& r, int64_t dstId, bool replacing);
     std::set<int64_t> copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId);
-    std::string copyFile(const std::string& from, int64_t dstId, int64_t step);
+    StagedCheckpoint stageOne(const Source& src, int64_t runId, int64_t step,
+                              const std::string& stored);
+    std::string placeFile(const std::string& staged, int64_t dstId, int64_t step);
 
     Database& m_dst;
     std::string m_dstPath;
     FileChanges& m_files;
     ImportResult m_result;
+    std::map<std::pair<int64_t, int64_t>, StagedCheckpoint> m_staged;  // (source run, step)
 };
 
-// One checkpoint file into this database's folder: "run-<id>/step-<step>.pt" (a temporary
-// name first, so that a kill never leaves half a file under the final name).
-std::string Importer::copyFile(const std::string& from, int64_t dstId, int64_t step) {
+// One source checkpoint into the staging folder, if it is a readable file in the source's own
+// folder (a temporary name first: a kill never leaves half a file under a final name).
+StagedCheckpoint Importer::stageOne(const Source& src, int64_t runId, int64_t step,
+                                    const std::string& stored) {
+    if (m_files.staging.empty()) return {"", "this database has no checkpoint folder"};
+    const CheckpointInfo c = resolveCheckpoint(src.path, runId, step, stored);
+    std::error_code ec;
+    if (!c.refused.empty()) return {"", c.refused};
+    if (!fs::is_regular_file(c.path, ec))
+        return {"", "its file " + printableText(c.path) + " is gone"};
+    if (!std::ifstream(c.path, std::ios::binary))
+        return {"", "its file " + printableText(c.path) + " cannot be read"};
+    const std::string file =
+        m_files.staging + "/" + std::to_string(runId) + "-" + std::to_string(step) + ".pt";
+    fs::create_directories(m_files.staging, ec);
+    if (!ec) fs::copy_file(c.path, file + ".tmp", fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(file + ".tmp", file, ec);
+    if (ec)
+        throw Error(ErrorCode::Io, "cannot copy checkpoint " + c.path + " into " + m_files.staging +
+                                       ": " + ec.message());
+    return {file, ""};
+}
+
+void Importer::stage(const Source& src) {
+    Statement sel(*src.db, sourceRunQuery(src, {}));
+    Statement ckpts(*src.db, "SELECT step, path FROM checkpoints WHERE run_id = ?");
+    while (sel.step()) {
+        const SourceRun r = sourceRun(sel, src.path);
+        const auto target = findTarget(m_dst, r.uuid);  // read again under the lock
+        if (target && !sourceIsFurther(r, *target)) continue;
+        ckpts.reset();
+        ckpts.bindInt(1, r.id);
+        while (ckpts.step())
+            m_staged[{r.id, ckpts.columnInt(0)}] =
+                stageOne(src, r.id, ckpts.columnInt(0), ckpts.columnText(1));
+    }
+}
+
+// A staged file to its place in this database's folder: "run-<id>/step-<step>.pt".
+std::string Importer::placeFile(const std::string& staged, int64_t dstId, int64_t step) {
     const fs::path dir = fs::path(checkpointFolder(m_dstPath)) / ("run-" + std::to_string(dstId));
     const fs::path final = dir / ("step-" + std::to_string(step) + ".pt");
-    const fs::path tmp = final.string() + ".import-tmp";
     std::error_code ec;
     fs::create_directories(dir, ec);
     const bool existed = fs::exists(final, ec);
-    if (!ec) fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(tmp, final, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw Error(ErrorCode::Io, "cannot copy checkpoint " + from + " to " + final.string() +
+    if (!ec) fs::rename(staged, final, ec);
+    if (ec)
+        throw Error(ErrorCode::Io, "cannot move checkpoint " + staged + " to " + final.string() +
                                        ": " + ec.message());
-    }
     if (!existed) m_files.created.push_back(final.string());
     return final.string();
 }
 
-// The source run's checkpoints that resolve into the source's own folder are copied; the
-// others are dropped, with a note. Returns the steps copied.
+// The source run's checkpoints that resolve into the source's own folder are copied (staged
+// before the transaction); the others are left out, with a note. Returns the steps copied.
 std::set<int64_t> Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId) {
     std::set<int64_t> steps;
     Statement sel(*src.db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
@@ -283,19 +350,18 @@ std::set<int64_t> Importer::copyCheckpoints(const Source& src, const SourceRun& 
                   "VALUES(?, ?, ?, ?)");
     while (sel.step()) {
         const int64_t step = sel.columnInt(0);
-        const CheckpointInfo c = resolveCheckpoint(src.path, r.id, step, sel.columnText(1));
-        std::error_code ec;
-        std::string why = c.refused;
-        if (why.empty() && !fs::is_regular_file(c.path, ec))
-            why = "its file " + printableText(c.path) + " is gone";
-        if (why.empty() && !std::ifstream(c.path, std::ios::binary))
-            why = "its file " + printableText(c.path) + " cannot be read";
-        if (!why.empty()) {
+        auto it = m_staged.find({r.id, step});
+        if (it == m_staged.end())  // the target changed since stage(): copied now
+            it = m_staged
+                     .emplace(std::make_pair(r.id, step),
+                              stageOne(src, r.id, step, sel.columnText(1)))
+                     .first;
+        if (it->second.file.empty()) {
             m_result.notes.push_back(r.label + ": the checkpoint of step " + std::to_string(step) +
-                                     " was not copied: " + why);
+                                     " was not copied: " + it->second.why);
             continue;
         }
-        const std::string file = copyFile(c.path, dstId, step);
+        const std::string file = placeFile(it->second.file, dstId, step);
         ins.bindInt(1, dstId).bindInt(2, step);
         ins.bindText(3, storedCheckpointPath(m_dstPath, dstId, file));
         ins.bindText(4, utcNowIso8601()).exec();
@@ -327,7 +393,7 @@ void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId, boo
 }
 
 // The runs row: a new one (a free name, the source's UUID), or the replaced run's own row
-// (its name and id stay). Columns from 8 on in `sel` are `cols`. Returns the run's id here.
+// (its name and id stay). `sel` is a row of sourceRunQuery(src, cols). Returns the run's id.
 int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const TargetRun* target,
                               const std::vector<std::string>& cols, std::optional<int64_t> sweep) {
     std::string names, marks, sets;
@@ -349,7 +415,8 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
         st.bindInt(at++, *sweep);
     else
         st.bindNull(at++);
-    for (size_t i = 0; i < cols.size(); ++i) st.bindColumn(at++, sel, static_cast<int>(i) + 8);
+    for (size_t i = 0; i < cols.size(); ++i)
+        st.bindColumn(at++, sel, static_cast<int>(i) + kFirstCopiedColumn);
     if (!target) {
         st.exec();
         return m_dst.lastInsertId();
@@ -367,27 +434,19 @@ ImportResult Importer::run(const Source& src) {
     const std::map<int64_t, int64_t> sweepIds = importSweeps(src, m_dst);
     const auto cols =
         sharedColumns(*src.db, m_dst, "runs", {"id", "name", "uuid", "sweep_id", "status"});
-    const std::string uuid = src.version >= kSweepsVersion ? "r.uuid, r.sweep_id"
-                                                           : kLegacyRunUuid + std::string(", NULL");
-    Statement sel(*src.db, "SELECT r.id, r.name, r.status, " + uuid +
-                               ", r.steps_done, ifnull(r.pid, 0), ifnull(r.host, '')" +
-                               (cols.empty() ? "" : ", " + joined(cols, "r.")) +
-                               " FROM runs r ORDER BY r.id");
+    Statement sel(*src.db, sourceRunQuery(src, cols));
     std::set<int64_t> touchedSweeps;
     while (sel.step()) {
-        SourceRun r{sel.columnInt(0),  sel.columnInt(5),  sel.columnInt(6),  sel.columnText(1),
-                    sel.columnText(2), sel.columnText(3), sel.columnText(7), ""};
-        r.label = "run '" + clipped(printableText(r.name), 60) + "' (" + std::to_string(r.id) +
-                  " in " + src.path + ")";
+        const SourceRun r = sourceRun(sel, src.path);
         const auto target = findTarget(m_dst, r.uuid);
         if (target && !sourceIsFurther(r, *target)) {
             ++m_result.skipped;
             continue;
         }
         std::optional<int64_t> sweep;
-        if (const auto it = sel.isNull(4) ? sweepIds.end() : sweepIds.find(sel.columnInt(4));
-            it != sweepIds.end())
-            touchedSweeps.insert(*(sweep = it->second));
+        const auto it =
+            sel.isNull(kSweepColumn) ? sweepIds.end() : sweepIds.find(sel.columnInt(kSweepColumn));
+        if (it != sweepIds.end()) touchedSweeps.insert(*(sweep = it->second));
         const int64_t id = storeRunRow(sel, r, target ? &*target : nullptr, cols, sweep);
         copyRun(src, r, id, target.has_value());
         ++(target ? m_result.updated : m_result.imported);
@@ -413,13 +472,20 @@ std::vector<ImportResult> RunStore::importAll(const std::vector<std::string>& so
             throw Error(ErrorCode::InvalidRequest, "cannot import " + p + " into itself");
     }
     std::vector<ImportResult> results;
-    FileChanges files;
-    Transaction tx(*m_db);
-    Importer importer(*m_db, path(), files);
-    // One source open at a time: a merge of a thousand shards must not hold a thousand files.
-    for (const std::string& p : sourcePaths) results.push_back(importer.run(openSource(p)));
-    tx.commit();
-    files.committed = true;
+    // One source open at a time (a merge of a thousand shards must not hold a thousand files),
+    // one transaction each: the write lock is held for rows and renames only, not for copying
+    // checkpoint files, so that a run training into this database is not locked out.
+    for (const std::string& p : sourcePaths) {
+        const Source src = openSource(p);
+        const std::string folder = checkpointFolder(path());  // "" in memory: none copied
+        FileChanges files(folder.empty() ? "" : folder + "/.import-" + std::to_string(getpid()));
+        Importer importer(*m_db, path(), files);
+        importer.stage(src);
+        Transaction tx(*m_db);
+        results.push_back(importer.run(src));
+        tx.commit();
+        files.committed = true;
+    }
     return results;
 }
 

@@ -198,9 +198,11 @@ class RunStore {
     // unless the source holds more of it (ImportResult::updated): then that run's rows are
     // replaced. Its checkpoint files are copied into checkpointFolder(path()), or left out
     // with a note. Every row is checked first (checkImportSource); one transaction: all of a
-    // file or nothing.
+    // file or nothing (checkpoint files are copied before it, so the write lock is brief).
     ImportResult importRuns(const std::string& sourcePath);
-    // Several files in one transaction: a bad one leaves this store as it was.
+    // Several files, one after the other, each as importRuns: a bad file commits nothing of
+    // itself, but the files before it stay imported. For all or nothing, checkImportSource
+    // every file first (merge and import do).
     std::vector<ImportResult> importAll(const std::vector<std::string>& sourcePaths);
 
   private:
