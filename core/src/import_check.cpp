@@ -245,9 +245,14 @@ std::map<int64_t, int64_t> checkSweeps(Database& src, const std::string& path) {
         checkUuid(path, row, st.columnText(1), uuids);
         try {
             checkRunName(st.columnText(2));
+        } catch (const Error& e) {
+            refuse(path, row, std::string("name: ") + e.what());
+        }
+        try {  // its messages start with the origin given: "<file>: sweep 2: ..."
             parseStoredSweep(st.columnText(3), path + ": " + row);
         } catch (const Error& e) {
-            refuse(path, row, e.what());
+            throw Error(ErrorCode::NotQklabDatabase,
+                        std::string(e.what()) + ". Nothing was imported.");
         }
         points[st.columnInt(0)] = st.columnInt(4);
     }
