@@ -72,7 +72,7 @@ struct FaultyVfsTest : ::testing::Test {
 TEST_F(FaultyVfsTest, AWriteFailureMidRunStopsItAtOnceAndFailsItWithTheReason) {
     const fs::path dir = scratchDir("transient");
     const std::string db = (dir / "runs.db").string();
-    RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}, {}});
+    RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}});
     const int64_t id = session.runId();
     Saboteur saboteur;
     saboteur.armAt = 60;
@@ -101,7 +101,7 @@ TEST_F(FaultyVfsTest, AWriteFailureMidRunStopsItAtOnceAndFailsItWithTheReason) {
 TEST_F(FaultyVfsTest, WhenEvenTheStatusCannotBeWrittenTheErrorSaysSo) {
     const fs::path dir = scratchDir("persistent");
     const std::string db = (dir / "runs.db").string();
-    RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}, {}});
+    RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}});
     Saboteur saboteur;
     saboteur.armAt = 30;
     saboteur.file = "runs.db-wal";  // every write from step 30 on

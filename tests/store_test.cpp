@@ -235,7 +235,8 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
         s.diagnosis = "logits ran away";
         w.addSpike(s);
         w.addEvent({1, "lr_scale", R"({"factor":0.5})", "user"});
-        w.addCheckpoint({2, "/ckpt/step2.pt"});
+        // In the database's own checkpoint folder, where the trainer writes (issue 22, item 6).
+        w.addCheckpoint({2, m_path + ".checkpoints/run-" + std::to_string(id) + "/step2.pt"});
         w.finish(RunStatus::Diverged, "loss is NaN at step 2");
     }
 
@@ -325,7 +326,8 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
     EXPECT_EQ(ev[0].source, "user");
     auto ck = store.checkpoints(id);
     ASSERT_EQ(ck.size(), 1u);
-    EXPECT_EQ(ck[0].path, "/ckpt/step2.pt");
+    EXPECT_EQ(ck[0].path, fs::weakly_canonical(m_path + ".checkpoints/run-1/step2.pt").string());
+    EXPECT_EQ(rawText("SELECT path FROM checkpoints"), "run-1/step2.pt");  // relative to it
 }
 
 TEST_F(StoreTest, SummaryIsKeptAcrossFlushesAndProbesFilter) {
@@ -597,7 +599,7 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
         w.addEvent({2, "lr_scale", "{}", "user"});
         w.addEvent({3, "warmup_end", "{}", "config"});
         w.addEvent({7, "lr_scale", "{}", "user"});
-        w.addCheckpoint({5, "c5"});
+        w.addCheckpoint({5, m_path + ".checkpoints/run-" + std::to_string(id) + "/c5"});
         w.finish(RunStatus::Stopped, "stopped by user");
     }
     // A later checkpoint's row (the writer itself keeps only the newest one; this is the
@@ -628,7 +630,8 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
         EXPECT_EQ(ev[1].source, "config");
         auto ck = store.checkpoints(id);
         ASSERT_EQ(ck.size(), 1u);
-        EXPECT_EQ(ck[0].path, "c5");
+        EXPECT_EQ(ck[0].step, 5);
+        EXPECT_EQ(fs::path(ck[0].path).filename(), "c5");
 
         w.addStep(step(5, 1.5));
         w.finish(RunStatus::Finished);
@@ -833,8 +836,11 @@ TEST_F(StoreTest, SecondConcurrentResumeIsRefused) {
 
 // Item 3: a kill between deleting an old checkpoint file and committing rows could leave a
 // row whose file is gone; resume falls back to the newest checkpoint that exists.
+// Issue 22, item 6: the row of a missing file stays (the file may come back; deleting the row
+// made a run whose checkpoint was only looked for from the wrong directory unresumable).
 TEST_F(StoreTest, ResumeFallsBackToTheNewestCheckpointWhoseFileExists) {
-    const std::string kept = (m_dir / "step-5.pt").string();
+    fs::create_directories(m_path + ".checkpoints/run-1");
+    const std::string kept = m_path + ".checkpoints/run-1/step-5.pt";
     std::ofstream(kept) << "weights";
     {
         RunWriter w(m_path, NewRun{});
@@ -844,8 +850,8 @@ TEST_F(StoreTest, ResumeFallsBackToTheNewestCheckpointWhoseFileExists) {
         // step-5 row once the step-10 row is committed).
         sqlite3* raw = nullptr;
         sqlite3_open(m_path.c_str(), &raw);
-        sqlite3_exec(raw, "INSERT INTO checkpoints VALUES(1, 10, '/nonexistent/step-10.pt', '')",
-                     nullptr, nullptr, nullptr);
+        sqlite3_exec(raw, "INSERT INTO checkpoints VALUES(1, 10, 'run-1/step-10.pt', '')", nullptr,
+                     nullptr, nullptr);
         sqlite3_close(raw);
         w.finish(RunStatus::Interrupted);
     }
@@ -853,12 +859,14 @@ TEST_F(StoreTest, ResumeFallsBackToTheNewestCheckpointWhoseFileExists) {
     const auto c = store.newestUsableCheckpoint(1);
     ASSERT_TRUE(c.has_value());
     EXPECT_EQ(c->step, 5);
-    EXPECT_EQ(rawInt("SELECT count(*) FROM checkpoints WHERE step = 10"), 0);
+    EXPECT_EQ(rawInt("SELECT count(*) FROM checkpoints WHERE step = 10"), 1);
 }
 
 // Item 3: the writer drops older checkpoints only after the newer one's row is committed.
 TEST_F(StoreTest, OlderCheckpointGoesOnlyAfterTheNewerRowIsCommitted) {
-    const std::string a = (m_dir / "step-5.pt").string(), b = (m_dir / "step-10.pt").string();
+    fs::create_directories(m_path + ".checkpoints/run-1");
+    const std::string a = m_path + ".checkpoints/run-1/step-5.pt",
+                      b = m_path + ".checkpoints/run-1/step-10.pt";
     std::ofstream(a) << "a";
     std::ofstream(b) << "b";
     RunWriter w(m_path, NewRun{});

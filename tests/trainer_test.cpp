@@ -398,8 +398,8 @@ TEST(Trainer, FullDiskDuringACheckpointFailsTheRunAndKeepsEverything) {
     const std::string dir = tempDir(), db = dir + "/runs.db";
     RunConfig c = tinyConfig(20);
     c.run.checkpointEvery = 10;
-    RunSession session(c, SessionOptions{db, "full-disk", dir + "/ckpt"});
-    const std::string runDir = dir + "/ckpt/run-" + std::to_string(session.runId());
+    RunSession session(c, SessionOptions{db, "full-disk", {}});
+    const std::string runDir = db + ".checkpoints/run-" + std::to_string(session.runId());
     fs::create_directories(runDir);
     fs::create_symlink("/dev/full", runDir + "/step-20.pt.tmp");  // the final checkpoint
     const RunOutcome outcome = session.run();

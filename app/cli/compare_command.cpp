@@ -15,8 +15,12 @@ namespace {
 using Table = std::vector<std::vector<std::string>>;
 
 // Columns padded to their widest cell; the first left-aligned, the rest as `rightAlign` says
-// (numbers line up on the right).
-void printTable(const Table& rows, bool rightAlign) {
+// (numbers line up on the right). Cells are names and config values from the database, so
+// control characters are escaped (a name holding ESC[2J must not clear the terminal).
+void printTable(const Table& cells, bool rightAlign) {
+    Table rows = cells;
+    for (auto& row : rows)
+        for (auto& cell : row) cell = printableText(cell);
     std::vector<size_t> width;
     for (const auto& row : rows)
         for (size_t c = 0; c < row.size(); ++c) {
@@ -66,7 +70,7 @@ void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& c
         for (size_t i : group) ids.push_back(runs[i].id);
         out["seed_groups"].push_back(ids);
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 void printDiff(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
@@ -102,7 +106,7 @@ void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<RunConf
     for (const auto& group : seedGroups(configs)) {
         if (group.size() < 2) continue;
         std::string names;
-        for (size_t i : group) names += (names.empty() ? "" : ", ") + runs[i].name;
+        for (size_t i : group) names += (names.empty() ? "" : ", ") + printableText(runs[i].name);
         std::cout << "\nsame config but for run.seed: " << names << "\n";
     }
 }

@@ -87,9 +87,9 @@ int generateText(const GenerateCommandOptions& o) {
     std::fflush(stdout);
     char timing[64];
     std::snprintf(timing, sizeof timing, "%.3f ms/token", r.msPerToken);
-    std::cerr << "run " << source.run.id << " \"" << source.run.name << "\", checkpoint step "
-              << r.checkpointStep << ": " << r.text.size() << " bytes, " << nameOf(r.cache.kind)
-              << " cache " << r.cache.bytesPerToken << " bytes/token";
+    std::cerr << "run " << source.run.id << " \"" << printableText(source.run.name)
+              << "\", checkpoint step " << r.checkpointStep << ": " << r.text.size() << " bytes, "
+              << nameOf(r.cache.kind) << " cache " << r.cache.bytesPerToken << " bytes/token";
     if (!r.cache.description.empty()) std::cerr << " (" << r.cache.description << ")";
     std::cerr << ", " << timing << "\n";
     return 0;

@@ -97,6 +97,27 @@ struct Options {
     bool reference = false;
 };
 
+// JSON for the terminal or a file: text from a database that is not UTF-8 (someone else's
+// file) becomes U+FFFD instead of an exception halfway through the output.
+std::string jsonText(const nlohmann::json& j, int indent) {
+    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// An error message quotes names and values from files: each line's control characters are
+// escaped (the line breaks between lines stay).
+std::string printableMessage(const std::string& message) {
+    std::string out, line;
+    for (char c : message + "\n") {
+        if (c != '\n') {
+            line += c;
+            continue;
+        }
+        out += (out.empty() ? "" : "\n") + printableText(line);
+        line.clear();
+    }
+    return out;
+}
+
 int exitCodeFor(RunStatus s) {
     switch (s) {
         case RunStatus::Finished:
@@ -146,12 +167,13 @@ void printRunTable(const std::vector<RunInfo>& runs) {
             if (v) std::snprintf(b, sizeof b, f, *v);
             return std::string(b);
         };
+        // Names and dates come from the file: escaped, so that ESC[2J cannot clear the screen.
         std::printf("%-5lld %-24s %-12s %8lld %10s %10s %12s %6lld %8lld  %s\n",
-                    static_cast<long long>(r.id), r.name.c_str(), toString(r.status),
+                    static_cast<long long>(r.id), printableText(r.name).c_str(), toString(r.status),
                     static_cast<long long>(r.stepsDone), num(r.finalValLoss, "%.4f").c_str(),
                     num(r.finalLoss, "%.4f").c_str(), num(r.maxLogitRaw, "%.4g").c_str(),
                     static_cast<long long>(r.spikes), static_cast<long long>(r.qkClips),
-                    r.createdAt.c_str());
+                    printableText(r.createdAt).c_str());
     }
 }
 
@@ -328,25 +350,25 @@ int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
         }
         auto arr = nlohmann::json::array();
         for (const auto& r : runs) arr.push_back(runSummaryJson(store, r.id));
-        std::cout << arr.dump(2) << "\n";
+        std::cout << jsonText(arr, 2) << "\n";
         return 0;
     }
     const int64_t id = store.findRun(o.runRef).id;
     if (show) {
         nlohmann::json j;
         j["summary"] = runSummaryJson(store, id);
-        j["config"] = nlohmann::json::parse(store.run(id).configJson);
+        j["config"] = runConfigJson(store, id);  // within the JSON limits: exit 2, not a crash
         j["alarms"] = logitAlarmsJson(store, id);
         if (o.asJson)
-            std::cout << j.dump(2) << "\n";
+            std::cout << jsonText(j, 2) << "\n";
         else
             std::cout << "summary:\n"
-                      << j["summary"].dump(2) << "\nconfig:\n"
-                      << j["config"].dump(2) << "\n";
+                      << jsonText(j["summary"], 2) << "\nconfig:\n"
+                      << jsonText(j["config"], 2) << "\n";
         return 0;
     }
     const std::string text =
-        o.format == "csv" ? runExportCsv(store, id) : runExportJson(store, id).dump(1) + "\n";
+        o.format == "csv" ? runExportCsv(store, id) : jsonText(runExportJson(store, id), 1) + "\n";
     if (o.output.empty()) {
         std::cout << text;
         return 0;
@@ -515,12 +537,12 @@ int main(int argc, char** argv) {
         }
         return cmdStored(o, *list, *show);
     } catch (const Error& e) {
-        std::cerr << "qklab-cli: " << e.what() << "\n";
+        std::cerr << "qklab-cli: " << printableMessage(e.what()) << "\n";
         const bool badInput = e.code() != ErrorCode::Internal && e.code() != ErrorCode::Database &&
                               e.code() != ErrorCode::Io;
         return badInput ? 2 : 1;
     } catch (const std::exception& e) {
-        std::cerr << "qklab-cli: " << e.what() << "\n";
+        std::cerr << "qklab-cli: " << printableMessage(e.what()) << "\n";
         return 1;
     }
 }

@@ -155,7 +155,7 @@ class SweepProgress {
         const double eta = stepsDone > 0 ? elapsed * (stepsTotal - stepsDone) / stepsDone : NAN;
         char head[160];
         std::snprintf(head, sizeof head, "sweep %s: %d/%zu done, %d diverged, %d failed, ETA %s",
-                      m_sweep.name.c_str(), done, m_toRun.size(), diverged, failed,
+                      printableText(m_sweep.name).c_str(), done, m_toRun.size(), diverged, failed,
                       duration(eta).c_str());
         std::string line = std::string(head) + (active.empty() ? "" : " | running:" + active);
         if (m_tty) {
@@ -255,14 +255,14 @@ int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double second
     store.setSweepStatus(s.id, completed ? "finished" : "stopped");
     std::fprintf(
         stderr, "sweep %s (%lld) %s after %s: %d finished, %d diverged, %d failed, %d not run\n",
-        s.name.c_str(), static_cast<long long>(s.id), completed ? "done" : "stopped",
+        printableText(s.name).c_str(), static_cast<long long>(s.id), completed ? "done" : "stopped",
         duration(seconds).c_str(), r.finished, r.diverged, r.failed, r.pending + r.running);
     if (!completed)
         std::fprintf(stderr, "continue it with: qklab-cli sweep --resume '%s' --db '%s'\n",
-                     s.name.c_str(), store.path().c_str());
+                     printableText(s.name).c_str(), store.path().c_str());
     else
-        std::fprintf(stderr, "report: qklab-cli sweep-report '%s' --db '%s'\n", s.name.c_str(),
-                     store.path().c_str());
+        std::fprintf(stderr, "report: qklab-cli sweep-report '%s' --db '%s'\n",
+                     printableText(s.name).c_str(), store.path().c_str());
     std::printf("%lld\n", static_cast<long long>(s.id));  // scripts read the sweep id
     if (!completed) return 3;
     return r.failed > 0 ? 1 : 0;
@@ -272,7 +272,8 @@ int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double second
 std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o) {
     if (!o.resume.empty()) {
         SweepInfo s = store.findSweep(o.resume);
-        SweepDefinition d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
+        SweepDefinition d =
+            parseStoredSweep(s.definitionJson, "sweep '" + printableText(s.name) + "'");
         d.name = s.name;
         store.claimSweep(s.id);
         return {store.sweep(s.id), d};
@@ -315,8 +316,8 @@ int runSweep(const SweepOptions& o) {
     const std::vector<int64_t> toRun = pointsToRun(store, sweep, o.retryFailed);
     std::fprintf(stderr,
                  "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
-                 sweep.name.c_str(), static_cast<long long>(sweep.id), o.dbPath.c_str(),
-                 static_cast<long long>(sweep.points), toRun.size(),
+                 printableText(sweep.name).c_str(), static_cast<long long>(sweep.id),
+                 o.dbPath.c_str(), static_cast<long long>(sweep.points), toRun.size(),
                  o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun),
                  (o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun)) == 1 ? "" : "s",
                  o.threadsPerRun, o.threadsPerRun == 1 ? "" : "s");
@@ -345,12 +346,12 @@ PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
         s.id = store.addSweep(s, /*owned=*/false);
     } else {
         s = store.findSweep(sweepRef);
-        d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
+        d = parseStoredSweep(s.definitionJson, "sweep '" + printableText(s.name) + "'");
         d.name = s.name;
     }
     if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))
         throw Error(ErrorCode::InvalidRequest, "--point " + std::to_string(index) + ": sweep '" +
-                                                   s.name + "' has points 0.." +
+                                                   printableText(s.name) + "' has points 0.." +
                                                    std::to_string(d.pointCount() - 1));
     SweepPoint point = std::move(expandSweep(d)[static_cast<size_t>(index)]);
     PointPlan plan;

@@ -135,6 +135,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return QBrush(QColor(110, 110, 110));
             case RunStatus::Finished:
                 return QBrush(QColor(30, 130, 30));
+            case RunStatus::Unknown:  // a status this build has no name for: shown as unknown
+                return QBrush(QColor(110, 110, 110));
         }
     }
     if (role == Qt::ForegroundRole && index.column() == int(Column::MaxLogit) && r.maxLogitRaw &&

@@ -11,10 +11,14 @@ namespace qklab {
 std::optional<CheckpointInfo> newestExistingCheckpoint(RunStore& store, int64_t runId,
                                                        std::string* why) {
     std::optional<CheckpointInfo> best;
-    std::string missing;
+    std::string missing, refused;
     const auto all = store.checkpoints(runId);
     for (const CheckpointInfo& c : all) {
         std::error_code ec;
+        if (c.path.empty()) {  // a stored path outside the database's checkpoint folder
+            if (refused.empty()) refused = c.refused;
+            continue;
+        }
         if (!std::filesystem::is_regular_file(c.path, ec)) {
             if (missing.empty()) missing = c.path;
             continue;
@@ -26,9 +30,11 @@ std::optional<CheckpointInfo> newestExistingCheckpoint(RunStore& store, int64_t 
             *why =
                 "none was saved (a run saves one when it finishes or is stopped, and every "
                 "run.checkpoint_seconds while it trains)";
+        else if (missing.empty())
+            *why = refused;
         else
             *why = "its " + std::to_string(all.size()) + " checkpoint file" +
-                   (all.size() == 1 ? " is" : "s are") + " gone (" + missing + ")";
+                   (all.size() == 1 ? " is" : "s are") + " gone (" + printableText(missing) + ")";
     }
     return best;
 }

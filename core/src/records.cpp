@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "qklab/error.h"
+#include "text_util.h"
 
 namespace qklab {
 
@@ -69,8 +70,14 @@ const char* toString(RunStatus s) {
 RunStatus runStatusFromString(const std::string& s) {
     for (const auto& entry : kStatusNames)
         if (s == entry.name) return entry.status;
-    throw Error(ErrorCode::Unsupported,
-                "unknown run status '" + s + "' (expected one of " + allNames(kStatusNames) + ")");
+    throw Error(ErrorCode::Unsupported, "unknown run status '" + clipped(s) +
+                                            "' (expected one of " + allNames(kStatusNames) + ")");
+}
+
+RunStatus runStatusOrUnknown(const std::string& s) {
+    for (const auto& entry : kStatusNames)
+        if (s == entry.name) return entry.status;
+    return RunStatus::Unknown;
 }
 
 const char* toString(SpikeKind k) {
@@ -88,8 +95,14 @@ const char* spikeKindTitle(SpikeKind k) {
 SpikeKind spikeKindFromString(const std::string& s) {
     for (const auto& entry : kKindNames)
         if (s == entry.name) return entry.kind;
-    throw Error(ErrorCode::Unsupported,
-                "unknown spike kind '" + s + "' (expected one of " + allNames(kKindNames) + ")");
+    throw Error(ErrorCode::Unsupported, "unknown spike kind '" + clipped(s) +
+                                            "' (expected one of " + allNames(kKindNames) + ")");
+}
+
+SpikeKind spikeKindOrUnknown(const std::string& s) {
+    for (const auto& entry : kKindNames)
+        if (s == entry.name) return entry.kind;
+    return SpikeKind::Unknown;
 }
 
 const char* toString(MapReason r) {

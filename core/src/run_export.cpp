@@ -9,6 +9,7 @@
 
 #include "qklab/error.h"
 #include "qklab/run_config.h"
+#include "text_util.h"
 
 namespace qklab {
 namespace {
@@ -128,10 +129,17 @@ json runSummaryJson(RunStore& store, int64_t runId) {
     return s;
 }
 
+json runConfigJson(RunStore& store, int64_t runId) {
+    const std::string text = store.run(runId).configJson;
+    if (text.empty()) return nullptr;
+    return parseStoredJson(text,
+                           "run " + std::to_string(runId) + "'s config_json in " + store.path());
+}
+
 json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     json out;
     out["run"] = runSummaryJson(store, runId);
-    out["config"] = json::parse(store.run(runId).configJson);
+    out["config"] = runConfigJson(store, runId);
     json steps = json::array();
     for (const auto& m : store.stepMetrics(runId)) {
         json row = json::object();
@@ -175,10 +183,15 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     out["qk_clips"] = qkClipsJson(store, runId);
     json events = json::array();
     for (const auto& e : store.events(runId))
-        events.push_back({{"step", e.step},
-                          {"kind", e.kind},
-                          {"params", json::parse(e.paramsJson)},
-                          {"source", e.source}});
+        events.push_back(
+            {{"step", e.step},
+             {"kind", e.kind},
+             {"params", e.paramsJson.empty()
+                            ? json::object()
+                            : parseStoredJson(e.paramsJson,
+                                              "run " + std::to_string(runId) + "'s event at step " +
+                                                  std::to_string(e.step) + ": params_json")},
+             {"source", e.source}});
     out["events"] = events;
     return out;
 }

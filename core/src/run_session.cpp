@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "qklab/error.h"
+#include "qklab/generate_source.h"
 #include "qklab/resources.h"
 #include "qklab/run_store.h"
 
@@ -66,7 +67,7 @@ struct RunSession::Impl {
 };
 
 std::string defaultCheckpointRoot(const std::string& dbPath) {
-    return dbPath == ":memory:" ? std::string() : dbPath + ".checkpoints";
+    return checkpointFolder(dbPath);
 }
 
 static std::string checkpointDirFor(const std::string& root, int64_t runId) {
@@ -92,9 +93,9 @@ RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
     run.torchVersion = torchVersion();
     run.appVersion = appVersion();
     d.writer = std::make_unique<RunWriter>(options.dbPath, run);
-    const std::string root = options.checkpointRoot.empty() ? defaultCheckpointRoot(options.dbPath)
-                                                            : options.checkpointRoot;
-    d.trainer->setCheckpointDir(checkpointDirFor(root, d.writer->runId()));
+    // Always the database's own folder: the store reads and deletes checkpoints only there.
+    d.trainer->setCheckpointDir(
+        checkpointDirFor(checkpointFolder(options.dbPath), d.writer->runId()));
 }
 
 std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_t runId) {
@@ -117,10 +118,11 @@ std::unique_ptr<RunSession> RunSession::resumeClaimed(RunStore& store, const std
                                                       const RunInfo& info) {
     const int64_t runId = info.id;
     // The newest checkpoint whose file exists (a kill can leave a row without its file).
-    const auto last = store.newestUsableCheckpoint(runId);
+    std::string why;
+    const auto last = newestExistingCheckpoint(store, runId, &why);
     if (!last)
         throw Error(ErrorCode::NotFound,
-                    "run " + std::to_string(runId) + " has no checkpoint to resume from");
+                    "run " + std::to_string(runId) + " has no checkpoint to resume from: " + why);
 
     // The stored config plus the user's interventions before the checkpoint reproduce the
     // run up to there; the checkpoint holds weights, optimizer and sampler state.

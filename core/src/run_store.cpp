@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <iterator>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "qklab/error.h"
@@ -189,6 +190,40 @@ std::string hex32(int64_t v) {
     return buf;
 }
 
+// A file that says it is qklab's schema `version` must have that schema's tables (real tables,
+// not views) with their columns: otherwise the first query fails deep inside a reader with
+// "no such table" (exit 1), or a view runs whatever its author wrote. The expected schema is
+// built by replaying the migrations in memory.
+void checkSchema(Database& db, int64_t version) {
+    const auto schema = schemaOfVersion(static_cast<int>(version));
+    Database& expected = *schema;
+    Statement tables(expected, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    Statement kind(db, "SELECT type FROM sqlite_master WHERE name = ?");
+    while (tables.step()) {
+        const std::string table = tables.columnText(0);
+        kind.reset();
+        kind.bindText(1, table);
+        const std::string type = kind.step() ? kind.columnText(0) : "";
+        if (type != "table")
+            throw Error(ErrorCode::NotQklabDatabase,
+                        db.path() + " is not a usable qklab database: schema version " +
+                            std::to_string(version) + " has a table '" + table + "' but the file " +
+                            (type.empty() ? std::string("has none") : "has a " + type));
+        std::set<std::string> have;
+        Statement cols(db, "SELECT name FROM pragma_table_info(?)");
+        cols.bindText(1, table);
+        while (cols.step()) have.insert(cols.columnText(0));
+        Statement want(expected, "SELECT name FROM pragma_table_info(?)");
+        want.bindText(1, table);
+        while (want.step())
+            if (!have.count(want.columnText(0)))
+                throw Error(ErrorCode::NotQklabDatabase,
+                            db.path() + " is not a usable qklab database: its table '" + table +
+                                "' has no column '" + want.columnText(0) + "' (schema version " +
+                                std::to_string(version) + ")");
+    }
+}
+
 // Refuses files that belong to someone else before anything is written to them.
 void checkIdentity(Database& db) {
     int64_t appId = db.queryInt("PRAGMA application_id");  // SQLITE_NOTADB surfaces here
@@ -200,6 +235,7 @@ void checkIdentity(Database& db) {
                         db.path() + " has qklab schema version " + std::to_string(version) +
                             " but this build knows versions up to " +
                             std::to_string(kLatestVersion) + "; it was written by a newer qklab");
+        checkSchema(db, version);
         return;
     }
     if (appId == 0 && objects == 0 && version == 0) return;  // new or empty file: ours now
@@ -264,7 +300,12 @@ const char* const kRunColumns =
 // Column 22 of runColumns; unreadable JSON leaves the list empty (the run still lists).
 std::vector<EventRecord> interventionsFromJson(const std::string& text) {
     std::vector<std::pair<int64_t, EventRecord>> rows;
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    nlohmann::json j;
+    try {
+        j = parseStoredJson(text, "the interventions");  // depth and size limits: a file's text
+    } catch (const Error&) {
+        return {};
+    }
     if (!j.is_array()) return {};
     for (const auto& row : j) {
         if (!row.is_array() || row.size() != 4 || !row[0].is_number_integer() ||
@@ -309,7 +350,11 @@ void checkUserName(const std::string& name, const std::string& what) {
 SavedComparison readComparison(const Statement& st) {
     SavedComparison c;
     c.name = st.columnText(0);
-    const nlohmann::json ids = nlohmann::json::parse(st.columnText(1), nullptr, false);
+    nlohmann::json ids;
+    try {
+        ids = parseStoredJson(st.columnText(1), "run_ids");
+    } catch (const Error&) {
+    }
     if (ids.is_array())
         for (const auto& id : ids)
             if (id.is_number_integer()) c.runIds.push_back(id.get<int64_t>());
@@ -329,6 +374,12 @@ bool isInteger(const std::string& s) {
 }  // namespace
 
 // ---- shared helpers (declared in sqlite_db.h and store_internal.h) ----
+
+std::unique_ptr<Database> schemaOfVersion(int version) {
+    auto db = std::make_unique<Database>(":memory:");
+    for (int v = 0; v < std::min(version, kLatestVersion); ++v) db->exec(kMigrations[v]);
+    return db;
+}
 
 // A run marked running whose process on this host is gone. EPERM means the pid is alive
 // but someone else's: only ESRCH proves it is gone.
@@ -358,7 +409,7 @@ RunInfo readRun(const Statement& st) {
     RunInfo r;
     r.id = st.columnInt(0);
     r.name = st.columnText(1);
-    r.status = runStatusFromString(st.columnText(2));
+    r.status = runStatusOrUnknown(st.columnText(2));
     r.configJson = st.columnText(3);
     r.seed = st.columnInt(4);
     r.device = st.columnText(5);
@@ -432,12 +483,47 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     return db;
 }
 
+// Read-only media without the WAL index (-shm) that SQLite needs to read a WAL: opened
+// "immutable", SQLite would ignore the WAL and see an empty or stale file. The database and its
+// WAL are copied into a private temporary folder instead and read there; the copy goes when the
+// connection closes. Nothing is ever written next to the original.
+std::unique_ptr<Database> openPrivateCopy(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::string dir = (fs::temp_directory_path(ec) / "qklab-read-XXXXXX").string();
+    if (ec || !mkdtemp(dir.data()))
+        throw Error(ErrorCode::Io, "cannot read " + path +
+                                       ": its WAL needs an index that cannot be created next to "
+                                       "it, and no private copy can be made in the temp folder");
+    const std::string copy = dir + "/copy.db";
+    fs::copy_file(path, copy, ec);
+    if (!ec) fs::copy_file(path + "-wal", copy + "-wal", ec);
+    if (ec) {
+        fs::remove_all(dir, ec);
+        throw Error(ErrorCode::Io, "cannot read " + path +
+                                       ": its WAL needs an index that cannot be created next to "
+                                       "it, and copying it to " +
+                                       dir + " failed: " + ec.message());
+    }
+    auto db = Database::openReadOnly(path, false, copy);
+    db->removeOnClose(dir);
+    return db;
+}
+
+bool walHasFrames(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path + "-wal", ec);
+    return !ec && size > 32;  // a WAL header is 32 bytes; frames follow it
+}
+
 std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
     refuseSqliteCompanion(path);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw Error(ErrorCode::MissingFile, "there is no database at " + path);
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw Error(ErrorCode::NotQklabDatabase, path + " is not a file, so not a qklab database");
     if (std::filesystem::file_size(path, ec) == 0 && !ec)
         throw Error(ErrorCode::NotFound, path + " is an empty file: it holds no runs yet");
     auto db = Database::openReadOnly(path, false);
@@ -445,11 +531,13 @@ std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
         checkIdentity(*db);  // the first read: a WAL file needs its -shm index here
     } catch (const Error& e) {
         if (e.code() != ErrorCode::Database) throw;
-        // Read-only media: no WAL index can be created. Nobody can be writing such a file,
-        // so it may be read without locks.
-        db = Database::openReadOnly(path, true);
+        // Read-only media: no WAL index can be created. Nobody can be writing such a file, so
+        // it may be read without locks, or from a private copy when its WAL holds data.
+        db = walHasFrames(path) ? openPrivateCopy(path) : Database::openReadOnly(path, true);
         checkIdentity(*db);
     }
+    if (db->queryInt("PRAGMA user_version") == 0)  // a SQLite file with no qklab schema yet
+        throw Error(ErrorCode::NotFound, path + " holds no qklab runs yet (no schema)");
     return db;
 }
 
@@ -560,18 +648,13 @@ void RunStore::releaseResumeClaim(const RunInfo& before) {
     st.bindInt(3, before.id).bindInt(4, getpid()).exec();
 }
 
+// Never deletes a row: a file that is missing now (an unmounted disk, a resume started from
+// another directory by an older build) may be back later, and the row is the only record of it.
 std::optional<CheckpointInfo> RunStore::newestUsableCheckpoint(int64_t runId) {
     std::optional<CheckpointInfo> best;
     for (const CheckpointInfo& c : checkpoints(runId)) {
         std::error_code ec;
-        if (!std::filesystem::is_regular_file(c.path, ec)) {
-            // A kill between deleting an old file and its row, or a user's cleanup.
-            if (!m_readOnly) {
-                Statement del(*m_db, "DELETE FROM checkpoints WHERE run_id = ? AND step = ?");
-                del.bindInt(1, runId).bindInt(2, c.step).exec();
-            }
-            continue;
-        }
+        if (c.path.empty() || !std::filesystem::is_regular_file(c.path, ec)) continue;
         if (!best || c.step > best->step) best = c;
     }
     return best;
@@ -591,7 +674,7 @@ std::vector<LogitAlarm> RunStore::logitAlarms(int64_t runId) {
         a.metric = st.columnText(2);
         a.value = st.columnReal(3);
         a.threshold = st.columnReal(4);
-        a.kind = spikeKindFromString(st.columnText(5));
+        a.kind = spikeKindOrUnknown(st.columnText(5));
         a.tier = static_cast<int>(st.columnInt(6));
         a.text = st.columnText(7);
         out.push_back(std::move(a));
@@ -777,7 +860,7 @@ std::vector<Spike> RunStore::spikes(int64_t runId) {
         s.metric = st.columnText(1);
         s.value = st.columnReal(2);
         s.zScore = st.columnReal(3);
-        s.kind = spikeKindFromString(st.columnText(4));
+        s.kind = spikeKindOrUnknown(st.columnText(4));
         s.tier = static_cast<int>(st.columnInt(5));
         s.probeStep = st.columnInt(6);
         s.probeMaxLogit = st.columnReal(7);
@@ -811,7 +894,8 @@ std::vector<CheckpointInfo> RunStore::checkpoints(int64_t runId) {
     Statement st(*m_db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
     st.bindInt(1, runId);
     std::vector<CheckpointInfo> out;
-    while (st.step()) out.push_back({st.columnInt(0), st.columnText(1)});
+    while (st.step())
+        out.push_back(resolveCheckpoint(path(), runId, st.columnInt(0), st.columnText(1)));
     return out;
 }
 

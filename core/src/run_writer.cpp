@@ -17,6 +17,7 @@
 #include "qklab/version.h"
 #include "sqlite_db.h"
 #include "sqlite_files.h"
+#include "store_internal.h"
 
 namespace qklab {
 
@@ -148,23 +149,27 @@ void RunWriter::Impl::clearBuffers() {
 
 // A run keeps only its newest checkpoint. Older ones go only after the newest one's row is
 // committed: their rows first (no row may point at a deleted file), then their files. A kill
-// in between leaves an orphan file, never a run without a usable checkpoint. Best effort:
-// cleanup never fails a flush.
+// in between leaves an orphan file, never a run without a usable checkpoint. Only files that
+// resolve into the run's own checkpoint folder are deleted (an imported or hand-edited row may
+// name any file). Best effort: cleanup never fails a flush.
 void RunWriter::Impl::dropCheckpointsBefore(int64_t step) {
     try {
-        std::vector<std::string> paths;
+        const auto resolved = [&](int64_t s, const std::string& stored) {
+            return resolveCheckpoint(db->path(), runId, s, stored).path;
+        };
         Statement keep(*db, "SELECT path FROM checkpoints WHERE run_id = ? AND step = ?");
         keep.bindInt(1, runId).bindInt(2, step);
-        const std::string newest = keep.step() ? keep.columnText(0) : std::string();
+        const std::string newest = keep.step() ? resolved(step, keep.columnText(0)) : "";
+        std::vector<std::string> paths;
         {
-            Statement old(*db, "SELECT path FROM checkpoints WHERE run_id = ? AND step < ?");
+            Statement old(*db, "SELECT step, path FROM checkpoints WHERE run_id = ? AND step < ?");
             old.bindInt(1, runId).bindInt(2, step);
-            while (old.step()) paths.push_back(old.columnText(0));
+            while (old.step()) paths.push_back(resolved(old.columnInt(0), old.columnText(1)));
         }
         Statement del(*db, "DELETE FROM checkpoints WHERE run_id = ? AND step < ?");
         del.bindInt(1, runId).bindInt(2, step).exec();
         for (const auto& p : paths)
-            if (p != newest) std::remove(p.c_str());
+            if (!p.empty() && p != newest) std::remove(p.c_str());
     } catch (const Error&) {
     }
 }
@@ -252,7 +257,10 @@ void RunWriter::Impl::writeRows() {
     }
     Statement& sc = prepared(insCkpt, "INSERT OR REPLACE INTO checkpoints VALUES(?,?,?,?)");
     for (const CheckpointInfo& c : checkpoints) {
-        sc.bindInt(1, runId).bindInt(2, c.step).bindText(3, c.path).bindText(4, utcNowIso8601());
+        // Relative to the database's checkpoint folder: readable from any working directory.
+        sc.bindInt(1, runId).bindInt(2, c.step);
+        sc.bindText(3, storedCheckpointPath(db->path(), runId, c.path));
+        sc.bindText(4, utcNowIso8601());
         sc.exec();
     }
 }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
 #include "qklab/error.h"
@@ -26,10 +27,11 @@ bool isBusy(int rc) {
 Database::Database(const std::string& path, int busyTimeoutMs)
     : Database(path, busyTimeoutMs, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path) {}
 
-std::unique_ptr<Database> Database::openReadOnly(const std::string& path, bool immutable) {
+std::unique_ptr<Database> Database::openReadOnly(const std::string& path, bool immutable,
+                                                 const std::string& file) {
     // A URI, so that "immutable=1" can be passed; the path is percent-encoded where needed.
     std::string uri = "file:";
-    for (unsigned char c : path) {
+    for (unsigned char c : file.empty() ? path : file) {
         if (c == '%' || c == '?' || c == '#' || c < 0x20) {
             char buf[4];
             std::snprintf(buf, sizeof buf, "%%%02X", c);
@@ -55,11 +57,21 @@ Database::Database(const std::string& path, int busyTimeoutMs, int flags, const 
     // Extended codes distinguish e.g. a UNIQUE violation from other constraint failures.
     sqlite3_extended_result_codes(m_db, 1);
     sqlite3_busy_timeout(m_db, busyTimeoutMs);
+    // Any file may be someone else's (a colleague's database, a Slurm shard): SQLite's advice
+    // for untrusted files. No SQL function runs from the schema (views, triggers, defaults),
+    // the schema cannot be written around SQLite's checks, and no value is over kMaxValueBytes.
+    sqlite3_db_config(m_db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+    sqlite3_db_config(m_db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+    sqlite3_limit(m_db, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
 }
 
 Database::~Database() {
     // close_v2 defers the close until any statement someone still holds is finalized.
     sqlite3_close_v2(m_db);
+    if (!m_removeOnClose.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(m_removeOnClose, ec);
+    }
 }
 
 bool Database::isMemory() const {
@@ -69,16 +81,25 @@ bool Database::isMemory() const {
 void Database::fail(int rc, const std::string& sql) const {
     std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
     int primary = rc & 0xff;
+    // The statement is named, not dumped: a query over every column is a screenful.
+    const std::string shown = sql.size() > 120 ? sql.substr(0, 117) + "..." : sql;
+    // A damaged or foreign file is bad input (exit 2), not a failure of qklab or of SQLite.
     if (primary == SQLITE_NOTADB)
         throw Error(ErrorCode::NotQklabDatabase, m_path + " is not a qklab database: " + msg);
     if (primary == SQLITE_FULL)
         throw Error(ErrorCode::Io, "the disk holding " + m_path + " is full (" + msg + ")");
+    if (primary == SQLITE_CORRUPT)
+        throw Error(ErrorCode::NotQklabDatabase,
+                    m_path + " is damaged (truncated or overwritten?): " + msg);
+    if (primary == SQLITE_TOOBIG)
+        throw Error(ErrorCode::NotQklabDatabase,
+                    m_path + " holds a value larger than qklab reads (" + msg + ")");
     if (isBusy(rc))
         throw Error(ErrorCode::Database,
                     "database " + m_path + " is locked by another connection (gave up after " +
-                        std::to_string(m_busyTimeoutMs) + " ms) running `" + sql + "`: " + msg);
+                        std::to_string(m_busyTimeoutMs) + " ms) running `" + shown + "`: " + msg);
     throw Error(ErrorCode::Database,
-                "SQLite error on " + m_path + " running `" + sql + "`: " + msg);
+                "SQLite error on " + m_path + " running `" + shown + "`: " + msg);
 }
 
 void Database::exec(const std::string& sql) {

@@ -23,14 +23,23 @@ namespace qklab {
 
 class Database {
   public:
+    // The largest text or blob a connection reads or writes (SQLite's own default is 1 GB): a
+    // file with a bigger value fails with Error{NotQklabDatabase} instead of allocating it.
+    // An attention map of a 4096-token context is 64 MiB.
+    static constexpr int kMaxValueBytes = 256 << 20;
+
     // Opens (creating when missing) the file; ":memory:" gives a private in-memory database.
     // The busy timeout lets readers and the single writer of other connections wait for each
     // other briefly instead of failing at once with "database is locked".
     explicit Database(const std::string& path, int busyTimeoutMs = 5000);
     // Opens an existing file for reading only (never creates it). `immutable` is for media
     // nobody can write (no WAL index can be created there): SQLite then takes no locks.
-    static std::unique_ptr<Database> openReadOnly(const std::string& path, bool immutable);
+    // `file`, when given, is what is opened (a private copy) while messages name `path`.
+    static std::unique_ptr<Database> openReadOnly(const std::string& path, bool immutable,
+                                                  const std::string& file = {});
     ~Database();
+    // A folder (a private copy of the file) removed, with everything in it, once closed.
+    void removeOnClose(const std::string& folder) { m_removeOnClose = folder; }
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
 
@@ -55,6 +64,7 @@ class Database {
     sqlite3* m_db = nullptr;
     std::string m_path;
     int m_busyTimeoutMs;
+    std::string m_removeOnClose;
 };
 
 // Parameter indexes are 1-based and column indexes 0-based, as in the C API.

@@ -1,5 +1,5 @@
-// store_sweeps.cpp — the store's sweeps (schema 8) and importing runs from another qklab file
-// (merging the shard databases of a Slurm sweep, or a colleague's runs).
+// store_sweeps.cpp — the store's sweeps (schema 8). Importing runs (and their sweeps) from
+// another qklab file is store_import.cpp.
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,114 +40,6 @@ void requireSweeps(int version, const std::string& path) {
         throw Error(ErrorCode::NotFound, path + " holds no sweeps (schema " +
                                              std::to_string(version) + ", sweeps came with " +
                                              std::to_string(kSweepsVersion) + ")");
-}
-
-std::vector<std::string> tableColumns(Database& db, const std::string& table) {
-    std::vector<std::string> out;
-    Statement st(db, "SELECT name FROM pragma_table_info(?)");
-    st.bindText(1, table);
-    while (st.step()) out.push_back(st.columnText(0));
-    return out;
-}
-
-// Columns of `table` that both files have, less those the copy sets itself.
-std::vector<std::string> sharedColumns(Database& src, Database& dst, const std::string& table,
-                                       const std::set<std::string>& skip) {
-    const std::vector<std::string> theirs = tableColumns(src, table);
-    const std::set<std::string> ours(theirs.begin(), theirs.end());
-    std::vector<std::string> out;
-    for (const auto& c : tableColumns(dst, table))
-        if (ours.count(c) && !skip.count(c)) out.push_back(c);
-    return out;
-}
-
-std::string joined(const std::vector<std::string>& cols, const std::string& prefix = "") {
-    std::string out;
-    for (const auto& c : cols) out += (out.empty() ? "" : ", ") + prefix + c;
-    return out;
-}
-
-// Every row of one per-run table, re-keyed from source run srcId to dstId. Tables with their
-// own integer id (spikes, events) get new ids here.
-void copyRunRows(Database& src, Database& dst, const std::string& table, int64_t srcId,
-                 int64_t dstId) {
-    const auto cols = sharedColumns(src, dst, table, {"run_id", "id"});
-    if (cols.empty()) return;
-    Statement sel(src, "SELECT " + joined(cols) + " FROM " + table + " WHERE run_id = ?");
-    sel.bindInt(1, srcId);
-    std::string marks = "?";
-    for (size_t i = 0; i < cols.size(); ++i) marks += ", ?";
-    Statement ins(dst,
-                  "INSERT INTO " + table + "(run_id, " + joined(cols) + ") VALUES(" + marks + ")");
-    while (sel.step()) {
-        ins.bindInt(1, dstId);
-        for (size_t i = 0; i < cols.size(); ++i)
-            ins.bindColumn(static_cast<int>(i) + 2, sel, static_cast<int>(i));
-        ins.exec();
-    }
-}
-
-bool nameTaken(Database& db, const std::string& table, const std::string& name) {
-    Statement st(db, "SELECT 1 FROM " + table + " WHERE name = ?");
-    st.bindText(1, name);
-    return st.step();
-}
-
-// "name (1a2b3c4d)": a name another run (or sweep) here already has, made unique by the
-// UUID's first characters (then a counter, should even that be taken).
-std::string freeName(Database& db, const std::string& table, const std::string& name,
-                     const std::string& uuid) {
-    if (!nameTaken(db, table, name)) return name;
-    std::string base = name.substr(0, 180) + " (" + uuid.substr(0, 8) + ")", candidate = base;
-    for (int k = 2; nameTaken(db, table, candidate); ++k)
-        candidate = base + " " + std::to_string(k);
-    return candidate;
-}
-
-const char* const kPerRunTables[] = {"step_metrics",   "probe_stats",  "histograms",
-                                     "attention_maps", "spikes",       "events",
-                                     "checkpoints",    "logit_alarms", "qk_clips"};
-
-bool hasTable(Database& db, const std::string& table) {
-    Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
-    st.bindText(1, table);
-    return st.step();
-}
-
-// The source's sweeps, added here or found by UUID: source sweep id -> id here.
-std::map<int64_t, int64_t> importSweeps(Database& src, int srcVersion, Database& dst) {
-    std::map<int64_t, int64_t> ids;
-    if (srcVersion < kSweepsVersion) return ids;
-    Statement sel(src, std::string("SELECT ") + kSweepColumns + " FROM sweeps ORDER BY id");
-    Statement find(dst, "SELECT id FROM sweeps WHERE uuid = ?");
-    while (sel.step()) {
-        const SweepInfo s = readSweep(sel);
-        find.reset();
-        find.bindText(1, s.uuid);
-        if (find.step()) {
-            ids[s.id] = find.columnInt(0);
-            continue;
-        }
-        Statement ins(dst,
-                      "INSERT INTO sweeps(uuid, name, definition_json, points, status, "
-                      "created_at, updated_at) VALUES(?, ?, ?, ?, 'partial', ?, ?)");
-        ins.bindText(1, s.uuid).bindText(2, freeName(dst, "sweeps", s.name, s.uuid));
-        ins.bindText(3, s.definitionJson).bindInt(4, s.points).bindText(5, s.createdAt);
-        ins.bindText(6, utcNowIso8601()).exec();
-        ids[s.id] = dst.lastInsertId();
-    }
-    return ids;
-}
-
-// A sweep no process owns (assembled from shards) is finished once every grid point has a
-// run that ended (finished, diverged or failed), partial until then.
-void settleSweepStatus(Database& db, int64_t sweepId) {
-    Statement st(db,
-                 "UPDATE sweeps SET status = CASE WHEN (SELECT count(DISTINCT sweep_point) FROM "
-                 "runs WHERE sweep_id = sweeps.id AND status IN ('finished', 'diverged', "
-                 "'failed')) >= points THEN 'finished' ELSE 'partial' END, updated_at = ? "
-                 "WHERE id = ? AND pid IS NULL");
-    st.bindText(1, utcNowIso8601()).bindInt(2, sweepId).exec();
 }
 
 }  // namespace
@@ -252,67 +144,6 @@ std::optional<double> RunStore::firstStepLoss(int64_t runId) {
     st.bindInt(1, runId);
     if (!st.step()) return std::nullopt;
     return st.columnOptReal(0);
-}
-
-ImportResult RunStore::importRuns(const std::string& sourcePath) {
-    if (m_readOnly) throw Error(ErrorCode::InvalidRequest, "the store is open read-only");
-    std::error_code ec;
-    if (std::filesystem::equivalent(sourcePath, path(), ec))
-        throw Error(ErrorCode::InvalidRequest, "cannot import " + sourcePath + " into itself");
-    auto src = openRunDatabaseForReading(sourcePath);
-    const int srcVersion = static_cast<int>(src->queryInt("PRAGMA user_version"));
-    ImportResult result;
-    Transaction tx(*m_db);
-    const std::map<int64_t, int64_t> sweepIds = importSweeps(*src, srcVersion, *m_db);
-    const auto runCols =
-        sharedColumns(*src, *m_db, "runs", {"id", "name", "uuid", "sweep_id", "status"});
-    Statement sel(
-        *src,
-        "SELECT r.id, r.name, r.status, " +
-            std::string(srcVersion >= kSweepsVersion ? "r.uuid, r.sweep_id"
-                                                     : std::string(kLegacyRunUuid) + ", NULL") +
-            (runCols.empty() ? "" : ", " + joined(runCols, "r.")) + " FROM runs r ORDER BY r.id");
-    Statement known(*m_db, "SELECT 1 FROM runs WHERE uuid = ?");
-    std::string marks = "?, ?, ?, ?";
-    for (size_t i = 0; i < runCols.size(); ++i) marks += ", ?";
-    Statement ins(*m_db, "INSERT INTO runs(name, status, uuid, sweep_id" +
-                             (runCols.empty() ? "" : ", " + joined(runCols)) + ") VALUES(" + marks +
-                             ")");
-    std::set<int64_t> touchedSweeps;
-    while (sel.step()) {
-        const std::string uuid = sel.columnText(3);
-        known.reset();
-        known.bindText(1, uuid);
-        if (known.step()) {
-            ++result.skipped;
-            continue;
-        }
-        const std::string name = sel.columnText(1);
-        const std::string newName = freeName(*m_db, "runs", name, uuid);
-        if (newName != name) result.renamed.push_back(name + " -> " + newName);
-        // A run still being written elsewhere cannot be continued from here: interrupted.
-        const std::string status = sel.columnText(2);
-        ins.bindText(1, newName).bindText(2, status == "running" ? "interrupted" : status);
-        ins.bindText(3, uuid);
-        const auto sweepIt = sel.isNull(4) ? sweepIds.end() : sweepIds.find(sel.columnInt(4));
-        if (sweepIt != sweepIds.end()) {
-            ins.bindInt(4, sweepIt->second);
-            touchedSweeps.insert(sweepIt->second);
-        } else {
-            ins.bindNull(4);
-        }
-        for (size_t i = 0; i < runCols.size(); ++i)
-            ins.bindColumn(static_cast<int>(i) + 5, sel, static_cast<int>(i) + 5);
-        ins.exec();
-        const int64_t newId = m_db->lastInsertId();
-        for (const char* table : kPerRunTables)
-            if (hasTable(*src, table)) copyRunRows(*src, *m_db, table, sel.columnInt(0), newId);
-        ++result.imported;
-    }
-    for (int64_t id : touchedSweeps) settleSweepStatus(*m_db, id);
-    for (const auto& [from, to] : sweepIds) result.sweepIds.push_back(to);
-    tx.commit();
-    return result;
 }
 
 }  // namespace qklab

@@ -305,6 +305,15 @@ SweepDefinition loadSweepFile(const std::string& path) {
     return d;
 }
 
+SweepDefinition parseStoredSweep(const std::string& text, const std::string& origin) {
+    const json j = parseStoredJson(text, origin + ": definition_json");
+    if (j.is_object() && j.contains("base") && !j["base"].is_object() && !j["base"].is_null())
+        throw Error(ErrorCode::NotQklabDatabase,
+                    origin + ": definition_json: base is " + shortJson(j["base"]) +
+                        "; a stored sweep holds its base preset inline, never a file name");
+    return parseSweep(text, origin);
+}
+
 json sweepToJson(const SweepDefinition& d) {
     json j = {{"qklab_sweep", 1}, {"name", d.name}, {"uuid", d.uuid},
               {"why", d.why},     {"base", d.base}, {"set", d.set}};

@@ -111,7 +111,8 @@ std::string SweepPointResult::state() const {
 SweepReport sweepReport(RunStore& store, int64_t sweepId, const SweepReportOptions& o) {
     SweepReport r;
     r.sweep = store.sweep(sweepId);
-    r.definition = parseSweep(r.sweep.definitionJson, "sweep '" + r.sweep.name + "'");
+    r.definition =
+        parseStoredSweep(r.sweep.definitionJson, "sweep '" + printableText(r.sweep.name) + "'");
     r.definition.name = r.sweep.name;
     for (const SweepAxis& a : r.definition.axes) r.hasLrAxis |= a.key == o.xKey;
     std::vector<SweepPoint> grid = expandSweep(r.definition);

@@ -3,6 +3,7 @@
 #include "text_util.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <type_traits>
 
 namespace qklab {
@@ -219,6 +220,41 @@ json parseJsonText(const std::string& text, const std::string& rootPath) {
     if (!json::sax_parse(text, &builder))
         throw JsonSyntaxError(ErrorCode::InvalidConfig, "not JSON");
     return root;
+}
+
+nlohmann::json parseStoredJson(const std::string& text, const std::string& what) {
+    if (text.size() > kMaxStoredJsonBytes)
+        throw Error(ErrorCode::NotQklabDatabase,
+                    what + " is " + std::to_string(text.size()) + " bytes of JSON; at most " +
+                        std::to_string(kMaxStoredJsonBytes) + " are read: '" + clipped(text) + "'");
+    try {
+        return parseJsonText(text);
+    } catch (const Error& e) {
+        throw Error(ErrorCode::NotQklabDatabase, what + " is not readable JSON: " + e.what());
+    }
+}
+
+std::string printableText(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    const auto escape = [&](unsigned char c) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02X", c);
+        out += buf;
+    };
+    for (size_t i = 0, n; i < s.size(); i += std::max<size_t>(n, 1)) {
+        n = utf8Length(s, i);
+        const auto c = static_cast<unsigned char>(s[i]);
+        // C1 controls are two bytes in UTF-8: C2 80..C2 9F (U+009B is a one-character CSI).
+        const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0;
+        if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F)) || c1) {
+            for (size_t k = 0; k < std::max<size_t>(n, 1); ++k)
+                escape(static_cast<unsigned char>(s[i + k]));
+        } else {
+            out.append(s, i, n);
+        }
+    }
+    return out;
 }
 
 }  // namespace qklab

@@ -36,4 +36,19 @@ class JsonSyntaxError : public Error {
 // the dotted path (below `rootPath`) and the clipped value. Syntax errors throw JsonSyntaxError.
 nlohmann::json parseJsonText(const std::string& text, const std::string& rootPath = "");
 
+// The most JSON text read back from a database that is parsed (a run's config with many events
+// is a few kB; nothing qklab writes comes near this).
+constexpr size_t kMaxStoredJsonBytes = size_t{4} << 20;
+
+// Parses JSON text read from a database (a run's config_json, an event's params_json, a
+// sweep's definition): every such file may be someone else's, so parseJsonText's limits apply
+// and the text may be at most kMaxStoredJsonBytes. Throws Error{NotQklabDatabase} (bad input:
+// exit 2) whose message starts with `what`, e.g. "run 3's config_json in a.db".
+nlohmann::json parseStoredJson(const std::string& text, const std::string& what);
+
+// s safe to print on a terminal: control characters (C0, DEL and the C1 range U+0080..U+009F)
+// and bytes that are not UTF-8 become \xNN, so that text read from someone else's file (a run
+// name) can never clear the screen or retitle the window (ESC, OSC). Other text is unchanged.
+std::string printableText(const std::string& s);
+
 }  // namespace qklab

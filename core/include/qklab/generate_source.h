@@ -1,7 +1,7 @@
 // qklab/generate_source.h — what text generation decodes from: a stored run's config as it
 // trained and its newest checkpoint whose file exists. Shared by `qklab-cli generate` and the
-// app's Sample box. Read-only: unlike RunStore::newestUsableCheckpoint, it never deletes the
-// rows of checkpoint files that are gone (readers never write to the store).
+// app's Sample box and `resume`. Read-only, like RunStore::newestUsableCheckpoint (no row is
+// ever deleted for a missing file); it also says why there is none.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +19,9 @@ struct GenerationSource {
     CheckpointInfo checkpoint;
 };
 
-// The newest of the run's checkpoints whose file exists; nullopt with *why (when given) saying
-// what is missing: "none was saved ..." or "its N checkpoint files are gone (PATH)".
+// The newest of the run's checkpoints whose file exists in the database's checkpoint folder;
+// nullopt with *why (when given) saying what is missing: "none was saved ...", "its N
+// checkpoint files are gone (PATH)", or that a stored path points outside the folder.
 std::optional<CheckpointInfo> newestExistingCheckpoint(RunStore& store, int64_t runId,
                                                        std::string* why = nullptr);
 

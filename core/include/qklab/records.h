@@ -10,9 +10,12 @@
 
 namespace qklab {
 
-enum class RunStatus { Running, Finished, Diverged, Stopped, Interrupted, Failed };
-const char* toString(RunStatus s);
+// Unknown: a stored status this build has no name for (a hand-edited or foreign file, a newer
+// qklab). Readers show it as "unknown" and keep going; nothing ever writes it.
+enum class RunStatus { Running, Finished, Diverged, Stopped, Interrupted, Failed, Unknown };
+const char* toString(RunStatus s);                    // Unknown -> "unknown"
 RunStatus runStatusFromString(const std::string& s);  // throws Error on an unknown name
+RunStatus runStatusOrUnknown(const std::string& s);   // what readers use: never throws
 
 struct StepMetrics {
     int64_t step = 0;
@@ -91,10 +94,12 @@ struct AttentionMap {
 };
 
 // The diagnosis's verdicts (see spikes.h). The name is stored; the title is what views show.
-enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits };
+// Unknown, as for RunStatus: a stored kind this build has no name for, read as "unknown".
+enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits, Unknown };
 const char* toString(SpikeKind k);
 const char* spikeKindTitle(SpikeKind k);
-SpikeKind spikeKindFromString(const std::string& s);
+SpikeKind spikeKindFromString(const std::string& s);  // throws Error on an unknown name
+SpikeKind spikeKindOrUnknown(const std::string& s);   // what readers use: never throws
 
 struct Spike {
     int64_t step = 0;
@@ -142,7 +147,11 @@ struct EventRecord {
 
 struct CheckpointInfo {
     int64_t step = 0;  // the step a resumed run starts at
+    // The file. RunStore::checkpoints resolves the stored path inside the database's own
+    // checkpoint folder (qklab/run_store.h); a stored path that points anywhere else reads as
+    // "" with `refused` saying why, so that no caller can open or delete a foreign file.
     std::string path;
+    std::string refused;
 };
 
 }  // namespace qklab

@@ -23,6 +23,11 @@ nlohmann::json logitAlarmsJson(RunStore& store, int64_t runId);
 // head. factor scaled each of W_q and W_k (the head's logits by factor^2 = tau / s_max).
 nlohmann::json qkClipsJson(RunStore& store, int64_t runId);
 
+// The run's stored config as JSON (null when none was stored). The text is someone else's
+// file as far as qklab knows: read within the JSON limits, and an unreadable one throws
+// Error{NotQklabDatabase} naming the run, the column and the file (bad input, exit 2).
+nlohmann::json runConfigJson(RunStore& store, int64_t runId);
+
 // {"run": summary, "config": ..., "steps": [...], "probes": [...], "spikes": [...],
 //  "alarms": [...], "qk_clips": [...], "events": [...]} — probes are the layer rows
 // (head = -1) unless allHeads.

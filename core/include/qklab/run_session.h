@@ -18,7 +18,6 @@ namespace qklab {
 struct SessionOptions {
     std::string dbPath;                    // the SQLite store
     std::string name;                      // run name; empty = "run-<id>"
-    std::string checkpointRoot;            // empty = "<dbPath>.checkpoints"
     std::optional<SweepMembership> sweep;  // the grid point this run is, in a sweep
 };
 
@@ -46,6 +45,7 @@ class RunSession {
     std::unique_ptr<Impl> m_impl;
 };
 
+// checkpointFolder(dbPath) (qklab/run_store.h): a run's checkpoints are always kept there.
 std::string defaultCheckpointRoot(const std::string& dbPath);
 
 }  // namespace qklab

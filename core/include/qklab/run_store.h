@@ -62,12 +62,22 @@ struct SweepInfo {
     std::string createdAt, updatedAt;
 };
 
-// What RunStore::importRuns did.
+// What RunStore::importRuns did with one source file.
 struct ImportResult {
     int64_t imported = 0, skipped = 0;  // skipped: a run with the same UUID was already here
-    std::vector<std::string> renamed;   // "old -> new" where a name was taken by another run
-    std::vector<int64_t> sweepIds;      // sweeps (in this store) the imported runs belong to
+    // Runs already here (same UUID) replaced, same id and name, because the source holds more
+    // of them: more steps, or as many and an end (a shard merged while its task still ran).
+    int64_t updated = 0;
+    std::vector<std::string> renamed;  // "old -> new" where a name was taken by another run
+    std::vector<int64_t> sweepIds;     // sweeps (in this store) the imported runs belong to
+    // Lines for the user: checkpoints not copied (and why), runs still being written.
+    std::vector<std::string> notes;
 };
+
+// Throws, as RunStore::importRuns would, unless sourcePath is a qklab database whose every row
+// an import accepts (Error{NotQklabDatabase} naming the file, the run and the column, ...).
+// Reads only: `merge` and `import` check every source before creating or opening the target.
+void checkImportSource(const std::string& sourcePath);
 
 // Readers (list, show, export, the app's views) never write: a read-only store opens an
 // existing file without creating, migrating or updating anything, also on read-only media.
@@ -76,6 +86,16 @@ enum class StoreAccess { ReadWrite, ReadOnly };
 // Refuses names a table or a script would choke on: empty, control characters (a newline
 // broke `list`), more than 200 bytes. Throws Error{InvalidRequest}.
 void checkRunName(const std::string& name);
+
+// s safe to print on a terminal: control characters and bytes that are not UTF-8 become \xNN.
+// Names read from a file (someone else's, or one written before checkRunName existed) may hold
+// ESC sequences that would clear the screen; every table and message that prints one uses this.
+std::string printableText(const std::string& s);
+
+// The folder that holds every checkpoint file of the database at dbPath: "<dbPath>.checkpoints",
+// with one "run-<id>" folder per run ("" for ":memory:"). The checkpoints table stores paths
+// relative to it ("run-7/step-621.pt"), and qklab opens or deletes checkpoint files only there.
+std::string checkpointFolder(const std::string& dbPath);
 
 // A comparison of runs (the app's Compare tab) saved under a name. runIds keep the display
 // order and outlive their runs: a deleted run's id stays, and readers report it as missing.
@@ -113,7 +133,8 @@ class RunStore {
     // could not start.
     RunInfo claimForResume(int64_t runId);
     void releaseResumeClaim(const RunInfo& before);
-    // The newest checkpoint whose file exists; rows whose files are gone are removed.
+    // The newest checkpoint whose file exists in the run's own checkpoint folder. Rows whose
+    // files are gone stay (the file may come back: only a writer that replaces them drops them).
     std::optional<CheckpointInfo> newestUsableCheckpoint(int64_t runId);
 
     std::vector<RunInfo> listRuns();
@@ -131,6 +152,7 @@ class RunStore {
     // The heads QK-Clip scaled, by step, layer, head (none in a file from before schema 9).
     std::vector<QkClip> qkClips(int64_t runId);
     std::vector<EventRecord> events(int64_t runId);
+    // By step; each path resolved inside checkpointFolder(path()) (see CheckpointInfo).
     std::vector<CheckpointInfo> checkpoints(int64_t runId);
     int64_t maxRunId();  // cheap change detection for the GUI
     // Changes whenever another connection commits (PRAGMA data_version): with maxRunId() it
@@ -171,10 +193,17 @@ class RunStore {
     std::optional<double> firstStepLoss(int64_t runId);
 
     // Copies every run of the qklab database at sourcePath (read only, never written) with all
-    // its rows into this store: new ids, a run whose UUID is already here is skipped, a taken
-    // name gets " (uuid prefix)" appended, nothing here is overwritten, and the runs' sweeps
-    // are added or found by UUID. One transaction: all of a file or nothing.
+    // its rows into this store: new ids, a taken name gets " (uuid prefix)" appended, and the
+    // runs' sweeps are added or found by UUID. A run whose UUID is already here is skipped,
+    // unless the source holds more of it (ImportResult::updated): then that run's rows are
+    // replaced. Its checkpoint files are copied into checkpointFolder(path()), or left out
+    // with a note. Every row is checked first (checkImportSource); one transaction: all of a
+    // file or nothing (checkpoint files are copied before it, so the write lock is brief).
     ImportResult importRuns(const std::string& sourcePath);
+    // Several files, one after the other, each as importRuns: a bad file commits nothing of
+    // itself, but the files before it stay imported. For all or nothing, checkImportSource
+    // every file first (merge and import do).
+    std::vector<ImportResult> importAll(const std::vector<std::string>& sourcePaths);
 
   private:
     std::unique_ptr<Database> m_db;

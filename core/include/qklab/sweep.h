@@ -54,6 +54,12 @@ constexpr size_t kMaxSweepPoints = 10000;
 // inlined, grids are expanded into value lists.
 SweepDefinition parseSweep(const std::string& text, const std::string& sourcePath);
 SweepDefinition loadSweepFile(const std::string& path);  // MissingFile when unreadable
+// A definition read back from a database (sweeps.definition_json): stored definitions are
+// normalised, so a "base" that names a file is refused rather than read (a file from someone
+// else must not make qklab read /dev/zero or a private file), and the text may be at most
+// kMaxStoredJsonBytes. `origin` names the sweep in errors; Error{NotQklabDatabase} or
+// Error{InvalidConfig} (both bad input).
+SweepDefinition parseStoredSweep(const std::string& text, const std::string& origin);
 
 // The normalised definition as stored in the store and in a Slurm folder; parseSweep reads
 // it back to the same grid (same points, same order).
