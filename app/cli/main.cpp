@@ -42,6 +42,7 @@
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "qklab/lesson.h"
 #include "qklab/recommend.h"
 #include "qklab/resources.h"
@@ -171,9 +172,12 @@ void noteEmptyDatabaseFile(const std::string& dbPath) {
 }
 
 int cmdRun(const Options& o) {
-    // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
+    // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists. Only
+    // a stat: opening a FIFO to see whether it is there would block.
+    std::error_code ec;
     const bool inlineJson =
-        !o.presetPath.empty() && o.presetPath.front() == '{' && !std::ifstream(o.presetPath).good();
+        !o.presetPath.empty() && o.presetPath.front() == '{' &&
+        !std::filesystem::exists(std::filesystem::symlink_status(o.presetPath, ec));
     RunConfig config = inlineJson ? configFromJsonText(o.presetPath, "inline preset", false)
                                   : loadPreset(o.presetPath, /*checkValues=*/false);
     for (const auto& assignment : o.overrides) applyOverride(config, assignment);
@@ -366,9 +370,9 @@ int main(int argc, char** argv) {
         app.add_option("--db", o.dbPath, "run database (default: " + defaultDatabasePath() + ")")};
 
     auto* run = app.add_subcommand("run", "train a preset and record it");
-    run->add_option(
-           "preset", o.presetPath,
-           "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")
+    run->add_option("preset", o.presetPath,
+                    "preset JSON file (e.g. experiments/default.json; a regular file of at most " +
+                        limitText(kPresetFile.maxBytes) + "), or inline JSON ('{}' = all defaults)")
         ->required();
     run->add_option("--set", o.overrides, "override a config key: dotted.key=value (repeatable)");
     run->add_option("--name", o.name, "run name (unique in the database)");
@@ -403,7 +407,9 @@ int main(int argc, char** argv) {
     dbOptions.push_back(generate->add_option("--db", o.dbPath, "run database"));
     auto* sweep = app.add_subcommand(
         "sweep", "run a grid of configs (a sweep file) here, or write it as a Slurm job array");
-    sweep->add_option("file", o.sweep.file, "sweep JSON file (see experiments/sweep_*.json)");
+    sweep->add_option("file", o.sweep.file,
+                      "sweep JSON file (see experiments/sweeps/; a regular file of at most " +
+                          limitText(kSweepFile.maxBytes) + ")");
     sweep->add_option("--resume", o.sweep.resume,
                       "continue a stored sweep (id or name): only missing, stopped or "
                       "interrupted points run");

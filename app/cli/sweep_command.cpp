@@ -330,14 +330,16 @@ int runSweep(const SweepOptions& o) {
 
 PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
                          const std::string& definitionFile, int64_t index, int64_t threads) {
-    RunStore store(dbPath);
     SweepDefinition d;
     SweepInfo s;
-    if (!definitionFile.empty()) {
+    if (!definitionFile.empty()) {  // read and checked before the shard is created
         d = loadSweepFile(definitionFile);
         if (d.uuid.empty())
             throw Error(ErrorCode::InvalidConfig,
                         definitionFile + ": no uuid: write it with qklab-cli sweep --slurm");
+    }
+    RunStore store(dbPath);
+    if (!definitionFile.empty()) {
         s.uuid = d.uuid;
         s.name = d.name;
         s.definitionJson = sweepToJson(d).dump();

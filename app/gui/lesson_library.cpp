@@ -3,7 +3,6 @@
 
 #include <QDialogButtonBox>
 #include <QDir>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -11,6 +10,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "input_files.h"
 #include "qklab/error.h"
 
 namespace qklab::gui {
@@ -55,12 +55,9 @@ QString resolveLesson(const QString& nameOrFile) {
 }
 
 Lesson readLesson(const QString& path) {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        throw Error(ErrorCode::MissingFile, "cannot read lesson " + path.toStdString());
     // Embedded lessons are named by their file name: ":/lessons/" says nothing to an author.
     const QString origin = path.startsWith(QLatin1Char(':')) ? QFileInfo(path).fileName() : path;
-    return parseLesson(file.readAll().toStdString(), origin.toStdString());
+    return parseLesson(readAppFile(path, kLessonFile), origin.toStdString());
 }
 
 LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {

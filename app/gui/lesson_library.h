@@ -31,8 +31,8 @@ QString lessonDirectory();
 QList<LessonEntry> embeddedLessons();
 // A readable file, or the id of an embedded lesson; empty when neither.
 QString resolveLesson(const QString& nameOrFile);
-// Reads and parses a lesson (through QFile, so embedded ones read like files). Throws
-// qklab::Error whose message names the file, the step and the field.
+// Reads and parses a lesson (embedded or a file, through readAppFile). Throws qklab::Error
+// whose message names the file, the step and the field.
 Lesson readLesson(const QString& path);
 
 // Lists the embedded lessons by title (with their summary and length), plus "Open file…".

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "qklab/error.h"
 #include "qklab/events.h"
+#include "qklab/input_file.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -359,11 +359,7 @@ Lesson parseLesson(const std::string& text, const std::string& origin) {
 }
 
 Lesson loadLessonFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, "cannot read lesson " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return parseLesson(ss.str(), path);
+    return parseLesson(readInputFile(path, kLessonFile), path);
 }
 
 std::string defaultCalloutText(const PauseCondition& c, int64_t step, double value) {

@@ -25,6 +25,7 @@
 #include <tuple>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "sqlite_db.h"
 #include "store_internal.h"
 #include "text_util.h"
@@ -412,6 +413,9 @@ std::string newUuid() {
 
 std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
+    // SQLite would block on a FIFO and read a device: only a regular file (or none) is opened.
+    if (std::string p = specialFileProblem(path, "database"); !p.empty())
+        throw Error(ErrorCode::InvalidRequest, p);
     if (path != ":memory:") {
         std::filesystem::path parent = std::filesystem::path(path).parent_path();
         std::error_code ec;
@@ -432,6 +436,8 @@ std::unique_ptr<Database> openRunDatabase(const std::string& path) {
 
 std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
+    if (std::string p = specialFileProblem(path, "database"); !p.empty())
+        throw Error(ErrorCode::InvalidRequest, p);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw Error(ErrorCode::MissingFile, "there is no database at " + path);

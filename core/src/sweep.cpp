@@ -6,13 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
+#include "qklab/run_store.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -93,17 +94,20 @@ json readBase(const json& base, const std::string& sourcePath) {
             "base: expected a preset file name or an inline preset object, got " + shortJson(base));
     namespace fs = std::filesystem;
     const std::string name = base.get<std::string>();
+    // Next to the sweep file when such a file (of any kind) is there, else as given.
     fs::path path = fs::path(sourcePath).parent_path() / name;
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) path = name;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, sourcePath + ": base: cannot read preset " + name);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    if (!fs::exists(fs::symlink_status(path, ec))) path = name;
+    std::string text;
     try {
-        return parseJsonText(ss.str());
+        text = readInputFile(path.string(), kPresetFile);
     } catch (const Error& e) {
-        bad(sourcePath, "base preset " + path.string() + ": " + e.what());
+        throw Error(e.code(), sourcePath + ": base: " + e.what());
+    }
+    try {
+        return parseJsonText(text);
+    } catch (const Error& e) {
+        bad(sourcePath, "base preset " + clipped(path.string(), 160) + ": " + e.what());
     }
 }
 
@@ -296,11 +300,7 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
 }
 
 SweepDefinition loadSweepFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, "cannot read sweep file " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    SweepDefinition d = parseSweep(ss.str(), path);
+    SweepDefinition d = parseSweep(readInputFile(path, kSweepFile), path);
     if (d.name.empty()) d.name = std::filesystem::path(path).stem().string();
     return d;
 }

@@ -85,7 +85,7 @@ struct Lesson {
 // field, e.g. "lesson.json: step 3 ("Blow-up"): pause[0].metric: "max_logit" is not a metric
 // (did you mean "logit_max_raw"?)".
 Lesson parseLesson(const std::string& text, const std::string& origin);
-Lesson loadLessonFile(const std::string& path);
+Lesson loadLessonFile(const std::string& path);  // through readInputFile (qklab/input_file.h)
 
 // The reference part of docs/LESSONS.md, written from the three tables and the metric list
 // (`qklab-cli lesson --reference`); a test keeps the file in step with it.

@@ -1,0 +1,145 @@
+// cli_files_test.cpp — qklab-cli and files someone else made (issue 22): special files
+// (/dev/zero, a FIFO, a directory) and oversized files are refused with exit 2 instead of
+// reading until memory runs out or blocking.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_run.h"
+#include "qklab/run_store.h"
+#include "qklab/sweep.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string sq(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+const char* const kTinyPreset = R"({"model": {"d_model": 32, "n_layers": 1, "n_heads": 2,
+    "seq_len": 32}, "schedule": {"steps": 12, "warmup_steps": 2}, "data": {"batch_size": 4},
+    "probes": {"every": 4}, "eval": {"every": 0, "batches": 1}})";
+
+class CliFilesTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/qklab-files-XXXXXX";
+        m_dir = mkdtemp(tmpl);
+        m_db = m_dir + "/runs.db";
+        m_fifo = m_dir + "/pipe.json";
+        ASSERT_EQ(mkfifo(m_fifo.c_str(), 0600), 0);
+        m_preset = m_dir + "/tiny.json";
+        std::ofstream(m_preset) << kTinyPreset;
+    }
+    void TearDown() override { fs::remove_all(m_dir); }
+
+    // Bounded: a command that blocks on a FIFO is killed after 60 s (exit 124), and one that
+    // reads /dev/zero into memory is stopped at 4 GiB of address space, so a regression fails
+    // this test instead of hanging it or taking the machine's memory.
+    Result cli(const std::string& args) {
+        return runCli(args + " </dev/null", m_dir + "/stderr.txt");
+    }
+    Result bounded(const std::string& args) {
+        const std::string cmd =
+            "bash -c " + sq("ulimit -v 4194304; exec timeout -s KILL 60 " +
+                            std::string(QKLAB_CLI_PATH) + " " + args + " </dev/null");
+        const std::string err = m_dir + "/stderr.txt";
+        Result r;
+        FILE* p = popen((cmd + " 2>" + err).c_str(), "r");
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+        r.status = WEXITSTATUS(pclose(p));
+        std::ifstream e(err);
+        r.err.assign(std::istreambuf_iterator<char>(e), {});
+        return r;
+    }
+    std::string write(const std::string& name, const std::string& text) {
+        std::ofstream(m_dir + "/" + name, std::ios::trunc) << text;
+        return m_dir + "/" + name;
+    }
+
+    std::string m_dir, m_db, m_fifo, m_preset;
+};
+
+}  // namespace
+
+// ---- item 11: special files ------------------------------------------------------------------
+
+TEST_F(CliFilesTest, RunSweepAndLessonRefuseSpecialFiles) {
+    const std::string sweepWithBase =
+        write("base.json", R"({"base": "/dev/zero", "axes": {"optim.lr": [0.01]}})");
+    const std::string sweepWithFifoBase =
+        write("fifobase.json", R"({"base": ")" + m_fifo + R"(", "axes": {"optim.lr": [0.01]}})");
+    struct Case {
+        std::string args, needle;
+    };
+    const std::vector<Case> cases = {
+        {"run /dev/zero", "character device"},
+        {"run " + sq(m_fifo), "FIFO"},
+        {"run " + sq(m_dir), "directory"},
+        {"sweep /dev/zero", "character device"},
+        {"sweep " + sq(m_fifo), "FIFO"},
+        {"sweep " + sq(sweepWithBase), "character device"},
+        {"sweep " + sq(sweepWithFifoBase), "FIFO"},
+        {"sweep " + sq(sweepWithBase) + " --slurm " + sq(m_dir + "/out"), "character device"},
+        {"sweep-point --definition " + sq(m_fifo) + " --point 0", "FIFO"},
+    };
+    for (const Case& c : cases) {
+        const Result r = bounded(c.args + " --db " + sq(m_db));
+        EXPECT_EQ(r.status, 2) << c.args << ": " << r.err;
+        EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << ": " << r.err;
+        EXPECT_NE(r.err.find("not a regular"), std::string::npos) << c.args << ": " << r.err;
+    }
+    for (const Case& c : std::vector<Case>{{"lesson /dev/zero", "character device"},
+                                           {"lesson " + sq(m_fifo), "FIFO"}}) {
+        const Result r = bounded(c.args);
+        EXPECT_EQ(r.status, 2) << c.args << ": " << r.err;
+        EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << ": " << r.err;
+        EXPECT_NE(r.err.find("not a regular"), std::string::npos) << c.args << ": " << r.err;
+    }
+    EXPECT_FALSE(fs::exists(m_db));  // nothing was stored
+    EXPECT_FALSE(fs::exists(m_dir + "/out"));
+}
+
+TEST_F(CliFilesTest, FilesOverTheLimitAreRefusedUnread) {
+    // Sparse: 4 MiB + 1 byte of nothing, refused from its size.
+    const std::string big = m_dir + "/big.json";
+    std::ofstream(big).put('{');
+    fs::resize_file(big, (uintmax_t(4) << 20) + 1);
+    for (const std::string& cmd : {"run " + sq(big) + " --db " + sq(m_db),
+                                   "sweep " + sq(big) + " --db " + sq(m_db), "lesson " + sq(big)}) {
+        const Result r = bounded(cmd);
+        EXPECT_EQ(r.status, 2) << cmd << ": " << r.err;
+        EXPECT_NE(r.err.find("the limit is 4 MiB"), std::string::npos) << cmd << ": " << r.err;
+    }
+    EXPECT_FALSE(fs::exists(m_db));
+    // --help states it.
+    EXPECT_NE(cli("run --help").out.find("4 MiB"), std::string::npos);
+}
+
+TEST_F(CliFilesTest, DatabasesThatAreNoRegularFilesAreRefusedBeforeSqliteOpensThem) {
+    for (const std::string& cmd :
+         {"list --db " + sq(m_fifo), "sweeps --db " + sq(m_fifo),
+          std::string("list --db /dev/zero"), "run " + sq(m_preset) + " --db " + sq(m_fifo),
+          "run " + sq(m_preset) + " --db " + sq(m_dir),
+          "merge " + sq(m_fifo) + " --into " + sq(m_db), "merge /dev/zero --into " + sq(m_db),
+          "import " + sq(m_fifo) + " --db " + sq(m_db)}) {
+        const Result r = bounded(cmd);
+        EXPECT_EQ(r.status, 2) << cmd << ": " << r.err;
+        EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << cmd << ": " << r.err;
+    }
+}

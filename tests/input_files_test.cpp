@@ -1,0 +1,146 @@
+// input_files_test.cpp — core's one reader of files someone else made (qklab/input_file.h):
+// regular files only, within the limit, never blocking; databases that are no regular file are
+// refused before SQLite opens them.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "qklab/input_file.h"
+#include "qklab/run_store.h"
+
+using namespace qklab;
+namespace fs = std::filesystem;
+
+namespace {
+
+class InputFileTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/qklab-input-XXXXXX";
+        m_dir = mkdtemp(tmpl);
+    }
+    void TearDown() override { fs::remove_all(m_dir); }
+
+    // readInputFile on a detached thread: its error, or "timeout" when it blocks (the test then
+    // fails instead of hanging; a writer is opened to let the thread go).
+    std::string readError(const std::string& path, ErrorCode* code = nullptr) {
+        auto done = std::make_shared<std::promise<std::pair<std::string, ErrorCode>>>();
+        auto result = done->get_future();
+        std::thread([path, done] {
+            try {
+                readInputFile(path, kPresetFile);
+                done->set_value({"", ErrorCode::Internal});
+            } catch (const Error& e) {
+                done->set_value({e.what(), e.code()});
+            } catch (const std::exception& e) {
+                done->set_value(
+                    {std::string("not a qklab::Error: ") + e.what(), ErrorCode::Internal});
+            }
+        }).detach();
+        if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+            std::ofstream(path) << "";
+            return "timeout";
+        }
+        auto [message, c] = result.get();
+        if (code) *code = c;
+        return message;
+    }
+
+    std::string m_dir;
+};
+
+bool has(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_F(InputFileTest, RegularFilesAreReadWhole) {
+    const std::string path = m_dir + "/p.json";
+    const std::string text = "{\"why\": \"x\"}\n" + std::string(100000, ' ');
+    std::ofstream(path) << text;
+    EXPECT_EQ(readInputFile(path, kPresetFile), text);
+    EXPECT_EQ(inputFileProblem(path, kPresetFile), "");
+    fs::create_symlink(path, m_dir + "/link.json");  // a link to a regular file is fine
+    EXPECT_EQ(readInputFile(m_dir + "/link.json", kPresetFile), text);
+}
+
+TEST_F(InputFileTest, SpecialFilesAreRefusedWithoutBlocking) {
+    const std::string fifo = m_dir + "/fifo.json";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    fs::create_symlink(fifo, m_dir + "/to-fifo.json");
+    const std::string sock = m_dir + "/s.sock";
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::map<std::string, std::string> cases = {
+        {fifo, "a FIFO (named pipe)"},
+        {m_dir + "/to-fifo.json", "a FIFO (named pipe)"},
+        {"/dev/zero", "a character device"},
+        {m_dir, "a directory"},
+        {sock, "a socket"}};
+    for (const auto& [path, kind] : cases) {
+        ErrorCode code = ErrorCode::Internal;
+        const std::string e = readError(path, &code);
+        ASSERT_NE(e, "timeout") << path;
+        EXPECT_EQ(code, ErrorCode::InvalidConfig) << e;
+        EXPECT_TRUE(has(e, "preset: \"" + path + "\" is " + kind + ", not a regular file")) << e;
+        EXPECT_EQ(inputFileProblem(path, kPresetFile), e);
+    }
+    close(fd);
+}
+
+TEST_F(InputFileTest, MissingAndOversizedFilesNameTheLimit) {
+    ErrorCode code = ErrorCode::Internal;
+    std::string e = readError(m_dir + "/missing.json", &code);
+    EXPECT_EQ(code, ErrorCode::MissingFile);
+    EXPECT_TRUE(has(e, "no such file")) << e;
+    // Sparse: one byte over the limit is refused from its size, never read.
+    const std::string big = m_dir + "/big.json";
+    std::ofstream(big).put('{');
+    fs::resize_file(big, uintmax_t(kMaxJsonFileBytes) + 1);
+    e = readError(big, &code);
+    EXPECT_EQ(code, ErrorCode::InvalidConfig);
+    EXPECT_TRUE(has(e, "has 4194305 bytes; the limit is 4 MiB (4194304 bytes)")) << e;
+    fs::resize_file(big, uintmax_t(kMaxJsonFileBytes));
+    EXPECT_EQ(readInputFile(big, kPresetFile).size(), size_t(kMaxJsonFileBytes));
+    EXPECT_EQ(limitText(int64_t(1) << 30), "1 GiB");
+    EXPECT_EQ(limitText(4096), "4 KiB");
+    EXPECT_EQ(limitText(1000), "1000 bytes");
+}
+
+TEST_F(InputFileTest, DatabasesThatAreNoRegularFileAreRefusedBeforeSqlite) {
+    const std::string fifo = m_dir + "/runs.db";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(specialFileProblem(m_dir + "/absent.db", "database"), "");
+    EXPECT_TRUE(has(specialFileProblem(fifo, "database"), "is a FIFO (named pipe)"));
+    for (StoreAccess access : {StoreAccess::ReadWrite, StoreAccess::ReadOnly}) {
+        for (const std::string& path : {fifo, std::string("/dev/zero"), m_dir}) {
+            auto done = std::async(std::launch::async, [&] {
+                try {
+                    RunStore store(path, access);
+                } catch (const Error& e) {
+                    return std::pair<ErrorCode, std::string>(e.code(), e.what());
+                }
+                return std::pair<ErrorCode, std::string>(ErrorCode::Internal, "opened");
+            });
+            ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready) << path;
+            const auto [code, message] = done.get();
+            EXPECT_EQ(code, ErrorCode::InvalidRequest) << path << ": " << message;
+            EXPECT_TRUE(has(message, "not a regular file")) << message;
+        }
+    }
+    EXPECT_FALSE(fs::exists(m_dir + "/absent.db"));
+}
