@@ -1,6 +1,7 @@
 // input_files_test.cpp — core's one reader of files someone else made (qklab/input_file.h):
 // regular files only, within the limit, never blocking; databases that are no regular file are
-// refused before SQLite opens them.
+// refused before SQLite opens them; a sweep's point count cannot wrap; a sweep's name follows
+// the run-name rules.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,11 +13,14 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "qklab/input_file.h"
 #include "qklab/run_store.h"
+#include "qklab/sweep.h"
 
 using namespace qklab;
 namespace fs = std::filesystem;
@@ -143,4 +147,49 @@ TEST_F(InputFileTest, DatabasesThatAreNoRegularFileAreRefusedBeforeSqlite) {
         }
     }
     EXPECT_FALSE(fs::exists(m_dir + "/absent.db"));
+}
+
+// ---- sweeps ---------------------------------------------------------------------------------
+
+TEST(SweepPointCount, IsCheckedNotWrapped) {
+    SweepDefinition d;
+    for (const char* key : {"a", "b", "c", "d"})
+        d.axes.push_back({key, std::vector<nlohmann::json>(8192, 1)});
+    d.axes.push_back({"e", std::vector<nlohmann::json>(4096, 1)});
+    EXPECT_EQ(d.pointCount(), std::numeric_limits<size_t>::max());  // 2^64 was 0
+    d.axes.pop_back();
+    EXPECT_EQ(d.pointCount(), size_t(1) << 52);
+    d.seeds = {1, 2, 3};
+    EXPECT_EQ(d.dimensionSizes(), (std::vector<size_t>{8192, 8192, 8192, 8192, 3}));
+    try {
+        parseSweep(R"({"axes": {"optim.lr": {"log": [1e-4, 1e-1], "points": 8192},
+            "optim.eps": {"log": [1e-9, 1e-6], "points": 8192},
+            "schedule.min_lr_ratio": {"linear": [0.01, 0.5], "points": 8192},
+            "model.rope_base": {"log": [1000, 100000], "points": 8192},
+            "model.mlp_ratio": {"linear": [1, 4], "points": 4096}}})",
+                   "huge.json");
+        FAIL() << "2^64 points were accepted";
+    } catch (const Error& e) {
+        EXPECT_TRUE(has(e.what(),
+                        "huge.json: the grid has 4096 x 8192 x 8192 x 8192 x 8192 = "
+                        "more than 2^64 points; at most 10000"))
+            << e.what();
+    }
+}
+
+TEST(SweepName, FollowsTheRunNameRules) {
+    const auto error = [](const std::string& name) {
+        try {
+            parseSweep(R"({"name": )" + name + R"(, "axes": {"optim.lr": [0.01]}})", "s.json");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_TRUE(has(error(R"("a\nb")"), "s.json: name: a sweep name cannot hold control"));
+    EXPECT_TRUE(has(error("12"), "s.json: name: expected text"));
+    EXPECT_TRUE(has(error(R"("")"), "a sweep name cannot be empty"));
+    EXPECT_TRUE(has(error("\"" + std::string(201, 'x') + "\""), "at most 200 bytes"));
+    EXPECT_EQ(error(R"x("lr sweep (v2)")x"), "");
+    EXPECT_THROW(checkSweepName("x\ty"), Error);
 }

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -268,19 +269,18 @@ int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double second
     return r.failed > 0 ? 1 : 0;
 }
 
-// A new sweep from its file, or a stored one to continue: validated and stored.
-std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o) {
-    if (!o.resume.empty()) {
+// A new sweep (validated before the store was opened), or a stored one to continue.
+std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o,
+                                                const SweepDefinition* fresh) {
+    if (!fresh) {
         SweepInfo s = store.findSweep(o.resume);
         SweepDefinition d = parseSweep(s.definitionJson, "sweep '" + s.name + "'");
         d.name = s.name;
         store.claimSweep(s.id);
         return {store.sweep(s.id), d};
     }
-    SweepDefinition d = loadSweepFile(o.file);
-    if (!o.name.empty()) d.name = o.name;
+    SweepDefinition d = *fresh;
     d.uuid = newUuid();
-    expandSweep(d);  // every point valid before anything is stored
     SweepInfo s;
     s.uuid = d.uuid;
     s.name = d.name;
@@ -291,6 +291,28 @@ std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOpti
 }
 
 }  // namespace
+
+std::string shellQuoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+NewSweep newSweep(const SweepOptions& o) {
+    NewSweep n;
+    n.definition = loadSweepFile(o.file);
+    if (!o.name.empty()) n.definition.name = o.name;
+    try {
+        checkSweepName(n.definition.name);
+    } catch (const Error& e) {
+        // A bad "name" field was refused by the parser: here it is --name or the file's stem.
+        throw Error(e.code(), o.name.empty() ? o.file + ": " + e.what() +
+                                                   " (it is the file's name: give one with --name)"
+                                             : std::string("--name: ") + e.what());
+    }
+    n.points = expandSweep(n.definition);  // every point valid before anything is stored
+    return n;
+}
 
 int runSweep(const SweepOptions& o) {
     if (o.threadsPerRun < 1)
@@ -305,13 +327,11 @@ int runSweep(const SweepOptions& o) {
     if (!o.resume.empty() && !o.name.empty())
         throw Error(ErrorCode::InvalidRequest, "--name applies to a new sweep, not to --resume");
     // Validate the file before the database is even opened: bad input stores nothing.
-    if (!o.file.empty()) {
-        SweepDefinition check = loadSweepFile(o.file);
-        expandSweep(check);
-    }
+    std::optional<NewSweep> fresh;
+    if (!o.file.empty()) fresh = newSweep(o);
     RunStore store(o.dbPath);
     store.markInterruptedRuns();
-    auto [sweep, definition] = openSweep(store, o);
+    auto [sweep, definition] = openSweep(store, o, fresh ? &fresh->definition : nullptr);
     const std::vector<int64_t> toRun = pointsToRun(store, sweep, o.retryFailed);
     std::fprintf(stderr,
                  "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
@@ -334,6 +354,7 @@ PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
     SweepInfo s;
     if (!definitionFile.empty()) {  // read and checked before the shard is created
         d = loadSweepFile(definitionFile);
+        checkSweepName(d.name);
         if (d.uuid.empty())
             throw Error(ErrorCode::InvalidConfig,
                         definitionFile + ": no uuid: write it with qklab-cli sweep --slurm");

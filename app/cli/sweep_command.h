@@ -10,6 +10,7 @@
 
 #include "qklab/run_config.h"
 #include "qklab/run_session.h"
+#include "qklab/sweep.h"
 
 namespace qklab::cli {
 
@@ -28,6 +29,17 @@ struct SweepOptions {
 };
 
 int runSweep(const SweepOptions& o);
+
+// A new sweep from o.file and o.name: the name checked (checkSweepName), every point built and
+// validated. Reads the file only: nothing is stored or written.
+struct NewSweep {
+    SweepDefinition definition;
+    std::vector<SweepPoint> points;
+};
+NewSweep newSweep(const SweepOptions& o);
+
+// Single quotes for the shell: the whole string is one word, whatever it holds.
+std::string shellQuoted(const std::string& s);
 
 // What one `qklab-cli sweep-point` process trains: a new run of the grid point, or the
 // resumption of its stopped or interrupted run. The sweep comes from the store (sweepRef, a

@@ -226,16 +226,26 @@ RunConfig buildPoint(const SweepDefinition& d, const json& coords, int64_t index
 }  // namespace
 
 size_t SweepDefinition::pointCount() const {
-    size_t n = seeds.empty() ? 1 : seeds.size();
+    size_t n = 1;
+    // Checked: four axes of 8192 values and one of 4096 are 2^64 points, which wrapped to 0
+    // and slipped past kMaxSweepPoints. A product that does not fit stays at SIZE_MAX.
+    for (size_t size : dimensionSizes())
+        if (__builtin_mul_overflow(n, size, &n)) return std::numeric_limits<size_t>::max();
+    return n;
+}
+
+std::vector<size_t> SweepDefinition::dimensionSizes() const {
+    std::vector<size_t> sizes;
     std::set<std::string> zipped;
     for (const auto& group : zips) {
         for (const auto& a : axes)
-            if (a.key == group.front()) n *= a.values.size();
+            if (a.key == group.front()) sizes.push_back(a.values.size());
         zipped.insert(group.begin(), group.end());
     }
     for (const auto& a : axes)
-        if (!zipped.count(a.key)) n *= a.values.size();
-    return n;
+        if (!zipped.count(a.key)) sizes.push_back(a.values.size());
+    if (!seeds.empty()) sizes.push_back(seeds.size());
+    return sizes;
 }
 
 std::vector<double> logGrid(double lo, double hi, int64_t points) {
@@ -275,7 +285,17 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
                                 "\" (a sweep file has why, base, axes, zip, seeds, set)");
     SweepDefinition d;
     d.why = j.value("why", json("")).is_string() ? j.value("why", "") : "";
-    d.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "";
+    if (j.contains("name")) {
+        // The name reaches the store, run names and a Slurm script: the run-name rules.
+        if (!j["name"].is_string())
+            bad(sourcePath, "name: expected text, got " + shortJson(j["name"]));
+        d.name = j["name"].get<std::string>();
+        try {
+            checkSweepName(d.name);
+        } catch (const Error& e) {
+            bad(sourcePath, std::string("name: ") + e.what());
+        }
+    }
     d.uuid = j.contains("uuid") && j["uuid"].is_string() ? j["uuid"].get<std::string>() : "";
     d.base = readBase(j.value("base", json()), sourcePath);
     const json axes = j.value("axes", json::object());
@@ -293,9 +313,16 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
     if (!set.is_object()) bad(sourcePath, "set: expected an object of dotted key -> value");
     for (const auto& [key, v] : set.items()) checkAxisKey(sourcePath + ": set", key);
     d.set = set;
-    if (d.pointCount() > kMaxSweepPoints)
-        bad(sourcePath, "the grid has " + std::to_string(d.pointCount()) + " points; at most " +
-                            std::to_string(kMaxSweepPoints) + " are allowed");
+    if (d.pointCount() > kMaxSweepPoints) {
+        std::string product;
+        for (size_t size : d.dimensionSizes())
+            product += (product.empty() ? "" : " x ") + std::to_string(size);
+        const size_t n = d.pointCount();
+        bad(sourcePath, "the grid has " + product + " = " +
+                            (n == std::numeric_limits<size_t>::max() ? std::string("more than 2^64")
+                                                                     : std::to_string(n)) +
+                            " points; at most " + std::to_string(kMaxSweepPoints) + " are allowed");
+    }
     return d;
 }
 
@@ -303,6 +330,17 @@ SweepDefinition loadSweepFile(const std::string& path) {
     SweepDefinition d = parseSweep(readInputFile(path, kSweepFile), path);
     if (d.name.empty()) d.name = std::filesystem::path(path).stem().string();
     return d;
+}
+
+void checkSweepName(const std::string& name) {
+    try {
+        checkRunName(name);
+    } catch (const Error& e) {
+        // checkRunName says "a run name ...": the same rules, for a sweep.
+        std::string what = e.what();
+        if (what.rfind("a run name", 0) == 0) what.replace(0, 10, "a sweep name");
+        throw Error(ErrorCode::InvalidRequest, what);
+    }
 }
 
 json sweepToJson(const SweepDefinition& d) {
