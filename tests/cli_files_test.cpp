@@ -1,6 +1,7 @@
-// cli_files_test.cpp — qklab-cli and files someone else made (issue 22): special files
-// (/dev/zero, a FIFO, a directory) and oversized files are refused with exit 2 instead of
-// reading until memory runs out or blocking.
+// cli_files_test.cpp — qklab-cli and files someone else made (issue 22, items 11, 12):
+// special files (/dev/zero, a FIFO, a directory) and oversized files are refused with exit 2
+// instead of reading until memory runs out or blocking; `lesson` refuses what the app could not
+// play.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -129,6 +130,7 @@ TEST_F(CliFilesTest, FilesOverTheLimitAreRefusedUnread) {
     EXPECT_FALSE(fs::exists(m_db));
     // --help states it.
     EXPECT_NE(cli("run --help").out.find("4 MiB"), std::string::npos);
+    EXPECT_NE(cli("lesson --help").out.find("4 MiB"), std::string::npos);
 }
 
 TEST_F(CliFilesTest, DatabasesThatAreNoRegularFilesAreRefusedBeforeSqliteOpensThem) {
@@ -142,4 +144,74 @@ TEST_F(CliFilesTest, DatabasesThatAreNoRegularFilesAreRefusedBeforeSqliteOpensTh
         EXPECT_EQ(r.status, 2) << cmd << ": " << r.err;
         EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << cmd << ": " << r.err;
     }
+}
+
+// ---- item 12: the lesson checker refuses what the app cannot play ----------------------------
+
+namespace {
+
+// One step of a lesson around `step` (a JSON object), after a harmless first step.
+std::string lessonWith(const std::string& step) {
+    return R"({"title": "t", "steps": [{"text": "intro"}, )" + step + "]}";
+}
+
+}  // namespace
+
+TEST_F(CliFilesTest, LessonCheckRefusesWhatTheAppCannotPlay) {
+    struct Case {
+        std::string step, field;
+    };
+    const std::string start = R"({"title": "S", "text": "x", "action": {"kind": "start_preset", )";
+    const std::vector<Case> cases = {
+        {start + R"("preset": "no-such-preset.json"}})", "action.preset"},
+        {start + R"("preset": "/dev/zero"}})", "action.preset"},
+        {start + R"("preset": ")" + m_fifo + R"("}})", "action.preset"},
+        {start + R"("preset": "default", "set": {"optim.lrr": 1}}})", "action.set"},
+        {start + R"("preset": "default", "set": {"optim.lr": "fast"}}})", "action.set.optim.lr"},
+        {start + R"("preset": "default", "set": {"model.n_heads": 7}}})", "model.n_heads"},
+        {start + R"("preset": "default", "name": "a\nb"}})", "action.name"},
+        {R"({"title": "S", "text": "x", "action": {"kind": "compare", "runs": ["one"]}})",
+         "action.runs"},
+        {R"({"title": "S", "text": "x", "action": {"kind": "compare", "runs": [)" +
+             std::string(R"("r", )") + R"("r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r",
+             "r", "r", "r", "r", "r", "r", "r", "r"]}})",
+         "action.runs"},
+        {R"({"title": "S", "text": "x", "action": {"kind": "compare", "runs": [1, 2]}})",
+         "action.runs"},
+        {R"({"title": "S", "text": "x", "action": {"kind": "replay", "run": "r",
+             "steps_per_second": -5}})",
+         "action.steps_per_second"},
+        {R"({"title": "S", "text": "x", "layer": 2147483648})", "layer"},
+        {R"({"title": "S", "text": "x", "head": 18446744073709551615})", "head"},
+        {R"({"title": "S", "text": "x", "pause": [{"kind": "probe_above", "metric": "loss",
+             "threshold": 1, "layer": 4294967296}]})",
+         "pause[0].layer"},
+        {R"({"title": "S", "text": "x", "action": {"kind": "open_run", "run": ""}})", "action.run"},
+    };
+    for (const Case& c : cases) {
+        const std::string file = write("case.json", lessonWith(c.step));
+        const Result r =
+            bounded("lesson " + sq(file) + " --presets " + sq(QKLAB_SOURCE_DIR "/experiments"));
+        EXPECT_EQ(r.status, 2) << c.step << ": " << r.err;
+        EXPECT_NE(r.err.find("step 2 (\"S\")"), std::string::npos) << c.step << ": " << r.err;
+        EXPECT_NE(r.err.find(c.field), std::string::npos) << c.step << ": " << r.err;
+    }
+    // What the app can play passes: a shipped preset by name, with or without ".json", a "set"
+    // that applies, 2 runs to compare.
+    const std::string good = write(
+        "good.json", lessonWith(start + R"("preset": "default.json", "set": {"schedule.steps": "40",
+            "optim.lr": 0.01}}}, {"text": "y", "action": {"kind": "start_preset",
+            "preset": "healthy_attention"}}, {"text": "z", "action": {"kind": "compare",
+            "runs": ["a", "b"]}})"));
+    const Result ok =
+        cli("lesson " + sq(good) + " --presets " + sq(QKLAB_SOURCE_DIR "/experiments"));
+    EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+TEST_F(CliFilesTest, ShippedLessonsPassTheCheckWithTheShippedPresets) {
+    std::string files;
+    for (const auto& e : fs::directory_iterator(QKLAB_SOURCE_DIR "/resources/lessons"))
+        files += " " + sq(e.path().string());
+    const Result r = cli("lesson" + files);  // the default folder: the source tree's presets
+    EXPECT_EQ(r.status, 0) << r.err;
 }

@@ -1,7 +1,8 @@
 // input_files_test.cpp — core's one reader of files someone else made (qklab/input_file.h):
 // regular files only, within the limit, never blocking; databases that are no regular file are
 // refused before SQLite opens them; a sweep's point count cannot wrap; a sweep's name follows
-// the run-name rules.
+// the run-name rules; and the lesson check that the app and `qklab-cli lesson` share
+// (checkLessonPlayable) refuses what playing the lesson would fail on.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "qklab/input_file.h"
+#include "qklab/lesson.h"
 #include "qklab/run_store.h"
 #include "qklab/sweep.h"
 
@@ -192,4 +194,100 @@ TEST(SweepName, FollowsTheRunNameRules) {
     EXPECT_TRUE(has(error("\"" + std::string(201, 'x') + "\""), "at most 200 bytes"));
     EXPECT_EQ(error(R"x("lr sweep (v2)")x"), "");
     EXPECT_THROW(checkSweepName("x\ty"), Error);
+}
+
+// ---- lessons: the check the app and the CLI share ----------------------------------------------
+
+namespace {
+
+const LessonPresetLookup kPresets = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "tiny" || name == "tiny.json")
+        return R"({"model": {"d_model": 32, "n_layers": 1, "n_heads": 2}})";
+    if (name == "broken") return R"({"model": {"d_model": -1}})";
+    if (name == "special") return readInputFile("/dev/zero", kPresetFile);
+    return std::nullopt;
+};
+
+std::string playError(const std::string& action, const std::string& origin = "/l/01-x.json") {
+    try {
+        parsePlayableLesson(R"({"title": "t", "steps": [{"text": "a"}, {"title": "Go", "text": "b",
+            "action": {"kind": "start_preset", )" +
+                                action + "}}]}",
+                            origin, kPresets);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(LessonPlayable, StartPresetStepsAreCheckedAsTheAppPlaysThem) {
+    EXPECT_EQ(
+        playError(R"("preset": "tiny.json", "set": {"optim.lr": 0.01, "schedule.steps": "40"})"),
+        "");
+    const std::string at = "/l/01-x.json: step 2 (\"Go\"): ";
+    EXPECT_TRUE(
+        has(playError(R"("preset": "nope")"),
+            at + "action.preset: there is no preset file or shipped preset called \"nope\""));
+    EXPECT_TRUE(has(playError(R"("preset": "broken")"), at + "action.preset: preset \"broken\""));
+    EXPECT_TRUE(
+        has(playError(R"("preset": "special")"), at + "action.preset: preset: \"/dev/zero\""));
+    EXPECT_TRUE(has(playError(R"("preset": "tiny", "set": {"optim.lr": "fast"})"),
+                    at + "action.set.optim.lr: "));
+    EXPECT_TRUE(has(playError(R"("preset": "tiny", "set": {"model.n_heads": 3})"),
+                    at + "action: the preset with the step's \"set\" is not a valid config: "
+                         "model.n_heads"));
+    EXPECT_TRUE(has(playError(R"("preset": "tiny", "set": {"data.source": "/dev/zero"})"),
+                    at + "action: data.source: \"/dev/zero\" is a character device"));
+    // The run's default name comes from the file's name: one the store would refuse is caught.
+    EXPECT_TRUE(has(playError(R"("preset": "tiny")", "/l/bad\nname.json"), "action.name"));
+    EXPECT_TRUE(has(playError(R"("preset": "tiny", "name": "")"), "action.name"));
+}
+
+TEST(LessonPlayable, TheParserBoundsWhatTheTablesOnlyType) {
+    const auto error = [](const std::string& step) {
+        try {
+            parseLesson(R"({"title": "t", "steps": [)" + step + "]}", "l.json");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    const std::string replay = R"({"text": "x", "action": {"kind": "replay", "run": "r", )";
+    EXPECT_EQ(error(replay + R"("steps_per_second": 20}})"), "");
+    for (const char* sps : {"0", "-5", "1e7"})
+        EXPECT_TRUE(has(error(replay + R"("steps_per_second": )" + sps + "}}"),
+                        "step 1: action.steps_per_second: expected a number above 0"))
+            << sps;
+    EXPECT_TRUE(
+        has(error(R"({"text": "x", "layer": 1024})"), "layer: expected an integer from 0 to 1023"));
+    EXPECT_TRUE(has(error(R"({"text": "x", "head": -1})"), "head: expected an integer from 0"));
+    const std::string compare = R"({"text": "x", "action": {"kind": "compare", )";
+    EXPECT_TRUE(has(error(compare + R"("runs": ["a"]}})"), "compare takes 2 to 12 runs, got 1"));
+    EXPECT_TRUE(
+        has(error(compare + R"("runs": ["a", 2]}})"), "action.runs: expected list of text"));
+    EXPECT_TRUE(has(error(compare + R"("runs": ["a", "b"], "comparison": "c"}})"),
+                    "\"runs\" or \"comparison\" (one of them)"));
+    EXPECT_TRUE(
+        has(error(compare + R"("runs": ["a", "b\u0000c"]}})"), "action.runs[1]: a run name"));
+    EXPECT_TRUE(
+        has(error(R"({"text": "x", "action": {"kind": "start_preset", "preset": "a\u0000b"}})"),
+            "action.preset: not a file name"));
+    EXPECT_TRUE(has(error(R"({"text": "x", "action": {"kind": "start_preset", "preset": "p",
+                              "set": {"optim.lrr": 1}}})"),
+                    "action.set: \"optim.lrr\" is not a config key (did you mean \"optim.lr\"?)"));
+}
+
+TEST(LessonPlayable, PresetNamesResolveAsTheAppResolvesThem) {
+    const std::set<std::string> files = {"/shipped/default.json", "/user/mine.json", "rel.json"};
+    const auto exists = [&files](const std::string& p) { return files.count(p) > 0; };
+    const std::vector<std::string> dirs = {"/shipped", "/user"};
+    EXPECT_EQ(resolveLessonPreset("default", dirs, exists), "/shipped/default.json");
+    EXPECT_EQ(resolveLessonPreset("default.json", dirs, exists), "/shipped/default.json");
+    EXPECT_EQ(resolveLessonPreset("mine.json", dirs, exists), "/user/mine.json");
+    EXPECT_EQ(resolveLessonPreset("rel.json", dirs, exists), "rel.json");  // a path first
+    EXPECT_EQ(resolveLessonPreset("nope", dirs, exists), "");
+    EXPECT_EQ(lessonSetAssignments(nlohmann::json::parse(R"({"a.b": "x", "c.d": 2.5})")),
+              (std::vector<std::string>{"a.b=x", "c.d=2.5"}));
 }

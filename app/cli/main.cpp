@@ -32,10 +32,12 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "compare_command.h"
 #include "generate_command.h"
@@ -94,7 +96,7 @@ struct Options {
     int64_t point = -1, threads = 0;
     std::string params, precision = "bf16";
     RecommendRequest recommend;
-    std::vector<std::string> lessons;
+    std::vector<std::string> lessons, presetDirs;
     bool reference = false;
 };
 
@@ -214,15 +216,39 @@ int cmdSweepPoint(const Options& o) {
     return trainSession(session, o.dbPath);
 }
 
-// Checks lesson files as the app reads them: exit 2 with the step and field of the first error.
+// Where a lesson's presets are looked for, in the app's order: the --presets folders (else
+// $QKLAB_EXPERIMENTS_DIR, as the app, else the shipped experiments/ of this build), then the
+// folder the app saves the user's presets in.
+std::vector<std::string> lessonPresetDirs(const std::vector<std::string>& given) {
+    std::vector<std::string> dirs = given;
+    if (dirs.empty()) {
+        const char* env = std::getenv("QKLAB_EXPERIMENTS_DIR");
+        dirs.push_back(env && env[0] ? env : QKLAB_SHIPPED_PRESETS);
+    }
+    dirs.push_back(
+        (std::filesystem::path(defaultDatabasePath()).parent_path() / "presets").string());
+    return dirs;
+}
+
+// Checks lesson files as the app plays them (the same checks, in core): exit 2 with the step
+// and field of the first error.
 int cmdLesson(const Options& o) {
     if (o.reference) {
         std::cout << lessonReferenceMarkdown();
         return 0;
     }
     if (o.lessons.empty()) throw Error(ErrorCode::InvalidRequest, "give lesson files to check");
+    const std::vector<std::string> dirs = lessonPresetDirs(o.presetDirs);
+    const LessonPresetLookup presets = [&dirs](const std::string& name) {
+        const std::string path = resolveLessonPreset(name, dirs, [](const std::string& p) {
+            std::error_code ec;
+            return std::filesystem::exists(p, ec);
+        });
+        return path.empty() ? std::nullopt
+                            : std::optional<std::string>(readInputFile(path, kPresetFile));
+    };
     for (const std::string& path : o.lessons) {
-        const Lesson l = loadLessonFile(path);
+        const Lesson l = parsePlayableLesson(readInputFile(path, kLessonFile), path, presets);
         std::cout << path << ": \"" << l.title << "\", " << l.steps.size() << " steps, ok\n";
     }
     return 0;
@@ -467,8 +493,17 @@ int main(int argc, char** argv) {
     recommend->add_flag("--ship-without-qk-norm", o.recommend.shipWithoutQkNorm,
                         "anneal QK-norm away at the end of training");
     recommend->add_option("--output,-o", o.output, "preset file to write (default: stdout)");
-    auto* lesson = app.add_subcommand("lesson", "check lesson files (docs/LESSONS.md)");
-    lesson->add_option("files", o.lessons, "lesson JSON files");
+    auto* lesson = app.add_subcommand(
+        "lesson",
+        "check lesson files as the app plays them (docs/LESSONS.md): exit 2 names the "
+        "step and the field");
+    lesson->add_option(
+        "files", o.lessons,
+        "lesson JSON files (regular files of at most " + limitText(kLessonFile.maxBytes) + ")");
+    lesson->add_option("--presets", o.presetDirs,
+                       "folder of the presets lessons name (repeatable; default: "
+                       "$QKLAB_EXPERIMENTS_DIR, else the shipped experiments/; then the "
+                       "app's saved presets)");
     lesson->add_flag("--reference", o.reference, "the lesson file reference, as Markdown");
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");
