@@ -1,7 +1,7 @@
-// cli_files_test.cpp — qklab-cli and files someone else made (issue 22, items 11, 12):
+// cli_files_test.cpp — qklab-cli and files someone else made (issue 22, items 11, 12, 13):
 // special files (/dev/zero, a FIFO, a directory) and oversized files are refused with exit 2
 // instead of reading until memory runs out or blocking; `lesson` refuses what the app could not
-// play.
+// play; `generate --threads` is bounded.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -214,4 +214,24 @@ TEST_F(CliFilesTest, ShippedLessonsPassTheCheckWithTheShippedPresets) {
         files += " " + sq(e.path().string());
     const Result r = cli("lesson" + files);  // the default folder: the source tree's presets
     EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// ---- item 13: generate --threads -------------------------------------------------------------
+
+TEST_F(CliFilesTest, GenerateThreadsAreBounded) {
+    ASSERT_EQ(cli("run " + sq(m_preset) + " --name tiny --db " + sq(m_db)).status, 0);
+    for (const char* threads : {"100000", "2147483648", "-1", "1025"}) {
+        const Result r = bounded(std::string("generate tiny --tokens 4 --threads ") + threads +
+                                 " --db " + sq(m_db));
+        EXPECT_EQ(r.status, 2) << threads << ": " << r.err;
+        EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("1024"), std::string::npos) << r.err;
+    }
+    // Above the cores but within the bound: capped, as run.threads, and said.
+    const Result capped = bounded("generate tiny --tokens 4 --threads 1000 --db " + sq(m_db));
+    EXPECT_EQ(capped.status, 0) << capped.err;
+    if (std::thread::hardware_concurrency() < 1000)
+        EXPECT_NE(capped.err.find("warning: --threads = 1000 is more than"), std::string::npos)
+            << capped.err;
+    EXPECT_EQ(capped.out.size(), 4u);
 }

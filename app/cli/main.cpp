@@ -335,7 +335,9 @@ void addGenerateOptions(CLI::App& cmd, cli::GenerateCommandOptions& g) {
     cmd.add_option("--cache", g.cache,
                    "decode cache: " + choiceList<DecodeCache>() +
                        " (auto: absorbed for MLA, materialised for MHA)");
-    cmd.add_option("--threads", g.threads, "intra-op threads (default 0: all cores)");
+    cmd.add_option("--threads", g.threads,
+                   "intra-op threads, 0 (all cores, the default) to " +
+                       std::to_string(kMaxThreadsOption) + "; more than the cores are capped");
 }
 
 int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
