@@ -1,7 +1,8 @@
-// cli_files_test.cpp — qklab-cli and files someone else made (issue 22, items 11, 12, 13):
+// cli_files_test.cpp — qklab-cli and files someone else made (issue 22, items 11, 12, 13, 17):
 // special files (/dev/zero, a FIFO, a directory) and oversized files are refused with exit 2
 // instead of reading until memory runs out or blocking; `lesson` refuses what the app could not
-// play; `generate --threads` is bounded.
+// play; `generate --threads` is bounded; `sweep --resume` never ends "finished" with exit 0
+// while points another process still runs were skipped.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -234,4 +235,123 @@ TEST_F(CliFilesTest, GenerateThreadsAreBounded) {
         EXPECT_NE(capped.err.find("warning: --threads = 1000 is more than"), std::string::npos)
             << capped.err;
     EXPECT_EQ(capped.out.size(), 4u);
+}
+
+// ---- item 17: resuming a sweep while a killed sweep's workers still stop ---------------------
+
+namespace {
+
+const char* const kSweep = R"({"base": {"model": {"d_model": 32, "n_layers": 1, "n_heads": 2,
+    "seq_len": 32}, "schedule": {"steps": 8, "warmup_steps": 2}, "data": {"batch_size": 4},
+    "probes": {"every": 4}, "eval": {"every": 0, "batches": 1}},
+    "axes": {"optim.lr": [0.003, 0.01]}})";
+
+// Stores the sweep "lr" as a killed sweep leaves it (stopped, no points run) and returns its id.
+int64_t storeStoppedSweep(const std::string& db) {
+    qklab::SweepDefinition d = qklab::parseSweep(kSweep, "lr.json");
+    d.name = "lr";
+    d.uuid = qklab::newUuid();
+    qklab::RunStore store(db);
+    qklab::SweepInfo s;
+    s.uuid = d.uuid;
+    s.name = d.name;
+    s.definitionJson = qklab::sweepToJson(d).dump();
+    s.points = 2;
+    const int64_t id = store.addSweep(s);
+    store.setSweepStatus(id, "stopped");
+    return id;
+}
+
+// A worker of the killed sweep that is still stopping: a process that holds point 1's run as
+// running until `release` is written to (or closed), then records it stopped, as a worker
+// does when its parent's death signals it.
+pid_t startLingeringWorker(const std::string& db, int64_t sweepId, int* release) {
+    int ready[2], go[2];
+    // Close-on-exec: the qklab-cli the test starts must not hold the worker's pipe open.
+    if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0) return -1;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(ready[0]);
+        close(go[1]);
+        {
+            qklab::NewRun nr;
+            nr.name = "lr/p1 (stopping)";
+            nr.sweep = qklab::SweepMembership{sweepId, 1, R"({"optim.lr":0.01})"};
+            nr.configJson = "{}";
+            qklab::RunWriter w(db, nr);
+            qklab::StepMetrics m;
+            m.loss = 5;
+            w.addStep(m);
+            w.flush();
+            if (write(ready[1], "r", 1) != 1) _exit(1);
+            char c;
+            while (read(go[0], &c, 1) < 0) {
+            }
+            w.finish(qklab::RunStatus::Stopped, "stopped by its sweep");
+        }
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char c = 0;
+    if (read(ready[0], &c, 1) != 1) return -1;
+    close(ready[0]);
+    *release = go[1];
+    return pid;
+}
+
+std::map<int64_t, qklab::RunInfo> latestByPoint(const std::string& db) {
+    qklab::RunStore store(db, qklab::StoreAccess::ReadOnly);
+    std::map<int64_t, qklab::RunInfo> out;
+    for (const auto& r : store.sweepRuns(store.findSweep("lr").id)) out[r.sweep->point] = r;
+    return out;
+}
+
+}  // namespace
+
+// The resume waits for the point still running, then resumes it with the rest: every point
+// ends finished. Before: the point was skipped and the sweep said "finished", exit 0, 1 not run.
+TEST_F(CliFilesTest, SweepResumeWaitsForPointsAKilledSweepStillRuns) {
+    const int64_t id = storeStoppedSweep(m_db);
+    int release = -1;
+    const pid_t worker = startLingeringWorker(m_db, id, &release);
+    ASSERT_GT(worker, 0);
+    // The worker stops a moment after the resume began (a thread: the resume blocks us).
+    std::thread stopper([release] {
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        close(release);
+    });
+    const Result r = cli("sweep --resume lr --jobs 1 --db " + sq(m_db));
+    stopper.join();
+    waitpid(worker, nullptr, 0);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("still running in another process"), std::string::npos) << r.err;
+    const auto latest = latestByPoint(m_db);
+    ASSERT_EQ(latest.size(), 2u) << r.err;
+    for (const auto& [point, run] : latest)
+        EXPECT_EQ(run.status, qklab::RunStatus::Finished) << "point " << point << ": " << r.err;
+    qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+    EXPECT_EQ(store.sweep(id).status, "finished");
+}
+
+// A point that is still running when the wait is over: the sweep is partial, exit 1, never
+// "finished" with exit 0.
+TEST_F(CliFilesTest, SweepResumeThatCannotRunEveryPointIsPartial) {
+    const int64_t id = storeStoppedSweep(m_db);
+    int release = -1;
+    const pid_t worker = startLingeringWorker(m_db, id, &release);
+    ASSERT_GT(worker, 0);
+    const Result r = cli("sweep --resume lr --jobs 1 --wait-running 1 --db " + sq(m_db));
+    close(release);
+    waitpid(worker, nullptr, 0);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("1 not run"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+    qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+    EXPECT_EQ(store.sweep(id).status, "partial");
+    EXPECT_EQ(latestByPoint(m_db).at(0).status, qklab::RunStatus::Finished);
+    // Once that point has stopped, a resume completes the sweep.
+    const Result again = cli("sweep --resume lr --jobs 1 --db " + sq(m_db));
+    EXPECT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(latestByPoint(m_db).at(1).status, qklab::RunStatus::Finished);
 }

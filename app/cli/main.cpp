@@ -442,6 +442,9 @@ int main(int argc, char** argv) {
                       "continue a stored sweep (id or name): only missing, stopped or "
                       "interrupted points run");
     sweep->add_flag("--retry-failed", o.sweep.retryFailed, "with --resume: run failed points too");
+    sweep->add_option("--wait-running", o.sweep.waitRunning,
+                      "with --resume: seconds to wait for points another process still runs "
+                      "(a killed sweep's workers stop at their next step; default 120)");
     sweep->add_option("--name", o.sweep.name, "the sweep's name (default: the file's stem)");
     sweep->add_option("--jobs,-j", o.sweep.jobs, "worker processes (default: cores / threads)");
     sweep->add_option("--threads-per-run", o.sweep.threadsPerRun,

@@ -26,7 +26,11 @@ struct SweepOptions {
     std::string slurmDir, partition, time;
     int gpusPerTask = 0, maxParallel = 0;
     bool submit = false;
+    // --resume: how long to wait for points another process still runs (the workers of a
+    // killed sweep stop at their next step) before running the rest without them.
+    double waitRunning = 120;
 };
+constexpr double kMaxWaitRunning = 86400;  // a day: beyond it, a typo
 
 int runSweep(const SweepOptions& o);
 
