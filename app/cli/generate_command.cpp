@@ -12,6 +12,7 @@
 #include "qklab/error.h"
 #include "qklab/generate.h"
 #include "qklab/generate_source.h"
+#include "qklab/resources.h"
 #include "qklab/run_store.h"
 
 namespace qklab::cli {
@@ -36,9 +37,10 @@ DecodeCache checkOptions(const GenerateCommandOptions& o) {
     if (o.seed < 0)
         throw Error(ErrorCode::InvalidRequest,
                     "--seed = " + std::to_string(o.seed) + ": must be 0 or more");
-    if (o.threads < 0)
+    if (o.threads < 0 || o.threads > kMaxThreadsOption)
         throw Error(ErrorCode::InvalidRequest,
-                    "--threads = " + std::to_string(o.threads) + ": must be 0 (all cores) or more");
+                    "--threads = " + std::to_string(o.threads) + ": give 0 (all cores) to " +
+                        std::to_string(kMaxThreadsOption) + " (more than the cores are capped)");
     const auto cache = parseChoice<DecodeCache>(o.cache);
     if (!cache)
         throw Error(ErrorCode::InvalidRequest,
@@ -68,7 +70,12 @@ int generateText(const GenerateCommandOptions& o) {
     options.tokens = o.tokens;
     options.temperature = o.temperature;
     options.seed = static_cast<uint64_t>(o.seed);
-    options.threads = o.threads;
+    // As run.threads: more than the cores is capped, and said.
+    std::string threadsWarning;
+    options.threads = o.threads > 0 ? cappedThreads(o.threads, &threadsWarning) : 0;
+    if (!threadsWarning.empty())
+        std::cerr << "warning: --threads" << threadsWarning.substr(threadsWarning.find(" = "))
+                  << "\n";
     const GenerationSource source = readSource(o);
     try {
         cacheLayout(source.config, options.cache);  // absorbed on an MHA run: refused here

@@ -32,16 +32,19 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "compare_command.h"
 #include "generate_command.h"
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "qklab/lesson.h"
 #include "qklab/recommend.h"
 #include "qklab/resources.h"
@@ -93,7 +96,7 @@ struct Options {
     int64_t point = -1, threads = 0;
     std::string params, precision = "bf16";
     RecommendRequest recommend;
-    std::vector<std::string> lessons;
+    std::vector<std::string> lessons, presetDirs;
     bool reference = false;
 };
 
@@ -193,9 +196,12 @@ void noteEmptyDatabaseFile(const std::string& dbPath) {
 }
 
 int cmdRun(const Options& o) {
-    // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists.
+    // A preset file, or inline JSON such as '{}' (all defaults) when no such file exists. Only
+    // a stat: opening a FIFO to see whether it is there would block.
+    std::error_code ec;
     const bool inlineJson =
-        !o.presetPath.empty() && o.presetPath.front() == '{' && !std::ifstream(o.presetPath).good();
+        !o.presetPath.empty() && o.presetPath.front() == '{' &&
+        !std::filesystem::exists(std::filesystem::symlink_status(o.presetPath, ec));
     RunConfig config = inlineJson ? configFromJsonText(o.presetPath, "inline preset", false)
                                   : loadPreset(o.presetPath, /*checkValues=*/false);
     for (const auto& assignment : o.overrides) applyOverride(config, assignment);
@@ -232,15 +238,39 @@ int cmdSweepPoint(const Options& o) {
     return trainSession(session, o.dbPath);
 }
 
-// Checks lesson files as the app reads them: exit 2 with the step and field of the first error.
+// Where a lesson's presets are looked for, in the app's order: the --presets folders (else
+// $QKLAB_EXPERIMENTS_DIR, as the app, else the shipped experiments/ of this build), then the
+// folder the app saves the user's presets in.
+std::vector<std::string> lessonPresetDirs(const std::vector<std::string>& given) {
+    std::vector<std::string> dirs = given;
+    if (dirs.empty()) {
+        const char* env = std::getenv("QKLAB_EXPERIMENTS_DIR");
+        dirs.push_back(env && env[0] ? env : QKLAB_SHIPPED_PRESETS);
+    }
+    dirs.push_back(
+        (std::filesystem::path(defaultDatabasePath()).parent_path() / "presets").string());
+    return dirs;
+}
+
+// Checks lesson files as the app plays them (the same checks, in core): exit 2 with the step
+// and field of the first error.
 int cmdLesson(const Options& o) {
     if (o.reference) {
         std::cout << lessonReferenceMarkdown();
         return 0;
     }
     if (o.lessons.empty()) throw Error(ErrorCode::InvalidRequest, "give lesson files to check");
+    const std::vector<std::string> dirs = lessonPresetDirs(o.presetDirs);
+    const LessonPresetLookup presets = [&dirs](const std::string& name) {
+        const std::string path = resolveLessonPreset(name, dirs, [](const std::string& p) {
+            std::error_code ec;
+            return std::filesystem::exists(p, ec);
+        });
+        return path.empty() ? std::nullopt
+                            : std::optional<std::string>(readInputFile(path, kPresetFile));
+    };
     for (const std::string& path : o.lessons) {
-        const Lesson l = loadLessonFile(path);
+        const Lesson l = parsePlayableLesson(readInputFile(path, kLessonFile), path, presets);
         std::cout << path << ": \"" << l.title << "\", " << l.steps.size() << " steps, ok\n";
     }
     return 0;
@@ -327,7 +357,9 @@ void addGenerateOptions(CLI::App& cmd, cli::GenerateCommandOptions& g) {
     cmd.add_option("--cache", g.cache,
                    "decode cache: " + choiceList<DecodeCache>() +
                        " (auto: absorbed for MLA, materialised for MHA)");
-    cmd.add_option("--threads", g.threads, "intra-op threads (default 0: all cores)");
+    cmd.add_option("--threads", g.threads,
+                   "intra-op threads, 0 (all cores, the default) to " +
+                       std::to_string(kMaxThreadsOption) + "; more than the cores are capped");
 }
 
 int cmdStored(const Options& o, const CLI::App& list, const CLI::App& show) {
@@ -388,9 +420,9 @@ int main(int argc, char** argv) {
         app.add_option("--db", o.dbPath, "run database (default: " + defaultDatabasePath() + ")")};
 
     auto* run = app.add_subcommand("run", "train a preset and record it");
-    run->add_option(
-           "preset", o.presetPath,
-           "preset JSON file (e.g. experiments/default.json), or inline JSON ('{}' = all defaults)")
+    run->add_option("preset", o.presetPath,
+                    "preset JSON file (e.g. experiments/default.json; a regular file of at most " +
+                        limitText(kPresetFile.maxBytes) + "), or inline JSON ('{}' = all defaults)")
         ->required();
     run->add_option("--set", o.overrides, "override a config key: dotted.key=value (repeatable)");
     run->add_option("--name", o.name, "run name (unique in the database)");
@@ -425,11 +457,16 @@ int main(int argc, char** argv) {
     dbOptions.push_back(generate->add_option("--db", o.dbPath, "run database"));
     auto* sweep = app.add_subcommand(
         "sweep", "run a grid of configs (a sweep file) here, or write it as a Slurm job array");
-    sweep->add_option("file", o.sweep.file, "sweep JSON file (see experiments/sweep_*.json)");
+    sweep->add_option("file", o.sweep.file,
+                      "sweep JSON file (see experiments/sweeps/; a regular file of at most " +
+                          limitText(kSweepFile.maxBytes) + ")");
     sweep->add_option("--resume", o.sweep.resume,
                       "continue a stored sweep (id or name): only missing, stopped or "
                       "interrupted points run");
     sweep->add_flag("--retry-failed", o.sweep.retryFailed, "with --resume: run failed points too");
+    sweep->add_option("--wait-running", o.sweep.waitRunning,
+                      "with --resume: seconds to wait for points another process still runs "
+                      "(a killed sweep's workers stop at their next step; default 120)");
     sweep->add_option("--name", o.sweep.name, "the sweep's name (default: the file's stem)");
     sweep->add_option("--jobs,-j", o.sweep.jobs, "worker processes (default: cores / threads)");
     sweep->add_option("--threads-per-run", o.sweep.threadsPerRun,
@@ -483,8 +520,17 @@ int main(int argc, char** argv) {
     recommend->add_flag("--ship-without-qk-norm", o.recommend.shipWithoutQkNorm,
                         "anneal QK-norm away at the end of training");
     recommend->add_option("--output,-o", o.output, "preset file to write (default: stdout)");
-    auto* lesson = app.add_subcommand("lesson", "check lesson files (docs/LESSONS.md)");
-    lesson->add_option("files", o.lessons, "lesson JSON files");
+    auto* lesson = app.add_subcommand(
+        "lesson",
+        "check lesson files as the app plays them (docs/LESSONS.md): exit 2 names the "
+        "step and the field");
+    lesson->add_option(
+        "files", o.lessons,
+        "lesson JSON files (regular files of at most " + limitText(kLessonFile.maxBytes) + ")");
+    lesson->add_option("--presets", o.presetDirs,
+                       "folder of the presets lessons name (repeatable; default: "
+                       "$QKLAB_EXPERIMENTS_DIR, else the shipped experiments/; then the "
+                       "app's saved presets)");
     lesson->add_flag("--reference", o.reference, "the lesson file reference, as Markdown");
     auto* blas = app.add_subcommand(
         "check-blas", "the BLAS in use, its matmul speed (warns when slow), and the CUDA backend");

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -250,27 +251,74 @@ std::map<int64_t, int64_t> stepsPerPoint(const SweepDefinition& d) {
     return steps;
 }
 
+// A sweep whose pool ran out with points not run (another process still runs them, e.g. the
+// workers of a killed sweep that did not stop in time) is "partial" and exits 1: never
+// "finished" with exit 0 while points are missing.
 int reportEnd(RunStore& store, const SweepInfo& s, bool completed, double seconds) {
     const SweepReport r = sweepReport(store, s.id);
-    store.setSweepStatus(s.id, completed ? "finished" : "stopped");
-    std::fprintf(
-        stderr, "sweep %s (%lld) %s after %s: %d finished, %d diverged, %d failed, %d not run\n",
-        printableText(s.name).c_str(), static_cast<long long>(s.id), completed ? "done" : "stopped",
-        duration(seconds).c_str(), r.finished, r.diverged, r.failed, r.pending + r.running);
-    if (!completed)
-        std::fprintf(stderr, "continue it with: qklab-cli sweep --resume '%s' --db '%s'\n",
-                     printableText(s.name).c_str(), store.path().c_str());
+    const int notRun = r.pending + r.running;
+    const bool partial = completed && notRun > 0;
+    store.setSweepStatus(s.id, !completed ? "stopped" : partial ? "partial" : "finished");
+    std::fprintf(stderr,
+                 "sweep %s (%lld) %s after %s: %d finished, %d diverged, %d failed, %d not run\n",
+                 printableText(s.name).c_str(), static_cast<long long>(s.id),
+                 !completed ? "stopped"
+                 : partial  ? "partial"
+                            : "done",
+                 duration(seconds).c_str(), r.finished, r.diverged, r.failed, notRun);
+    if (partial && r.running > 0)
+        std::fprintf(stderr, "%d point%s still running in another process\n", r.running,
+                     r.running == 1 ? " is" : "s are");
+    if (!completed || partial)
+        std::fprintf(stderr, "continue it with: qklab-cli sweep --resume %s --db %s\n",
+                     shellQuoted(s.name).c_str(), shellQuoted(store.path()).c_str());
     else
-        std::fprintf(stderr, "report: qklab-cli sweep-report '%s' --db '%s'\n",
-                     printableText(s.name).c_str(), store.path().c_str());
+        std::fprintf(stderr, "report: qklab-cli sweep-report %s --db %s\n",
+                     shellQuoted(s.name).c_str(), shellQuoted(store.path()).c_str());
     std::printf("%lld\n", static_cast<long long>(s.id));  // scripts read the sweep id
     if (!completed) return 3;
-    return r.failed > 0 ? 1 : 0;
+    return partial || r.failed > 0 ? 1 : 0;
 }
 
-// A new sweep from its file, or a stored one to continue: validated and stored.
-std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o) {
-    if (!o.resume.empty()) {
+// The points of this sweep that another process still runs: a killed sweep's workers get
+// SIGTERM and stop at their next step, writing a checkpoint. Skipping them would leave them
+// out of this resume; waiting (bounded, and saying so) lets them be resumed instead.
+std::vector<int64_t> runningPoints(RunStore& store, const SweepInfo& s) {
+    std::vector<int64_t> points;
+    for (const RunInfo& r : store.sweepRuns(s.id))  // a dead writer's run reads as interrupted
+        if (r.sweep && r.status == RunStatus::Running) points.push_back(r.sweep->point);
+    return points;
+}
+
+void waitForRunningPoints(RunStore& store, const SweepInfo& s, double seconds) {
+    std::vector<int64_t> points = runningPoints(store, s);
+    if (points.empty()) return;
+    std::string list;
+    for (int64_t p : points) list += " p" + std::to_string(p);
+    std::fprintf(stderr,
+                 "sweep %s: points%s are still running in another process (a stopped sweep's "
+                 "workers end at their next step); waiting up to %.0f s for them\n",
+                 s.name.c_str(), list.c_str(), seconds);
+    const auto start = std::chrono::steady_clock::now();
+    const auto until = start + std::chrono::duration<double>(seconds);
+    while (!points.empty() && !g_stopSignal && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        points = runningPoints(store, s);
+    }
+    store.markInterruptedRuns();  // a worker that died without writing its end: resumable
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (points.empty())
+        std::fprintf(stderr, "sweep %s: they ended after %.1f s\n", s.name.c_str(), waited);
+    else if (!g_stopSignal)
+        std::fprintf(stderr, "sweep %s: %zu point%s still running after %.0f s: left to it\n",
+                     s.name.c_str(), points.size(), points.size() == 1 ? "" : "s", waited);
+}
+
+// A new sweep (validated before the store was opened), or a stored one to continue.
+std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o,
+                                                const SweepDefinition* fresh) {
+    if (!fresh) {
         SweepInfo s = store.findSweep(o.resume);
         SweepDefinition d =
             parseStoredSweep(s.definitionJson, "sweep '" + printableText(s.name) + "'");
@@ -278,10 +326,8 @@ std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOpti
         store.claimSweep(s.id);
         return {store.sweep(s.id), d};
     }
-    SweepDefinition d = loadSweepFile(o.file);
-    if (!o.name.empty()) d.name = o.name;
+    SweepDefinition d = *fresh;
     d.uuid = newUuid();
-    expandSweep(d);  // every point valid before anything is stored
     SweepInfo s;
     s.uuid = d.uuid;
     s.name = d.name;
@@ -292,6 +338,28 @@ std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOpti
 }
 
 }  // namespace
+
+std::string shellQuoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+NewSweep newSweep(const SweepOptions& o) {
+    NewSweep n;
+    n.definition = loadSweepFile(o.file);
+    if (!o.name.empty()) n.definition.name = o.name;
+    try {
+        checkSweepName(n.definition.name);
+    } catch (const Error& e) {
+        // A bad "name" field was refused by the parser: here it is --name or the file's stem.
+        throw Error(e.code(), o.name.empty() ? o.file + ": " + e.what() +
+                                                   " (it is the file's name: give one with --name)"
+                                             : std::string("--name: ") + e.what());
+    }
+    n.points = expandSweep(n.definition);  // every point valid before anything is stored
+    return n;
+}
 
 int runSweep(const SweepOptions& o) {
     if (o.threadsPerRun < 1)
@@ -305,14 +373,19 @@ int runSweep(const SweepOptions& o) {
         throw Error(ErrorCode::InvalidRequest, "give a sweep file or --resume SWEEP (not both)");
     if (!o.resume.empty() && !o.name.empty())
         throw Error(ErrorCode::InvalidRequest, "--name applies to a new sweep, not to --resume");
+    if (!(o.waitRunning >= 0 && o.waitRunning <= kMaxWaitRunning))
+        throw Error(ErrorCode::InvalidRequest,
+                    "--wait-running: expected 0 to " + std::to_string(int(kMaxWaitRunning)) +
+                        " seconds, got " + std::to_string(o.waitRunning));
     // Validate the file before the database is even opened: bad input stores nothing.
-    if (!o.file.empty()) {
-        SweepDefinition check = loadSweepFile(o.file);
-        expandSweep(check);
-    }
+    std::optional<NewSweep> fresh;
+    if (!o.file.empty()) fresh = newSweep(o);
     RunStore store(o.dbPath);
     store.markInterruptedRuns();
-    auto [sweep, definition] = openSweep(store, o);
+    auto [sweep, definition] = openSweep(store, o, fresh ? &fresh->definition : nullptr);
+    std::signal(SIGINT, onSweepSignal);
+    std::signal(SIGTERM, onSweepSignal);
+    waitForRunningPoints(store, sweep, o.waitRunning);
     const std::vector<int64_t> toRun = pointsToRun(store, sweep, o.retryFailed);
     std::fprintf(stderr,
                  "sweep %s (%lld) in %s: %lld points, %zu to run, %d worker%s x %d thread%s\n",
@@ -322,23 +395,24 @@ int runSweep(const SweepOptions& o) {
                  (o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun)) == 1 ? "" : "s",
                  o.threadsPerRun, o.threadsPerRun == 1 ? "" : "s");
     SweepProgress progress(sweep, toRun, stepsPerPoint(definition));
-    std::signal(SIGINT, onSweepSignal);
-    std::signal(SIGTERM, onSweepSignal);
-    const bool completed = runPool(store, sweep, toRun, o, progress);
+    const bool completed = !g_stopSignal && runPool(store, sweep, toRun, o, progress);
     progress.finish();
     return reportEnd(store, sweep, completed, progress.elapsed());
 }
 
 PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
                          const std::string& definitionFile, int64_t index, int64_t threads) {
-    RunStore store(dbPath);
     SweepDefinition d;
     SweepInfo s;
-    if (!definitionFile.empty()) {
+    if (!definitionFile.empty()) {  // read and checked before the shard is created
         d = loadSweepFile(definitionFile);
+        checkSweepName(d.name);
         if (d.uuid.empty())
             throw Error(ErrorCode::InvalidConfig,
                         definitionFile + ": no uuid: write it with qklab-cli sweep --slurm");
+    }
+    RunStore store(dbPath);
+    if (!definitionFile.empty()) {
         s.uuid = d.uuid;
         s.name = d.name;
         s.definitionJson = sweepToJson(d).dump();

@@ -10,6 +10,7 @@
 
 #include "qklab/run_config.h"
 #include "qklab/run_session.h"
+#include "qklab/sweep.h"
 
 namespace qklab::cli {
 
@@ -25,9 +26,24 @@ struct SweepOptions {
     std::string slurmDir, partition, time;
     int gpusPerTask = 0, maxParallel = 0;
     bool submit = false;
+    // --resume: how long to wait for points another process still runs (the workers of a
+    // killed sweep stop at their next step) before running the rest without them.
+    double waitRunning = 120;
 };
+constexpr double kMaxWaitRunning = 86400;  // a day: beyond it, a typo
 
 int runSweep(const SweepOptions& o);
+
+// A new sweep from o.file and o.name: the name checked (checkSweepName), every point built and
+// validated. Reads the file only: nothing is stored or written.
+struct NewSweep {
+    SweepDefinition definition;
+    std::vector<SweepPoint> points;
+};
+NewSweep newSweep(const SweepOptions& o);
+
+// Single quotes for the shell: the whole string is one word, whatever it holds.
+std::string shellQuoted(const std::string& s);
 
 // What one `qklab-cli sweep-point` process trains: a new run of the grid point, or the
 // resumption of its stopped or interrupted run. The sweep comes from the store (sweepRef, a

@@ -1,16 +1,31 @@
 // sweep_slurm.cpp — writing (and submitting) a sweep as a Slurm job array.
+//
+// The script is run by bash and read by sbatch, so every value in it is hostile input made
+// harmless as a whole: the partition and the time limit must match Slurm's own grammar, the
+// job name is reduced to safe characters, paths are quoted (single quotes for bash, double
+// quotes for Slurm's #SBATCH tokenizer) and the sweep's name follows the run-name rules. All of
+// it is checked and the whole folder composed before the first byte is written; the folder is
+// then written under a temporary name and renamed into place, so a refused value or a failed
+// write leaves nothing behind that a corrected retry would trip over.
 #include "sweep_slurm.h"
 
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "qklab/resources.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
@@ -22,39 +37,83 @@ namespace qklab::cli {
 
 namespace {
 
-// Single quotes for the shell: a path with spaces or quotes stays one word.
-std::string quoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+[[noreturn]] void refuse(const std::string& what, const std::string& value,
+                         const std::string& rule) {
+    throw Error(ErrorCode::InvalidRequest, what + " = " + quotedValue(value) + ": " + rule);
 }
 
-void writeFile(const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out || !(out << text) || !out.flush())
-            throw Error(ErrorCode::Io, "cannot write " + path.string());
+bool hasControl(const std::string& s) {
+    return std::any_of(s.begin(), s.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// A path in an #SBATCH line, in double quotes. Slurm's tokenizer (sbatch's _get_argument)
+// reads a backslash as an escape and a double quote as the end of the value, inside quotes
+// too, and a line ends at a newline: such paths are refused. In a file name pattern `%`
+// starts a replacement (a literal one is `%%`) and a backslash switches them all off.
+std::string sbatchPath(const std::string& path, const char* what) {
+    if (hasControl(path) || path.find_first_of("\"\\") != std::string::npos)
+        refuse(what, path,
+               "Slurm cannot be given a path with a double quote, a backslash or a control "
+               "character: choose another folder");
+    std::string out;
+    for (char c : path) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
+}
+
+// --partition: one or more partition names, comma-separated ("gpu", "gpu,cpu").
+void checkPartition(const std::string& p) {
+    const bool ok = !p.empty() && p.size() <= 200 && std::all_of(p.begin(), p.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+               c == ',';
+    });
+    if (!ok)
+        refuse("--partition", p,
+               "expected partition names of letters, digits, '_', '-' and '.', comma-separated");
+}
+
+// Digits only, 1 to 9 of them (no overflow in Slurm's parser).
+bool isNumber(const std::string& s) {
+    return !s.empty() && s.size() <= 9 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// --time: Slurm's formats M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED / INFINITE.
+void checkTime(const std::string& t) {
+    if (t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite") return;
+    const size_t dash = t.find('-');
+    std::string rest = dash == std::string::npos ? t : t.substr(dash + 1);
+    bool ok = dash == std::string::npos || isNumber(t.substr(0, dash));
+    std::vector<std::string> parts;
+    for (size_t start = 0;;) {
+        const size_t colon = rest.find(':', start);
+        parts.push_back(rest.substr(start, colon - start));
+        if (colon == std::string::npos) break;
+        start = colon + 1;
     }
-    fs::rename(tmp, path);
+    ok = ok && parts.size() <= 3 && std::all_of(parts.begin(), parts.end(), isNumber);
+    if (!ok)
+        refuse("--time", t,
+               "expected a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
+               "D-HH:MM:SS or UNLIMITED");
+}
+
+// What squeue shows: the sweep's name cut to 40 bytes and reduced to letters, digits and
+// "._+-" (the sweep keeps its real name in sweep.json).
+std::string jobName(const std::string& sweepName) {
+    std::string out = "qklab-";
+    for (char c : sweepName.substr(0, 40))
+        out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' ||
+                       c == '-'
+                   ? c
+                   : '_';
+    return out;
 }
 
 std::string cliExecutable() {
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     return ec ? std::string("qklab-cli") : self.string();
-}
-
-// An #SBATCH value: Slurm's own tokenizer splits at blanks and reads quotes, so a value with a
-// blank goes in double quotes (a double quote itself cannot be written there: refused). In
-// file names `%` starts a Slurm pattern; a literal one is `%%`.
-std::string sbatchValue(const std::string& v, const char* what, bool fileName = false) {
-    if (v.find('"') != std::string::npos || v.find('\n') != std::string::npos)
-        throw Error(ErrorCode::InvalidRequest,
-                    std::string(what) + " cannot hold a double quote or a newline for Slurm: " + v);
-    std::string out;
-    for (char c : v) out += fileName && c == '%' ? std::string("%%") : std::string(1, c);
-    return "\"" + out + "\"";
 }
 
 // Memory per task: the largest point's estimate (qklab/resources.h) with room for LibTorch's own
@@ -70,28 +129,109 @@ int64_t taskMemoryMiB(const std::vector<SweepPoint>& points) {
 std::string slurmScriptText(const SweepOptions& o, const std::string& sweepName,
                             const std::string& outDir, const std::string& cliPath, size_t points,
                             int64_t memoryMiB) {
-    std::string s = "#!/bin/bash\n# qklab sweep '" + sweepName + "': " + std::to_string(points) +
+    checkSweepName(sweepName);  // no control character: the comment line stays one line
+    if (points < 1 || points > kMaxSweepPoints)
+        throw Error(ErrorCode::InvalidRequest, "a Slurm array of " + std::to_string(points) +
+                                                   " tasks: expected 1 to " +
+                                                   std::to_string(kMaxSweepPoints));
+    if (!o.partition.empty()) checkPartition(o.partition);
+    if (!o.time.empty()) checkTime(o.time);
+    if (o.threadsPerRun < 1 || o.gpusPerTask < 0 || o.maxParallel < 0 || memoryMiB < 0)
+        throw Error(ErrorCode::InvalidRequest,
+                    "--threads-per-run >= 1, --gpus-per-task >= 0, --max-parallel >= 0");
+    const std::string logs = sbatchPath(outDir, "--slurm");
+    std::string s = "#!/bin/bash\n# qklab sweep " + shellQuoted(sweepName) + ": " +
+                    std::to_string(points) +
                     " points, one array task each (written by qklab-cli sweep --slurm).\n";
-    s += "#SBATCH --job-name=" + sbatchValue("qklab-" + sweepName.substr(0, 40), "--name") + "\n";
+    s += "#SBATCH --job-name=\"" + jobName(sweepName) + "\"\n";
     s += "#SBATCH --array=0-" + std::to_string(points - 1) +
          (o.maxParallel > 0 ? "%" + std::to_string(o.maxParallel) : "") + "\n";
     // %a the task, %A the job: a resubmission into the same folder keeps the older logs.
-    std::string logs = sbatchValue(outDir, "--slurm", true);
-    logs.insert(logs.size() - 1, "/logs/point-%a.%A.out");
-    s += "#SBATCH --output=" + logs + "\n";
+    s += "#SBATCH --output=\"" + logs + "/logs/point-%a.%A.out\"\n";
     s += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=" + std::to_string(o.threadsPerRun) + "\n";
     if (memoryMiB > 0) s += "#SBATCH --mem=" + std::to_string(memoryMiB) + "M\n";
-    if (!o.partition.empty())
-        s += "#SBATCH --partition=" + sbatchValue(o.partition, "--partition") + "\n";
-    if (!o.time.empty()) s += "#SBATCH --time=" + sbatchValue(o.time, "--time") + "\n";
+    if (!o.partition.empty()) s += "#SBATCH --partition=\"" + o.partition + "\"\n";
+    if (!o.time.empty()) s += "#SBATCH --time=\"" + o.time + "\"\n";
     if (o.gpusPerTask > 0) s += "#SBATCH --gpus-per-task=" + std::to_string(o.gpusPerTask) + "\n";
     s += "set -euo pipefail\n";
     s += "# Each task writes its own shard: no SQLite file is shared across nodes.\n";
-    s += "exec " + quoted(cliPath) + " sweep-point --definition " + quoted(outDir + "/sweep.json") +
-         " --point \"$SLURM_ARRAY_TASK_ID\" --threads " + std::to_string(o.threadsPerRun) +
-         " --db " + quoted(outDir + "/shards") + "\"/point-$SLURM_ARRAY_TASK_ID.db\"\n";
+    s += "exec " + shellQuoted(cliPath) + " sweep-point --definition " +
+         shellQuoted(outDir + "/sweep.json") + " --point \"$SLURM_ARRAY_TASK_ID\" --threads " +
+         std::to_string(o.threadsPerRun) + " --db " + shellQuoted(outDir + "/shards") +
+         "\"/point-$SLURM_ARRAY_TASK_ID.db\"\n";
     return s;
 }
+
+namespace {
+
+void writeFile(const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out || !(out << text) || !out.flush())
+        throw Error(ErrorCode::Io, "cannot write " + path.string());
+}
+
+// The folder's files by relative path, composed in memory: nothing is written until all of
+// them (and the script's every value) are known good.
+std::map<std::string, std::string> jobFiles(const SweepOptions& o, const SweepDefinition& d,
+                                            const std::vector<SweepPoint>& points,
+                                            const fs::path& dir) {
+    std::map<std::string, std::string> files;
+    files["sweep.sbatch"] = slurmScriptText(o, d.name, dir.string(), cliExecutable(), points.size(),
+                                            taskMemoryMiB(points));
+    files["sweep.json"] = sweepToJson(d).dump(2) + "\n";
+    for (const SweepPoint& p : points) {
+        RunConfig ran = p.config;
+        ran.run.threads = o.threadsPerRun;  // what the task passes with --threads
+        nlohmann::json config = configToJson(ran);
+        config["why"] =
+            "sweep " + d.name + ", point " + std::to_string(p.index) + ": " + coordsText(p.coords);
+        files["configs/point-" + std::to_string(p.index) + ".json"] = config.dump(2) + "\n";
+    }
+    return files;
+}
+
+// A new folder, or an empty one (rename() replaces an empty directory): never one that holds
+// anything, least of all another sweep's files.
+void checkTarget(const fs::path& dir) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(dir, ec);
+    if (!fs::exists(st)) return;
+    if (!fs::is_directory(st) || !fs::is_empty(dir, ec) || ec)
+        throw Error(ErrorCode::InvalidRequest,
+                    dir.string() +
+                        (fs::exists(dir / "sweep.json") ? "/sweep.json exists" : " exists") +
+                        ": --slurm writes a new folder (give a new or an empty one)");
+}
+
+// Writes the files into a temporary folder next to `dir` and renames it into place.
+void writeFolder(const fs::path& dir, const std::map<std::string, std::string>& files) {
+    fs::create_directories(dir.parent_path());
+    std::string tmpl =
+        (dir.parent_path() / ("." + dir.filename().string() + ".qklab-XXXXXX")).string();
+    if (!mkdtemp(tmpl.data()))
+        throw Error(ErrorCode::Io,
+                    "cannot create a folder next to " + dir.string() + ": " + std::strerror(errno));
+    const fs::path tmp = tmpl;
+    try {
+        for (const char* sub : {"configs", "shards", "logs"}) fs::create_directory(tmp / sub);
+        for (const auto& [name, text] : files) writeFile(tmp / name, text);
+        fs::permissions(tmp / "sweep.sbatch", fs::perms::owner_exec, fs::perm_options::add);
+        // mkdtemp made it 0700; the folder gets the mode any new folder would have.
+        const mode_t mask = umask(0);
+        umask(mask);
+        fs::permissions(tmp, static_cast<fs::perms>(0777 & ~mask));
+        if (std::rename(tmp.c_str(), dir.c_str()) != 0)
+            throw Error(
+                errno == ENOTEMPTY || errno == EEXIST ? ErrorCode::InvalidRequest : ErrorCode::Io,
+                "cannot write " + dir.string() + ": " + std::strerror(errno));
+    } catch (...) {
+        std::error_code ec;
+        fs::remove_all(tmp, ec);
+        throw;
+    }
+}
+
+}  // namespace
 
 int writeSlurmJob(const SweepOptions& o) {
     if (!o.resume.empty())
@@ -99,39 +239,23 @@ int writeSlurmJob(const SweepOptions& o) {
     if (o.file.empty()) throw Error(ErrorCode::InvalidRequest, "--slurm needs a sweep file");
     if (o.maxParallel < 0 || o.gpusPerTask < 0)
         throw Error(ErrorCode::InvalidRequest, "--max-parallel and --gpus-per-task are >= 0");
-    SweepDefinition d = loadSweepFile(o.file);
-    if (!o.name.empty()) d.name = o.name;
-    d.uuid = newUuid();
-    const std::vector<SweepPoint> points = expandSweep(d);  // nothing is written for a bad file
-    const fs::path dir = fs::absolute(o.slurmDir);
-    if (fs::exists(dir / "sweep.json"))
-        throw Error(ErrorCode::InvalidRequest,
-                    (dir / "sweep.json").string() + " exists: choose an empty folder");
-    for (const char* sub : {"configs", "shards", "logs"}) fs::create_directories(dir / sub);
-    for (const SweepPoint& p : points) {
-        RunConfig ran = p.config;
-        ran.run.threads = o.threadsPerRun;  // what the task passes with --threads
-        nlohmann::json config = configToJson(ran);
-        config["why"] =
-            "sweep " + d.name + ", point " + std::to_string(p.index) + ": " + coordsText(p.coords);
-        writeFile(dir / "configs" / ("point-" + std::to_string(p.index) + ".json"),
-                  config.dump(2) + "\n");
-    }
-    writeFile(dir / "sweep.json", sweepToJson(d).dump(2) + "\n");
-    const std::string script = slurmScriptText(o, d.name, dir.string(), cliExecutable(),
-                                               points.size(), taskMemoryMiB(points));
-    writeFile(dir / "sweep.sbatch", script);
-    fs::permissions(dir / "sweep.sbatch", fs::perms::owner_exec, fs::perm_options::add);
-    std::cerr << "wrote " << points.size() << " points of sweep '" << d.name << "' to "
-              << dir.string() << " (sweep.sbatch, sweep.json, configs/)\n";
-    const std::string mergeHint = "when it is done: qklab-cli merge " + quoted(dir.string()) +
-                                  "/shards/*.db --into FILE.db\n";
+    NewSweep n = newSweep(o);  // nothing is written for a bad file
+    n.definition.uuid = newUuid();
+    const fs::path dir = fs::absolute(o.slurmDir).lexically_normal();
+    const fs::path folder = dir.has_filename() ? dir : dir.parent_path();  // "out/" is "out"
+    const auto files = jobFiles(o, n.definition, n.points, folder);
+    checkTarget(folder);
+    writeFolder(folder, files);
+    const std::string sbatch = (folder / "sweep.sbatch").string();
+    std::cerr << "wrote " << n.points.size() << " points of sweep '" << n.definition.name << "' to "
+              << folder.string() << " (sweep.sbatch, sweep.json, configs/)\n";
+    const std::string mergeHint = "when it is done: qklab-cli merge " +
+                                  shellQuoted(folder.string()) + "/shards/*.db --into FILE.db\n";
     if (!o.submit) {
-        std::cerr << "submit: sbatch " << quoted((dir / "sweep.sbatch").string()) << "\n"
-                  << mergeHint;
+        std::cerr << "submit: sbatch " << shellQuoted(sbatch) << "\n" << mergeHint;
         return 0;
     }
-    const std::string cmd = "sbatch --parsable " + quoted((dir / "sweep.sbatch").string());
+    const std::string cmd = "sbatch --parsable " + shellQuoted(sbatch);
     FILE* pipe = popen(cmd.c_str(), "r");
     if (!pipe) throw Error(ErrorCode::Io, "cannot run sbatch");
     char buf[128] = {};
@@ -140,7 +264,7 @@ int writeSlurmJob(const SweepOptions& o) {
     const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (rc != 0 || !got)
         throw Error(ErrorCode::Io, "sbatch failed (exit " + std::to_string(rc) +
-                                       "); the job files are in " + dir.string());
+                                       "); the job files are in " + folder.string());
     std::string job(buf);
     while (!job.empty() && (job.back() == '\n' || job.back() == '\r')) job.pop_back();
     std::cerr << "submitted job array " << job << "\n" << mergeHint;

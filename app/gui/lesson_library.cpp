@@ -11,6 +11,8 @@
 #include <QVBoxLayout>
 
 #include "file_dialogs.h"
+#include "input_files.h"
+#include "preset_picker.h"
 #include "qklab/error.h"
 
 namespace qklab::gui {
@@ -54,13 +56,28 @@ QString resolveLesson(const QString& nameOrFile) {
     return {};
 }
 
+QString findLessonPreset(const QString& name) {
+    std::vector<std::string> dirs;
+    for (const QString& dir : {PresetPicker::defaultDirectory(), PresetPicker::userDirectory()})
+        dirs.push_back(dir.toStdString());
+    // QFileInfo sees embedded presets too; a FIFO or a device "exists" (and is refused when
+    // read, with the reason) rather than being "not found".
+    return QString::fromStdString(resolveLessonPreset(
+        name.toStdString(), dirs,
+        [](const std::string& p) { return QFileInfo::exists(QString::fromStdString(p)); }));
+}
+
 Lesson readLesson(const QString& path) {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        throw Error(ErrorCode::MissingFile, "cannot read lesson " + path.toStdString());
     // Embedded lessons are named by their file name: ":/lessons/" says nothing to an author.
     const QString origin = path.startsWith(QLatin1Char(':')) ? QFileInfo(path).fileName() : path;
-    return parseLesson(file.readAll().toStdString(), origin.toStdString());
+    // The same checks as `qklab-cli lesson` (core): what would fail when a step plays is
+    // refused now, with the step and the field.
+    const LessonPresetLookup presets = [](const std::string& name) -> std::optional<std::string> {
+        const QString found = findLessonPreset(QString::fromStdString(name));
+        if (found.isEmpty()) return std::nullopt;
+        return readAppFile(found, kPresetFile);
+    };
+    return parsePlayableLesson(readAppFile(path, kLessonFile), origin.toStdString(), presets);
 }
 
 LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {

@@ -31,8 +31,12 @@ QString lessonDirectory();
 QList<LessonEntry> embeddedLessons();
 // A readable file, or the id of an embedded lesson; empty when neither.
 QString resolveLesson(const QString& nameOrFile);
-// Reads and parses a lesson (through QFile, so embedded ones read like files). Throws
-// qklab::Error whose message names the file, the step and the field.
+// The preset a start_preset step names, as the app plays it: a file, else a shipped preset
+// (":/experiments" or $QKLAB_EXPERIMENTS_DIR), else one the user saved. Empty when none.
+QString findLessonPreset(const QString& name);
+// Reads a lesson (embedded or a file, through readAppFile) and checks it as `qklab-cli lesson`
+// does (parsePlayableLesson). Throws qklab::Error whose message names the file, the step and
+// the field.
 Lesson readLesson(const QString& path);
 
 // Lists the embedded lessons by title (with their summary and length), plus "Open file…".

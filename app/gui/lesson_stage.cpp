@@ -4,7 +4,6 @@
 #include <qcustomplot.h>
 
 #include <QDockWidget>
-#include <QFileInfo>
 #include <QStringList>
 #include <memory>
 
@@ -36,13 +35,10 @@ QString textOf(const nlohmann::json& a, const char* key) {
     return a.contains(key) && a[key].is_string() ? qs(a[key].get<std::string>()) : QString();
 }
 
-// "optim.lr": 0.03 → "optim.lr=0.03"; text values go in as they are.
+// "optim.lr": 0.03 → "optim.lr=0.03"; text values go in as they are (as the check in core).
 QStringList assignments(const nlohmann::json& set) {
     QStringList out;
-    if (!set.is_object()) return out;
-    for (const auto& [key, value] : set.items())
-        out << qs(key) + QLatin1Char('=') +
-                   (value.is_string() ? qs(value.get<std::string>()) : qs(value.dump()));
+    for (const std::string& a : lessonSetAssignments(set)) out << qs(a);
     return out;
 }
 
@@ -175,10 +171,11 @@ void LessonStage::armConditions(const LessonStep& step) {
 }
 
 void LessonStage::startPreset(const LessonStep& step) {
-    QString preset = textOf(step.action, "preset");
-    // "blowup_no_qknorm.json" names a shipped preset as well as "blowup_no_qknorm".
-    if (!QFileInfo::exists(preset) && preset.endsWith(QStringLiteral(".json"))) preset.chop(5);
-    if (!m_window->loadPreset(preset)) return say(tr("The preset %1 does not load.").arg(preset));
+    // "blowup_no_qknorm.json" names a shipped preset as well as "blowup_no_qknorm"; found the
+    // way the lesson's check found it when the lesson was opened.
+    const QString preset = findLessonPreset(textOf(step.action, "preset"));
+    if (preset.isEmpty() || !m_window->loadPreset(preset))
+        return say(tr("The preset %1 does not load.").arg(textOf(step.action, "preset")));
     QString error;
     if (!m_window->applyOverrides(assignments(step.action.value("set", nlohmann::json())), &error))
         return say(error);
@@ -189,10 +186,7 @@ void LessonStage::startPreset(const LessonStep& step) {
     RunRequest request;
     request.config = form->config();
     request.dbPath = m_window->runBrowser()->databasePath();
-    request.name = textOf(step.action, "name");
-    if (request.name.isEmpty())
-        request.name =
-            qs(m_player->lesson()->id + " step " + std::to_string(m_player->currentIndex() + 1));
+    request.name = qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
     request.pauses = step.pauses;
     m_window->stopReplay();
     m_replaying = false;

@@ -14,6 +14,7 @@
 #include <QVBoxLayout>
 
 #include "file_dialogs.h"
+#include "input_files.h"
 #include "qklab/error.h"
 #include "recommend_dialog.h"
 
@@ -106,10 +107,9 @@ QString PresetPicker::resolve(const QString& pathOrName) const {
 }
 
 RunConfig PresetPicker::readPreset(const QString& path) {
-    QFile file(path);  // through QFile: embedded presets (":/experiments/...") read the same
-    if (!file.open(QIODevice::ReadOnly))
-        throw Error(ErrorCode::MissingFile, "cannot read preset " + path.toStdString());
-    return configFromJsonText(file.readAll().toStdString(), path.toStdString());
+    // Embedded presets (":/experiments/...") and files alike; a file only when it is a regular
+    // one within the limit (a lesson naming /dev/zero as its preset once took 21 GB).
+    return configFromJsonText(readAppFile(path, kPresetFile), path.toStdString());
 }
 
 void PresetPicker::showReusedRun(const QString& runLabel, const RunConfig& config) {

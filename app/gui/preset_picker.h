@@ -25,7 +25,8 @@ class PresetPicker : public QWidget {
     static QString defaultDirectory();
     // Where presets the user saves go: $XDG_DATA_HOME/qklab/presets (also listed).
     static QString userDirectory();
-    // A preset through QFile, so embedded ones read like files. Throws qklab::Error.
+    // A preset, embedded or a file (readAppFile: regular files within the limit). Throws
+    // qklab::Error.
     static RunConfig readPreset(const QString& path);
     void setDirectory(const QString& dir);
     QString directory() const { return m_dir; }

@@ -23,6 +23,7 @@
 #include "async_store.h"
 #include "qklab/compare.h"
 #include "qklab/generate_source.h"
+#include "qklab/input_file.h"
 #include "sample_view.h"
 
 namespace qklab::gui {
@@ -62,6 +63,8 @@ QString runTitle(const RunInfo& info) {
 // gives its first line (at most 32 bytes).
 QString defaultPrompt(const RunConfig& config) {
     if (config.data.source == "builtin") return QStringLiteral("The tale of ");
+    // A stored run's data.source may be a FIFO by now: opening it would block the window.
+    if (!inputFileProblem(config.data.source, kCorpusFile).empty()) return {};
     QFile file(QString::fromStdString(config.data.source));
     if (!file.open(QIODevice::ReadOnly)) return {};
     const QByteArray line = file.readLine(33).trimmed();

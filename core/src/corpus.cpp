@@ -9,11 +9,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <vector>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -160,31 +160,17 @@ std::string builtinCorpus(int64_t bytes) {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // A path in a message: long enough for a real path, short enough for a pasted megabyte.
 std::string quotedPath(const std::string& path) {
     return "\"" + clipped(path, 160) + "\"";
 }
 
-const char* notRegularKind(fs::file_type type) {
-    switch (type) {
-        case fs::file_type::directory:
-            return "a directory";
-        case fs::file_type::fifo:
-            return "a FIFO (named pipe)";
-        case fs::file_type::character:
-            return "a character device";
-        case fs::file_type::block:
-            return "a block device";
-        case fs::file_type::socket:
-            return "a socket";
-        default:
-            return "not a regular file";
-    }
-}
+constexpr int64_t kMinCorpusBytes = 4096;
 
-constexpr uintmax_t kMinCorpusBytes = 4096;
+std::string tooShort(const std::string& source, int64_t size) {
+    return "data.source: " + quotedPath(source) + " has only " + std::to_string(size) +
+           " bytes; at least " + std::to_string(kMinCorpusBytes) + " are needed";
+}
 
 }  // namespace
 
@@ -192,55 +178,22 @@ std::string dataSourceProblem(const std::string& source, ErrorCode* code) {
     if (code) *code = ErrorCode::InvalidConfig;
     if (source == "builtin") return {};
     if (source.empty()) return "data.source is empty: use \"builtin\" or a text file path";
-    const std::string path = quotedPath(source);
-    std::error_code ec;
-    // status() follows symlinks: a link to a FIFO or a device is refused like the thing itself.
-    const fs::file_status st = fs::status(source, ec);
-    if (st.type() == fs::file_type::not_found || ec) {
-        if (code) *code = ErrorCode::MissingFile;
-        return "data.source: cannot read text file " + path + ": " +
-               (ec ? ec.message() : std::string("no such file"));
-    }
     // Reading a FIFO blocks until a writer comes; /dev/zero never ends. Only regular files,
-    // whose size is known before the first byte is read, can be corpora.
-    if (!fs::is_regular_file(st))
-        return "data.source: " + path + " is " + notRegularKind(st.type()) +
-               ", not a regular text file";
-    const uintmax_t size = fs::file_size(source, ec);
-    if (ec) {
-        if (code) *code = ErrorCode::MissingFile;
-        return "data.source: cannot read text file " + path + ": " + ec.message();
-    }
-    if (size > static_cast<uintmax_t>(kMaxCorpusBytes))
-        return "data.source: " + path + " has " + std::to_string(size) +
-               " bytes; the limit is 1 GiB (" + std::to_string(kMaxCorpusBytes) + " bytes)";
-    if (size < kMinCorpusBytes)
-        return "data.source: " + path + " has only " + std::to_string(size) + " bytes; at least " +
-               std::to_string(kMinCorpusBytes) + " are needed";
+    // whose size is known before the first byte is read, can be corpora (qklab/input_file.h).
+    if (std::string p = inputFileProblem(source, kCorpusFile, code); !p.empty()) return p;
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(source, ec);
+    if (!ec && size < static_cast<uintmax_t>(kMinCorpusBytes))
+        return tooShort(source, static_cast<int64_t>(size));
     return {};
 }
 
 std::string loadCorpus(const std::string& source) {
     if (source == "builtin") return builtinCorpus();
-    ErrorCode code = ErrorCode::InvalidConfig;
-    const std::string problem = dataSourceProblem(source, &code);
-    if (!problem.empty()) throw Error(code, problem);
-    std::ifstream in(source, std::ios::binary);
-    if (!in)
-        throw Error(ErrorCode::MissingFile,
-                    "data.source: cannot read text file " + quotedPath(source));
-    // Read the size checked above and no more: a file that grows meanwhile stays bounded.
-    std::error_code ec;
-    const uintmax_t size = fs::file_size(source, ec);
-    std::string text(ec ? 0 : static_cast<size_t>(std::min<uintmax_t>(size, kMaxCorpusBytes)),
-                     '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
-    if (text.size() < kMinCorpusBytes)
-        throw Error(ErrorCode::InvalidConfig, "data.source: " + quotedPath(source) + " has only " +
-                                                  std::to_string(text.size()) +
-                                                  " bytes; at least " +
-                                                  std::to_string(kMinCorpusBytes) + " are needed");
+    if (source.empty()) throw Error(ErrorCode::InvalidConfig, dataSourceProblem(source));
+    std::string text = readInputFile(source, kCorpusFile);
+    if (static_cast<int64_t>(text.size()) < kMinCorpusBytes)
+        throw Error(ErrorCode::InvalidConfig, tooShort(source, static_cast<int64_t>(text.size())));
     return text;
 }
 

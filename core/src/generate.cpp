@@ -9,6 +9,7 @@
 
 #include "model.h"
 #include "qklab/error.h"
+#include "qklab/resources.h"
 #include "qklab/schedules.h"
 
 namespace qklab {
@@ -89,7 +90,10 @@ GenerateResult generateFromCheckpoint(const RunConfig& config, const std::string
     if (!std::filesystem::exists(checkpointPath))
         throw Error(ErrorCode::MissingFile, "checkpoint " + checkpointPath + " does not exist");
     torch::NoGradGuard noGrad;
-    if (options.threads > 0) torch::set_num_threads(static_cast<int>(options.threads));
+    // Capped to the cores, as run.threads: torch::set_num_threads(100000) crashed, and 2^31
+    // turned negative on the way to int.
+    if (options.threads > 0)
+        torch::set_num_threads(static_cast<int>(cappedThreads(options.threads)));
     Transformer model(config);
     GenerateResult result;
     try {

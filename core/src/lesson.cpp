@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "qklab/corpus.h"
 #include "qklab/error.h"
 #include "qklab/events.h"
+#include "qklab/input_file.h"
+#include "qklab/run_config.h"
+#include "qklab/run_store.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -91,6 +94,12 @@ std::string quotedClip(const std::string& s) {
     return "\"" + clipped(s, 60) + "\"";
 }
 
+// "step 3 ("Blow-up")": how messages name a step (1-based, with its title when it has one).
+std::string stepLabel(size_t index, const std::string& title) {
+    return "step " + std::to_string(index + 1) +
+           (title.empty() ? "" : " (" + quotedClip(title) + ")");
+}
+
 class LessonParser {
   public:
     explicit LessonParser(std::string origin) : m_origin(std::move(origin)) {}
@@ -102,14 +111,15 @@ class LessonParser {
         l.title = text(j, "title", true);
         l.summary = text(j, "summary", false);
         l.teacherNotes = text(j, "teacher_notes", false);
-        l.minutes = j.contains("minutes") ? static_cast<int>(integer(j, "minutes", 0)) : 0;
+        l.minutes =
+            j.contains("minutes") ? static_cast<int>(integer(j, "minutes", 0, kMaxMinutes)) : 0;
         if (!j.contains("steps") || !j["steps"].is_array() || j["steps"].empty())
             fail("steps", "a lesson needs a non-empty list of steps");
         for (size_t i = 0; i < j["steps"].size(); ++i) {
-            m_step = "step " + std::to_string(i + 1);
             const json& s = j["steps"][i];
-            if (s.is_object() && s.contains("title") && s["title"].is_string())
-                m_step += " (" + quotedClip(s["title"].get<std::string>()) + ")";
+            m_step = stepLabel(i, s.is_object() && s.contains("title") && s["title"].is_string()
+                                      ? s["title"].get<std::string>()
+                                      : std::string());
             l.steps.push_back(step(s));
         }
         return l;
@@ -167,12 +177,28 @@ class LessonParser {
         return j[key].get<std::string>();
     }
 
-    int64_t integer(const json& j, const std::string& key, int64_t min,
+    int64_t integer(const json& j, const std::string& key, int64_t min, int64_t max,
                     const std::string& prefix = "") const {
-        if (!j[key].is_number_integer() || j[key].get<int64_t>() < min)
-            fail(prefix + key,
-                 "expected an integer >= " + std::to_string(min) + ", got " + shortJson(j[key]));
-        return j[key].get<int64_t>();
+        const json& v = j[key];
+        // An unsigned value above INT64_MAX would read back negative: compare it as written.
+        const bool ok =
+            v.is_number_integer() &&
+            (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(max)
+                                    : v.get<int64_t>() >= min && v.get<int64_t>() <= max);
+        if (!ok)
+            fail(prefix + key, "expected an integer from " + std::to_string(min) + " to " +
+                                   std::to_string(max) + ", got " + shortJson(v));
+        return v.get<int64_t>();
+    }
+
+    // A run, a run name or a saved comparison's name: what the store could hold (checkRunName).
+    void runReference(const json& a, const std::string& key, const std::string& prefix) const {
+        if (!a.contains(key)) return;
+        try {
+            checkRunName(a[key].get<std::string>());
+        } catch (const Error& e) {
+            fail(prefix + key, e.what());
+        }
     }
 
     void checkFields(const json& j, const std::vector<LessonField>& fields,
@@ -190,9 +216,67 @@ class LessonParser {
                             : f.type == "number"  ? v.is_number()
                             : f.type == "integer" ? v.is_number_integer()
                             : f.type == "object"  ? v.is_object()
-                                                  : v.is_array();
+                                                  : isTextList(v);
             if (!ok) fail(prefix + f.name, "expected " + f.type + ", got " + shortJson(v));
         }
+    }
+
+    static bool isTextList(const json& v) {
+        return v.is_array() &&
+               std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); });
+    }
+
+    // What the app checks only when it plays the step, checked here: run references it could
+    // look up, 2 to 12 runs to compare, a replay speed, config keys for "set".
+    void actionValues(const std::string& kind, const json& a) const {
+        for (const char* key : {"run", "fallback_run", "comparison", "name"})
+            runReference(a, key, "action.");
+        if (kind == "start_preset") {
+            checkPresetName(a["preset"].get<std::string>());
+            const json set = a.value("set", json::object());  // items() needs it alive
+            for (const auto& [key, value] : set.items())
+                if (key != "events" && !findField(key)) {
+                    std::vector<std::string> keys;
+                    for (const auto& f : configFields()) keys.push_back(f.key);
+                    fail("action.set",
+                         quotedClip(key) + " is not a config key" + suggestion(key, keys));
+                }
+        }
+        if (kind == "compare") compareRuns(a);
+        if (kind == "replay" && a.contains("steps_per_second")) {
+            const double sps = a["steps_per_second"].get<double>();
+            if (!(sps > 0 && sps <= kMaxReplaySpeed))
+                fail("action.steps_per_second", "expected a number above 0 and at most " +
+                                                    shortJson(json(kMaxReplaySpeed)) + ", got " +
+                                                    shortJson(a["steps_per_second"]));
+        }
+    }
+
+    void compareRuns(const json& a) const {
+        if (a.contains("runs") == a.contains("comparison"))
+            fail("action", "compare needs \"runs\" or \"comparison\" (one of them)");
+        if (!a.contains("runs")) return;
+        const json& runs = a["runs"];
+        if (runs.size() < SavedComparison::kMinRuns || runs.size() > SavedComparison::kMaxRuns)
+            fail("action.runs", "compare takes " + std::to_string(SavedComparison::kMinRuns) +
+                                    " to " + std::to_string(SavedComparison::kMaxRuns) +
+                                    " runs, got " + std::to_string(runs.size()));
+        for (size_t i = 0; i < runs.size(); ++i) {
+            try {
+                checkRunName(runs[i].get<std::string>());
+            } catch (const Error& e) {
+                fail("action.runs[" + std::to_string(i) + "]", e.what());
+            }
+        }
+    }
+
+    // A preset name or path: text a file name can hold (a NUL would cut the path short).
+    void checkPresetName(const std::string& name) const {
+        if (name.empty()) fail("action.preset", "empty: give a preset name or file");
+        if (name.size() > 4096 || std::any_of(name.begin(), name.end(), [](char c) {
+                return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+            }))
+            fail("action.preset", "not a file name: " + shortJson(json(name)));
     }
 
     void action(const json& a) const {
@@ -213,8 +297,7 @@ class LessonParser {
                     fail("", err.what());
                 }
             }
-            if (kind == "compare" && !a.contains("runs") && !a.contains("comparison"))
-                fail("action", "compare needs \"runs\" or \"comparison\"");
+            actionValues(kind, a);
             return;
         }
         fail("action.kind", quotedClip(kind) + " is not an action (expected one of: " +
@@ -241,8 +324,9 @@ class LessonParser {
         c.callout = text(p, "callout", false, prefix);
         c.plot = text(p, "plot", false, prefix);
         if (p.contains("threshold")) c.threshold = p["threshold"].get<double>();
-        if (p.contains("layer")) c.layer = static_cast<int>(integer(p, "layer", 0, prefix));
-        if (p.contains("step")) c.step = integer(p, "step", 0, prefix);
+        if (p.contains("layer"))
+            c.layer = static_cast<int>(integer(p, "layer", 0, kMaxLessonIndex, prefix));
+        if (p.contains("step")) c.step = integer(p, "step", 0, INT64_MAX, prefix);
         if (p.contains("metric")) {
             c.metric = p["metric"].get<std::string>();
             const auto metrics = lessonMetrics();
@@ -268,8 +352,9 @@ class LessonParser {
                 fail("view", quotedClip(st.view) + " is not a view (expected one of: " +
                                  joined(names) + ")" + suggestion(st.view, names));
         }
-        if (s.contains("layer")) st.layer = static_cast<int>(integer(s, "layer", 0));
-        if (s.contains("head")) st.head = static_cast<int>(integer(s, "head", 0));
+        if (s.contains("layer"))
+            st.layer = static_cast<int>(integer(s, "layer", 0, kMaxLessonIndex));
+        if (s.contains("head")) st.head = static_cast<int>(integer(s, "head", 0, kMaxLessonIndex));
         if (s.contains("action")) {
             action(s["action"]);
             st.action = s["action"];
@@ -359,11 +444,96 @@ Lesson parseLesson(const std::string& text, const std::string& origin) {
 }
 
 Lesson loadLessonFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, "cannot read lesson " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return parseLesson(ss.str(), path);
+    return parseLesson(readInputFile(path, kLessonFile), path);
+}
+
+std::string resolveLessonPreset(const std::string& name, const std::vector<std::string>& dirs,
+                                const std::function<bool(const std::string&)>& exists) {
+    if (name.empty()) return {};
+    if (exists(name)) return name;
+    std::string stem = name;
+    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0)
+        stem.resize(stem.size() - 5);
+    for (const std::string& dir : dirs)
+        if (exists(dir + "/" + stem + ".json")) return dir + "/" + stem + ".json";
+    return {};
+}
+
+std::vector<std::string> lessonSetAssignments(const json& set) {
+    std::vector<std::string> out;
+    if (!set.is_object()) return out;
+    for (const auto& [key, value] : set.items())
+        out.push_back(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+    return out;
+}
+
+std::string lessonRunName(const Lesson& lesson, size_t stepIndex) {
+    const json& a = lesson.steps.at(stepIndex).action;
+    if (a.contains("name") && a["name"].is_string() && !a["name"].get<std::string>().empty())
+        return a["name"].get<std::string>();
+    return lesson.id + " step " + std::to_string(stepIndex + 1);
+}
+
+namespace {
+
+// One start_preset step as the app would start it: found, loaded, overridden, validated.
+void checkStartPreset(const Lesson& lesson, size_t index, const std::string& where,
+                      const LessonPresetLookup& presets) {
+    const json& a = lesson.steps[index].action;
+    const auto fail = [&where](const std::string& field, const std::string& what) {
+        throw Error(ErrorCode::InvalidConfig, where + field + ": " + what);
+    };
+    const std::string name = a.value("preset", "");
+    std::optional<std::string> text;
+    try {
+        text = presets(name);
+    } catch (const Error& e) {
+        throw Error(e.code(), where + "action.preset: " + e.what());
+    }
+    if (!text)
+        fail("action.preset",
+             "there is no preset file or shipped preset called " + quotedClip(name));
+    RunConfig c;
+    try {
+        c = configFromJsonText(*text, "preset " + quotedClip(name));
+    } catch (const Error& e) {
+        fail("action.preset", e.what());
+    }
+    const std::vector<std::string> set = lessonSetAssignments(a.value("set", json::object()));
+    for (const std::string& assignment : set) {
+        try {
+            applyOverride(c, assignment);
+        } catch (const Error& e) {
+            fail("action.set." + clipped(assignment.substr(0, assignment.find('='))), e.what());
+        }
+    }
+    const std::vector<std::string> problems = validationProblems(c);
+    if (!problems.empty())
+        fail("action",
+             "the preset with the step's \"set\" is not a valid config: " + problems.front());
+    if (const std::string p = dataSourceProblem(c.data.source); !p.empty()) fail("action", p);
+    try {
+        checkRunName(lessonRunName(lesson, index));
+    } catch (const Error& e) {
+        fail("action.name", e.what() + std::string(" (the run name of this step)"));
+    }
+}
+
+}  // namespace
+
+void checkLessonPlayable(const Lesson& lesson, const std::string& origin,
+                         const LessonPresetLookup& presets) {
+    for (size_t i = 0; i < lesson.steps.size(); ++i)
+        if (lesson.steps[i].actionKind() == "start_preset")
+            checkStartPreset(lesson, i, origin + ": " + stepLabel(i, lesson.steps[i].title) + ": ",
+                             presets);
+}
+
+Lesson parsePlayableLesson(const std::string& text, const std::string& origin,
+                           const LessonPresetLookup& presets) {
+    Lesson lesson = parseLesson(text, origin);
+    checkLessonPlayable(lesson, origin, presets);
+    return lesson;
 }
 
 std::string defaultCalloutText(const PauseCondition& c, int64_t step, double value) {

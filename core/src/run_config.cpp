@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -314,11 +314,7 @@ RunConfig configFromJsonText(const std::string& text, const std::string& origin,
 }
 
 RunConfig loadPreset(const std::string& path, bool checkValues) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, "cannot read preset " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return configFromJsonText(ss.str(), path, checkValues);
+    return configFromJsonText(readInputFile(path, kPresetFile), path, checkValues);
 }
 
 namespace {

@@ -26,6 +26,7 @@
 #include <tuple>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "sqlite_db.h"
 #include "sqlite_files.h"
 #include "store_internal.h"
@@ -465,6 +466,9 @@ std::string newUuid() {
 std::unique_ptr<Database> openRunDatabase(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
     refuseSqliteCompanion(path);  // opening one would drop its database's locks
+    // SQLite would block on a FIFO and read a device: only a regular file (or none) is opened.
+    if (std::string p = specialFileProblem(path, "database"); !p.empty())
+        throw Error(ErrorCode::InvalidRequest, p);
     if (path != ":memory:") {
         std::filesystem::path parent = std::filesystem::path(path).parent_path();
         std::error_code ec;
@@ -519,6 +523,8 @@ bool walHasFrames(const std::string& path) {
 std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path) {
     if (path.empty()) throw Error(ErrorCode::InvalidRequest, "the database path is empty");
     refuseSqliteCompanion(path);
+    if (std::string p = specialFileProblem(path, "database"); !p.empty())
+        throw Error(ErrorCode::InvalidRequest, p);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
         throw Error(ErrorCode::MissingFile, "there is no database at " + path);

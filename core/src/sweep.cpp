@@ -6,13 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
+#include "qklab/run_store.h"
 #include "text_util.h"
 
 namespace qklab {
@@ -93,17 +94,20 @@ json readBase(const json& base, const std::string& sourcePath) {
             "base: expected a preset file name or an inline preset object, got " + shortJson(base));
     namespace fs = std::filesystem;
     const std::string name = base.get<std::string>();
+    // Next to the sweep file when such a file (of any kind) is there, else as given.
     fs::path path = fs::path(sourcePath).parent_path() / name;
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) path = name;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, sourcePath + ": base: cannot read preset " + name);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    if (!fs::exists(fs::symlink_status(path, ec))) path = name;
+    std::string text;
     try {
-        return parseJsonText(ss.str());
+        text = readInputFile(path.string(), kPresetFile);
     } catch (const Error& e) {
-        bad(sourcePath, "base preset " + path.string() + ": " + e.what());
+        throw Error(e.code(), sourcePath + ": base: " + e.what());
+    }
+    try {
+        return parseJsonText(text);
+    } catch (const Error& e) {
+        bad(sourcePath, "base preset " + clipped(path.string(), 160) + ": " + e.what());
     }
 }
 
@@ -222,16 +226,26 @@ RunConfig buildPoint(const SweepDefinition& d, const json& coords, int64_t index
 }  // namespace
 
 size_t SweepDefinition::pointCount() const {
-    size_t n = seeds.empty() ? 1 : seeds.size();
+    size_t n = 1;
+    // Checked: four axes of 8192 values and one of 4096 are 2^64 points, which wrapped to 0
+    // and slipped past kMaxSweepPoints. A product that does not fit stays at SIZE_MAX.
+    for (size_t size : dimensionSizes())
+        if (__builtin_mul_overflow(n, size, &n)) return std::numeric_limits<size_t>::max();
+    return n;
+}
+
+std::vector<size_t> SweepDefinition::dimensionSizes() const {
+    std::vector<size_t> sizes;
     std::set<std::string> zipped;
     for (const auto& group : zips) {
         for (const auto& a : axes)
-            if (a.key == group.front()) n *= a.values.size();
+            if (a.key == group.front()) sizes.push_back(a.values.size());
         zipped.insert(group.begin(), group.end());
     }
     for (const auto& a : axes)
-        if (!zipped.count(a.key)) n *= a.values.size();
-    return n;
+        if (!zipped.count(a.key)) sizes.push_back(a.values.size());
+    if (!seeds.empty()) sizes.push_back(seeds.size());
+    return sizes;
 }
 
 std::vector<double> logGrid(double lo, double hi, int64_t points) {
@@ -271,7 +285,17 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
                                 "\" (a sweep file has why, base, axes, zip, seeds, set)");
     SweepDefinition d;
     d.why = j.value("why", json("")).is_string() ? j.value("why", "") : "";
-    d.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "";
+    if (j.contains("name")) {
+        // The name reaches the store, run names and a Slurm script: the run-name rules.
+        if (!j["name"].is_string())
+            bad(sourcePath, "name: expected text, got " + shortJson(j["name"]));
+        d.name = j["name"].get<std::string>();
+        try {
+            checkSweepName(d.name);
+        } catch (const Error& e) {
+            bad(sourcePath, std::string("name: ") + e.what());
+        }
+    }
     d.uuid = j.contains("uuid") && j["uuid"].is_string() ? j["uuid"].get<std::string>() : "";
     d.base = readBase(j.value("base", json()), sourcePath);
     const json axes = j.value("axes", json::object());
@@ -289,18 +313,21 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
     if (!set.is_object()) bad(sourcePath, "set: expected an object of dotted key -> value");
     for (const auto& [key, v] : set.items()) checkAxisKey(sourcePath + ": set", key);
     d.set = set;
-    if (d.pointCount() > kMaxSweepPoints)
-        bad(sourcePath, "the grid has " + std::to_string(d.pointCount()) + " points; at most " +
-                            std::to_string(kMaxSweepPoints) + " are allowed");
+    if (d.pointCount() > kMaxSweepPoints) {
+        std::string product;
+        for (size_t size : d.dimensionSizes())
+            product += (product.empty() ? "" : " x ") + std::to_string(size);
+        const size_t n = d.pointCount();
+        bad(sourcePath, "the grid has " + product + " = " +
+                            (n == std::numeric_limits<size_t>::max() ? std::string("more than 2^64")
+                                                                     : std::to_string(n)) +
+                            " points; at most " + std::to_string(kMaxSweepPoints) + " are allowed");
+    }
     return d;
 }
 
 SweepDefinition loadSweepFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::MissingFile, "cannot read sweep file " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    SweepDefinition d = parseSweep(ss.str(), path);
+    SweepDefinition d = parseSweep(readInputFile(path, kSweepFile), path);
     if (d.name.empty()) d.name = std::filesystem::path(path).stem().string();
     return d;
 }
@@ -312,6 +339,17 @@ SweepDefinition parseStoredSweep(const std::string& text, const std::string& ori
                     origin + ": definition_json: base is " + shortJson(j["base"]) +
                         "; a stored sweep holds its base preset inline, never a file name");
     return parseSweep(text, origin);
+}
+
+void checkSweepName(const std::string& name) {
+    try {
+        checkRunName(name);
+    } catch (const Error& e) {
+        // checkRunName says "a run name ...": the same rules, for a sweep.
+        std::string what = e.what();
+        if (what.rfind("a run name", 0) == 0) what.replace(0, 10, "a sweep name");
+        throw Error(ErrorCode::InvalidRequest, what);
+    }
 }
 
 json sweepToJson(const SweepDefinition& d) {

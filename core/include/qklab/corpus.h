@@ -9,6 +9,7 @@
 #include <string>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 
 namespace qklab {
 
@@ -17,7 +18,7 @@ std::string builtinCorpus(int64_t bytes = 2'000'000);
 
 // The largest text file data.source may name: the whole file is read into memory (twice,
 // briefly, while the data loader copies it).
-constexpr int64_t kMaxCorpusBytes = int64_t(1) << 30;  // 1 GiB
+constexpr int64_t kMaxCorpusBytes = kCorpusFile.maxBytes;  // 1 GiB
 
 // Why `source` cannot be a corpus, or "" when it can: "builtin", or a regular file (after
 // following symlinks) of 4096 bytes to kMaxCorpusBytes. A FIFO, a device such as /dev/zero or

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -52,6 +53,12 @@ const std::vector<PauseConditionKind>& pauseConditionKinds();
 // Metrics a probe condition may watch: every probe column, plus these step metrics.
 std::vector<std::string> lessonMetrics();
 
+// Bounds of values the tables type only as "integer" / "number": a layer or head index (no
+// model qklab trains has more), a replay speed (steps/s) and a lesson's stated length.
+constexpr int64_t kMaxLessonIndex = 1023;
+constexpr double kMaxReplaySpeed = 1e6;
+constexpr int64_t kMaxMinutes = 1440;
+
 // ---- a parsed lesson ------------------------------------------------------------------------
 
 struct PauseCondition {
@@ -85,7 +92,41 @@ struct Lesson {
 // field, e.g. "lesson.json: step 3 ("Blow-up"): pause[0].metric: "max_logit" is not a metric
 // (did you mean "logit_max_raw"?)".
 Lesson parseLesson(const std::string& text, const std::string& origin);
-Lesson loadLessonFile(const std::string& path);
+Lesson loadLessonFile(const std::string& path);  // through readInputFile (qklab/input_file.h)
+
+// ---- what playing a lesson needs ------------------------------------------------------------
+
+// The text of the preset a start_preset step names (a shipped preset's name, with or without
+// ".json", or a file path), or nullopt when there is none by that name. The app looks in its
+// embedded presets and the user's folder, `qklab-cli lesson` in preset folders on disk; both
+// resolve names with resolveLessonPreset() and read files with readInputFile(), whose Error
+// (a FIFO, a device, a file over the limit) the lookup lets through.
+using LessonPresetLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// Where a start_preset name points: `name` itself when exists(name), else NAME.json (".json"
+// dropped first, so "x" and "x.json" agree) in the first of `dirs` that has it; "" when none.
+std::string resolveLessonPreset(const std::string& name, const std::vector<std::string>& dirs,
+                                const std::function<bool(const std::string&)>& exists);
+
+// `dotted.key=value` for each entry of a start_preset step's "set", as the app applies them
+// (text values bare, others as JSON).
+std::vector<std::string> lessonSetAssignments(const nlohmann::json& set);
+
+// The name of the run a start_preset step trains: its "name", else "<lesson id> step N".
+std::string lessonRunName(const Lesson& lesson, size_t stepIndex);
+
+// Everything the app would refuse or fail on when it plays the lesson's steps, short of what
+// only the database or the machine can say (a stored run that is missing, the memory a run
+// needs): each start_preset step's preset is found and loads, its "set" applies, the config
+// validates, its data.source is a readable corpus and its run name a valid name. Throws
+// Error{InvalidConfig} (the lookup's code for a file it refuses) naming `origin`, the step and
+// the field, as parseLesson does.
+void checkLessonPlayable(const Lesson& lesson, const std::string& origin,
+                         const LessonPresetLookup& presets);
+
+// parseLesson, then checkLessonPlayable: how both the app and `qklab-cli lesson` load a lesson.
+Lesson parsePlayableLesson(const std::string& text, const std::string& origin,
+                           const LessonPresetLookup& presets);
 
 // The reference part of docs/LESSONS.md, written from the three tables and the metric list
 // (`qklab-cli lesson --reference`); a test keeps the file in step with it.

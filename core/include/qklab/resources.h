@@ -49,4 +49,8 @@ std::string formatBytes(double bytes);
 // it, and *warning (when given) names both numbers. Never below 1.
 int64_t cappedThreads(int64_t requested, std::string* warning = nullptr);
 
+// The most threads a command-line option may ask for (`generate --threads`): beyond it the
+// number is a typo, refused rather than capped (no machine qklab runs on has that many cores).
+constexpr int64_t kMaxThreadsOption = 1024;
+
 }  // namespace qklab

@@ -35,7 +35,10 @@ struct SweepDefinition {
     std::vector<int64_t> seeds;
     nlohmann::json set = nlohmann::json::object();  // dotted key -> value, on every point
 
+    // The grid's size: the product of dimensionSizes(), SIZE_MAX when it exceeds 64 bits.
     size_t pointCount() const;
+    // Each dimension's number of values: a zip group, each other axis (in file order), seeds.
+    std::vector<size_t> dimensionSizes() const;
 };
 
 // One grid point: its index (0-based, stable for a definition), coordinates (dotted key ->
@@ -53,6 +56,15 @@ constexpr size_t kMaxSweepPoints = 10000;
 // Error{InvalidConfig} naming the field and value. The result is normalised: the base is
 // inlined, grids are expanded into value lists.
 SweepDefinition parseSweep(const std::string& text, const std::string& sourcePath);
+// Through readInputFile (qklab/input_file.h): MissingFile when absent, InvalidConfig for a
+// special file or one over kSweepFile's limit. The name defaults to the file's stem (callers
+// check it with checkSweepName once --name has had its say).
+SweepDefinition loadSweepFile(const std::string& path);
+
+// A sweep's name follows the run-name rules (checkRunName: not empty, no control characters,
+// at most 200 bytes): it is stored, starts every point's run name and is written into a Slurm
+// script. Throws Error{InvalidRequest} saying "a sweep name ...".
+void checkSweepName(const std::string& name);
 SweepDefinition loadSweepFile(const std::string& path);  // MissingFile when unreadable
 // A definition read back from a database (sweeps.definition_json): stored definitions are
 // normalised, so a "base" that names a file is refused rather than read (a file from someone
