@@ -214,7 +214,7 @@ TEST(QkClip, AHeadAboveTauEndsAtTauAndTheOthersAreUntouched) {
             kind == AttentionKind::Mha ? "block0.attn.qkv.weight" : "block0.attn.q.weight";
         auto params = model->named_parameters();
         const int64_t qRows = kind == AttentionKind::Mha ? 16 : 16 + 8;
-        params[qName].narrow(0, qRows, qRows).mul_(60.0);
+        params[qName].narrow(0, qRows, qRows).mul_(600.0);
         std::map<std::string, torch::Tensor> before;
         for (auto& p : params) before[p.key()] = p.value().clone();
         const double tau = 5.0;
