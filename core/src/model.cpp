@@ -309,6 +309,29 @@ torch::Tensor BlockImpl::decode(const torch::Tensor& x, const torch::Tensor& cos
 
 // ---- transformer -------------------------------------------------------------------------
 
+namespace {
+
+// Earlier versions seeded the global generator with run.seed and built the model from it: the
+// modules' default init (LibTorch's, in registration order) drew first, then the GPT-2 init
+// below. The model's own generator draws the same stream, so that a config trains exactly as
+// it did before (every measured number in the docs and lessons came from that stream): the
+// default draws are made again, with the same kernels and bounds, and then overwritten.
+void replayDefaultInitDraws(torch::nn::Module& model, at::Generator& generator) {
+    for (const auto& module : model.modules(/*include_self=*/false)) {
+        if (auto* linear = module->as<torch::nn::Linear>()) {
+            // torch::nn::init::kaiming_uniform_(weight, sqrt(5)), LinearImpl::reset_parameters.
+            const double fanIn = static_cast<double>(linear->weight.size(1));
+            const double gain = std::sqrt(2.0 / (1 + std::pow(std::sqrt(5.0), 2)));
+            const double bound = std::sqrt(3.0) * (gain / std::sqrt(fanIn));
+            linear->weight.uniform_(-bound, bound, generator);
+        } else if (auto* embedding = module->as<torch::nn::Embedding>()) {
+            embedding->weight.normal_(0.0, 1.0, generator);  // EmbeddingImpl::reset_parameters
+        }
+    }
+}
+
+}  // namespace
+
 TransformerImpl::TransformerImpl(const RunConfig& c)
     : m_dModel(c.model.dModel),
       m_nHeads(c.model.nHeads),
@@ -338,10 +361,11 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
     // from a generator of their own, seeded with run.seed, so that they are a function of the
     // config alone: LibTorch's global generator is shared by every thread, and the app's BLAS
     // check drawing from it while a lesson's run was being built gave the run other weights
-    // in half of the launches. (The modules' default init above still draws from the global
+    // in half of the launches. (The modules' default init above draws from the global
     // generator, but every weight it draws is overwritten here.)
     torch::NoGradGuard noGrad;
     auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(c.run.seed));
+    replayDefaultInitDraws(*this, generator);
     const double std = c.model.initStd;
     const double residualStd = std / std::sqrt(2.0 * c.model.nLayers);
     for (auto& item : named_parameters()) {
