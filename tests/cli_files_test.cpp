@@ -147,6 +147,17 @@ TEST_F(CliFilesTest, DatabasesThatAreNoRegularFilesAreRefusedBeforeSqliteOpensTh
     }
 }
 
+// `export -o FIFO` blocked in the check whether the target is a SQLite file.
+TEST_F(CliFilesTest, ExportRefusesAnOutputThatIsNoRegularFile) {
+    ASSERT_EQ(cli("run " + sq(m_preset) + " --db " + sq(m_db) + " --name tiny").status, 0);
+    for (const std::string& target : {m_fifo, m_dir}) {
+        const Result r = bounded("export tiny --db " + sq(m_db) + " -o " + sq(target));
+        EXPECT_EQ(r.status, 2) << target << ": " << r.err;
+        EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+    }
+    EXPECT_TRUE(fs::is_fifo(m_fifo));  // left as it was
+}
+
 // ---- item 12: the lesson checker refuses what the app cannot play ----------------------------
 
 namespace {

@@ -311,6 +311,10 @@ void writeExport(const std::string& text, const std::string& path, const std::st
     if (isDatabaseOrCompanion(path, dbPath))
         throw Error(ErrorCode::InvalidRequest,
                     "refusing to export over " + path + ": it is the database being read");
+    // A FIFO would block the SQLite-header check below, and the rename would replace it.
+    if (std::string problem = specialFileProblem(path, "--output"); !problem.empty())
+        throw Error(ErrorCode::InvalidRequest,
+                    problem + " (leave --output out to write to standard output)");
     if (!force && looksLikeSqlite(path))
         throw Error(ErrorCode::InvalidRequest,
                     "refusing to overwrite " + path + ": it is a SQLite database (use --force)");
