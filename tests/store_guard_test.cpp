@@ -97,7 +97,7 @@ TEST(StoreGuard, AWriterWhoseJournalIsDeletedStopsAtItsNextFlush) {
         EXPECT_THROW(writer.finish(RunStatus::Finished), Error);
         const RunWriter::FailureRecord record = writer.fail("stopped by the test");
         EXPECT_FALSE(record.stored);
-        EXPECT_NE(record.message.find("steps 5 were not stored"), std::string::npos)
+        EXPECT_NE(record.message.find("the rows of step 5 were not stored"), std::string::npos)
             << record.message;
     }
     fs::remove_all(dir);

@@ -504,9 +504,11 @@ RunWriter::FailureRecord RunWriter::fail(const std::string& reason) {
     }
     record.message = reason;
     if (firstLost >= 0)
-        record.message += " (the rows of steps " + std::to_string(firstLost) +
-                          (lastLost > firstLost ? "-" + std::to_string(lastLost) : "") +
-                          " were not stored)";
+        record.message +=
+            lastLost > firstLost
+                ? " (the rows of steps " + std::to_string(firstLost) + "-" +
+                      std::to_string(lastLost) + " were not stored)"
+                : " (the rows of step " + std::to_string(firstLost) + " were not stored)";
     if (d.lost) {
         record.why = "nothing more is written through a connection whose journal was replaced";
         return record;
