@@ -19,6 +19,7 @@
 #include "cli_run.h"
 #include "qklab/run_store.h"
 #include "qklab/sweep.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -26,9 +27,7 @@ using nlohmann::json;
 namespace {
 
 std::string sq(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+    return qklab::testsupport::shellWord(s);
 }
 
 const char* const kTinyPreset = R"({"model": {"d_model": 32, "n_layers": 1, "n_heads": 2,

@@ -24,6 +24,7 @@
 #include "qklab/input_file.h"
 #include "qklab/lesson.h"
 #include "qklab/sweep.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -31,15 +32,10 @@ using nlohmann::json;
 namespace {
 
 std::string sq(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+    return qklab::testsupport::shellWord(s);
 }
 
-std::string readAll(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
+using qklab::testsupport::readAll;
 
 // Mutates JSON documents; `special` are paths of files no reader may open for long.
 class Mutator {

@@ -17,6 +17,7 @@
 
 #include "cli_run.h"
 #include "qklab/error.h"
+#include "support/test_files.h"
 #include "sweep_slurm.h"
 
 namespace fs = std::filesystem;
@@ -24,17 +25,11 @@ using qklab::cli::SweepOptions;
 
 namespace {
 
-// A string as one word for sh, whatever it holds (newlines included).
 std::string sq(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+    return qklab::testsupport::shellWord(s);
 }
 
-std::string readAll(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
+using qklab::testsupport::readAll;
 
 // The arguments sbatch (Slurm 22.05, src/sbatch/opt.c _get_argument) reads from one #SBATCH
 // line: blanks separate them, a backslash escapes the next character (inside quotes too),

@@ -18,6 +18,8 @@
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
 #include "support/faulty_vfs.h"
+#include "support/test_files.h"
+#include "support/tiny_config.h"
 
 using namespace qklab;
 namespace fs = std::filesystem;
@@ -52,25 +54,25 @@ RunConfig tinyConfig(int64_t steps) {
 // Arms the fault once step `armAt` is reported; remembers the last step it saw.
 struct Saboteur : TrainingObserver {
     int64_t armAt = 0;
-    test::WriteFault fault = test::WriteFault::IoError;
+    testsupport::WriteFault fault = testsupport::WriteFault::IoError;
     std::string file;
     int count = -1;
     int64_t lastStep = -1;
     void onStep(const StepMetrics& m) override {
         lastStep = m.step;
-        if (m.step == armAt) test::armWriteFault(fault, file, count);
+        if (m.step == armAt) testsupport::armWriteFault(fault, file, count);
     }
 };
 
 struct FaultyVfsTest : ::testing::Test {
-    void SetUp() override { test::installFaultyVfs(); }
-    void TearDown() override { test::disarmWriteFault(); }
+    void SetUp() override { testsupport::installFaultyVfs(); }
+    void TearDown() override { testsupport::disarmWriteFault(); }
 };
 
 }  // namespace
 
 TEST_F(FaultyVfsTest, AWriteFailureMidRunStopsItAtOnceAndFailsItWithTheReason) {
-    const fs::path dir = scratchDir("transient");
+    const fs::path dir = scratchDir("storefail-transient");
     const std::string db = (dir / "runs.db").string();
     RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}});
     const int64_t id = session.runId();
@@ -85,8 +87,8 @@ TEST_F(FaultyVfsTest, AWriteFailureMidRunStopsItAtOnceAndFailsItWithTheReason) {
         EXPECT_EQ(e.code(), ErrorCode::Database);
         EXPECT_NE(std::string(e.what()).find("disk I/O error"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(test::refusedWrites(), 1);
-    test::disarmWriteFault();
+    EXPECT_EQ(testsupport::refusedWrites(), 1);
+    testsupport::disarmWriteFault();
     RunStore store(db, StoreAccess::ReadOnly);
     const RunInfo run = store.run(id);
     EXPECT_EQ(run.status, RunStatus::Failed);
@@ -99,7 +101,7 @@ TEST_F(FaultyVfsTest, AWriteFailureMidRunStopsItAtOnceAndFailsItWithTheReason) {
 }
 
 TEST_F(FaultyVfsTest, WhenEvenTheStatusCannotBeWrittenTheErrorSaysSo) {
-    const fs::path dir = scratchDir("persistent");
+    const fs::path dir = scratchDir("storefail-persistent");
     const std::string db = (dir / "runs.db").string();
     RunSession session(tinyConfig(400), SessionOptions{db, "victim", {}});
     Saboteur saboteur;
@@ -116,14 +118,14 @@ TEST_F(FaultyVfsTest, WhenEvenTheStatusCannotBeWrittenTheErrorSaysSo) {
         EXPECT_NE(what.find("were not stored"), std::string::npos) << what;
     }
     EXPECT_LT(saboteur.lastStep, 50);
-    test::disarmWriteFault();
+    testsupport::disarmWriteFault();
     fs::remove_all(dir);
 }
 
 // A real full disk: a 4 MiB tmpfs filled by a run that stores histograms and attention maps
 // at every step. Needs root and a kernel that lets this process mount (CI has both).
 TEST(FullDisk, ARunThatFillsTheDiskIsFailedWithTheReasonAndKeepsItsRows) {
-    const fs::path dir = scratchDir("tmpfs");
+    const fs::path dir = scratchDir("storefail-tmpfs");
     const std::string mount = "mount -t tmpfs -o size=4m qklab-full-disk " + dir.string();
     if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
         GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;
@@ -169,7 +171,7 @@ void fillTheDisk(const std::string& path) {
 // The disk fills up between two commits, to the last byte: the writer's next commit fails, and
 // only the reserve it keeps next to the database leaves room to store why the run stopped.
 TEST(FullDisk, TheReserveLeavesRoomToStoreWhyTheRunFailed) {
-    const fs::path dir = scratchDir("reserve");
+    const fs::path dir = scratchDir("storefail-reserve");
     const std::string mount = "mount -t tmpfs -o size=2m qklab-full-disk " + dir.string();
     if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
         GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;

@@ -14,6 +14,7 @@
 #include "qklab/error.h"
 #include "qklab/run_store.h"
 #include "support/proc_locks.h"
+#include "support/test_files.h"
 
 using namespace qklab;
 namespace fs = std::filesystem;
@@ -48,12 +49,12 @@ NewRun newRun(const std::string& name) {
 }  // namespace
 
 TEST(StoreGuard, ACompanionFileIsRefusedBeforeSqliteOpensIt) {
-    const fs::path dir = scratchDir("companion");
+    const fs::path dir = scratchDir("guard-companion");
     const std::string db = (dir / "runs.db").string();
     RunWriter writer(db, newRun("live"));
     writer.addStep(step(0));
     writer.flush();
-    const int shmLocks = test::heldPosixLocks(db + "-shm");
+    const int shmLocks = testsupport::heldPosixLocks(db + "-shm");
     ASSERT_GT(shmLocks, 0) << "a WAL writer holds locks on the -shm index";
     for (const char* suffix : {"-shm", "-wal"}) {
         for (StoreAccess access : {StoreAccess::ReadWrite, StoreAccess::ReadOnly}) {
@@ -68,14 +69,14 @@ TEST(StoreGuard, ACompanionFileIsRefusedBeforeSqliteOpensIt) {
         }
     }
     // Opening the -shm through SQLite and closing it again dropped these.
-    EXPECT_EQ(test::heldPosixLocks(db + "-shm"), shmLocks);
+    EXPECT_EQ(testsupport::heldPosixLocks(db + "-shm"), shmLocks);
     writer.addStep(step(1));
     EXPECT_NO_THROW(writer.flush());
     fs::remove_all(dir);
 }
 
 TEST(StoreGuard, AWriterWhoseJournalIsDeletedStopsAtItsNextFlush) {
-    const fs::path dir = scratchDir("deleted");
+    const fs::path dir = scratchDir("guard-deleted");
     const std::string db = (dir / "runs.db").string();
     {
         RunWriter writer(db, newRun("victim"));
@@ -104,7 +105,7 @@ TEST(StoreGuard, AWriterWhoseJournalIsDeletedStopsAtItsNextFlush) {
 }
 
 TEST(StoreGuard, AReplacedJournalIsNoticedToo) {
-    const fs::path dir = scratchDir("replaced");
+    const fs::path dir = scratchDir("guard-replaced");
     const std::string db = (dir / "runs.db").string();
     RunWriter writer(db, newRun("victim"));
     writer.addStep(step(0));
@@ -126,7 +127,7 @@ TEST(StoreGuard, AReplacedJournalIsNoticedToo) {
 }
 
 TEST(StoreGuard, AFailedRunKeepsItsRowsAndStoresTheReason) {
-    const fs::path dir = scratchDir("fail");
+    const fs::path dir = scratchDir("guard-fail");
     const std::string db = (dir / "runs.db").string();
     int64_t id = 0;
     {

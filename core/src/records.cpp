@@ -68,8 +68,7 @@ const char* toString(RunStatus s) {
 }
 
 RunStatus runStatusFromString(const std::string& s) {
-    for (const auto& entry : kStatusNames)
-        if (s == entry.name) return entry.status;
+    if (const RunStatus status = runStatusOrUnknown(s); status != RunStatus::Unknown) return status;
     throw Error(ErrorCode::Unsupported, "unknown run status '" + clipped(s) +
                                             "' (expected one of " + allNames(kStatusNames) + ")");
 }
@@ -93,8 +92,7 @@ const char* spikeKindTitle(SpikeKind k) {
 }
 
 SpikeKind spikeKindFromString(const std::string& s) {
-    for (const auto& entry : kKindNames)
-        if (s == entry.name) return entry.kind;
+    if (const SpikeKind kind = spikeKindOrUnknown(s); kind != SpikeKind::Unknown) return kind;
     throw Error(ErrorCode::Unsupported, "unknown spike kind '" + clipped(s) +
                                             "' (expected one of " + allNames(kKindNames) + ")");
 }

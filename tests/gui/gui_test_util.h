@@ -5,27 +5,15 @@
 #include <QString>
 
 #include "qklab/run_config.h"
+#include "support/tiny_config.h"
 
 namespace qklab::gui::test {
 
 // One layer, d_model 32, T 32: a few ms per step, yet every probe, histogram and attention
 // map is produced so the views have real data.
 inline RunConfig tinyConfig(int64_t steps = 40) {
-    RunConfig c;
+    RunConfig c = qklab::testsupport::tinyRunConfig(steps);
     c.why = "gui test: tiny model";
-    c.model.dModel = 32;
-    c.model.nLayers = 1;
-    c.model.nHeads = 2;
-    c.model.seqLen = 32;
-    c.data.batchSize = 4;
-    c.schedule.steps = steps;
-    c.schedule.warmupSteps = 2;
-    c.eval.every = 10;
-    c.eval.batches = 1;
-    c.probes.every = 5;
-    c.probes.histBins = 32;
-    c.probes.attnMapEvery = 10;
-    c.run.threads = 1;
     return c;
 }
 

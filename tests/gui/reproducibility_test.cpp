@@ -93,7 +93,7 @@ class ReproducibilityTest : public QObject {
         // The app: lesson 2's first step trains healthy_attention while the global generator
         // is drawn from on another thread, from before the run is built until it trains.
         const QString appDb = m_dir.filePath(QStringLiteral("app.db"));
-        qklab::test::GlobalRngHammer hammer;
+        qklab::testsupport::GlobalRngHammer hammer;
         hammer.start();
         {
             MainWindow w;

@@ -46,7 +46,7 @@ QAction* menuAction(QMainWindow& w, const QString& text) {
 }
 
 int heldLocks(const std::string& db) {
-    return qklab::test::heldPosixLocks(db) + qklab::test::heldPosixLocks(db + "-shm");
+    return qklab::testsupport::heldPosixLocks(db) + qklab::testsupport::heldPosixLocks(db + "-shm");
 }
 
 }  // namespace
@@ -65,10 +65,10 @@ class StoreFailureGuiTest : public QObject {
         registerGuiMetaTypes();
         QCoreApplication::setOrganizationName(QStringLiteral("qklab-tests"));
         QVERIFY(m_dir.isValid());
-        qklab::test::installFaultyVfs();
+        qklab::testsupport::installFaultyVfs();
     }
 
-    void cleanup() { qklab::test::disarmWriteFault(); }
+    void cleanup() { qklab::testsupport::disarmWriteFault(); }
 
     // A run being written (as the training thread does) while the user browses for a file.
     void fileDialogsLeaveTheDatabaseLocksAlone() {
@@ -113,7 +113,8 @@ class StoreFailureGuiTest : public QObject {
         connect(c, &RunController::batchReady, &w, [&](const LiveBatch& b) {
             if (!armed && !b.steps.isEmpty() && b.steps.last().step >= 20) {
                 armed = true;
-                qklab::test::armWriteFault(qklab::test::WriteFault::IoError, "banner.db-wal", 1);
+                qklab::testsupport::armWriteFault(qklab::testsupport::WriteFault::IoError,
+                                                  "banner.db-wal", 1);
             }
         });
         RunRequest request;

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-namespace qklab::test {
+namespace qklab::testsupport {
 namespace {
 
 struct Shim {
@@ -191,4 +191,4 @@ int refusedWrites() {
     return g_refused.load();
 }
 
-}  // namespace qklab::test
+}  // namespace qklab::testsupport

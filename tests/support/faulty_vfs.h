@@ -10,7 +10,7 @@
 
 #include <string>
 
-namespace qklab::test {
+namespace qklab::testsupport {
 
 enum class WriteFault { None, FullDisk, IoError };
 
@@ -23,4 +23,4 @@ void disarmWriteFault();
 // How many writes were refused since the last arm.
 int refusedWrites();
 
-}  // namespace qklab::test
+}  // namespace qklab::testsupport

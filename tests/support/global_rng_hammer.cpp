@@ -3,7 +3,7 @@
 
 #include <torch/torch.h>
 
-namespace qklab::test {
+namespace qklab::testsupport {
 
 void GlobalRngHammer::start() {
     stop();
@@ -21,4 +21,4 @@ void GlobalRngHammer::stop() {
     if (m_thread.joinable()) m_thread.join();
 }
 
-}  // namespace qklab::test
+}  // namespace qklab::testsupport

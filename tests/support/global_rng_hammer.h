@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <thread>
 
-namespace qklab::test {
+namespace qklab::testsupport {
 
 class GlobalRngHammer {
   public:
@@ -23,4 +23,4 @@ class GlobalRngHammer {
     std::thread m_thread;
 };
 
-}  // namespace qklab::test
+}  // namespace qklab::testsupport

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-namespace qklab::test {
+namespace qklab::testsupport {
 
 // How many POSIX lock ranges this process holds on `path` (0 when it holds none).
 inline int heldPosixLocks(const std::string& path) {
@@ -37,4 +37,4 @@ inline int heldPosixLocks(const std::string& path) {
     return count;
 }
 
-}  // namespace qklab::test
+}  // namespace qklab::testsupport
