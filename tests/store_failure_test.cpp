@@ -26,27 +26,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratchDir(const std::string& name) {
-    fs::path dir =
-        fs::temp_directory_path() / ("qklab-storefail-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+using testsupport::scratchDir;
 
 RunConfig tinyConfig(int64_t steps) {
-    RunConfig c;
-    c.model.dModel = 32;
-    c.model.nLayers = 1;
-    c.model.nHeads = 2;
-    c.model.seqLen = 32;
-    c.data.batchSize = 4;
-    c.schedule.steps = steps;
-    c.schedule.warmupSteps = 2;
+    RunConfig c = testsupport::tinyRunConfig(steps);
     c.eval.every = 0;
-    c.eval.batches = 1;
-    c.probes.every = 5;
-    c.run.threads = 1;
     c.run.checkpointSeconds = 0;
     return c;
 }

@@ -21,13 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratchDir(const std::string& name) {
-    fs::path dir =
-        fs::temp_directory_path() / ("qklab-guard-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+using testsupport::scratchDir;
 
 StepMetrics step(int64_t s) {
     StepMetrics m;
