@@ -18,6 +18,7 @@
 
 #include "cli_run.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "qklab/sweep.h"
 #include "support/test_files.h"
 

@@ -14,6 +14,7 @@
 #include "cli_run.h"
 #include "hostile_db.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 
 using namespace hostile;
 using nlohmann::json;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_run.h"
+#include "qklab/environment.h"
 #include "qklab/run_store.h"
 
 namespace fs = std::filesystem;

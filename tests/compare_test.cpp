@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "qklab/error.h"
+#include "qklab/run_writer.h"
 
 namespace fs = std::filesystem;
 using namespace qklab;

@@ -11,6 +11,7 @@
 #include "qklab/error.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "qklab/schedules.h"
 
 using namespace qklab;

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "device_optim.h"
-#include "model.h"
+#include "engine/device_optim.h"
+#include "engine/model.h"
 #include "qklab/trainer.h"
 
 using namespace qklab;

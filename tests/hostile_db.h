@@ -12,6 +12,7 @@
 #include <string>
 
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 
 namespace hostile {
 

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "model.h"
-#include "probes.h"
+#include "engine/model.h"
+#include "engine/probes.h"
 #include "qklab/error.h"
 #include "qklab/generate.h"
 #include "qklab/histogram_bins.h"

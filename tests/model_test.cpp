@@ -1,6 +1,6 @@
 // model_test.cpp — the attention invariants: QK-norm and softcap bounds, alpha = 0 is the raw
 // path, RoPE keeps norms, causality, and probe statistics against hand-computed values.
-#include "model.h"
+#include "engine/model.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "probes.h"
+#include "engine/probes.h"
 #include "qklab/histogram_bins.h"
 
 using namespace qklab;

@@ -13,9 +13,9 @@
 #include <thread>
 #include <type_traits>
 
-#include "data_loader.h"
-#include "device_optim.h"
-#include "model.h"
+#include "engine/data_loader.h"
+#include "engine/device_optim.h"
+#include "engine/model.h"
 #include "qklab/corpus.h"
 #include "qklab/schedules.h"
 #include "qklab/trainer.h"

@@ -17,6 +17,7 @@
 #include "qklab/error.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "support/faulty_vfs.h"
 #include "support/test_files.h"
 #include "support/tiny_config.h"

@@ -20,6 +20,7 @@
 #include "qklab/error.h"
 #include "qklab/run_export.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "qklab/sweep.h"
 #include "qklab/sweep_report.h"
 

@@ -13,6 +13,7 @@
 
 #include "qklab/error.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "support/proc_locks.h"
 #include "support/test_files.h"
 

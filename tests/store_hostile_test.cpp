@@ -14,6 +14,7 @@
 #include "qklab/error.h"
 #include "qklab/run_export.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 
 using namespace qklab;
 using namespace hostile;

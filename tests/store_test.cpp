@@ -15,10 +15,11 @@
 #include <limits>
 #include <thread>
 
-#include "../core/src/sqlite_db.h"  // the RAII layer is internal to core; tested here too
+#include "../core/src/store/sqlite_db.h"  // the RAII layer is internal to core; tested here too
 #include "qklab/error.h"
 #include "qklab/run_export.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 
 namespace fs = std::filesystem;
 using namespace qklab;

@@ -12,6 +12,7 @@
 
 #include "qklab/error.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "qklab/sweep_report.h"
 
 namespace fs = std::filesystem;

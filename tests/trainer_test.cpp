@@ -13,7 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "model.h"
+#include "engine/model.h"
+#include "qklab/environment.h"
 #include "qklab/error.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"

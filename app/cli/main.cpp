@@ -43,6 +43,7 @@
 #include "generate_command.h"
 #include "progress_bar.h"
 #include "qklab/config_docs.h"
+#include "qklab/environment.h"
 #include "qklab/error.h"
 #include "qklab/input_file.h"
 #include "qklab/lesson.h"

@@ -14,6 +14,7 @@
 #include "automation.h"
 #include "gui_types.h"
 #include "main_window.h"
+#include "qklab/environment.h"
 #include "qklab/trainer.h"
 #include "theme.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "engine/model.h"
 #include "qklab/generate.h"
 
 using namespace qklab;

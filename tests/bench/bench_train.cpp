@@ -13,6 +13,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "qklab/environment.h"
 #include "qklab/trainer.h"
 
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>) && defined(QKLAB_WITH_CUDA_HEADERS)

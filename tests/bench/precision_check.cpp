@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "data_loader.h"
-#include "model.h"
+#include "engine/data_loader.h"
+#include "engine/model.h"
 #include "qklab/corpus.h"
 #include "qklab/schedules.h"
 #include "qklab/trainer.h"

@@ -65,6 +65,7 @@
 #include "plot_cursor.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "theme.h"
 
 using namespace qklab;

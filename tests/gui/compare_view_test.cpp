@@ -21,6 +21,7 @@
 #include "plot_cursor.h"
 #include "qcustomplot.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "x_axis.h"
 
 using namespace qklab;

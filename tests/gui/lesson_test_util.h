@@ -7,6 +7,7 @@
 
 #include "gui_test_util.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 
 namespace qklab::gui::test {
 

@@ -16,6 +16,7 @@
 #include "histogram_panel.h"
 #include "live_plots_panel.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "run_browser_panel.h"
 #include "run_controller.h"
 #include "run_controls_panel.h"

@@ -12,6 +12,7 @@
 
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 
 using namespace qklab;
 

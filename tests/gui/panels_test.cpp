@@ -20,6 +20,7 @@
 #include "plot_cursor.h"
 #include "plot_export.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "run_data.h"
 #include "run_list_model.h"
 #include "spikes_panel.h"

@@ -18,6 +18,7 @@
 #include "plot_cursor.h"
 #include "qk_clip_marks.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "replay_player.h"
 #include "run_data.h"
 

@@ -10,6 +10,7 @@
 #include "gui_test_util.h"
 #include "gui_types.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "run_browser_panel.h"
 #include "run_data.h"
 #include "run_list_model.h"

@@ -16,6 +16,7 @@
 #include "main_window.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "sample_view.h"
 
 using namespace qklab;

@@ -22,6 +22,7 @@
 #include "gui_test_util.h"
 #include "main_window.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "run_controller.h"
 #include "store_alert_banner.h"
 #include "support/faulty_vfs.h"

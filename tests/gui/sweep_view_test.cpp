@@ -25,6 +25,7 @@
 #include "main_window.h"
 #include "qcustomplot.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "qklab/sweep.h"
 #include "qklab/sweep_report.h"
 #include "run_browser_panel.h"

@@ -1,6 +1,6 @@
 // qklab/generate.h — text from a trained run: incremental decoding with a KV cache (MHA) or
 // MLA's latent cache, materialised or absorbed (arXiv 2606.16310), greedy or with a
-// temperature. Torch stays in core/src/generate.cpp; this header is Qt- and torch-free.
+// temperature. Torch stays in core/src/engine/generate.cpp; this header is Qt- and torch-free.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "qklab/names.h"
 #include "qklab/records.h"
 
 namespace qklab {
@@ -82,10 +83,6 @@ void checkImportSource(const std::string& sourcePath);
 // Readers (list, show, export, the app's views) never write: a read-only store opens an
 // existing file without creating, migrating or updating anything, also on read-only media.
 enum class StoreAccess { ReadWrite, ReadOnly };
-
-// Refuses names a table or a script would choke on: empty, control characters (a newline
-// broke `list`), more than 200 bytes. Throws Error{InvalidRequest}.
-void checkRunName(const std::string& name);
 
 // s safe to print on a terminal: control characters and bytes that are not UTF-8 become \xNN.
 // Names read from a file (someone else's, or one written before checkRunName existed) may hold
@@ -209,59 +206,6 @@ class RunStore {
     std::unique_ptr<Database> m_db;
     bool m_readOnly = false;
     int m_version = 0;  // schema version of the file (a reader does not migrate it)
-};
-
-struct NewRun {
-    std::string name;  // empty = "run-<id>"
-    std::optional<SweepMembership> sweep;
-    std::string configJson;
-    int64_t seed = 0;
-    std::string device, torchVersion, appVersion;
-};
-
-// The single writer of one run. Rows are buffered and committed together by flush() (the
-// trainer calls it at probe steps and at least every ~0.5 s), so a SIGKILL loses at most the
-// last uncommitted batch.
-class RunWriter {
-  public:
-    // Creates the run row (status running, with this process's pid and host).
-    RunWriter(const std::string& dbPath, const NewRun& run);
-    // Re-opens an existing run to continue it (resume): rows after fromStep are deleted.
-    RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep);
-    ~RunWriter();  // flushes; never throws
-    RunWriter(const RunWriter&) = delete;
-    RunWriter& operator=(const RunWriter&) = delete;
-
-    int64_t runId() const;
-    void addStep(const StepMetrics& m);
-    void addProbe(const ProbeStats& p);
-    void addHistogram(const LogitHistogram& h);
-    void addAttentionMap(const AttentionMap& m);
-    void addSpike(const Spike& s);
-    void addLogitAlarm(const LogitAlarm& a);
-    void addQkClip(const QkClip& c);
-    void addEvent(const EventRecord& e);
-    void addCheckpoint(const CheckpointInfo& c);
-    // One transaction for everything buffered. Throws Error when it cannot be committed (the
-    // rows stay buffered), and Error{Database} once the database's journal was replaced under
-    // this writer (see core/src/sqlite_files.h): from then on nothing is written.
-    void flush();
-    // Flushes and stores the final status; throws as flush does, then nothing is "finished".
-    void finish(RunStatus status, const std::string& message = {});
-
-    // The run failed (`reason`, e.g. the store error that stopped it). Commits what is buffered
-    // when it can, otherwise drops it and names the steps lost; frees the disk reserve (a full
-    // disk) and stores status failed with the message. Never throws.
-    struct FailureRecord {
-        std::string message;  // the status message: the reason and any rows not stored
-        bool stored = false;  // false: the status could not be written, `why` says why
-        std::string why;
-    };
-    FailureRecord fail(const std::string& reason);
-
-  private:
-    struct Impl;
-    std::unique_ptr<Impl> m_impl;
 };
 
 std::string defaultDatabasePath();

@@ -80,28 +80,4 @@ class Trainer {
     std::unique_ptr<Impl> m_impl;
 };
 
-// Environment facts recorded with every run.
-std::string torchVersion();
-bool cudaAvailable();
-
-// LibTorch's CUDA half: loaded at start-up only where an NVIDIA driver is installed, so CPU
-// runs do not carry it (QKLAB_CUDA=on|off overrides; core/src/cuda_backend.cpp).
-struct CudaBackend {
-    bool loaded = false;
-    int devices = 0;     // GPUs visible once loaded
-    std::string detail;  // e.g. "not loaded: no NVIDIA driver ..."
-};
-CudaBackend cudaBackend();
-
-// A quick matmul to tell a fast BLAS from the reference one (Debian without
-// libopenblas0-openmp trains ~20x slower). Returns GFLOP/s and a warning when slow.
-struct BlasCheck {
-    double gflops = 0;
-    int threads = 0;   // intra-op threads the measurement used
-    std::string blas;  // which BLAS, e.g. "Intel MKL (linked into LibTorch 2.15.0)"
-    bool slow = false;
-    std::string message;
-};
-BlasCheck checkBlasSpeed();
-
 }  // namespace qklab

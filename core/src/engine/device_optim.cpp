@@ -1,0 +1,180 @@
+// device_optim.cpp — DeviceAdamW and clipGradNorm: LibTorch's AdamW and clip_grad_norm_ with
+// every scalar that changes per step kept in device tensors.
+#include "engine/device_optim.h"
+
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace qklab {
+
+DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps)
+    : m_beta1(beta1), m_beta2(beta2), m_eps(eps) {
+    for (auto& g : groups)
+        for (auto& p : g.params) {
+            m_params.push_back(p);
+            m_weightDecay.push_back(g.weightDecay);
+        }
+    TORCH_CHECK(!m_params.empty(), "DeviceAdamW: no parameters");
+    torch::NoGradGuard noGrad;
+    const auto device = m_params.front().device();
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device);
+    for (auto& p : m_params) {
+        m_expAvg.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    }
+    m_lr = torch::zeros({}, f64);
+    m_steps = torch::zeros({static_cast<int64_t>(m_params.size())}, f64);
+    m_decayRates = torch::tensor(m_weightDecay, torch::kFloat64).to(device);
+}
+
+void DeviceAdamW::setLr(double lr) {
+    m_lr.fill_(lr);
+}
+
+torch::Tensor DeviceAdamW::activeMask(const std::vector<bool>& active) {
+    auto it = m_masks.find(active);
+    if (it != m_masks.end()) return it->second;
+    std::vector<double> ones(active.begin(), active.end());
+    auto mask = torch::tensor(ones, torch::kFloat64).to(m_steps.device());
+    return m_masks.emplace(active, mask).first->second;
+}
+
+void DeviceAdamW::step() {
+    torch::NoGradGuard noGrad;
+    std::vector<bool> active(m_params.size());
+    for (size_t i = 0; i < m_params.size(); ++i) active[i] = m_params[i].grad().defined();
+    m_steps.add_(activeMask(active));
+
+    // All bias corrections in a few vector ops, in float64 as LibTorch computes them on the
+    // host, then cast to the parameters' dtype as its Scalar arguments are.
+    const auto dtype = m_params.front().scalar_type();
+    auto biasCorrection1 = 1 - torch::pow(m_beta1, m_steps);
+    auto biasCorrection2 = 1 - torch::pow(m_beta2, m_steps);
+    auto negStepSize = (-(m_lr / biasCorrection1)).to(dtype);
+    auto sqrtBiasCorrection2 = biasCorrection2.sqrt().to(dtype);
+    auto decayFactor = (1 - m_lr * m_decayRates).to(dtype);
+
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        if (!active[i]) continue;
+        auto& p = m_params[i];
+        const auto& grad = p.grad();
+        const auto ii = static_cast<int64_t>(i);
+        if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
+        m_expAvg[i].mul_(m_beta1).add_(grad, 1 - m_beta1);
+        m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1 - m_beta2);
+        auto denom = (m_expAvgSq[i].sqrt() / sqrtBiasCorrection2[ii]).add_(m_eps);
+        // p + (-step_size * m) / denom: addcdiv's operation order.
+        p.add_(m_expAvg[i].mul(negStepSize[ii]).div_(denom));
+    }
+}
+
+void DeviceAdamW::save(torch::serialize::OutputArchive& archive) const {
+    archive.write("steps", m_steps);
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        archive.write("exp_avg." + std::to_string(i), m_expAvg[i]);
+        archive.write("exp_avg_sq." + std::to_string(i), m_expAvgSq[i]);
+    }
+}
+
+void DeviceAdamW::load(torch::serialize::InputArchive& archive) {
+    torch::NoGradGuard noGrad;
+    // A fresh tensor per read: InputArchive::read set_()s a defined tensor to the stored one.
+    auto read = [&](const std::string& key) {
+        torch::Tensor t;
+        archive.read(key, t);
+        return t;
+    };
+    const auto steps = read("steps");
+    TORCH_CHECK(steps.numel() == m_steps.numel(), "optimizer state has ", steps.numel(),
+                " parameters, the model ", m_steps.numel());
+    m_steps.copy_(steps);
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        const auto expAvg = read("exp_avg." + std::to_string(i));
+        const auto expAvgSq = read("exp_avg_sq." + std::to_string(i));
+        TORCH_CHECK(
+            expAvg.sizes() == m_params[i].sizes() && expAvgSq.sizes() == m_params[i].sizes(),
+            "optimizer state of parameter ", i, " does not match its shape ", m_params[i].sizes());
+        m_expAvg[i].copy_(expAvg);
+        m_expAvgSq[i].copy_(expAvgSq);
+    }
+}
+
+namespace {
+
+// A tensor-valued entry of a sub-archive, or an undefined tensor when absent.
+torch::Tensor readTensorValue(torch::serialize::InputArchive& archive, const std::string& key) {
+    c10::IValue value;
+    if (!archive.try_read(key, value) || !value.isTensor()) return {};
+    return value.toTensor();
+}
+
+// The state keys of every parameter in group order, as the archive spells them.
+std::vector<std::string> legacyParameterKeys(torch::serialize::InputArchive& archive) {
+    torch::serialize::InputArchive groups;
+    archive.read("param_groups", groups);
+    torch::Tensor count;
+    groups.read("param_groups/size", count);
+    std::vector<std::string> keys;
+    for (int64_t g = 0; g < count.item<int64_t>(); ++g) {
+        torch::serialize::InputArchive group;
+        groups.read("param_groups/" + std::to_string(g), group);
+        torch::Tensor size;
+        group.read("params/size", size);
+        for (int64_t i = 0; i < size.item<int64_t>(); ++i) {
+            c10::IValue key;
+            group.read("params/" + std::to_string(i), key);
+            keys.push_back(key.toStringRef());
+        }
+    }
+    return keys;
+}
+
+}  // namespace
+
+void DeviceAdamW::importLibTorchAdamW(torch::serialize::InputArchive& archive) {
+    torch::NoGradGuard noGrad;
+    const auto keys = legacyParameterKeys(archive);
+    TORCH_CHECK(keys.size() == m_params.size(), "the optimizer state covers ", keys.size(),
+                " parameters, the model has ", m_params.size());
+    torch::serialize::InputArchive states;
+    archive.read("state", states);
+    std::vector<double> steps(m_params.size(), 0.0);
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        torch::serialize::InputArchive state;
+        if (!states.try_read(keys[i], state)) continue;  // never stepped
+        c10::IValue step;
+        state.read("step", step);
+        const auto expAvg = readTensorValue(state, "exp_avg");
+        const auto expAvgSq = readTensorValue(state, "exp_avg_sq");
+        TORCH_CHECK(expAvg.defined() && expAvg.sizes() == m_params[i].sizes() &&
+                        expAvgSq.defined() && expAvgSq.sizes() == m_params[i].sizes(),
+                    "optimizer state of parameter ", i, " does not match its shape ",
+                    m_params[i].sizes());
+        steps[i] = static_cast<double>(step.toInt());
+        m_expAvg[i].copy_(expAvg);
+        m_expAvgSq[i].copy_(expAvgSq);
+    }
+    m_steps.copy_(torch::tensor(steps, torch::kFloat64));
+}
+
+int64_t DeviceAdamW::stepCount(size_t paramIndex) const {
+    return static_cast<int64_t>(m_steps[static_cast<int64_t>(paramIndex)].item<double>());
+}
+
+torch::Tensor clipGradNorm(const std::vector<torch::Tensor>& params, double maxNorm) {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> grads, norms;
+    for (const auto& p : params)
+        if (p.grad().defined()) grads.push_back(p.grad());
+    if (grads.empty())
+        return torch::zeros({}, params.empty() ? torch::TensorOptions() : params.front().options());
+    for (const auto& g : grads) norms.push_back(g.norm(2));
+    auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+    if (maxNorm == std::numeric_limits<double>::infinity()) return total;  // factor would be 1
+    auto factor = torch::clamp_max(maxNorm / (total + 1e-6), 1.0);
+    for (auto& g : grads) g.mul_(factor);
+    return total;
+}
+
+}  // namespace qklab

@@ -1,0 +1,773 @@
+// trainer.cpp — the training loop: schedules and events per step, forward/backward, clipping,
+// AdamW, probes, spike detection and diagnosis, validation, checkpoints, and the controls
+// (pause, resume, stop, interventions) that other threads use.
+#include "qklab/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Version.h>
+#include <ATen/autocast_mode.h>
+#include <fcntl.h>  // open/fsync/rename for checkpoint files
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "engine/data_loader.h"
+#include "engine/device_optim.h"
+#include "engine/model.h"
+#include "engine/probes.h"
+#include "qklab/corpus.h"
+#include "qklab/environment.h"
+#include "qklab/error.h"
+#include "qklab/histogram_bins.h"
+#include "qklab/resources.h"
+#include "qklab/run_writer.h"
+#include "qklab/schedules.h"
+#include "qklab/spikes.h"
+
+namespace qklab {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// A training step allocates and frees the same few-MB activation buffers every step. glibc
+// serves such sizes with fresh mmap()s and returns them on free(), so every step pays page
+// faults and zeroing on first touch: on the tiny config that halved the step rate. Keeping
+// them in the heap (mmap only above 32 MiB, no trimming) makes reuse free. Process-wide, once.
+void keepActivationMemoryInHeap() {
+#if defined(__GLIBC__)
+    static std::once_flag once;
+    std::call_once(once, [] {
+        mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+        mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
+    });
+#endif
+}
+
+torch::Tensor stringTensor(const std::string& s) {
+    return torch::from_blob(const_cast<char*>(s.data()), {static_cast<int64_t>(s.size())},
+                            torch::kUInt8)
+        .clone();
+}
+
+std::string tensorString(const torch::Tensor& t) {
+    auto c = t.contiguous();
+    return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()),
+                       static_cast<size_t>(c.numel()));
+}
+
+}  // namespace
+
+// One trained step as the host will report it. Its loss and grad norm stay on the device
+// until the next readback; everything else the observer hears about that step waits with it,
+// so that deferred and every-step readback report the same calls in the same order.
+struct PendingStep {
+    StepMetrics metrics;           // loss and gradNorm are filled in at readback
+    torch::Tensor loss, gradNorm;  // 0-dim, on the device
+    std::optional<std::pair<double, double>> hostValues;  // loss, grad norm, when read already
+    double hostSeconds = 0;  // host time of the step, forward to optimizer update
+    bool qkNormActive = false;
+    std::vector<EventRecord> events;
+    bool probed = false;
+    std::vector<ProbeStats> probeStats;
+    std::vector<LogitHistogram> histograms;
+    std::vector<AttentionMap> maps;
+    std::vector<QkClip> clips;  // heads QK-Clip scaled after this step's update
+};
+
+// What the run loop carries from step to step.
+struct LoopState {
+    RollingZScore lossZ, gradZ;
+    std::vector<ProbeSummary> probeHistory;         // the run's first probe and the latest 63
+    std::map<int32_t, ProbeStats> firstLayerProbe;  // per layer, for the logit alarms
+    std::set<std::pair<int32_t, std::string>> alarmsRaised;  // (layer, probe column)
+    int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
+    std::vector<PendingStep> pending;
+    Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
+    double untimedSeconds = 0;  // since the last readback: validation, checkpoints, pauses
+
+    // Runs f and keeps its time out of the steps' tokens/s.
+    template <class F>
+    void untimed(F&& f) {
+        const auto t0 = Clock::now();
+        f();
+        untimedSeconds += seconds(t0, Clock::now());
+    }
+    LoopState(const SpikeConfig& c)
+        : lossZ(c.window, c.minHistory), gradZ(c.window, c.minHistory) {}
+};
+
+constexpr int64_t kSpikeRefractorySteps = 10;  // one report per spike episode
+constexpr size_t kMaxPendingSteps = 256;       // deferred readback: at least this often
+constexpr double kReadbackSeconds = 0.5;       // ... and about this often, for live views
+
+struct Trainer::Impl {
+    RunConfig config;  // events grow with interventions
+    TrainerOptions options;
+    std::string checkpointDir;  // empty = no checkpoints
+    torch::Device device{torch::kCPU};
+    bool bf16 = false;
+    bool deferredReadback = false;
+    Transformer model{nullptr};
+    std::unique_ptr<DeviceAdamW> optimizer;
+    std::unique_ptr<ByteDataLoader> data;
+    int64_t startStep = 0;
+    int64_t paramCount = 0;
+    std::vector<torch::Tensor> params, gains;
+    ProbeSettings probeSettings;
+
+    std::atomic<bool> pauseRequested{false}, stopRequested{false}, paused{false};
+    std::mutex controlMutex;
+    std::condition_variable controlCv;
+    std::deque<Event> pendingInterventions;
+    std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
+    std::string lastCheckpoint;
+    Clock::time_point lastCheckpointTime = Clock::now();
+    MapMoments mapMoments{0, 0};  // set from the config in the constructor
+
+    AttentionSwitches switchesFor(const StepSettings& s) const {
+        return attentionSwitches(config, s);
+    }
+
+    // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
+    // the optimizer state in this order.
+    std::vector<AdamWGroup> parameterGroups() {
+        return {{model->decayedParameters(), config.optim.weightDecay},
+                {model->undecayedParameters(), 0.0}};
+    }
+
+    void buildOptimizer() {
+        optimizer = std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
+                                                  config.optim.betas[1], config.optim.eps);
+    }
+
+    void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
+    void loadCheckpoint(const std::string& path);
+    double validationLoss(const StepSettings& s);
+    std::vector<Event> takeInterventions(int64_t step);
+    bool waitWhilePaused();
+
+    std::vector<EventRecord> eventsAt(int64_t step);
+    Batch drawBatch(const StepSettings& s);
+    PendingStep trainStep(int64_t step, const StepSettings& s, const Batch& batch, bool eventStep);
+    std::vector<AttentionMap> mapsBeforeEvents(int64_t step, const Batch& batch,
+                                               const StepSettings& after);
+    bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    void runLoop(TrainingObserver& observer, RunOutcome& outcome);
+    void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
+    void raiseLogitAlarms(const PendingStep& p, LoopState& st, TrainingObserver& observer);
+    void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
+                     TrainingObserver& observer);
+};
+
+namespace {
+
+// Writes an archive to `path` through a temporary file, fsync and rename, so that the path
+// holds either a whole checkpoint or nothing. A failed write is remembered rather than
+// thrown inside LibTorch's zip writer: an exception there makes its destructor throw again
+// while unwinding, which terminates the process (the SIGABRT a full disk used to cause).
+void writeArchiveAtomically(torch::serialize::OutputArchive& archive, const std::string& path,
+                            int64_t step) {
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        archive.save_to([&](const void* data, size_t n) -> size_t {
+            for (size_t done = 0; err == 0 && done < n;) {
+                const ssize_t w = ::write(fd, static_cast<const char*>(data) + done, n - done);
+                if (w < 0 && errno != EINTR) err = errno;
+                if (w > 0) done += static_cast<size_t>(w);
+            }
+            return n;  // even after a failure: the writer must finish without throwing
+        });
+        if (err == 0 && ::fsync(fd) != 0) err = errno;
+        if (::close(fd) != 0 && err == 0) err = errno;
+    }
+    if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+    if (err == 0) return;
+    ::unlink(tmp.c_str());
+    const std::string at = "checkpoint at step " + std::to_string(step);
+    throw Error(ErrorCode::Io,
+                err == ENOSPC || err == EDQUOT
+                    ? "disk full while saving " + at + " (" + path + ")"
+                    : "could not save " + at + " to " + path + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+// Saves the model, optimizer and sampler state. Buffered rows are committed first, so a
+// failing save (a full disk) cannot take the steps trained so far with it; the previous
+// checkpoint file stays until the store has committed this one's row (RunWriter deletes it).
+void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer) {
+    if (checkpointDir.empty()) return;
+    observer.onFlushPoint();
+    std::error_code ec;
+    std::filesystem::create_directories(checkpointDir, ec);
+    if (ec)
+        throw Error(ErrorCode::Io, "could not create the checkpoint folder " + checkpointDir +
+                                       ": " + ec.message());
+    const std::string path = checkpointDir + "/step-" + std::to_string(nextStep) + ".pt";
+    torch::serialize::OutputArchive archive;
+    model->save(archive);
+    torch::serialize::OutputArchive optArchive;
+    optimizer->save(optArchive);
+    archive.write("device_adamw", optArchive);
+    archive.write("next_step", torch::tensor(nextStep));
+    archive.write("sampler_state", stringTensor(data->rngState()));
+    archive.write("config_json", stringTensor(configToJson(config).dump()));
+    writeArchiveAtomically(archive, path, nextStep);
+    lastCheckpoint = path;
+    lastCheckpointTime = Clock::now();
+    observer.onCheckpoint(CheckpointInfo{nextStep, path});
+    observer.onFlushPoint();  // commit the row now: the store then drops older checkpoints
+}
+
+void Trainer::Impl::loadCheckpoint(const std::string& path) {
+    if (!std::filesystem::exists(path))
+        throw Error(ErrorCode::MissingFile, "checkpoint " + path + " does not exist");
+    torch::serialize::InputArchive archive;
+    try {
+        archive.load_from(path, device);
+        model->load(archive);
+        torch::serialize::InputArchive optArchive;
+        if (archive.try_read("device_adamw", optArchive)) {
+            optimizer->load(optArchive);
+        } else {  // written before DeviceAdamW: LibTorch's AdamW state
+            archive.read("optimizer", optArchive);
+            optimizer->importLibTorchAdamW(optArchive);
+        }
+        torch::Tensor next, sampler;
+        archive.read("next_step", next);
+        archive.read("sampler_state", sampler);
+        startStep = next.item<int64_t>();
+        data->setRngState(tensorString(sampler));
+    } catch (const c10::Error& e) {
+        throw Error(ErrorCode::BadCheckpoint,
+                    "checkpoint " + path + " cannot be loaded: " + e.what_without_backtrace());
+    }
+    lastCheckpoint = path;
+}
+
+double Trainer::Impl::validationLoss(const StepSettings& s) {
+    torch::NoGradGuard noGrad;
+    auto sw = switchesFor(s);
+    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, false);
+    std::vector<torch::Tensor> losses;  // summed on the host side of one transfer
+    for (int64_t i = 0; i < config.eval.batches; ++i) {
+        auto b = data->valBatch(i, config.eval.batches, config.data.batchSize, s.seqLen);
+        losses.push_back(model->forward(b.x.to(device), b.y.to(device), sw, nullptr).ceLoss);
+    }
+    const auto values = torch::stack(losses).to(torch::kFloat64).cpu();
+    double total = 0;
+    for (int64_t i = 0; i < values.numel(); ++i) total += values.data_ptr<double>()[i];
+    return total / static_cast<double>(config.eval.batches);
+}
+
+// Apply pending interventions at `step`; returns them for reporting.
+std::vector<Event> Trainer::Impl::takeInterventions(int64_t step) {
+    std::lock_guard<std::mutex> lock(controlMutex);
+    std::vector<Event> taken;
+    while (!pendingInterventions.empty()) {
+        Event e = pendingInterventions.front();
+        pendingInterventions.pop_front();
+        e.step = step;
+        auto pos = std::upper_bound(config.events.begin(), config.events.end(), e,
+                                    [](const Event& a, const Event& b) { return a.step < b.step; });
+        config.events.insert(pos, e);
+        taken.push_back(e);
+    }
+    return taken;
+}
+
+// Blocks while paused; returns false when a stop was requested.
+bool Trainer::Impl::waitWhilePaused() {
+    std::unique_lock<std::mutex> lock(controlMutex);
+    while (pauseRequested && !stopRequested) {
+        paused = true;
+        controlCv.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    paused = false;
+    return !stopRequested;
+}
+
+// The interventions applied at `step` (source "user") and the config events that take effect
+// there (source "config").
+std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
+    auto record = [](const Event& e) {
+        return EventRecord{e.step, nameOf(e.kind), eventParamsJson(e).dump(), nameOf(e.source)};
+    };
+    std::vector<EventRecord> out;
+    for (const auto& e : takeInterventions(step)) out.push_back(record(e));
+    // Config events when they take effect; user events already in the config came from an
+    // earlier session of a resumed run, whose store already holds them.
+    for (const auto& e : config.events)
+        if (e.step == step && e.source == EventSource::Config) out.push_back(record(e));
+    return out;
+}
+
+// Forward, backward, clip, probes and the AdamW update of one step, with no host readback
+// except where the configuration asks for one (probes, validation, every-step readback).
+Batch Trainer::Impl::drawBatch(const StepSettings& s) {
+    return s.dirtyBatch ? data->dirtyBatch(s.dirtyText, config.data.batchSize, s.seqLen)
+                        : data->trainBatch(config.data.batchSize, s.seqLen);
+}
+
+// The model as it stands before this step's events, on this step's batch, under the settings
+// without them: against the step's own (after-event) map only the switch differs. None when
+// the events change nothing in the forward pass (LR, a dirty batch: same weights, same map).
+std::vector<AttentionMap> Trainer::Impl::mapsBeforeEvents(int64_t step, const Batch& batch,
+                                                          const StepSettings& after) {
+    if (!mapMoments.wantsBefore(step)) return {};
+    RunConfig without = config;
+    without.events.erase(std::remove_if(without.events.begin(), without.events.end(),
+                                        [&](const Event& e) { return e.step == step; }),
+                         without.events.end());
+    auto sw = switchesFor(settingsAt(without, step));
+    const auto swAfter = switchesFor(after);
+    if (sw.qkNorm == swAfter.qkNorm && sw.alpha == swAfter.alpha && sw.softcap == swAfter.softcap &&
+        sw.softcapC == swAfter.softcapC)
+        return {};
+    sw.fused = false;  // the maps need the explicit softmax
+    torch::NoGradGuard noGrad;
+    std::vector<AttentionCapture> captures;
+    if (bf16) setBf16Autocast(device, true);
+    model->forward(batch.x.to(device), batch.y.to(device), sw, &captures);
+    if (bf16) {
+        setBf16Autocast(device, false);
+        at::autocast::clear_cache();
+    }
+    auto maps = attentionMaps(step - 1, captures);
+    labelMaps(maps, MapReason::BeforeEvent, batch.x);
+    mapMoments.taken(step - 1);
+    return maps;
+}
+
+PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const Batch& batch,
+                                     bool eventStep) {
+    PendingStep p;
+    auto sw = switchesFor(s);
+    const bool probing = (config.probes.every > 0 && step % config.probes.every == 0) ||
+                         mapMoments.probeEventStep(eventStep);
+    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, probing);
+    optimizer->setLr(s.lr);
+
+    auto x = batch.x.to(device), y = batch.y.to(device);
+    std::vector<AttentionCapture> captures;
+    // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
+    // backward follows the forward's dtypes. Probes convert to fp32 themselves.
+    if (bf16) setBf16Autocast(device, true);
+    auto result = model->forward(x, y, sw, probing ? &captures : nullptr);
+    if (bf16) {
+        setBf16Autocast(device, false);
+        at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
+    }
+    for (auto& prm : params) prm.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
+    result.loss.backward();
+    const double clipTo =
+        config.optim.gradClip > 0 ? config.optim.gradClip : std::numeric_limits<double>::infinity();
+    p.gradNorm = clipGradNorm(params, clipTo);
+    p.loss = result.loss.detach();
+
+    if (probing) {
+        probeSettings.softcap = sw.softcap;
+        probeSettings.softcapC = sw.softcapC;
+        computeProbes(step, captures, probeSettings, p.probeStats, p.histograms);
+        if (const auto reason = mapMoments.reasonAt(step, eventStep, p.probeStats)) {
+            p.maps = attentionMaps(step, captures);
+            labelMaps(p.maps, *reason, batch.x);
+            mapMoments.taken(step);
+        }
+        p.probed = true;
+        captures.clear();  // free the (B, H, T, T) tensors before the update
+    }
+    StepMetrics& m = p.metrics;
+    m.step = step;
+    m.lr = s.lr;
+    m.alpha = s.alpha;
+    m.softcapC = s.softcapC;
+    m.seqLen = s.seqLen;
+    m.attentionPath = sw.fused ? "fused" : "explicit";
+    p.qkNormActive = s.qkNorm != QkNormVariant::None && s.alpha > 0;
+    return p;
+}
+
+void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
+                                TrainingObserver& observer) {
+    const auto& c = config.spikes;
+    const auto zl = st.lossZ.push(m.loss), zg = st.gradZ.push(m.gradNorm);
+    const bool lossSpike = zl && *zl > c.zThreshold;
+    const bool gradSpike = zg && *zg > c.zThreshold;
+    if (!(lossSpike || gradSpike) || m.step - st.lastSpikeStep <= kSpikeRefractorySteps) return;
+    st.lastSpikeStep = m.step;
+    ++st.spikesSoFar;
+    Spike spike;
+    spike.step = m.step;
+    spike.metric = lossSpike && gradSpike ? "loss,grad_norm" : lossSpike ? "loss" : "grad_norm";
+    spike.value = lossSpike ? m.loss : m.gradNorm;
+    spike.zScore = std::max(zl.value_or(0.0), zg.value_or(0.0));
+    DiagnosisContext ctx;
+    ctx.qkNormActive = qkNormActive;
+    ctx.spikesSoFar = st.spikesSoFar;
+    ctx.stepsSoFar = m.step + 1;
+    // Events (config and interventions) in the spike's episode window: a context switch or
+    // a dirty batch a few steps back is the likeliest reason for a loss spike.
+    for (const Event& e : config.events)
+        if (e.step <= m.step && m.step - e.step <= kSpikeRefractorySteps)
+            ctx.recentEvents.push_back("step " + std::to_string(e.step) + ", " +
+                                       eventKindInfo(e.kind).title + ": " +
+                                       eventKindInfo(e.kind).label(e.args));
+    diagnoseSpike(spike, st.probeHistory, ctx);
+    observer.onSpike(spike);
+}
+
+// The first probe at which a layer's raw logits pass an intervention line: once per layer and
+// rule (a resumed run may raise one again; the store keeps the first).
+void Trainer::Impl::raiseLogitAlarms(const PendingStep& p, LoopState& st,
+                                     TrainingObserver& observer) {
+    for (const ProbeStats& row : p.probeStats) {
+        if (row.head != -1) continue;
+        const ProbeStats& first = st.firstLayerProbe.emplace(row.layer, row).first->second;
+        for (const LogitAlarmRule& rule : logitAlarmRules()) {
+            if (!(row.*rule.field > rule.threshold)) continue;
+            if (!st.alarmsRaised.emplace(row.layer, rule.column).second) continue;
+            observer.onLogitAlarm(makeLogitAlarm(rule, row, first, p.qkNormActive));
+        }
+    }
+}
+
+// Everything one step reports, in the order the observer has always heard it: its events,
+// its probes, then (for a finite step) spikes and the step's metrics.
+void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer) {
+    for (const auto& e : p.events) observer.onEvent(e);
+    if (p.probed) {
+        st.probeHistory.push_back(summarizeProbes(p.metrics.step, p.probeStats));
+        // Keep the run's first probe (the diagnosis compares against it) and the latest 63.
+        if (st.probeHistory.size() > 64) st.probeHistory.erase(st.probeHistory.begin() + 1);
+        raiseLogitAlarms(p, st, observer);
+        observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
+        if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
+    }
+    if (!p.clips.empty()) observer.onQkClips(p.metrics.step, p.clips);
+    if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
+        detectSpike(p.metrics, p.qkNormActive, st, observer);
+    observer.onStep(p.metrics);
+}
+
+// Reads the pending steps' losses and grad norms in one transfer and reports the steps in
+// order. A non-finite step ends the run as diverged (returns false); later steps, computed
+// from its weights, are dropped.
+namespace {
+
+// Loss and grad norm of every pending step: those read already, the rest in one transfer.
+std::vector<std::pair<double, double>> pendingValues(const std::vector<PendingStep>& pending) {
+    std::vector<torch::Tensor> scalars;
+    for (const auto& p : pending)
+        if (!p.hostValues) {
+            scalars.push_back(p.loss.to(torch::kFloat64).reshape({1}));
+            scalars.push_back(p.gradNorm.to(torch::kFloat64).reshape({1}));
+        }
+    torch::Tensor read;
+    if (!scalars.empty()) read = torch::cat(scalars).cpu();
+    std::vector<std::pair<double, double>> out;
+    int64_t next = 0;
+    for (const auto& p : pending) {
+        if (p.hostValues) {
+            out.push_back(*p.hostValues);
+        } else {
+            const double* v = read.data_ptr<double>() + next;
+            out.emplace_back(v[0], v[1]);
+            next += 2;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// Reads the pending steps' losses and grad norms back and reports the steps in order. A
+// non-finite step ends the run as diverged (returns false); later steps, computed from its
+// weights, are dropped.
+bool Trainer::Impl::readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome) {
+    if (st.pending.empty()) return true;
+    const auto values = pendingValues(st.pending);
+    // Deferred steps ran back to back on the device: they share the wall time since the last
+    // readback (less validation, checkpoints and pauses) in proportion to their tokens. An
+    // every-step readback times its one step on the host.
+    double tokens = 0;
+    for (const auto& p : st.pending)
+        tokens += static_cast<double>(config.data.batchSize * p.metrics.seqLen);
+    const double trainSeconds =
+        std::max(seconds(st.lastReadback, Clock::now()) - st.untimedSeconds, 1e-9);
+    bool ok = true;
+    for (size_t i = 0; i < st.pending.size() && ok; ++i) {
+        PendingStep& p = st.pending[i];
+        StepMetrics& m = p.metrics;
+        std::tie(m.loss, m.gradNorm) = values[i];
+        m.tokensPerSec = deferredReadback ? tokens / trainSeconds
+                                          : static_cast<double>(config.data.batchSize * m.seqLen) /
+                                                std::max(p.hostSeconds, 1e-9);
+        reportStep(p, st, observer);
+        if (std::isfinite(m.loss) && std::isfinite(m.gradNorm)) {
+            outcome.stepsDone = m.step + 1;
+            outcome.finalLoss = m.loss;
+            continue;
+        }
+        ok = false;
+        outcome.status = RunStatus::Diverged;
+        outcome.stepsDone = m.step + 1;
+        const bool lossBad = !std::isfinite(m.loss);
+        const double bad = lossBad ? m.loss : m.gradNorm;
+        outcome.message = std::string(lossBad ? "loss" : "gradient norm") + " became " +
+                          (std::isnan(bad) ? "nan" : "inf") + " at step " + std::to_string(m.step);
+        observer.onFlushPoint();
+    }
+    st.pending.clear();
+    st.lastReadback = Clock::now();
+    st.untimedSeconds = 0;
+    return ok;
+}
+
+Trainer::Trainer(const RunConfig& config, TrainerOptions options)
+    : m_impl(std::make_unique<Impl>()) {
+    validate(config);
+    keepActivationMemoryInHeap();
+    auto& d = *m_impl;
+    d.config = config;
+    std::stable_sort(d.config.events.begin(), d.config.events.end(),
+                     [](const Event& a, const Event& b) { return a.step < b.step; });
+    d.options = std::move(options);
+    if (config.run.device == DeviceKind::Cuda) {
+        if (!torch::cuda::is_available()) {
+            const CudaBackend b = cudaBackend();
+            throw Error(ErrorCode::Unsupported,
+                        "run.device = cuda, but no GPU can be used: CUDA backend " + b.detail +
+                            (b.loaded ? ", no GPU visible" : "") + " (use run.device = cpu)");
+        }
+        d.device = torch::Device(torch::kCUDA, 0);
+    }
+    d.bf16 = config.run.dtype == Precision::Bf16;
+    d.deferredReadback = config.run.readback == Readback::Deferred ||
+                         (config.run.readback == Readback::Auto && d.device.is_cuda());
+    // Capped at the core count: a million threads used to hang in thread creation.
+    torch::set_num_threads(static_cast<int>(cappedThreads(config.run.threads)));
+    d.data = std::make_unique<ByteDataLoader>(loadCorpus(config.data.source),
+                                              config.data.valFraction, config.maxSeqLen(),
+                                              static_cast<uint64_t>(config.run.seed));
+    // No torch::manual_seed: nothing in a run draws from LibTorch's global generator (shared
+    // with the app's other threads). The model seeds its own from run.seed, the data loader
+    // its own above.
+    d.model = Transformer(config);
+    d.model->to(d.device);
+    d.paramCount = d.model->parameterCount();
+    d.params = d.model->parameters();
+    d.gains = d.model->qkGains();
+    d.buildOptimizer();
+    d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
+    d.probeSettings.exactPercentiles = config.probes.exactPercentiles;
+    d.mapMoments = MapMoments(config.probes.every, config.probes.attnMapEvery);
+    if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
+}
+
+Trainer::~Trainer() = default;
+
+// One step of the run loop: train, update, validate, read back when due, checkpoint, flush.
+// Returns false when the run ended here (diverged).
+bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& observer,
+                            RunOutcome& outcome) {
+    const auto t0 = Clock::now();
+    auto events = eventsAt(step);
+    const StepSettings s = settingsAt(config, step);
+    const Batch batch = drawBatch(s);
+    auto mapsBefore =
+        events.empty() ? std::vector<AttentionMap>{} : mapsBeforeEvents(step, batch, s);
+    st.pending.push_back(trainStep(step, s, batch, !events.empty()));
+    PendingStep& current = st.pending.back();
+    current.events = std::move(events);
+    current.maps.insert(current.maps.begin(), std::make_move_iterator(mapsBefore.begin()),
+                        std::make_move_iterator(mapsBefore.end()));
+    // Every-step readback checks the step before the update (one transfer for both values),
+    // so a diverged run keeps the weights of its last good step.
+    if (!deferredReadback) {
+        const auto both =
+            torch::stack({current.loss.to(torch::kFloat64), current.gradNorm.to(torch::kFloat64)})
+                .cpu();
+        current.hostValues = {both[0].item<double>(), both[1].item<double>()};
+        if (!std::isfinite(current.hostValues->first) ||
+            !std::isfinite(current.hostValues->second)) {
+            current.hostSeconds = seconds(t0, Clock::now());
+            return readBack(st, observer, outcome);
+        }
+    }
+    // Learnable QK scales are frozen during an anneal: the optimizer would otherwise inflate
+    // them to compensate, and they would explode as alpha reaches 0.
+    // anneal.qk_norm.freeze_gain = false leaves them learnable, to show that.
+    if (s.annealing && config.anneal.qkNorm.freezeGain)
+        for (auto& g : gains) g.mutable_grad() = torch::Tensor();
+    optimizer->step();
+    // QK-Clip acts on the updated weights, measured on this step's batch.
+    if (s.qkClipTau > 0 && (step + 1) % config.attention.qkClip.every == 0)
+        current.clips = model->qkClip(batch.x.to(device), switchesFor(s), s.qkClipTau, step);
+    current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation
+
+    const bool lastStep = step + 1 == config.schedule.steps;
+    const bool evalStep =
+        (config.eval.every > 0 && (step + 1) % config.eval.every == 0) || lastStep;
+    // Every N steps when asked, and a rolling one every run.checkpoint_seconds of wall time
+    // so that a crash costs at most that much training.
+    const bool everyN =
+        config.run.checkpointEvery > 0 && (step + 1) % config.run.checkpointEvery == 0;
+    const bool rolling = config.run.checkpointSeconds > 0 && !checkpointDir.empty() &&
+                         seconds(lastCheckpointTime, Clock::now()) >= config.run.checkpointSeconds;
+    const bool checkpointStep = (everyN || rolling) && !lastStep;
+    if (evalStep) st.untimed([&] { current.metrics.valLoss = validationLoss(s); });
+    const bool probed = current.probed;
+    const bool readNow = !deferredReadback || probed || evalStep || checkpointStep ||
+                         st.pending.size() >= kMaxPendingSteps ||
+                         seconds(st.lastReadback, Clock::now()) > kReadbackSeconds;
+    if (readNow && !readBack(st, observer, outcome)) return false;
+    if (checkpointStep) st.untimed([&] { saveCheckpoint(step + 1, observer); });
+    if (readNow && (probed || seconds(st.lastFlush, Clock::now()) > 0.5)) {
+        st.untimed([&] { observer.onFlushPoint(); });
+        st.lastFlush = Clock::now();
+    }
+    return true;
+}
+
+void Trainer::Impl::runLoop(TrainingObserver& observer, RunOutcome& outcome) {
+    LoopState st(config.spikes);
+    model->train();
+    lastCheckpointTime = Clock::now();
+    for (int64_t step = startStep; step < config.schedule.steps; ++step) {
+        currentStep = step;
+        if (pauseRequested || stopRequested) {
+            // Report every pending step before waiting: a paused run shows its latest step.
+            if (!readBack(st, observer, outcome)) return;
+            observer.onFlushPoint();
+        }
+        bool go = true;
+        st.untimed([&] { go = !stopRequested && waitWhilePaused(); });
+        if (!go) {
+            outcome.status = RunStatus::Stopped;
+            outcome.message = "stopped at step " + std::to_string(step);
+            saveCheckpoint(step, observer);
+            observer.onFlushPoint();
+            return;
+        }
+        if (!runStep(step, st, observer, outcome)) return;
+    }
+    if (!readBack(st, observer, outcome)) return;
+    saveCheckpoint(config.schedule.steps, observer);
+    observer.onFlushPoint();
+    outcome.status = RunStatus::Finished;
+}
+
+RunOutcome Trainer::run(TrainingObserver& observer) {
+    RunOutcome outcome;
+    outcome.stepsDone = m_impl->startStep;
+    try {
+        m_impl->runLoop(observer, outcome);
+    } catch (const Error& e) {
+        // A checkpoint that cannot be written (a full disk) fails the run; every step trained
+        // was committed before the save began, and the previous checkpoint is untouched.
+        if (e.code() != ErrorCode::Io) throw;
+        outcome.status = RunStatus::Failed;
+        outcome.message = e.what();
+    }
+    return outcome;
+}
+
+void Trainer::requestPause() {
+    m_impl->pauseRequested = true;
+}
+
+void Trainer::requestResume() {
+    m_impl->pauseRequested = false;
+    m_impl->controlCv.notify_all();
+}
+
+void Trainer::requestStop() {
+    m_impl->stopRequested = true;
+    m_impl->controlCv.notify_all();
+}
+
+bool Trainer::isPaused() const {
+    return m_impl->paused;
+}
+
+void Trainer::postIntervention(const Event& event) {
+    auto& d = *m_impl;
+    Event e = event;
+    e.step = std::min<int64_t>(d.currentStep + 1, d.config.schedule.steps - 1);
+    e.source = EventSource::User;  // reported as a user event, not again as a config event
+    try {                          // parameter ranges, as for an event read from a preset
+        e = eventFromJson(eventToJson(e), nameOf(e.kind));
+    } catch (const Error& err) {
+        throw Error(ErrorCode::InvalidConfig, std::string("intervention: ") + err.what());
+    }
+    RunConfig probe = d.config;
+    probe.events.push_back(e);
+    const auto problems = validationProblems(probe);
+    if (!problems.empty())
+        throw Error(ErrorCode::InvalidConfig, "intervention: " + problems.front());
+    if (e.kind == EventKind::ContextLength && e.args.seqLen > d.config.maxSeqLen())
+        throw Error(ErrorCode::InvalidConfig,
+                    "intervention: context_length seq_len " + std::to_string(e.args.seqLen) +
+                        " exceeds the longest context this model was built for (" +
+                        std::to_string(d.config.maxSeqLen()) +
+                        "); add the context switch to the preset's events instead");
+    std::lock_guard<std::mutex> lock(d.controlMutex);
+    d.pendingInterventions.push_back(e);
+}
+
+void Trainer::setCheckpointDir(const std::string& dir) {
+    m_impl->checkpointDir = dir;
+}
+const RunConfig& Trainer::config() const {
+    return m_impl->config;
+}
+int64_t Trainer::parameterCount() const {
+    return m_impl->paramCount;
+}
+int64_t Trainer::currentStep() const {
+    return m_impl->currentStep;
+}
+int64_t Trainer::startStep() const {
+    return m_impl->startStep;
+}
+
+std::string Trainer::deviceDescription() const {
+    const auto& d = *m_impl;
+    std::string s = d.device.is_cuda()
+                        ? "cuda:0"
+                        : "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
+    return s + ", " + nameOf(d.config.run.dtype);
+}
+
+}  // namespace qklab
