@@ -21,7 +21,7 @@
 #include "sweep_slurm.h"
 
 namespace fs = std::filesystem;
-using qklab::cli::SweepOptions;
+using qklab::cli::SweepArgs;
 
 namespace {
 
@@ -177,7 +177,7 @@ TEST_F(SlurmScriptTest, HostileValuesAreRefusedOrQuotedAsAWhole) {
     for (const Case& c : cases) {
         SCOPED_TRACE("name " + c.name + " | dir " + c.outDir + " | partition " + c.partition +
                      " | time " + c.time);
-        SweepOptions o;
+        SweepArgs o;
         o.partition = c.partition;
         o.time = c.time;
         o.maxParallel = 2;

@@ -1,10 +1,10 @@
-// compare_command.cpp — see compare_command.h.
-#include "compare_command.h"
-
+// compare_command.cpp — `qklab-cli compare`: the config differences and a summary table of
+// stored runs.
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "commands.h"
 #include "qklab/compare.h"
 #include "qklab/error.h"
 #include "qklab/run_store.h"
@@ -124,7 +124,15 @@ RunConfig trainedConfig(const RunInfo& info) {
 
 }  // namespace
 
-int compareRuns(const CompareOptions& o) {
+void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db) {
+    cmd.add_option("runs", args.runRefs, "run ids or names (at least two)")->required();
+    cmd.add_flag("--json", args.asJson, "machine-readable output");
+    cmd.add_flag("--all", args.allKeys, "every config key, not only the differences");
+    db.addOption(cmd, args.dbPath);
+}
+
+// Prints the comparison on stdout. An unknown run is NotFound (exit 2).
+int cmdCompare(const CompareArgs& o) {
     if (o.runRefs.size() < 2) {
         std::cerr << "qklab-cli compare: needs at least 2 runs, got " << o.runRefs.size() << "\n";
         return 2;

@@ -1,5 +1,6 @@
-// sweep_command.cpp — running a sweep's grid on this machine: one worker process per point
-// (`qklab-cli sweep-point`), at most N at a time, one progress line for the whole sweep.
+// sweep_command.cpp — `qklab-cli sweep`: running a sweep's grid on this machine, one worker
+// process per point (`qklab-cli sweep-point`), at most N at a time, one progress line for the
+// whole sweep; or, with --slurm, writing it as a Slurm job array (sweep_slurm.cpp).
 //
 // Why processes and not threads: a point that crashes (or runs out of memory) takes only its
 // own process down, the sweep records it and goes on; and a worker is exactly the `run` a user
@@ -27,6 +28,7 @@
 #include <thread>
 
 #include "qklab/error.h"
+#include "qklab/input_file.h"
 #include "qklab/resources.h"
 #include "qklab/run_store.h"
 #include "qklab/sweep.h"
@@ -38,6 +40,8 @@ using nlohmann::json;
 namespace qklab::cli {
 
 namespace {
+
+constexpr double kMaxWaitRunning = 86400;  // a day: beyond it, a typo
 
 std::atomic<int> g_stopSignal{0};
 
@@ -212,7 +216,7 @@ int defaultJobs(int threadsPerRun) {
 
 // Runs the points in a pool of workers until all ended or a stop was requested.
 bool runPool(RunStore& store, const SweepInfo& s, const std::vector<int64_t>& toRun,
-             const SweepOptions& o, SweepProgress& progress) {
+             const SweepArgs& o, SweepProgress& progress) {
     const int jobs = o.jobs > 0 ? o.jobs : defaultJobs(o.threadsPerRun);
     const std::string self = selfExecutable();
     std::map<pid_t, int64_t> running;
@@ -316,7 +320,7 @@ void waitForRunningPoints(RunStore& store, const SweepInfo& s, double seconds) {
 }
 
 // A new sweep (validated before the store was opened), or a stored one to continue.
-std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepOptions& o,
+std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepArgs& o,
                                                 const SweepDefinition* fresh) {
     if (!fresh) {
         SweepInfo s = store.findSweep(o.resume);
@@ -345,7 +349,7 @@ std::string shellQuoted(const std::string& s) {
     return out + "'";
 }
 
-NewSweep newSweep(const SweepOptions& o) {
+NewSweep newSweep(const SweepArgs& o) {
     NewSweep n;
     n.definition = loadSweepFile(o.file);
     if (!o.name.empty()) n.definition.name = o.name;
@@ -361,7 +365,33 @@ NewSweep newSweep(const SweepOptions& o) {
     return n;
 }
 
-int runSweep(const SweepOptions& o) {
+void addSweepOptions(CLI::App& cmd, SweepArgs& args, Database& db) {
+    cmd.add_option("file", args.file,
+                   "sweep JSON file (see experiments/sweeps/; a regular file of at most " +
+                       limitText(kSweepFile.maxBytes) + ")");
+    cmd.add_option("--resume", args.resume,
+                   "continue a stored sweep (id or name): only missing, stopped or "
+                   "interrupted points run");
+    cmd.add_flag("--retry-failed", args.retryFailed, "with --resume: run failed points too");
+    cmd.add_option("--wait-running", args.waitRunning,
+                   "with --resume: seconds to wait for points another process still runs "
+                   "(a killed sweep's workers stop at their next step; default 120)");
+    cmd.add_option("--name", args.name, "the sweep's name (default: the file's stem)");
+    cmd.add_option("--jobs,-j", args.jobs, "worker processes (default: cores / threads)");
+    cmd.add_option("--threads-per-run", args.threadsPerRun,
+                   "run.threads of each point (default 1)");
+    cmd.add_option("--slurm", args.slurmDir,
+                   "write the sweep as a Slurm job array into this folder instead");
+    cmd.add_option("--partition", args.partition, "Slurm partition");
+    cmd.add_option("--time", args.time, "Slurm time limit per point (e.g. 00:30:00)");
+    cmd.add_option("--gpus-per-task", args.gpusPerTask, "Slurm GPUs per point");
+    cmd.add_option("--max-parallel", args.maxParallel,
+                   "at most this many points at once (--array=...%K)");
+    cmd.add_flag("--submit", args.submit, "run sbatch on the written job");
+    db.addOption(cmd, args.dbPath);
+}
+
+int cmdSweep(const SweepArgs& o) {
     if (o.threadsPerRun < 1)
         throw Error(ErrorCode::InvalidRequest, "--threads-per-run: expected 1 or more, got " +
                                                    std::to_string(o.threadsPerRun));
@@ -398,55 +428,6 @@ int runSweep(const SweepOptions& o) {
     const bool completed = !g_stopSignal && runPool(store, sweep, toRun, o, progress);
     progress.finish();
     return reportEnd(store, sweep, completed, progress.elapsed());
-}
-
-PointPlan planSweepPoint(const std::string& dbPath, const std::string& sweepRef,
-                         const std::string& definitionFile, int64_t index, int64_t threads) {
-    SweepDefinition d;
-    SweepInfo s;
-    if (!definitionFile.empty()) {  // read and checked before the shard is created
-        d = loadSweepFile(definitionFile);
-        checkSweepName(d.name);
-        if (d.uuid.empty())
-            throw Error(ErrorCode::InvalidConfig,
-                        definitionFile + ": no uuid: write it with qklab-cli sweep --slurm");
-    }
-    RunStore store(dbPath);
-    if (!definitionFile.empty()) {
-        s.uuid = d.uuid;
-        s.name = d.name;
-        s.definitionJson = sweepToJson(d).dump();
-        s.points = static_cast<int64_t>(d.pointCount());
-        s.id = store.addSweep(s, /*owned=*/false);
-    } else {
-        s = store.findSweep(sweepRef);
-        d = parseStoredSweep(s.definitionJson, "sweep '" + printableText(s.name) + "'");
-        d.name = s.name;
-    }
-    if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))
-        throw Error(ErrorCode::InvalidRequest, "--point " + std::to_string(index) + ": sweep '" +
-                                                   printableText(s.name) + "' has points 0.." +
-                                                   std::to_string(d.pointCount() - 1));
-    SweepPoint point = std::move(expandSweep(d)[static_cast<size_t>(index)]);
-    PointPlan plan;
-    for (const RunInfo& r : store.sweepRuns(s.id))
-        if (r.sweep && r.sweep->point == index &&
-            (r.status == RunStatus::Stopped || r.status == RunStatus::Interrupted) &&
-            store.newestUsableCheckpoint(r.id))
-            plan.resumeRunId = r.id;
-    plan.config = point.config;
-    if (threads > 0) plan.config.run.threads = threads;
-    plan.session.dbPath = dbPath;
-    // A point run again (it failed, or its interrupted run had no checkpoint) keeps its old
-    // run for the record; the new one is "... #2".
-    std::set<std::string> taken;
-    for (const RunInfo& r : store.listRuns()) taken.insert(r.name);
-    const std::string name = sweepRunName(s.name, index, d.pointCount(), point.coords);
-    plan.session.name = name;
-    for (int k = 2; taken.count(plan.session.name); ++k)
-        plan.session.name = name + " #" + std::to_string(k);
-    plan.session.sweep = SweepMembership{s.id, index, point.coords.dump()};
-    return plan;
 }
 
 }  // namespace qklab::cli

@@ -1,14 +1,14 @@
-// sweep_report_command.cpp — `qklab-cli sweeps`, `sweep-report`, `merge` and `import`.
+// sweep_report_command.cpp — `qklab-cli sweep-report`: a sweep's points and, for an LR sweep,
+// each configuration's LR sensitivity and max stable LR.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <map>
-#include <set>
+#include <nlohmann/json.hpp>
 
+#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/run_store.h"
 #include "qklab/sweep_report.h"
-#include "sweep_command.h"
 
 using nlohmann::json;
 
@@ -45,7 +45,7 @@ void printPoints(const SweepReport& r) {
     }
 }
 
-void printCurves(const SweepReport& r, const ReportOptions& o) {
+void printCurves(const SweepReport& r, const SweepReportArgs& o) {
     std::printf(
         "\nLR sensitivity (%s loss; a diverged seed counts as the initial loss %.3f; "
         "stable = no divergence and within %.3g of the best)\n",
@@ -73,45 +73,16 @@ void printCurves(const SweepReport& r, const ReportOptions& o) {
 
 }  // namespace
 
-int listSweeps(const std::string& dbPath, bool asJson) {
-    RunStore store(dbPath, StoreAccess::ReadOnly);
-    json out = json::array();
-    if (!asJson)
-        std::printf("%-5s %-28s %-12s %7s %8s %9s %7s  %s\n", "id", "name", "status", "points",
-                    "finished", "diverged", "failed", "created");
-    for (const SweepInfo& s : store.sweeps()) {
-        int finished = 0, diverged = 0, failed = 0;
-        std::map<int64_t, RunStatus> latest;
-        for (const RunInfo& r : store.sweepRuns(s.id))
-            if (r.sweep) latest[r.sweep->point] = r.status;
-        for (const auto& [point, status] : latest) {
-            finished += status == RunStatus::Finished;
-            diverged += status == RunStatus::Diverged;
-            failed += status == RunStatus::Failed;
-        }
-        if (asJson) {
-            out.push_back({{"id", s.id},
-                           {"name", s.name},
-                           {"status", s.status},
-                           {"points", s.points},
-                           {"finished", finished},
-                           {"diverged", diverged},
-                           {"failed", failed},
-                           {"created_at", s.createdAt},
-                           {"uuid", s.uuid}});
-            continue;
-        }
-        // Names, statuses and dates come from the file: escaped before they reach a terminal.
-        std::printf("%-5lld %-28s %-12s %7lld %8d %9d %7d  %s\n", static_cast<long long>(s.id),
-                    printableText(s.name).substr(0, 28).c_str(), printableText(s.status).c_str(),
-                    static_cast<long long>(s.points), finished, diverged, failed,
-                    printableText(s.createdAt).c_str());
-    }
-    if (asJson) std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-    return 0;
+void addSweepReportOptions(CLI::App& cmd, SweepReportArgs& args, Database& db) {
+    cmd.add_option("sweep", args.sweepRef, "sweep id or name")->required();
+    cmd.add_flag("--json", args.asJson, "machine-readable output");
+    cmd.add_flag("--val", args.validationLoss, "use the final validation loss");
+    cmd.add_option("--margin", args.margin,
+                   "nats above the best loss that still count as stable (default 0.1)");
+    db.addOption(cmd, args.dbPath);
 }
 
-int sweepReportCommand(const ReportOptions& o) {
+int cmdSweepReport(const SweepReportArgs& o) {
     if (!(o.margin >= 0) || !std::isfinite(o.margin))
         throw Error(ErrorCode::InvalidRequest, "--margin: expected a number >= 0");
     RunStore store(o.dbPath, StoreAccess::ReadOnly);
@@ -132,38 +103,6 @@ int sweepReportCommand(const ReportOptions& o) {
         r.running, r.pending);
     printPoints(r);
     if (r.hasLrAxis) printCurves(r, o);
-    return 0;
-}
-
-// Every source is checked whole before the target is created or opened (a missing or bad
-// file used to leave an empty target behind), then all are imported in one transaction.
-int importDatabases(const std::vector<std::string>& sources, const std::string& into) {
-    for (const std::string& src : sources) checkImportSource(src);
-    RunStore store(into);
-    const std::vector<ImportResult> results = store.importAll(sources);
-    int64_t imported = 0, updated = 0, skipped = 0;
-    std::set<int64_t> sweeps;
-    for (size_t i = 0; i < sources.size(); ++i) {
-        const ImportResult& r = results[i];
-        imported += r.imported;
-        updated += r.updated;
-        skipped += r.skipped;
-        sweeps.insert(r.sweepIds.begin(), r.sweepIds.end());
-        for (const auto& rename : r.renamed)
-            std::cerr << "renamed (name taken): " << rename << "\n";
-        for (const auto& note : r.notes) std::cerr << "note: " << note << "\n";
-        std::cerr << sources[i] << ": " << r.imported << " imported, "
-                  << (r.updated ? std::to_string(r.updated) + " updated, " : "") << r.skipped
-                  << " already present\n";
-    }
-    std::cerr << imported << " runs imported, "
-              << (updated ? std::to_string(updated) + " updated, " : "") << skipped
-              << " skipped (already in " << into << ")\n";
-    for (int64_t id : sweeps) {
-        const SweepInfo s = store.sweep(id);
-        std::cerr << "sweep " << printableText(s.name) << " (" << s.id << "): " << s.status << ", "
-                  << store.sweepRuns(id).size() << " of " << s.points << " points\n";
-    }
     return 0;
 }
 

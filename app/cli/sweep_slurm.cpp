@@ -126,7 +126,7 @@ int64_t taskMemoryMiB(const std::vector<SweepPoint>& points) {
 
 }  // namespace
 
-std::string slurmScriptText(const SweepOptions& o, const std::string& sweepName,
+std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
                             const std::string& outDir, const std::string& cliPath, size_t points,
                             int64_t memoryMiB) {
     checkSweepName(sweepName);  // no control character: the comment line stays one line
@@ -172,7 +172,7 @@ void writeFile(const fs::path& path, const std::string& text) {
 
 // The folder's files by relative path, composed in memory: nothing is written until all of
 // them (and the script's every value) are known good.
-std::map<std::string, std::string> jobFiles(const SweepOptions& o, const SweepDefinition& d,
+std::map<std::string, std::string> jobFiles(const SweepArgs& o, const SweepDefinition& d,
                                             const std::vector<SweepPoint>& points,
                                             const fs::path& dir) {
     std::map<std::string, std::string> files;
@@ -233,7 +233,7 @@ void writeFolder(const fs::path& dir, const std::map<std::string, std::string>& 
 
 }  // namespace
 
-int writeSlurmJob(const SweepOptions& o) {
+int writeSlurmJob(const SweepArgs& o) {
     if (!o.resume.empty())
         throw Error(ErrorCode::InvalidRequest, "--slurm writes a new sweep; it takes no --resume");
     if (o.file.empty()) throw Error(ErrorCode::InvalidRequest, "--slurm needs a sweep file");

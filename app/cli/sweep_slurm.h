@@ -15,11 +15,11 @@ namespace qklab::cli {
 
 // The sbatch script for a sweep of `points` points written to outDir (absolute); memoryMiB
 // per task (0 = no --mem line).
-std::string slurmScriptText(const SweepOptions& o, const std::string& sweepName,
+std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
                             const std::string& outDir, const std::string& cliPath, size_t points,
                             int64_t memoryMiB);
 
 // Validates the sweep, writes the folder and, with --submit, runs sbatch. Returns the exit code.
-int writeSlurmJob(const SweepOptions& o);
+int writeSlurmJob(const SweepArgs& o);
 
 }  // namespace qklab::cli

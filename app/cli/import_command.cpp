@@ -1,0 +1,52 @@
+// import_command.cpp — `qklab-cli import`: copy every run of a database (e.g. a colleague's)
+// into yours.
+#include <iostream>
+#include <set>
+
+#include "commands.h"
+#include "qklab/run_store.h"
+
+namespace qklab::cli {
+
+void addImportOptions(CLI::App& cmd, ImportArgs& args, Database& db) {
+    cmd.add_option("file", args.files, "database to read")->required();
+    db.addOption(cmd, args.dbPath, "run database to add to");
+}
+
+int cmdImport(const ImportArgs& args) {
+    return importDatabases(args.files, args.dbPath);
+}
+
+// Every source is checked whole before the target is created or opened (a missing or bad
+// file used to leave an empty target behind), then all are imported in one transaction.
+int importDatabases(const std::vector<std::string>& sources, const std::string& into) {
+    for (const std::string& src : sources) checkImportSource(src);
+    RunStore store(into);
+    const std::vector<ImportResult> results = store.importAll(sources);
+    int64_t imported = 0, updated = 0, skipped = 0;
+    std::set<int64_t> sweeps;
+    for (size_t i = 0; i < sources.size(); ++i) {
+        const ImportResult& r = results[i];
+        imported += r.imported;
+        updated += r.updated;
+        skipped += r.skipped;
+        sweeps.insert(r.sweepIds.begin(), r.sweepIds.end());
+        for (const auto& rename : r.renamed)
+            std::cerr << "renamed (name taken): " << rename << "\n";
+        for (const auto& note : r.notes) std::cerr << "note: " << note << "\n";
+        std::cerr << sources[i] << ": " << r.imported << " imported, "
+                  << (r.updated ? std::to_string(r.updated) + " updated, " : "") << r.skipped
+                  << " already present\n";
+    }
+    std::cerr << imported << " runs imported, "
+              << (updated ? std::to_string(updated) + " updated, " : "") << skipped
+              << " skipped (already in " << into << ")\n";
+    for (int64_t id : sweeps) {
+        const SweepInfo s = store.sweep(id);
+        std::cerr << "sweep " << printableText(s.name) << " (" << s.id << "): " << s.status << ", "
+                  << store.sweepRuns(id).size() << " of " << s.points << " points\n";
+    }
+    return 0;
+}
+
+}  // namespace qklab::cli

@@ -1,0 +1,33 @@
+// show_command.cpp — `qklab-cli show`: the summary and config of one run (and, in JSON, its
+// logit alarms).
+#include <iostream>
+
+#include "commands.h"
+#include "qklab/run_export.h"
+#include "stored_runs.h"
+
+namespace qklab::cli {
+
+void addShowOptions(CLI::App& cmd, ShowArgs& args, Database& db) {
+    cmd.add_option("run", args.runRef, "run id or name")->required();
+    cmd.add_flag("--json", args.asJson, "machine-readable output");
+    db.addOption(cmd, args.dbPath);
+}
+
+int cmdShow(const ShowArgs& args) {
+    const std::unique_ptr<RunStore> store = openStoreToRead(args.dbPath, args.runRef);
+    const int64_t id = store->findRun(args.runRef).id;
+    nlohmann::json j;
+    j["summary"] = runSummaryJson(*store, id);
+    j["config"] = runConfigJson(*store, id);  // within the JSON limits: exit 2, not a crash
+    j["alarms"] = logitAlarmsJson(*store, id);
+    if (args.asJson)
+        std::cout << jsonText(j, 2) << "\n";
+    else
+        std::cout << "summary:\n"
+                  << jsonText(j["summary"], 2) << "\nconfig:\n"
+                  << jsonText(j["config"], 2) << "\n";
+    return 0;
+}
+
+}  // namespace qklab::cli
