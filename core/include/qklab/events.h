@@ -105,7 +105,4 @@ Event eventFromRecord(int64_t step, const std::string& kind, const std::string& 
 // A plot label for a stored event; the bare kind name when it cannot be read.
 std::string eventLabel(const std::string& kind, const std::string& paramsJson);
 
-// One line per kind, "lr_multiplier {factor}, ...": for tooltips and terse help.
-std::string eventKindsSummary();
-
 }  // namespace qklab

@@ -75,7 +75,7 @@ struct LogitHistogram {
 };
 
 // Why a map was taken: on the schedule (probes.attn_map_every), or at a moment a collapse
-// between two scheduled maps would otherwise hide (issue 11: a run that collapsed between
+// between two scheduled maps would otherwise hide (a run that collapsed between
 // steps 10 and 45 had no map of it). The name is stored; the title is what views show.
 enum class MapReason { Periodic, LogitAlarm, BeforeEvent, AfterEvent };
 const char* toString(MapReason r);

@@ -208,9 +208,11 @@ class RunStore {
     int m_version = 0;  // schema version of the file (a reader does not migrate it)
 };
 
+// $XDG_DATA_HOME/qklab/runs.db, or ~/.local/share/qklab/runs.db when XDG_DATA_HOME is unset
+// or relative (home from $HOME, else the password database).
 std::string defaultDatabasePath();
 
 // A random RFC 4122 version-4 UUID, lower-case hex with dashes (runs and sweeps carry one).
-std::string newUuid();  // $XDG_DATA_HOME/qklab/runs.db or ~/.local/share/...
+std::string newUuid();
 
 }  // namespace qklab

@@ -32,7 +32,7 @@ std::string paramText(const EventParamInfo& p) {
     return os.str();
 }
 
-// What the MLA and QK-Clip keys do together, in the words the issue asked for.
+// What the MLA and QK-Clip keys do together: the reference's section on them.
 constexpr const char* kMlaAndClipNotes =
     "## MLA and QK-Clip\n\n"
     "`attention.kind = mla` builds DeepSeek-V2's attention: a latent `c = RMSNorm(x W_DKV)`\n"

@@ -382,15 +382,4 @@ std::string eventLabel(const std::string& kind, const std::string& paramsJson) {
     }
 }
 
-std::string eventKindsSummary() {
-    std::string out;
-    for (const auto& k : eventKinds()) {
-        std::string params;
-        for (const auto& p : k.params)
-            params += (params.empty() ? "" : ", ") + p.key + (p.required ? "" : "?");
-        out += (out.empty() ? "" : "\n") + k.name + " {" + params + "}";
-    }
-    return out;
-}
-
 }  // namespace qklab

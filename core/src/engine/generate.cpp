@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "engine/mla_attention.h"
 #include "engine/model.h"
 #include "qklab/error.h"
 #include "qklab/resources.h"

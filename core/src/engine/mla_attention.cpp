@@ -1,8 +1,9 @@
 // mla_attention.cpp — multi-head latent attention with QK-norm: the training path (keys
 // materialised), the two decode caches, and QK-Clip's per-head scaling. See mla_attention.h.
+#include "engine/mla_attention.h"
+
 #include <cmath>
 
-#include "engine/model.h"
 #include "qklab/error.h"
 
 namespace qklab {
@@ -78,10 +79,11 @@ std::vector<torch::Tensor> LatentAttentionImpl::qkGains() {
     return {m_qGain, m_kGain, m_wholeQGain, m_wholeKGain, m_l2Scale};
 }
 
-MlaProjection LatentAttentionImpl::project(const torch::Tensor& x, const torch::Tensor& cos,
-                                           const torch::Tensor& sin) {
+LatentAttentionImpl::Projection LatentAttentionImpl::project(const torch::Tensor& x,
+                                                             const torch::Tensor& cos,
+                                                             const torch::Tensor& sin) {
     const int64_t B = x.size(0), T = x.size(1), H = m_nHeads;
-    MlaProjection p;
+    Projection p;
     p.latent = rmsNorm(m_kvDown(x), m_kvNorm);
     auto q = m_qUp ? m_qUp(rmsNorm(m_qDown(x), m_qNorm)) : m_q(x);
     q = q.view({B, T, H, m_dHead + m_dRope}).transpose(1, 2);  // (B, H, T, dh + dr)
@@ -134,7 +136,7 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, const torch::
                                            const torch::Tensor& sin, const torch::Tensor& mask,
                                            const AttentionSwitches& sw, AttentionCapture* capture) {
     const int64_t B = x.size(0), T = x.size(1), H = m_nHeads;
-    const MlaProjection p = project(x, cos, sin);
+    const Projection p = project(x, cos, sin);
     const auto kC = contentKeys(p.latent);
     auto q = normContent(p.qContent, sw, true), k = normContent(kC, sw, false);
     torch::Tensor qRaw = p.qContent, kRaw = kC;
@@ -205,7 +207,7 @@ torch::Tensor LatentAttentionImpl::materialisedLogits(const torch::Tensor& x,
                                                       const torch::Tensor& cos,
                                                       const torch::Tensor& sin,
                                                       const AttentionSwitches& sw) {
-    const MlaProjection p = project(x, cos, sin);
+    const Projection p = project(x, cos, sin);
     auto raw = torch::matmul(normContent(p.qContent, sw, true),
                              normContent(contentKeys(p.latent), sw, false).transpose(2, 3));
     if (m_dRope > 0)
@@ -217,7 +219,7 @@ torch::Tensor LatentAttentionImpl::materialisedLogits(const torch::Tensor& x,
 torch::Tensor LatentAttentionImpl::absorbedLogits(const torch::Tensor& x, const torch::Tensor& cos,
                                                   const torch::Tensor& sin,
                                                   const AttentionSwitches& sw) {
-    const MlaProjection p = project(x, cos, sin);
+    const Projection p = project(x, cos, sin);
     const auto invRms = normsKeys(sw) ? keyInvRms(p.latent, sw) : torch::Tensor();
     auto raw = absorbedContentLogits(p.qContent, p.latent, invRms, sw);
     if (m_dRope > 0)
@@ -227,7 +229,7 @@ torch::Tensor LatentAttentionImpl::absorbedLogits(const torch::Tensor& x, const 
 }
 
 torch::Tensor LatentAttentionImpl::maxLogitPerHead(const torch::Tensor& x, const torch::Tensor& cos,
-                                                   const torch::Tensor& sin, const torch::Tensor&,
+                                                   const torch::Tensor& sin,
                                                    const AttentionSwitches& sw) {
     return maxCausalLogitPerHead(materialisedLogits(x, cos, sin, sw));
 }
@@ -264,7 +266,7 @@ torch::Tensor LatentAttentionImpl::decode(const torch::Tensor& x, const torch::T
                                           const torch::Tensor& sin, const AttentionSwitches& sw,
                                           LayerCache& cache, int64_t past, DecodeCache mode) {
     const int64_t B = x.size(0), n = x.size(1), total = past + n;
-    const MlaProjection p = project(x, cos, sin);
+    const Projection p = project(x, cos, sin);
     cache.latent.narrow(1, past, n).copy_(p.latent);
     const auto latent = cache.latent.narrow(1, 0, total);
     torch::Tensor raw;

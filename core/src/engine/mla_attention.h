@@ -1,5 +1,5 @@
 // mla_attention.h — multi-head latent attention (DeepSeek-V2) with QK-norm, and its absorbed
-// decode (arXiv 2606.16310). Included by model.h, after the attention helpers it uses.
+// decode (arXiv 2606.16310). The AttentionImpl a Block holds for attention.kind = mla.
 //
 // Per token: a latent c = RMSNorm(x W_DKV) (d_c); per head content keys k_C = c W_UK and values
 // v = c W_UV (d_head); one RoPE key k_R = RoPE(x W_KR) (d_rope) shared by all heads; queries
@@ -13,28 +13,23 @@
 //   logit = ((gamma_q * gamma_k * q_C) W_UK^T . c_t) * a_q * a_t * s + q_R . k_R * s.
 #pragma once
 
+#include "engine/attention.h"
+
 namespace qklab {
 
-// One span of tokens through the MLA projections (before any QK-norm).
-struct MlaProjection {
-    torch::Tensor latent;    // (B, T, d_c)
-    torch::Tensor qContent;  // (B, H, T, dh)
-    torch::Tensor qRope;     // (B, H, T, dr), rotated
-    torch::Tensor kRope;     // (B, 1, T, dr), rotated
-};
-
-class LatentAttentionImpl : public torch::nn::Module {
+class LatentAttentionImpl : public AttentionImpl {
   public:
     explicit LatentAttentionImpl(const RunConfig& c);
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
                           const torch::Tensor& sin, const torch::Tensor& mask,
-                          const AttentionSwitches& sw, AttentionCapture* capture);
+                          const AttentionSwitches& sw, AttentionCapture* capture) override;
     // mode Materialised caches full normalised content keys; Absorbed caches c_t and a_t.
     torch::Tensor decode(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                          const AttentionSwitches& sw, LayerCache& cache, int64_t past,
-                         DecodeCache mode);
+                         DecodeCache mode) override;
     void allocateCache(LayerCache& cache, int64_t batch, int64_t capacity, DecodeCache mode,
-                       const AttentionSwitches& sw, const torch::TensorOptions& options) const;
+                       const AttentionSwitches& sw,
+                       const torch::TensorOptions& options) const override;
     // Raw scaled logits (B, H, T, T) two ways, for the exactness tests: from materialised,
     // normalised keys (the training path), and from the latent through the absorbed query.
     torch::Tensor materialisedLogits(const torch::Tensor& x, const torch::Tensor& cos,
@@ -42,20 +37,25 @@ class LatentAttentionImpl : public torch::nn::Module {
     torch::Tensor absorbedLogits(const torch::Tensor& x, const torch::Tensor& cos,
                                  const torch::Tensor& sin, const AttentionSwitches& sw);
     torch::Tensor maxLogitPerHead(const torch::Tensor& x, const torch::Tensor& cos,
-                                  const torch::Tensor& sin, const torch::Tensor& mask,
-                                  const AttentionSwitches& sw);
+                                  const torch::Tensor& sin, const AttentionSwitches& sw) override;
     // QK-Clip under MLA scales only head-specific weights: the head's content query rows and
     // W_UK rows by `factor` each, its RoPE query rows by factor^2; the shared W_KR and the
     // latent stay as they are, so the head's logits scale by factor^2 exactly.
-    void clipHead(int64_t head, double factor);
-    std::vector<torch::Tensor> qkGains();
+    void clipHead(int64_t head, double factor) override;
+    std::vector<torch::Tensor> qkGains() override;
     // Distinct key inverse-RMS scalars per token the absorbed cache keeps (G): n_heads for the
     // per-head variants, 1 for whole_rms, 0 without QK-norm on the keys.
     static int64_t keyScalarGroups(const RunConfig& c, const AttentionSwitches& sw);
 
   private:
-    MlaProjection project(const torch::Tensor& x, const torch::Tensor& cos,
-                          const torch::Tensor& sin);
+    // One span of tokens through the MLA projections (before any QK-norm).
+    struct Projection {
+        torch::Tensor latent;    // (B, T, d_c)
+        torch::Tensor qContent;  // (B, H, T, dh)
+        torch::Tensor qRope;     // (B, H, T, dr), rotated
+        torch::Tensor kRope;     // (B, 1, T, dr), rotated
+    };
+    Projection project(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
     torch::Tensor contentKeys(const torch::Tensor& latent);  // (B, H, T, dh) raw
     torch::Tensor valuesFrom(const torch::Tensor& probs, const torch::Tensor& latent);
     // Normalised (and alpha-mixed) content and RoPE parts as they enter the dot product.
@@ -77,6 +77,4 @@ class LatentAttentionImpl : public torch::nn::Module {
     torch::Tensor m_wholeQGain, m_wholeKGain;  // (H * dh) for whole_rms
     torch::Tensor m_l2Scale;                   // (H)
 };
-TORCH_MODULE(LatentAttention);
-
 }  // namespace qklab

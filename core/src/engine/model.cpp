@@ -1,6 +1,6 @@
-// model.cpp — the transformer: embeddings, pre-RMSNorm blocks with explicit causal attention
-// (projection, QK-norm variant with anneal, RoPE, scale, softcap, mask, softmax), GELU MLP,
-// final norm, LM head, cross-entropy with optional z-loss and output softcap.
+// model.cpp — the transformer: embeddings, pre-RMSNorm blocks of attention (engine/attention.h)
+// and a GELU MLP, final norm, LM head, cross-entropy with optional z-loss and output softcap;
+// incremental decoding and QK-Clip, layer by layer.
 #include "engine/model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -8,8 +8,7 @@
 #include <torch/version.h>
 
 #include <cmath>
-
-#include "qklab/error.h"
+#include <limits>
 
 namespace qklab {
 
@@ -32,247 +31,12 @@ void setBf16Autocast(const torch::Device& device, bool on) {
 #endif
 }
 
-bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing) {
-    return kHaveFusedAttention && !probing && sw.softcap == SoftcapKind::None;
-}
-
-torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-    return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
-}
-
-AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s) {
-    AttentionSwitches sw;
-    sw.qkNorm = s.qkNorm;
-    sw.normOn = c.attention.qkNormOn;
-    sw.normAfterRope = c.attention.qkNormPlacement == QkNormPlacement::AfterRope;
-    sw.alpha = s.alpha;
-    sw.scale = c.logitScale();
-    sw.softcap = s.softcapKind;
-    sw.softcapC = s.softcapC;
-    return sw;
-}
-
-torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos,
-                        const torch::Tensor& sin) {
-    const int64_t half = x.size(-1) / 2;
-    auto x1 = x.narrow(-1, 0, half);
-    auto x2 = x.narrow(-1, half, half);
-    return x * cos + torch::cat({-x2, x1}, -1) * sin;
-}
-
-torch::Tensor mixNormed(const torch::Tensor& normed, const torch::Tensor& raw, double alpha) {
-    if (alpha >= 1.0) return normed;
-    return normed * alpha + raw * (1.0 - alpha);
-}
-
-torch::Tensor qkNormalize(const torch::Tensor& x, QkNormVariant kind, const torch::Tensor& gain,
-                          const torch::Tensor& wholeGain) {
-    const int64_t H = x.size(1), D = x.size(-1);
-    const int64_t groups = gain.defined() ? gain.size(0) : 1;
-    switch (kind) {
-        case QkNormVariant::Rms:
-            return x * torch::rsqrt(x.pow(2).mean(-1, true) + kQkNormEps);
-        case QkNormVariant::RmsAffine:
-            return x * torch::rsqrt(x.pow(2).mean(-1, true) + kQkNormEps) *
-                   gain.view({1, groups, 1, D});
-        case QkNormVariant::LayerNorm:
-            return torch::layer_norm(x, {D}, {}, {}, 1e-5) * gain.view({1, groups, 1, D});
-        case QkNormVariant::L2Scale:
-            return F::normalize(x, F::NormalizeFuncOptions().dim(-1).eps(kQkNormEps));
-        case QkNormVariant::WholeRms:  // over the whole projection (all heads at once), OLMo 2
-            return x * torch::rsqrt(x.pow(2).mean({1, 3}, true) + kQkNormEps) *
-                   wholeGain.view({1, H, 1, D});
-        case QkNormVariant::None:
-            break;
-    }
-    return x;
-}
-
-torch::Tensor decodeMask(int64_t past, int64_t n, const torch::TensorOptions& options) {
-    // Query i (position past + i) sees keys 0 .. past + i.
-    return torch::full({n, past + n}, -std::numeric_limits<float>::infinity(), options)
-        .triu(past + 1);
-}
-
-torch::Tensor logitScaleTensor(const AttentionSwitches& sw, const torch::Tensor& l2Scale) {
-    const int64_t H = l2Scale.size(0);
-    if (sw.qkNorm == QkNormVariant::L2Scale && sw.alpha > 0.0)
-        // g replaces s; during an anneal it is interpolated with the vectors so that alpha = 0
-        // is exactly the raw path with the fixed scale s.
-        return (l2Scale * sw.alpha + sw.scale * (1.0 - sw.alpha)).view({1, H, 1, 1});
-    return torch::full({1, H, 1, 1}, sw.scale, l2Scale.options());
-}
-
-torch::Tensor softcapLogits(const torch::Tensor& raw, const AttentionSwitches& sw) {
-    if (sw.softcap == SoftcapKind::Tanh) return torch::tanh(raw / sw.softcapC) * sw.softcapC;
-    if (sw.softcap == SoftcapKind::Clamp) return raw.clamp(-sw.softcapC, sw.softcapC);
-    return raw;
-}
-
-torch::Tensor maxCausalLogitPerHead(const torch::Tensor& raw) {
-    const int64_t T = raw.size(-1);
-    auto keep = torch::ones({T, T}, raw.options().dtype(torch::kBool)).tril();
-    auto masked = raw.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
-    return masked.amax({0, 2, 3});  // (H)
-}
-
-namespace {
-
-// softmax(q k^T + causal mask) v through the fused kernel; q carries the logit scale already.
-torch::Tensor fusedCausalAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                   const torch::Tensor& v) {
-#ifdef QKLAB_HAVE_FUSED_ATTENTION
-    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                            /*is_causal=*/true, /*scale=*/1.0);
-#else
-    (void)k;
-    (void)v;
-    TORCH_CHECK(false, "fused attention needs LibTorch 2.1 or newer");
-    return q;
-#endif
-}
-
-}  // namespace
-
-torch::Tensor attendCausal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                           const torch::Tensor& mask, const AttentionSwitches& sw,
-                           const torch::Tensor& l2Scale, AttentionCapture* capture) {
-    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), Dv = v.size(3);
-    // The scale goes on q (B,H,T,D) rather than on the (B,H,T,T) logits: same math, less work.
-    auto qs = q * logitScaleTensor(sw, l2Scale);
-    if (sw.fused && !capture && fusedAttentionPossible(sw, false))
-        return fusedCausalAttention(qs, k, v);  // (B, H, T, Dv)
-    auto q3 = qs.reshape({B * H, T, D});
-    auto kT = k.reshape({B * H, T, D}).transpose(1, 2);  // (B*H, D, T)
-    torch::Tensor att;                                   // (B*H, T, T) masked logits fed to softmax
-    if (sw.softcap == SoftcapKind::None && !capture) {
-        att = torch::baddbmm(mask, q3, kT);  // raw + mask in one kernel
-    } else {
-        auto raw = torch::bmm(q3, kT);
-        auto capped = softcapLogits(raw, sw);
-        att = capped + mask;
-        if (capture) {
-            capture->raw = raw.detach().view({B, H, T, T});
-            capture->capped = capped.detach().view({B, H, T, T});
-        }
-    }
-    auto probs = torch::softmax(att, -1);
-    if (capture) capture->probs = probs.detach().view({B, H, T, T});
-    return torch::bmm(probs, v.reshape({B * H, T, Dv})).view({B, H, T, Dv});
-}
-
-// ---- attention ---------------------------------------------------------------------------
-
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c)
-    : m_nHeads(c.model.nHeads), m_dHead(c.dHead()), m_rope(c.model.rope) {
-    const int64_t C = c.model.dModel;
-    m_qkv =
-        register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(false)));
-    m_proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(false)));
-    const int64_t groups = c.attention.qkGainPerHead ? m_nHeads : 1;
-    // All QK gains exist whatever the variant, so an intervention can switch variants mid-run;
-    // an unused gain gets no gradient and AdamW leaves it alone.
-    m_qGain = register_parameter("q_gain", torch::ones({groups, m_dHead}));
-    m_kGain = register_parameter("k_gain", torch::ones({groups, m_dHead}));
-    m_wholeQGain = register_parameter("whole_q_gain", torch::ones({C}));
-    m_wholeKGain = register_parameter("whole_k_gain", torch::ones({C}));
-    // Henry et al. 2020 initialise the learnable scale to log2(T^2 - T).
-    const double T = static_cast<double>(c.model.seqLen);
-    m_l2Scale = register_parameter("l2_scale", torch::full({m_nHeads}, std::log2(T * T - T)));
-}
-
-std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
-    return {m_qGain, m_kGain, m_wholeQGain, m_wholeKGain, m_l2Scale};
-}
-
-QkvProjection CausalSelfAttentionImpl::project(const torch::Tensor& x, const torch::Tensor& cos,
-                                               const torch::Tensor& sin,
-                                               const AttentionSwitches& sw) {
-    const int64_t B = x.size(0), T = x.size(1), H = m_nHeads, D = m_dHead;
-    auto qkv = m_qkv(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, D)
-    QkvProjection p{qkv[0], qkv[1], qkv[2], qkv[0], qkv[1]};
-    const bool norming = sw.qkNorm != QkNormVariant::None && sw.alpha > 0.0;
-    auto applyNorm = [&]() {
-        if (!norming) return;
-        if (sw.normOn != QkNormTarget::K)
-            p.q = mixNormed(qkNormalize(p.q, sw.qkNorm, m_qGain, m_wholeQGain), p.q, sw.alpha);
-        p.k = mixNormed(qkNormalize(p.k, sw.qkNorm, m_kGain, m_wholeKGain), p.k, sw.alpha);
-        if (sw.normOn == QkNormTarget::QKV)
-            p.v = mixNormed(p.v * torch::rsqrt(p.v.pow(2).mean(-1, true) + kQkNormEps), p.v,
-                            sw.alpha);
-    };
-    if (!sw.normAfterRope) applyNorm();
-    if (m_rope) {
-        p.q = applyRope(p.q, cos, sin);
-        p.k = applyRope(p.k, cos, sin);
-    }
-    if (sw.normAfterRope) applyNorm();
-    return p;
-}
-
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                               const torch::Tensor& sin, const torch::Tensor& mask,
-                                               const AttentionSwitches& sw,
-                                               AttentionCapture* capture) {
-    const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-    const QkvProjection p = project(x, cos, sin, sw);
-    auto y = attendCausal(p.q, p.k, p.v, mask, sw, m_l2Scale, capture);  // (B, H, T, D)
-    if (capture) {
-        capture->q = p.q.detach();
-        capture->k = p.k.detach();
-        capture->qRaw = p.qRaw.detach();
-        capture->kRaw = p.kRaw.detach();
-    }
-    return m_proj(y.transpose(1, 2).reshape({B, T, C}));
-}
-
-void CausalSelfAttentionImpl::allocateCache(LayerCache& cache, int64_t batch, int64_t capacity,
-                                            const torch::TensorOptions& options) const {
-    cache.k = torch::zeros({batch, m_nHeads, capacity, m_dHead}, options);
-    cache.v = torch::zeros({batch, m_nHeads, capacity, m_dHead}, options);
-}
-
-torch::Tensor CausalSelfAttentionImpl::decode(const torch::Tensor& x, const torch::Tensor& cos,
-                                              const torch::Tensor& sin, const AttentionSwitches& sw,
-                                              LayerCache& cache, int64_t past) {
-    const int64_t B = x.size(0), n = x.size(1), C = x.size(2);
-    const QkvProjection p = project(x, cos, sin, sw);
-    cache.k.narrow(2, past, n).copy_(p.k);
-    cache.v.narrow(2, past, n).copy_(p.v);
-    auto keys = cache.k.narrow(2, 0, past + n), values = cache.v.narrow(2, 0, past + n);
-    auto raw = torch::matmul(p.q * logitScaleTensor(sw, m_l2Scale), keys.transpose(2, 3));
-    auto probs = torch::softmax(softcapLogits(raw, sw) + decodeMask(past, n, raw.options()), -1);
-    auto y = torch::matmul(probs, values);  // (B, H, n, D)
-    return m_proj(y.transpose(1, 2).reshape({B, n, C}));
-}
-
-torch::Tensor CausalSelfAttentionImpl::maxLogitPerHead(const torch::Tensor& x,
-                                                       const torch::Tensor& cos,
-                                                       const torch::Tensor& sin,
-                                                       const torch::Tensor&,
-                                                       const AttentionSwitches& sw) {
-    const QkvProjection p = project(x, cos, sin, sw);
-    auto raw = torch::matmul(p.q * logitScaleTensor(sw, m_l2Scale), p.k.transpose(2, 3));
-    return maxCausalLogitPerHead(raw);
-}
-
-void CausalSelfAttentionImpl::clipHead(int64_t head, double factor) {
-    // W_qkv rows: [q heads | k heads | v heads], each head d_head rows.
-    const int64_t C = m_nHeads * m_dHead;
-    auto& w = m_qkv->weight;
-    w.narrow(0, head * m_dHead, m_dHead).mul_(factor);
-    w.narrow(0, C + head * m_dHead, m_dHead).mul_(factor);
-}
-
 // ---- block -------------------------------------------------------------------------------
 
 BlockImpl::BlockImpl(const RunConfig& c) {
     const int64_t C = c.model.dModel;
     // Both kinds register as "attn", so checkpoint names read the same.
-    if (c.attention.kind == AttentionKind::Mla)
-        mla = register_module("attn", LatentAttention(c));
-    else
-        attn = register_module("attn", CausalSelfAttention(c));
+    attn = register_module("attn", makeAttention(c));
     m_norm1 = register_parameter("norm1", torch::ones({C}));
     m_norm2 = register_parameter("norm2", torch::ones({C}));
     m_fc = register_module(
@@ -293,18 +57,14 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& co
                                  const torch::Tensor& sin, const torch::Tensor& mask,
                                  const AttentionSwitches& sw, AttentionCapture* capture) {
     const auto in = attentionInput(x);
-    auto a = mla ? mla->forward(in, cos, sin, mask, sw, capture)
-                 : attn->forward(in, cos, sin, mask, sw, capture);
-    return mlp(x + a);
+    return mlp(x + attn->forward(in, cos, sin, mask, sw, capture));
 }
 
 torch::Tensor BlockImpl::decode(const torch::Tensor& x, const torch::Tensor& cos,
                                 const torch::Tensor& sin, const AttentionSwitches& sw,
                                 LayerCache& cache, int64_t past, DecodeCache mode) {
     const auto in = attentionInput(x);
-    auto a = mla ? mla->decode(in, cos, sin, sw, cache, past, mode)
-                 : attn->decode(in, cos, sin, sw, cache, past);
-    return mlp(x + a);
+    return mlp(x + attn->decode(in, cos, sin, sw, cache, past, mode));
 }
 
 // ---- transformer -------------------------------------------------------------------------
@@ -433,12 +193,8 @@ DecodeState TransformerImpl::newDecodeState(DecodeCache mode, int64_t batch, int
     st.capacity = capacity;
     st.layers.resize(m_blocks.size());
     const auto options = m_finalNorm.options().requires_grad(false);
-    for (size_t i = 0; i < m_blocks.size(); ++i) {
-        if (m_blocks[i]->mla)
-            m_blocks[i]->mla->allocateCache(st.layers[i], batch, capacity, mode, sw, options);
-        else
-            m_blocks[i]->attn->allocateCache(st.layers[i], batch, capacity, options);
-    }
+    for (size_t i = 0; i < m_blocks.size(); ++i)
+        m_blocks[i]->attn->allocateCache(st.layers[i], batch, capacity, mode, sw, options);
     return st;
 }
 
@@ -469,18 +225,12 @@ std::vector<QkClip> TransformerImpl::qkClip(const torch::Tensor& tokens,
     for (size_t i = 0; i < m_blocks.size(); ++i) {
         Block& b = m_blocks[i];
         const auto in = b->attentionInput(x);
-        auto sMax = (b->mla ? b->mla->maxLogitPerHead(in, cos, sin, mask, measure)
-                            : b->attn->maxLogitPerHead(in, cos, sin, mask, measure))
-                        .to(torch::kFloat64)
-                        .cpu();
+        auto sMax = b->attn->maxLogitPerHead(in, cos, sin, measure).to(torch::kFloat64).cpu();
         for (int64_t h = 0; h < sMax.size(0); ++h) {
             const double s = sMax[h].item<double>();
             if (!(s > tau) || !std::isfinite(s)) continue;
             const double factor = std::sqrt(tau / s);
-            if (b->mla)
-                b->mla->clipHead(h, factor);
-            else
-                b->attn->clipHead(h, factor);
+            b->attn->clipHead(h, factor);
             clips.push_back(
                 QkClip{step, static_cast<int32_t>(i), static_cast<int32_t>(h), s, factor});
         }
@@ -493,7 +243,7 @@ std::vector<QkClip> TransformerImpl::qkClip(const torch::Tensor& tokens,
 std::vector<torch::Tensor> TransformerImpl::qkGains() {
     std::vector<torch::Tensor> out;
     for (auto& b : m_blocks)
-        for (auto& g : b->mla ? b->mla->qkGains() : b->attn->qkGains()) out.push_back(g);
+        for (auto& g : b->attn->qkGains()) out.push_back(g);
     return out;
 }
 

@@ -35,7 +35,7 @@ std::vector<AttentionMap> attentionMaps(int64_t step, const std::vector<Attentio
 // device) and why it was taken.
 void labelMaps(std::vector<AttentionMap>& maps, MapReason reason, const torch::Tensor& inputs);
 
-// When maps are taken beyond probes.attn_map_every (issue 11): a collapse between two
+// When maps are taken beyond probes.attn_map_every: a collapse between two
 // scheduled maps used to leave no map of it. Also at the first probe whose raw max passes the
 // intervention line, and on both sides of every event: before it (same weights and batch,
 // the settings without the event, stored at step - 1) and at its step (the new settings).
@@ -43,7 +43,6 @@ class MapMoments {
   public:
     MapMoments(int64_t probeEvery, int64_t mapEvery)
         : m_on(probeEvery > 0 && mapEvery > 0), m_every(mapEvery) {}
-    bool on() const { return m_on; }
     // Whether a step with events should probe (and map) although off the probe schedule.
     bool probeEventStep(bool hasEvents) const { return m_on && hasEvents; }
     // The before-event map, unless step - 1 already has one (the same weights).

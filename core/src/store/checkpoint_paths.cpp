@@ -6,7 +6,7 @@
 // hold the path the trainer was given (cwd-relative or absolute); they are still read, but a
 // stored path of either form is only ever used when it resolves (symlinks followed, ".."
 // folded) to a file directly inside the run's own folder: a path from someone else's file
-// must never make qklab open or delete a file elsewhere (issue 22, items 5 and 6).
+// must never make qklab open or delete a file elsewhere.
 #include <filesystem>
 #include <optional>
 

@@ -1,4 +1,4 @@
-// import_check.cpp — what importing accepts from another qklab file (issue 22, item 8).
+// import_check.cpp — what importing accepts from another qklab file.
 //
 // A shard or a colleague's database is someone else's file: one row with a status this build
 // has no name for, a name holding ESC sequences or a config nested 100000 deep used to be

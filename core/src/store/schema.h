@@ -50,9 +50,6 @@ constexpr bool hasFeature(int fileVersion, SchemaFeature feature) {
     return fileVersion >= schemaVersionOf(feature);
 }
 
-// The schema this build writes (the number of migrations).
-int latestSchemaVersion();
-
 // The UUID of a run written before schema 8 (column names of `runs`, alias r): the same
 // expression backfills it at migration and stands in for it when an older file is read as it
 // is, so one old run has one UUID however it is reached.

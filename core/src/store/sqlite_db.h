@@ -94,8 +94,6 @@ class Statement {
     std::string columnText(int col) const;               // NULL -> ""
     std::vector<unsigned char> columnBlob(int col) const;
 
-    const std::string& sql() const { return m_sql; }
-
   private:
     Database& m_db;
     sqlite3_stmt* m_stmt = nullptr;

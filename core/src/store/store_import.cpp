@@ -1,7 +1,7 @@
 // store_import.cpp — importing runs from other qklab files (merging the shard databases of a
 // Slurm sweep, or a colleague's runs) into this store.
 //
-// Every source is someone else's file (issue 22): it is checked row by row before anything is
+// Every source is someone else's file: it is checked row by row before anything is
 // written (import_check.cpp), read in one snapshot (a shard whose task is still writing
 // commits between our queries otherwise), and its checkpoint files are copied into this
 // database's own checkpoint folder, never referenced where they are. All sources of one call
@@ -222,7 +222,7 @@ std::optional<TargetRun> findTarget(Database& dst, const std::string& uuid) {
     return t;
 }
 
-// Item 9: a shard merged while its task still ran arrived partial; merged again, the run is
+// A shard merged while its task still ran arrived partial; merged again, the run is
 // replaced when the source holds more of it (more steps, or the same steps and an end).
 bool sourceIsFurther(const SourceRun& s, const TargetRun& t) {
     if (t.live) return false;  // never under a writer

@@ -1,0 +1,307 @@
+// store_round_trip_test.cpp — records written through RunWriter read back bit for bit (NaN losses
+// and histogram counts included), the enum names they are stored under, the CSV export's column
+// names, the summary kept across flushes, interventions in the run list, logit alarms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "qklab/run_export.h"
+#include "support/store_fixture.h"
+
+using namespace qklab;
+using namespace qklab::testsupport;
+
+TEST(RecordsTest, StatusAndSpikeKindNamesRoundTrip) {
+    for (RunStatus s : {RunStatus::Running, RunStatus::Finished, RunStatus::Diverged,
+                        RunStatus::Stopped, RunStatus::Interrupted, RunStatus::Failed})
+        EXPECT_EQ(runStatusFromString(toString(s)), s);
+    EXPECT_STREQ(toString(RunStatus::Interrupted), "interrupted");
+    EXPECT_STREQ(toString(SpikeKind::QkRunaway), "qk_runaway");
+    EXPECT_STREQ(toString(SpikeKind::DataOrAccumulation), "data_or_accumulation");
+    for (SpikeKind k : {SpikeKind::QkRunaway, SpikeKind::TokenSpike, SpikeKind::DataOrAccumulation,
+                        SpikeKind::HighLogits})
+        EXPECT_EQ(spikeKindFromString(toString(k)), k);
+    EXPECT_STREQ(toString(SpikeKind::HighLogits), "high_logits");
+    EXPECT_STREQ(spikeKindTitle(SpikeKind::HighLogits), "logits high, no jump");
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([] { runStatusFromString("exploded"); }, &msg), ErrorCode::Unsupported);
+    EXPECT_NE(msg.find("exploded"), std::string::npos) << msg;
+    EXPECT_EQ(errorCodeOf([] { spikeKindFromString("Token_Spike"); }), ErrorCode::Unsupported);
+}
+
+// Percentile columns are named "_sampled" exactly when a layer has more values than the
+// sample: the default model's logits (16 x 4 x 128*129/2 = 528,384) but not its q/k vectors
+// (16 x 4 x 128 = 8,192), and nothing once probes.exact_percentiles is on.
+TEST(RunExportTest, SampledPercentilesAreNamedInTheCsv) {
+    StepMetrics m;
+    ProbeStats p;
+    const auto header = [&](const RunConfig& c) {
+        const std::string csv = runCsv({m}, {p}, c);
+        return csv.substr(0, csv.find('\n')) + ",";
+    };
+    RunConfig c;
+    EXPECT_NE(header(c).find(",layer0_logit_p99_raw_sampled,"), std::string::npos);
+    EXPECT_NE(header(c).find(",layer0_logit_p99_capped_sampled,"), std::string::npos);
+    EXPECT_NE(header(c).find(",layer0_q_raw_norm_p90,"), std::string::npos);
+    EXPECT_NE(header(c).find(",layer0_logit_max_raw,"), std::string::npos);
+    c.probes.exactPercentiles = true;
+    EXPECT_EQ(header(c).find("_sampled"), std::string::npos);
+    RunConfig tiny;  // 4 x 2 x 32*33/2 = 4,224 logits: every value is used
+    tiny.data.batchSize = 4;
+    tiny.model.nHeads = 2;
+    tiny.model.seqLen = 32;
+    EXPECT_EQ(header(tiny).find("_sampled"), std::string::npos);
+    // A context switch to 256 makes the longest context count.
+    tiny.events = {eventFromJson({{"step", 1}, {"kind", "context_length"}, {"seq_len", 256}}, "t")};
+    EXPECT_NE(header(tiny).find(",layer0_logit_p99_raw_sampled,"), std::string::npos);
+}
+
+TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
+    NewRun nr;
+    nr.name = "roundtrip";
+    nr.configJson = R"({"model":{"layers":2}})";
+    nr.seed = 1234;
+    nr.device = "cpu";
+    nr.torchVersion = "2.1.0";
+    nr.appVersion = "0.1.0+abc";
+    int64_t id;
+    {
+        RunWriter w(m_path, nr);
+        id = w.runId();
+        StepMetrics a = step(0, 2.5);
+        a.valLoss = 2.75;
+        a.alpha = 0.25;
+        a.softcapC = 30;
+        a.tokensPerSec = 12345.5;
+        a.attentionPath = "fused";
+        StepMetrics b = step(1, 2.25);
+        b.valLoss = kNaN;  // validated, and it diverged
+        StepMetrics c = step(2, kNaN);
+        c.gradNorm = kInf;
+        w.addStep(a);
+        w.addStep(b);
+        w.addStep(c);
+
+        ProbeStats p = probe(2, 1, -1, 40.0);
+        double v = 0.5;
+        for (double* f :
+             {&p.logitP99Raw, &p.logitMeanRaw, &p.logitP99Capped, &p.logitMeanCapped, &p.qNormP90,
+              &p.kNormP90, &p.qRawNormP90, &p.kRawNormP90, &p.entropy, &p.fracAtCap})
+            *f = (v += 1.25);
+        w.addProbe(p);
+        w.addProbe(probe(2, 1, 3, 99.0));  // a head row: must not count in the run's maximum
+
+        LogitHistogram h;
+        h.step = 2;
+        h.layer = 1;
+        h.head = -1;
+        h.counts = {0, 1, 255, 256, int64_t(1) << 40, -7, std::numeric_limits<int64_t>::max()};
+        h.underflow = 3;
+        h.overflow = 9;
+        h.nan = 4;
+        w.addHistogram(h);
+
+        AttentionMap am;
+        am.step = 2;
+        am.layer = 0;
+        am.head = 1;
+        am.size = 2;
+        am.weights = {1.0f, 0.0f, 0.3f, 0.7f};
+        am.tokens = std::string("a\0", 2);  // bytes, a NUL included
+        am.reason = MapReason::LogitAlarm;
+        w.addAttentionMap(am);
+
+        Spike s;
+        s.step = 2;
+        s.metric = "loss";
+        s.value = 9.5;
+        s.zScore = 7.25;
+        s.kind = SpikeKind::QkRunaway;
+        s.tier = 3;
+        s.probeStep = 2;
+        s.probeMaxLogit = 40;
+        s.baselineMaxLogit = 12;
+        s.probeQkNorm = 8;
+        s.baselineQkNorm = 4;
+        s.diagnosis = "logits ran away";
+        w.addSpike(s);
+        w.addEvent({1, "lr_scale", R"({"factor":0.5})", "user"});
+        // In the database's own checkpoint folder, where the trainer writes (issue 22, item 6).
+        w.addCheckpoint({2, m_path + ".checkpoints/run-" + std::to_string(id) + "/step2.pt"});
+        w.finish(RunStatus::Diverged, "loss is NaN at step 2");
+    }
+
+    RunStore store(m_path);
+    RunInfo r = store.run(id);
+    EXPECT_EQ(r.name, "roundtrip");
+    EXPECT_EQ(r.status, RunStatus::Diverged);
+    EXPECT_EQ(r.statusMessage, "loss is NaN at step 2");
+    EXPECT_EQ(r.configJson, nr.configJson);
+    EXPECT_EQ(r.seed, 1234);
+    EXPECT_EQ(r.device, "cpu");
+    EXPECT_EQ(r.torchVersion, "2.1.0");
+    EXPECT_EQ(r.appVersion, "0.1.0+abc");
+    EXPECT_FALSE(r.createdAt.empty());
+    EXPECT_FALSE(r.finishedAt.empty());
+    EXPECT_EQ(r.stepsDone, 3);
+    ASSERT_TRUE(r.finalLoss.has_value());
+    EXPECT_DOUBLE_EQ(*r.finalLoss, 2.25);  // the last *finite* loss
+    ASSERT_TRUE(r.maxLogitRaw.has_value());
+    EXPECT_DOUBLE_EQ(*r.maxLogitRaw, 40.0);
+    EXPECT_DOUBLE_EQ(*r.maxLogitCapped, 20.0);
+    EXPECT_EQ(r.spikes, 1);
+
+    auto ms = store.stepMetrics(id);
+    ASSERT_EQ(ms.size(), 3u);
+    EXPECT_DOUBLE_EQ(ms[0].loss, 2.5);
+    EXPECT_EQ(ms[0].valLoss, std::optional<double>(2.75));
+    EXPECT_DOUBLE_EQ(ms[0].alpha, 0.25);
+    EXPECT_DOUBLE_EQ(ms[0].softcapC, 30);
+    EXPECT_DOUBLE_EQ(ms[0].tokensPerSec, 12345.5);
+    EXPECT_DOUBLE_EQ(ms[0].gradNorm, 1.0);
+    EXPECT_EQ(ms[0].seqLen, 64);
+    EXPECT_EQ(ms[0].attentionPath, "fused");
+    EXPECT_EQ(ms[1].attentionPath, "");  // not recorded
+    ASSERT_TRUE(ms[1].valLoss.has_value());
+    EXPECT_TRUE(std::isnan(*ms[1].valLoss));
+    EXPECT_TRUE(std::isnan(ms[2].loss));
+    EXPECT_FALSE(ms[2].valLoss.has_value());
+    EXPECT_TRUE(std::isinf(ms[2].gradNorm));
+    EXPECT_EQ(store.stepMetrics(id, 2).size(), 1u);
+
+    auto ps = store.probeStats(id);
+    ASSERT_EQ(ps.size(), 2u);
+    EXPECT_EQ(ps[0].head, -1);
+    EXPECT_EQ(ps[0].layer, 1);
+    EXPECT_DOUBLE_EQ(ps[0].logitMaxRaw, 40.0);
+    EXPECT_DOUBLE_EQ(ps[0].logitP99Raw, 1.75);
+    EXPECT_DOUBLE_EQ(ps[0].fracAtCap, 0.5 + 10 * 1.25);
+    EXPECT_DOUBLE_EQ(ps[0].entropy, 0.5 + 9 * 1.25);
+    EXPECT_EQ(ps[1].head, 3);
+
+    auto hs = store.histograms(id, 1, -1);
+    ASSERT_EQ(hs.size(), 1u);
+    EXPECT_EQ(hs[0].counts, (std::vector<int64_t>{0, 1, 255, 256, int64_t(1) << 40, -7,
+                                                  std::numeric_limits<int64_t>::max()}));
+    EXPECT_EQ(hs[0].underflow, 3);
+    EXPECT_EQ(hs[0].overflow, 9);
+    EXPECT_EQ(hs[0].nan, 4);
+    EXPECT_EQ(store.histograms(id, 1, 0).size(), 0u);
+    EXPECT_EQ(store.histogramSteps(id), std::vector<int64_t>{2});
+    // The blob is little-endian int64, 8 bytes per bin, whatever the host's byte order.
+    EXPECT_EQ(rawInt("SELECT length(counts) FROM histograms"), 7 * 8);
+    EXPECT_EQ(rawText("SELECT hex(substr(counts, 17, 8)) FROM histograms"), "FF00000000000000");
+
+    auto maps = store.attentionMaps(id, 2);
+    ASSERT_EQ(maps.size(), 1u);
+    EXPECT_EQ(maps[0].size, 2);
+    EXPECT_EQ(maps[0].head, 1);
+    EXPECT_EQ(maps[0].weights, (std::vector<float>{1.0f, 0.0f, 0.3f, 0.7f}));
+    EXPECT_EQ(maps[0].tokens, std::string("a\0", 2));
+    EXPECT_EQ(maps[0].reason, MapReason::LogitAlarm);
+    EXPECT_EQ(store.attentionMapSteps(id), std::vector<int64_t>{2});
+
+    auto sp = store.spikes(id);
+    ASSERT_EQ(sp.size(), 1u);
+    EXPECT_EQ(sp[0].kind, SpikeKind::QkRunaway);
+    EXPECT_EQ(sp[0].tier, 3);
+    EXPECT_EQ(sp[0].metric, "loss");
+    EXPECT_DOUBLE_EQ(sp[0].zScore, 7.25);
+    EXPECT_DOUBLE_EQ(sp[0].baselineQkNorm, 4);
+    EXPECT_EQ(sp[0].diagnosis, "logits ran away");
+
+    auto ev = store.events(id);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].kind, "lr_scale");
+    EXPECT_EQ(ev[0].paramsJson, R"({"factor":0.5})");
+    EXPECT_EQ(ev[0].source, "user");
+    auto ck = store.checkpoints(id);
+    ASSERT_EQ(ck.size(), 1u);
+    EXPECT_EQ(ck[0].path, fs::weakly_canonical(m_path + ".checkpoints/run-1/step2.pt").string());
+    EXPECT_EQ(rawText("SELECT path FROM checkpoints"), "run-1/step2.pt");  // relative to it
+}
+
+TEST_F(StoreTest, SummaryIsKeptAcrossFlushesAndProbesFilter) {
+    RunWriter w(m_path, NewRun{});
+    w.addStep(step(0, 3.0));
+    w.addProbe(probe(0, 0, -1, 10));
+    w.addProbe(probe(0, 1, -1, 12));
+    w.addProbe(probe(0, 0, 0, 50));
+    w.flush();
+    w.addStep(step(1, 2.0));
+    w.addStep(step(2, kNaN));  // a NaN last step leaves the final loss at the last finite one
+    w.addProbe(probe(2, 0, -1, 7));
+    w.addProbe(probe(2, 0, 1, 8));
+    w.flush();
+
+    RunStore store(m_path);
+    RunInfo r = store.run(w.runId());
+    EXPECT_EQ(r.name, "run-" + std::to_string(w.runId()));
+    EXPECT_EQ(r.stepsDone, 3);
+    EXPECT_DOUBLE_EQ(r.finalLoss.value(), 2.0);
+    EXPECT_DOUBLE_EQ(r.maxLogitRaw.value(), 12);
+    EXPECT_EQ(store.probeStats(w.runId()).size(), 5u);
+    auto layers = store.probeStats(w.runId(), -1);
+    ASSERT_EQ(layers.size(), 3u);
+    EXPECT_EQ(layers[0].layer, 0);
+    EXPECT_EQ(layers[1].layer, 1);
+    EXPECT_EQ(layers[2].step, 2);
+    EXPECT_EQ(store.probeStats(w.runId(), 1).size(), 1u);
+    EXPECT_EQ(store.probeStats(w.runId(), std::nullopt, 1).size(), 2u);
+}
+
+TEST_F(StoreTest, ListedRunsCarryTheirInterventionsInStepOrder) {
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addEvent({80, "softcap", R"({"cap":"tanh","c":30})", "user"});
+        w.addEvent({50, "qk_norm", R"({"variant":"rms"})", "user"});
+        w.addEvent({50, "lr_multiplier", R"({"factor":0.5})", "user"});  // same step: id order
+        w.addEvent({10, "dirty_batch", "{}", "config"});  // the config's own: not listed
+        w.finish(RunStatus::Finished);
+    }
+    RunStore store(m_path, StoreAccess::ReadOnly);
+    const auto runs = store.listRuns();
+    ASSERT_EQ(runs.size(), 1u);
+    const auto& iv = runs[0].interventions;
+    ASSERT_EQ(iv.size(), 3u);
+    EXPECT_EQ(iv[0].step, 50);
+    EXPECT_EQ(iv[0].kind, "qk_norm");
+    EXPECT_EQ(iv[0].paramsJson, R"({"variant":"rms"})");
+    EXPECT_EQ(iv[1].kind, "lr_multiplier");
+    EXPECT_EQ(iv[2].step, 80);
+    EXPECT_EQ(iv[2].source, "user");
+    EXPECT_EQ(store.run(1).interventions.size(), 3u);
+}
+
+TEST_F(StoreTest, LogitAlarmsKeepTheFirstCrossingPerLayerAndRule) {
+    {
+        RunWriter w(m_path, NewRun{});
+        LogitAlarm a;
+        a.step = 10;
+        a.layer = 0;
+        a.metric = "logit_max_raw";
+        a.value = 134;
+        a.threshold = 30;
+        a.kind = SpikeKind::QkRunaway;
+        a.tier = 3;
+        a.text = "first";
+        w.addLogitAlarm(a);
+        a.step = 15;  // the same layer and rule again (a resumed run): ignored
+        a.text = "again";
+        w.addLogitAlarm(a);
+        a.layer = 1;
+        a.step = 12;
+        a.text = "layer 1";
+        w.addLogitAlarm(a);
+        w.finish(RunStatus::Finished);
+    }
+    RunStore store(m_path);
+    const auto alarms = store.logitAlarms(1);
+    ASSERT_EQ(alarms.size(), 2u);
+    EXPECT_EQ(alarms[0].step, 10);
+    EXPECT_EQ(alarms[0].text, "first");
+    EXPECT_EQ(alarms[0].kind, SpikeKind::QkRunaway);
+    EXPECT_DOUBLE_EQ(alarms[0].value, 134);
+    EXPECT_EQ(alarms[1].layer, 1);
+    EXPECT_EQ(store.run(1).logitAlarms, 2);
+}
