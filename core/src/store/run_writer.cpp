@@ -289,11 +289,9 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
                   "INSERT INTO runs(name, status, config_json, seed, device, torch_version, "
                   "app_version, created_at, pid, host, uuid, sweep_id, sweep_point, "
                   "sweep_coords) VALUES(?, 'running', ?,?,?,?,?,?,?,?,?,?,?,?)");
-    ins.bindText(1, run.name.empty() ? "\x01pending" : run.name).bindText(2, run.configJson);
-    ins.bindInt(3, run.seed).bindText(4, run.device).bindText(5, run.torchVersion);
-    ins.bindText(6, run.appVersion.empty() ? appVersion() : run.appVersion);
-    ins.bindText(7, utcNowIso8601()).bindInt(8, getpid()).bindText(9, thisHostName());
-    ins.bindText(10, newUuid());
+    ins.bindAll(run.name.empty() ? "\x01pending" : run.name, run.configJson, run.seed, run.device,
+                run.torchVersion, run.appVersion.empty() ? appVersion() : run.appVersion,
+                utcNowIso8601(), getpid(), thisHostName(), newUuid());
     if (run.sweep)
         ins.bindInt(11, run.sweep->sweepId)
             .bindInt(12, run.sweep->point)
@@ -368,9 +366,8 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
                   "UPDATE runs SET status = 'running', finished_at = NULL, status_message = '', "
                   "pid = ?, host = ?, steps_done = ?, final_loss = ?, max_logit_raw = ?, "
                   "max_logit_capped = ? WHERE id = ?");
-    upd.bindInt(1, getpid()).bindText(2, thisHostName()).bindInt(3, d.stepsDone);
-    upd.bindOptReal(4, d.finalLoss).bindOptReal(5, d.maxRaw).bindOptReal(6, d.maxCapped);
-    upd.bindInt(7, runId).exec();
+    upd.bindAll(getpid(), thisHostName(), d.stepsDone, d.finalLoss, d.maxRaw, d.maxCapped, runId);
+    upd.exec();
     tx.commit();
     d.watchJournal();
 }
@@ -465,8 +462,7 @@ void RunWriter::flush() {
     Statement& st = d.prepared(d.updSummary,
                                "UPDATE runs SET steps_done = ?, final_loss = ?, max_logit_raw = ?, "
                                "max_logit_capped = ? WHERE id = ?");
-    st.bindInt(1, stepsDone).bindOptReal(2, finalLoss).bindOptReal(3, maxRaw);
-    st.bindOptReal(4, maxCapped).bindInt(5, d.runId).exec();
+    st.bindAll(stepsDone, finalLoss, maxRaw, maxCapped, d.runId).exec();
     tx.commit();
     d.checkJournal();  // after: a commit into a replaced journal never reached the file
 
@@ -483,8 +479,7 @@ void RunWriter::finish(RunStatus status, const std::string& message) {
     m_impl->checkJournal();
     Statement st(*m_impl->db,
                  "UPDATE runs SET status = ?, status_message = ?, finished_at = ? WHERE id = ?");
-    st.bindText(1, toString(status)).bindText(2, message).bindText(3, utcNowIso8601());
-    st.bindInt(4, m_impl->runId).exec();
+    st.bindAll(toString(status), message, utcNowIso8601(), m_impl->runId).exec();
     m_impl->checkJournal();  // "finished" only when it reached the file
     m_impl->finished = true;
 }
