@@ -56,15 +56,19 @@ struct ProbeStats {
     double fracAtCap = 0;                     // share of raw logits with |logit| >= C
 };
 
-// One probe statistic: its name in the store, JSON and CSV, what it means, and its field.
+// One probe statistic: its name in the store, JSON and CSV, what views and messages call it,
+// what it means, its field, and the schema version it arrived in. The other stored records
+// have the same in qklab/record_columns.h.
 struct ProbeColumn {
-    const char* name;  // e.g. "logit_max_raw"
+    const char* name;   // e.g. "logit_max_raw"
+    const char* title;  // e.g. "raw max logit"
     const char* help;
     double ProbeStats::*field;
     // A percentile over the causal logits or over the tokens' q/k vectors. Above
     // kMaxQuantileSamples values it is estimated from an evenly strided sample unless
     // probes.exact_percentiles (see layerPercentileSampled in run_export.h).
     enum class Percentile { None, OverLogits, OverTokens } percentile = Percentile::None;
+    int since = 1;  // a reader of an older file reads the column as NaN
 };
 // Percentile columns are estimated on at most this many evenly strided values per row unless
 // probes.exact_percentiles is on.

@@ -60,29 +60,4 @@ MapReason mapReasonFromString(const std::string& s) {
     return parseChoice<MapReason>(s).value_or(MapReason::Periodic);
 }
 
-const std::vector<ProbeColumn>& probeColumns() {
-    static const std::vector<ProbeColumn> columns{
-        {"logit_max_raw", "max attention logit before the softcap", &ProbeStats::logitMaxRaw},
-        {"logit_p99_raw", "99th percentile of the logits before the softcap",
-         &ProbeStats::logitP99Raw, ProbeColumn::Percentile::OverLogits},
-        {"logit_mean_raw", "mean logit before the softcap", &ProbeStats::logitMeanRaw},
-        {"logit_max_capped", "max logit after the softcap (what softmax sees)",
-         &ProbeStats::logitMaxCapped},
-        {"logit_p99_capped", "99th percentile after the softcap", &ProbeStats::logitP99Capped,
-         ProbeColumn::Percentile::OverLogits},
-        {"logit_mean_capped", "mean logit after the softcap", &ProbeStats::logitMeanCapped},
-        {"q_norm_p90", "90th percentile of |q| as it enters the dot product", &ProbeStats::qNormP90,
-         ProbeColumn::Percentile::OverTokens},
-        {"k_norm_p90", "90th percentile of |k| as it enters the dot product", &ProbeStats::kNormP90,
-         ProbeColumn::Percentile::OverTokens},
-        {"q_raw_norm_p90", "90th percentile of |q| straight out of the projection",
-         &ProbeStats::qRawNormP90, ProbeColumn::Percentile::OverTokens},
-        {"k_raw_norm_p90", "90th percentile of |k| straight out of the projection",
-         &ProbeStats::kRawNormP90, ProbeColumn::Percentile::OverTokens},
-        {"entropy", "mean attention entropy per query row (nats)", &ProbeStats::entropy},
-        {"frac_at_cap", "share of raw logits with |logit| >= C", &ProbeStats::fracAtCap},
-    };
-    return columns;
-}
-
 }  // namespace qklab
