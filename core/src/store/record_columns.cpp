@@ -1,5 +1,9 @@
 // record_columns.cpp — the column tables of qklab/record_columns.h and probeColumns(): every
 // stored column of a record is named here and nowhere else.
+//
+// A test build compiles this file and schema.cpp again with QKLAB_EXTRA_COLUMNS naming a header
+// that adds a column to every table and their migration (tests/record_columns_extra.h): the
+// test then finds each column in the store and in every export.
 #include "qklab/record_columns.h"
 
 #include <algorithm>
@@ -13,6 +17,10 @@
 #include "qklab/error.h"
 #include "store/schema.h"
 #include "util/text_util.h"
+
+#ifdef QKLAB_EXTRA_COLUMNS
+#include QKLAB_EXTRA_COLUMNS  // a test build's addExtraColumns(columns) for every table
+#endif
 
 namespace qklab {
 
@@ -184,6 +192,15 @@ std::vector<RunColumn> sweepColumns() {
     };
 }
 
+// A table's columns as this build has them.
+template <class Column>
+std::vector<Column> built(std::vector<Column> columns) {
+#ifdef QKLAB_EXTRA_COLUMNS
+    addExtraColumns(columns);
+#endif
+    return columns;
+}
+
 std::vector<RunColumn> makeRunColumns() {
     const auto list = RunShown::List, summary = RunShown::Summary, info = RunShown::InfoOnly;
     std::vector<RunColumn> c{
@@ -231,7 +248,7 @@ std::vector<RunColumn> makeRunColumns() {
                   info, RunFormat::Plain, {}, kLegacyRunUuid),
     };
     for (RunColumn& s : sweepColumns()) c.push_back(std::move(s));
-    return c;
+    return built(std::move(c));
 }
 
 }  // namespace
@@ -241,11 +258,8 @@ std::vector<RunColumn> makeRunColumns() {
 const RecordTable<StepMetrics>& stepMetricTable() {
     using M = StepMetrics;
     static const RecordTable<M> table{
-        "step_metrics",
-        1,
-        "step",
-        RecordTable<M>::Insert::KeepLast,
-        {
+        "step_metrics", 1, "step", RecordTable<M>::Insert::KeepLast,
+        built<RecordColumn<M>>({
             column("step", "step", &M::step),
             column("loss", "training loss", &M::loss),  // NULL: a diverged step (NaN)
             // Absent: not validated at this step; NaN: validated, and it diverged.
@@ -258,18 +272,15 @@ const RecordTable<StepMetrics>& stepMetricTable() {
             column("tokens_per_s", "tokens/s", &M::tokensPerSec),
             nullWhenEmpty(column("attention_path", "attention kernel", &M::attentionPath,
                                  schemaVersionOf(SchemaFeature::AttentionPath))),
-        }};
+        })};
     return table;
 }
 
 const RecordTable<Spike>& spikeTable() {
     using S = Spike;
     static const RecordTable<S> table{
-        "spikes",
-        1,
-        "step, id",
-        RecordTable<S>::Insert::Append,
-        {
+        "spikes", 1, "step, id", RecordTable<S>::Insert::Append,
+        built<RecordColumn<S>>({
             column("step", "step", &S::step),
             column("metric", "metric", &S::metric),
             column("value", "value", &S::value),
@@ -282,7 +293,7 @@ const RecordTable<Spike>& spikeTable() {
             column("probe_qk_norm", "probe q/k norm", &S::probeQkNorm),
             column("baseline_qk_norm", "baseline q/k norm", &S::baselineQkNorm),
             column("diagnosis", "diagnosis", &S::diagnosis),
-        }};
+        })};
     return table;
 }
 
@@ -290,11 +301,9 @@ const RecordTable<Spike>& spikeTable() {
 // again).
 const RecordTable<LogitAlarm>& logitAlarmTable() {
     using A = LogitAlarm;
-    static const RecordTable<A> table{"logit_alarms",
-                                      schemaVersionOf(SchemaFeature::LogitAlarms),
-                                      "step, layer, metric",
-                                      RecordTable<A>::Insert::KeepFirst,
-                                      {
+    static const RecordTable<A> table{"logit_alarms", schemaVersionOf(SchemaFeature::LogitAlarms),
+                                      "step, layer, metric", RecordTable<A>::Insert::KeepFirst,
+                                      built<RecordColumn<A>>({
                                           column("step", "step", &A::step),
                                           column("layer", "layer", &A::layer),
                                           column("metric", "metric", &A::metric),
@@ -303,25 +312,23 @@ const RecordTable<LogitAlarm>& logitAlarmTable() {
                                           column("kind", "kind", &A::kind),
                                           column("tier", "tier", &A::tier),
                                           column("text", "text", &A::text),
-                                      }};
+                                      })};
     return table;
 }
 
 // KeepLast: a step reported again (the same head clipped twice) keeps the last word.
 const RecordTable<QkClip>& qkClipTable() {
     using C = QkClip;
-    static const RecordTable<C> table{"qk_clips",
-                                      schemaVersionOf(SchemaFeature::QkClips),
-                                      "step, layer, head",
-                                      RecordTable<C>::Insert::KeepLast,
-                                      {
+    static const RecordTable<C> table{"qk_clips", schemaVersionOf(SchemaFeature::QkClips),
+                                      "step, layer, head", RecordTable<C>::Insert::KeepLast,
+                                      built<RecordColumn<C>>({
                                           column("step", "step", &C::step),
                                           column("layer", "layer", &C::layer),
                                           column("head", "head", &C::head),
                                           // NULL: NaN
                                           column("s_max", "s_max", &C::sMax),
                                           column("factor", "factor", &C::factor),
-                                      }};
+                                      })};
     return table;
 }
 
