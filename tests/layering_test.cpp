@@ -21,8 +21,7 @@ const fs::path kCore = fs::path(QKLAB_SOURCE_DIR) / "core";
 const std::vector<std::string> kLayers = {"util", "config", "store", "analysis", "engine"};
 
 // Public headers without a .cpp of their own.
-const std::map<std::string, std::string> kHeaderOnly = {{"choices.h", "util"},
-                                                        {"error.h", "util"}};
+const std::map<std::string, std::string> kHeaderOnly = {{"choices.h", "util"}, {"error.h", "util"}};
 
 int rankOf(const std::string& layer) {
     for (size_t i = 0; i < kLayers.size(); ++i)
