@@ -15,9 +15,11 @@ struct Result {
     std::string out, err;
 };
 
-// `qklab-cli ARGS` through the shell; stderr goes through errFile.
-inline Result runCli(const std::string& args, const std::string& errFile) {
-    const std::string cmd = std::string(QKLAB_CLI_PATH) + " " + args + " 2>" + errFile;
+// `qklab-cli ARGS` through the shell (or another build of it, `cli`); stderr goes through
+// errFile.
+inline Result runCli(const std::string& args, const std::string& errFile,
+                     const std::string& cli = QKLAB_CLI_PATH) {
+    const std::string cmd = cli + " " + args + " 2>" + errFile;
     Result r;
     FILE* p = popen(cmd.c_str(), "r");
     std::array<char, 4096> buf{};

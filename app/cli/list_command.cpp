@@ -1,31 +1,38 @@
 // list_command.cpp — `qklab-cli list`: the stored runs, as a table or JSON.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <optional>
 
 #include "commands.h"
+#include "qklab/record_columns.h"
 #include "qklab/run_export.h"
 #include "stored_runs.h"
 
 namespace qklab::cli {
 namespace {
 
+// A column per run-list column (qklab/record_columns.h), as wide as its widest cell: text on
+// the left, numbers on the right. Names and dates come from the file: runListText escapes them,
+// so that ESC[2J cannot clear the screen.
 void printRunTable(const std::vector<RunInfo>& runs) {
-    std::printf("%-5s %-24s %-12s %8s %10s %10s %12s %6s %8s  %s\n", "id", "name", "status",
-                "steps", "val loss", "train loss", "max logit", "spikes", "qk clips", "created");
-    for (const auto& r : runs) {
-        auto num = [](const std::optional<double>& v, const char* f) {
-            char b[32] = "-";
-            if (v) std::snprintf(b, sizeof b, f, *v);
-            return std::string(b);
-        };
-        // Names and dates come from the file: escaped, so that ESC[2J cannot clear the screen.
-        std::printf("%-5lld %-24s %-12s %8lld %10s %10s %12s %6lld %8lld  %s\n",
-                    static_cast<long long>(r.id), printableText(r.name).c_str(), toString(r.status),
-                    static_cast<long long>(r.stepsDone), num(r.finalValLoss, "%.4f").c_str(),
-                    num(r.finalLoss, "%.4f").c_str(), num(r.maxLogitRaw, "%.4g").c_str(),
-                    static_cast<long long>(r.spikes), static_cast<long long>(r.qkClips),
-                    printableText(r.createdAt).c_str());
+    const std::vector<const RunColumn*> columns = listedRunColumns();
+    std::vector<std::vector<std::string>> rows(1);
+    for (const RunColumn* c : columns) rows[0].push_back(c->title);
+    for (const RunInfo& r : runs) {
+        rows.emplace_back();
+        for (const RunColumn* c : columns) rows.back().push_back(runListText(*c, r));
+    }
+    std::vector<size_t> width(columns.size());
+    for (const auto& row : rows)
+        for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (const auto& row : rows) {
+        std::string line;
+        for (size_t i = 0; i < row.size(); ++i) {
+            const std::string pad(width[i] - row[i].size(), ' ');
+            const bool left = columns[i]->type == ColumnType::Text;
+            line += (i ? "  " : "") + (left ? row[i] + pad : pad + row[i]);
+        }
+        std::printf("%s\n", line.substr(0, line.find_last_not_of(' ') + 1).c_str());
     }
 }
 

@@ -10,65 +10,28 @@
 #include <map>
 
 #include "qklab/error.h"
+#include "qklab/record_columns.h"
 
 namespace qklab::gui {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double ProbeStats::*probeField(CompareMetric m) {
-    switch (m) {
-        case CompareMetric::MaxLogit:
-            return &ProbeStats::logitMaxRaw;
-        case CompareMetric::CappedMaxLogit:
-            return &ProbeStats::logitMaxCapped;
-        case CompareMetric::P99Logit:
-            return &ProbeStats::logitP99Raw;
-        case CompareMetric::QNorm:
-            return &ProbeStats::qRawNormP90;
-        case CompareMetric::Entropy:
-            return &ProbeStats::entropy;
-        default:
-            return nullptr;
-    }
-}
-
-Series stepSeries(const RunSnapshot& s, CompareMetric m) {
+// The column's value at every step; a step without one (no validation there) has no point.
+Series stepSeries(const RunSnapshot& s, const RecordColumn<StepMetrics>& column) {
     Series out;
     for (const StepMetrics& row : s.steps) {
-        double v = kNaN;
-        switch (m) {
-            case CompareMetric::TrainLoss:
-                v = row.loss;
-                break;
-            case CompareMetric::ValLoss:
-                if (!row.valLoss) continue;
-                v = *row.valLoss;
-                break;
-            case CompareMetric::GradNorm:
-                v = row.gradNorm;
-                break;
-            case CompareMetric::Lr:
-                v = row.lr;
-                break;
-            case CompareMetric::Alpha:
-                v = row.alpha;
-                break;
-            case CompareMetric::SoftcapC:
-                v = row.softcapC;
-                break;
-            default:
-                break;
-        }
+        const std::optional<double> v = numberOf(column.get(row));
+        if (!v) continue;
         out.steps << double(row.step);
-        out.values << (std::isfinite(v) ? v : kNaN);  // a diverged step is a gap, never +inf
+        out.values << (std::isfinite(*v) ? *v : kNaN);  // a diverged step is a gap, never +inf
     }
     return out;
 }
 
 // Layer rows of one probe metric; the worst layer per step when layer < 0.
-Series probeSeries(const RunSnapshot& s, const CompareMetricInfo& info, int layer) {
-    const auto field = probeField(info.metric);
+Series probeSeries(const RunSnapshot& s, const CompareMetricInfo& info, double ProbeStats::*field,
+                   int layer) {
     std::map<int64_t, double> byStep;
     for (const ProbeStats& p : s.probes) {
         if (p.head != -1 || (layer >= 0 && p.layer != layer)) continue;
@@ -130,23 +93,25 @@ QColor compareColor(size_t index) {
 
 const std::vector<CompareMetricInfo>& compareMetrics() {
     static const std::vector<CompareMetricInfo> metrics{
-        {CompareMetric::TrainLoss, "train_loss", QObject::tr("Train loss"), false, false, false},
-        {CompareMetric::ValLoss, "val_loss", QObject::tr("Validation loss"), false, false, false},
-        {CompareMetric::MaxLogit, "max_logit_raw", QObject::tr("Max logit, raw"), true, true,
+        {CompareMetric::TrainLoss, "train_loss", QObject::tr("Train loss"), "loss", false, false},
+        {CompareMetric::ValLoss, "val_loss", QObject::tr("Validation loss"), "val_loss", false,
          false},
-        {CompareMetric::CappedMaxLogit, "max_logit_capped", QObject::tr("Max logit, capped"), true,
+        {CompareMetric::MaxLogit, "max_logit_raw", QObject::tr("Max logit, raw"), "logit_max_raw",
          true, false},
-        {CompareMetric::P99Logit, "p99_logit_raw", QObject::tr("p99 logit, raw"), true, true,
+        {CompareMetric::CappedMaxLogit, "max_logit_capped", QObject::tr("Max logit, capped"),
+         "logit_max_capped", true, false},
+        {CompareMetric::P99Logit, "p99_logit_raw", QObject::tr("p99 logit, raw"), "logit_p99_raw",
+         true, false},
+        {CompareMetric::QNorm, "q_norm_p90", QObject::tr("q norm p90 (raw projection)"),
+         "q_raw_norm_p90", true, false},
+        {CompareMetric::Entropy, "entropy", QObject::tr("Attention entropy (nats)"), "entropy",
+         false, true},
+        {CompareMetric::GradNorm, "grad_norm", QObject::tr("Gradient norm"), "grad_norm", true,
          false},
-        {CompareMetric::QNorm, "q_norm_p90", QObject::tr("q norm p90 (raw projection)"), true, true,
-         false},
-        {CompareMetric::Entropy, "entropy", QObject::tr("Attention entropy (nats)"), true, false,
-         true},
-        {CompareMetric::GradNorm, "grad_norm", QObject::tr("Gradient norm"), false, true, false},
-        {CompareMetric::Lr, "lr", QObject::tr("Learning rate"), false, false, false},
-        {CompareMetric::Alpha, "alpha", QObject::tr("QK-norm alpha"), false, false, false},
-        {CompareMetric::SoftcapC, "softcap_c", QObject::tr("Softcap C (0 = off)"), false, false,
-         false},
+        {CompareMetric::Lr, "lr", QObject::tr("Learning rate"), "lr", false, false},
+        {CompareMetric::Alpha, "alpha", QObject::tr("QK-norm alpha"), "alpha", false, false},
+        {CompareMetric::SoftcapC, "softcap_c", QObject::tr("Softcap C (0 = off)"), "softcap_c",
+         false, false},
     };
     return metrics;
 }
@@ -159,7 +124,9 @@ const CompareMetricInfo& compareMetricInfo(CompareMetric m) {
 
 Series seriesOf(const CompareRun& run, CompareMetric metric, int layer) {
     const CompareMetricInfo& info = compareMetricInfo(metric);
-    return info.probe ? probeSeries(run.snap, info, layer) : stepSeries(run.snap, metric);
+    if (const ProbeColumn* probe = findColumn(probeColumns(), info.column))
+        return probeSeries(run.snap, info, probe->field, layer);
+    return stepSeries(run.snap, stepMetricColumn(info.column));
 }
 
 QVector<double> smoothed(const QVector<double>& values, double weight) {

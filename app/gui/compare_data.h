@@ -55,7 +55,9 @@ struct CompareMetricInfo {
     CompareMetric metric;
     const char* key;  // CSV column prefix, e.g. "max_logit_raw"
     QString title;    // plot title / readout
-    bool probe;       // from probe rows (per layer) rather than step rows
+    // The record column plotted: a probe column (per layer) or a step-metric column
+    // (qklab/record_columns.h), e.g. "logit_max_raw".
+    const char* column;
     bool logScale;
     // Worst layer: the highest value (logits, norms) or the lowest (entropy).
     bool worstIsLowest;

@@ -106,13 +106,13 @@ QHBoxLayout* LivePlotsPanel::buildHeader() {
 
 void LivePlotsPanel::buildLossAndGradientPlots() {
     m_loss = makePlot(tr("Loss (train, validation, spikes)"), tr("loss (nats/token)"));
-    m_trainLoss = m_loss->addGraph();
+    m_trainLoss = stepGraph(m_loss, "loss");
     m_trainLoss->setName(tr("train"));
     m_trainLoss->setPen(QPen(QColor(31, 119, 180), 1.2));
-    m_valLoss = m_loss->addGraph();
-    m_valLoss->setName(tr("validation"));
-    m_valLoss->setPen(QPen(QColor(44, 160, 44), 2));
-    m_valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    QCPGraph* valLoss = stepGraph(m_loss, "val_loss");
+    valLoss->setName(tr("validation"));
+    valLoss->setPen(QPen(QColor(44, 160, 44), 2));
+    valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
     m_lossSpikes = m_loss->addGraph();
     m_lossSpikes->setName(tr("spike (hover)"));
     m_lossSpikes->setLineStyle(QCPGraph::lsNone);
@@ -122,9 +122,9 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
 
     m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"));
     setLogAxis(m_grad->yAxis, true);
-    m_gradNorm = m_grad->addGraph();
-    m_gradNorm->setName(tr("grad norm"));
-    m_gradNorm->setPen(QPen(QColor(148, 103, 189), 1.2));
+    QCPGraph* gradNorm = stepGraph(m_grad, "grad_norm");
+    gradNorm->setName(tr("grad norm"));
+    gradNorm->setPen(QPen(QColor(148, 103, 189), 1.2));
     m_gradSpikes = m_grad->addGraph();
     m_gradSpikes->setName(tr("spike (hover)"));
     m_gradSpikes->setLineStyle(QCPGraph::lsNone);
@@ -136,22 +136,22 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
 // intervention's effect on each is visible at the same x.
 void LivePlotsPanel::buildLanesPlot() {
     m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"));
-    m_lr = m_lanes->addGraph();
-    m_lr->setName(tr("LR"));
-    m_lr->setPen(QPen(QColor(31, 119, 180), 1.5));
+    QCPGraph* lr = stepGraph(m_lanes, "lr");
+    lr->setName(tr("LR"));
+    lr->setPen(QPen(QColor(31, 119, 180), 1.5));
     m_lanes->yAxis2->setVisible(true);
     m_lanes->yAxis2->setLabel(tr("alpha"));
     m_lanes->yAxis2->setRange(-0.05, 1.05);
-    m_alpha = m_lanes->addGraph(m_lanes->xAxis, m_lanes->yAxis2);
-    m_alpha->setName(tr("alpha (1 = normed)"));
-    m_alpha->setPen(QPen(QColor(44, 160, 44), 1.5));
+    QCPGraph* alpha = stepGraph(m_lanes, "alpha", m_lanes->yAxis2);
+    alpha->setName(tr("alpha (1 = normed)"));
+    alpha->setPen(QPen(QColor(44, 160, 44), 1.5));
     QCPAxis* capAxis = m_lanes->axisRect()->addAxis(QCPAxis::atRight);
     capAxis->setLabel(tr("softcap C"));
     capAxis->setTickLabelFont(m_lanes->yAxis->tickLabelFont());
     capAxis->setLabelFont(m_lanes->yAxis->labelFont());
-    m_softcapC = m_lanes->addGraph(m_lanes->xAxis, capAxis);
-    m_softcapC->setName(tr("softcap C (0 = off)"));
-    m_softcapC->setPen(QPen(QColor(214, 39, 40), 1.5));
+    QCPGraph* softcapC = stepGraph(m_lanes, "softcap_c", capAxis);
+    softcapC->setName(tr("softcap C (0 = off)"));
+    softcapC->setPen(QPen(QColor(214, 39, 40), 1.5));
     themePlot(m_lanes);  // the axis added after makePlot()
 }
 
@@ -199,6 +199,12 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     });
     m_plots << plot;
     return plot;
+}
+
+QCPGraph* LivePlotsPanel::stepGraph(QCustomPlot* plot, const char* column, QCPAxis* valueAxis) {
+    QCPGraph* g = plot->addGraph(plot->xAxis, valueAxis ? valueAxis : plot->yAxis);
+    m_stepGraphs.emplace_back(&stepMetricColumn(column), g);
+    return g;
 }
 
 QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer) {
@@ -333,37 +339,24 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
 }
 
 void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from) {
-    const int n = int(steps.size() - from);
-    if (n <= 0) return;
+    if (steps.size() <= from) return;
     m_x.add(steps, from);
-    QVector<double> x, loss, grad, lr, alpha, cap, vx, vy;
-    x.reserve(n);
-    loss.reserve(n);
-    grad.reserve(n);
-    lr.reserve(n);
-    alpha.reserve(n);
-    cap.reserve(n);
-    for (size_t i = from; i < steps.size(); ++i) {
-        const StepMetrics& m = steps[i];
-        const double s = m_x(double(m.step));
-        x << s;
-        // NaN/inf (a diverged step) become gaps rather than poisoning the axis range.
-        loss << (finite(m.loss) ? m.loss : qQNaN());
-        grad << (finite(m.gradNorm) && m.gradNorm > 0 ? m.gradNorm : qQNaN());
-        lr << m.lr;
-        alpha << m.alpha;
-        cap << m.softcapC;
-        if (m.valLoss && finite(*m.valLoss)) {
-            vx << s;
-            vy << *m.valLoss;
+    QVector<double> x;
+    x.reserve(int(steps.size() - from));
+    for (size_t i = from; i < steps.size(); ++i) x << m_x(double(steps[i].step));
+    for (const auto& [column, graph] : m_stepGraphs) {
+        // NaN/inf (a diverged step), and on a log axis values <= 0, become gaps rather than
+        // poisoning the axis range; a step without a value (not validated) has no point.
+        const bool log = graph->valueAxis()->scaleType() == QCPAxis::stLogarithmic;
+        QVector<double> keys, values;
+        for (size_t i = from; i < steps.size(); ++i) {
+            const std::optional<double> v = numberOf(column->get(steps[i]));
+            if (!v) continue;
+            keys << x[int(i - from)];
+            values << (finite(*v) && (!log || *v > 0) ? *v : qQNaN());
         }
+        if (!keys.isEmpty()) graph->addData(keys, values, true);
     }
-    m_trainLoss->addData(x, loss, true);
-    m_gradNorm->addData(x, grad, true);
-    m_lr->addData(x, lr, true);
-    m_alpha->addData(x, alpha, true);
-    m_softcapC->addData(x, cap, true);
-    if (!vx.isEmpty()) m_valLoss->addData(vx, vy, true);
 }
 
 void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t from) {
@@ -407,14 +400,11 @@ void LivePlotsPanel::refreshMarkers() {
 }
 
 QCustomPlot* LivePlotsPanel::plotForMetric(const QString& metric) const {
-    if (metric == QLatin1String("loss") || metric == QLatin1String("val_loss")) return m_loss;
-    if (metric == QLatin1String("grad_norm")) return m_grad;
+    for (const auto& [column, graph] : m_stepGraphs)
+        if (metric == QLatin1String(column->name)) return graph->parentPlot();
     if (metric == QLatin1String("entropy")) return m_entropy;
     if (metric.startsWith(QLatin1String("q_")) || metric.startsWith(QLatin1String("k_")))
         return m_norms;
-    if (metric == QLatin1String("lr") || metric == QLatin1String("alpha") ||
-        metric.startsWith(QLatin1String("softcap")))
-        return m_lanes;
     return m_logits;  // logit_* and frac_at_cap (the logits' story), and anything unknown
 }
 

@@ -11,9 +11,12 @@
 #include <QMap>
 #include <QWidget>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "gui_types.h"
 #include "qk_clip_marks.h"
+#include "qklab/record_columns.h"
 #include "run_data.h"
 #include "x_axis.h"
 
@@ -48,8 +51,8 @@ class LivePlotsPanel : public QWidget {
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* lossPlot() const { return m_loss; }
     QCustomPlot* logitPlot() const { return m_logits; }
-    // The plot that shows a lesson metric (a probe column, loss, val_loss, grad_norm, lr,
-    // alpha, softcap_c); the logit plot for anything else.
+    // The plot that shows a lesson metric (a probe column, or a step-metric column one of the
+    // plots draws); the logit plot for anything else.
     QCustomPlot* plotForMetric(const QString& metric) const;
     HoverCursor* hoverCursor() const { return m_hover; }
     const QkClipMarks& clipMarks() const { return *m_clips; }  // on the logit plot
@@ -70,6 +73,8 @@ class LivePlotsPanel : public QWidget {
     void buildProbePlots();
     QCustomPlot* makePlot(const QString& title, const QString& yLabel);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
+    // A graph of `plot` (on `valueAxis`, else the left axis) that draws a step-metric column.
+    QCPGraph* stepGraph(QCustomPlot* plot, const char* column, QCPAxis* valueAxis = nullptr);
     void addSteps(const std::vector<StepMetrics>& steps, size_t from);
     void addProbes(const std::vector<ProbeStats>& probes, size_t from);
     void refreshSpikes();
@@ -105,13 +110,10 @@ class LivePlotsPanel : public QWidget {
     QCustomPlot* m_norms = nullptr;
     QCustomPlot* m_entropy = nullptr;
     QCPGraph* m_trainLoss = nullptr;
-    QCPGraph* m_valLoss = nullptr;
     QCPGraph* m_lossSpikes = nullptr;
-    QCPGraph* m_gradNorm = nullptr;
     QCPGraph* m_gradSpikes = nullptr;
-    QCPGraph* m_lr = nullptr;
-    QCPGraph* m_alpha = nullptr;
-    QCPGraph* m_softcapC = nullptr;
+    // The step-metric columns drawn (qklab/record_columns.h), each by its graph.
+    std::vector<std::pair<const RecordColumn<StepMetrics>*, QCPGraph*>> m_stepGraphs;
     QMap<QString, QCPGraph*> m_layerGraphs;  // "<plot>/<metric>/<layer>"
     std::unique_ptr<QkClipMarks> m_clips;
     // When a stored snapshot of the training run is shown, live rows up to these steps are

@@ -120,15 +120,15 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
     m_view->setObjectName(QStringLiteral("runTable"));
     m_view->setModel(m_proxy);
     m_view->setSortingEnabled(true);
-    m_view->sortByColumn(int(RunListModel::Column::Id), Qt::DescendingOrder);
+    m_view->sortByColumn(RunListModel::columnOf("id"), Qt::DescendingOrder);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);  // several for Compare
     m_view->verticalHeader()->setVisible(false);
     m_view->verticalHeader()->setDefaultSectionSize(20);
     m_view->horizontalHeader()->setStretchLastSection(true);
-    m_view->setColumnWidth(int(RunListModel::Column::Id), 40);
-    m_view->setColumnWidth(int(RunListModel::Column::Name), 140);
-    m_view->setColumnWidth(int(RunListModel::Column::Settings), 260);
+    m_view->setColumnWidth(RunListModel::columnOf("id"), 40);
+    m_view->setColumnWidth(RunListModel::columnOf("name"), 140);
+    m_view->setColumnWidth(RunListModel::columnOf(RunListModel::kSettingsColumn), 260);
     m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
     layout->addWidget(m_view, 1);
     auto* bottom = new QHBoxLayout;

@@ -3,8 +3,9 @@
 
 #include <QBrush>
 #include <QDateTime>
+#include <algorithm>
 #include <cmath>
-#include <iterator>
+#include <cstring>
 
 #include "run_data.h"
 
@@ -17,7 +18,51 @@ QVariant lossCell(const std::optional<double>& loss, bool sort) {
     if (std::isnan(*loss)) return sort ? QVariant(1e299) : QVariant(QStringLiteral("NaN"));
     return sort ? QVariant(*loss) : QVariant(QString::number(*loss, 'f', 4));
 }
+
+// A cell of a core column, as shown or as sorted.
+QVariant cellOf(const RunColumn& c, const RunInfo& r, bool sort) {
+    const ColumnValue v = c.get(r);
+    const std::optional<double> number = numberOf(v);
+    switch (c.format) {
+        case RunColumn::Format::Loss:
+            return lossCell(number, sort);
+        case RunColumn::Format::Logit:
+            if (!number) return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
+            return sort ? QVariant(*number) : QVariant(formatNumber(*number));
+        case RunColumn::Format::Time: {
+            const QString text = QString::fromStdString(csvText(v));
+            const QDateTime t = QDateTime::fromString(text, Qt::ISODate);
+            if (sort || !t.isValid()) return text;
+            return t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
+        }
+        case RunColumn::Format::Plain:
+            break;
+    }
+    if (const int64_t* i = std::get_if<int64_t>(&v)) return qlonglong(*i);
+    if (number) return sort ? QVariant(*number) : QVariant(formatNumber(*number));
+    return QString::fromStdString(csvText(v));
+}
+
+// Core's run-list columns, and the key settings (nullptr) after the status.
+const std::vector<const RunColumn*>& modelColumns() {
+    static const std::vector<const RunColumn*> columns = [] {
+        std::vector<const RunColumn*> c = listedRunColumns();
+        const auto status = std::find_if(c.begin(), c.end(), [](const RunColumn* x) {
+            return std::strcmp(x->name, "status") == 0;
+        });
+        c.insert(status == c.end() ? c.end() : status + 1, nullptr);
+        return c;
+    }();
+    return columns;
+}
 }  // namespace
+
+int RunListModel::columnOf(const char* name) {
+    const auto& columns = modelColumns();
+    for (size_t i = 0; i < columns.size(); ++i)
+        if (std::strcmp(columns[i] ? columns[i]->name : kSettingsColumn, name) == 0) return int(i);
+    return -1;
+}
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -39,7 +84,7 @@ void RunListModel::setRuns(std::vector<RunInfo> runs) {
         m_runs = std::move(runs);
         m_settings = std::move(settings);
         if (!m_runs.empty())
-            emit dataChanged(index(0, 0), index(int(m_runs.size()) - 1, int(Column::Count) - 1));
+            emit dataChanged(index(0, 0), index(int(m_runs.size()) - 1, columnCount() - 1));
         return;
     }
     beginResetModel();
@@ -64,54 +109,24 @@ int RunListModel::rowCount(const QModelIndex& parent) const {
 }
 
 int RunListModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : int(Column::Count);
+    return parent.isValid() ? 0 : int(modelColumns().size());
 }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
-    if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"id",     "name",     "status",     "key settings",
-                                  "steps",  "val loss", "train loss", "max logit",
-                                  "spikes", "created",  "tags"};
-    static_assert(std::size(names) == size_t(Column::Count), "one header per column");
-    return tr(names[section]);
+    if (o != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= columnCount())
+        return {};
+    const RunColumn* c = modelColumns()[section];
+    return c ? tr(c->title) : tr("key settings");
 }
 
 QVariant RunListModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= int(m_runs.size())) return {};
+    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= columnCount())
+        return {};
     const RunInfo& r = m_runs[index.row()];
     if (role == RunIdRole) return qlonglong(r.id);
     if (role == Qt::DisplayRole || role == SortRole) {
-        const bool sort = role == SortRole;
-        switch (index.column()) {
-            case int(Column::Id):
-                return qlonglong(r.id);
-            case int(Column::Name):
-                return QString::fromStdString(r.name);
-            case int(Column::Status):
-                return QString::fromLatin1(toString(r.status));
-            case int(Column::Settings):
-                return m_settings[index.row()];
-            case int(Column::Steps):
-                return qlonglong(r.stepsDone);
-            case int(Column::ValLoss):
-                return lossCell(r.finalValLoss, sort);
-            case int(Column::TrainLoss):
-                return lossCell(r.finalLoss, sort);
-            case int(Column::MaxLogit):
-                if (!r.maxLogitRaw) return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
-                return sort ? QVariant(*r.maxLogitRaw) : QVariant(formatNumber(*r.maxLogitRaw));
-            case int(Column::Spikes):
-                return qlonglong(r.spikes);
-            case int(Column::Created): {
-                if (sort) return QString::fromStdString(r.createdAt);
-                const QDateTime t =
-                    QDateTime::fromString(QString::fromStdString(r.createdAt), Qt::ISODate);
-                return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"))
-                                   : QString::fromStdString(r.createdAt);
-            }
-            case int(Column::Tags):
-                return QString::fromStdString(r.tags);
-        }
+        const RunColumn* c = modelColumns()[index.column()];
+        return c ? cellOf(*c, r, role == SortRole) : QVariant(m_settings[index.row()]);
     }
     if (role == Qt::ToolTipRole) {
         QString tip = QStringLiteral("%1 — %2").arg(QString::fromStdString(r.name),
@@ -121,7 +136,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
         if (!r.notes.empty()) tip += QStringLiteral("\nnotes: ") + QString::fromStdString(r.notes);
         return tip;
     }
-    if (role == Qt::ForegroundRole && index.column() == int(Column::Status)) {
+    if (role == Qt::ForegroundRole && index.column() == columnOf("status")) {
         switch (r.status) {
             case RunStatus::Running:
                 return QBrush(QColor(20, 90, 200));
@@ -139,8 +154,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                 return QBrush(QColor(110, 110, 110));
         }
     }
-    if (role == Qt::ForegroundRole && index.column() == int(Column::MaxLogit) && r.maxLogitRaw &&
-        *r.maxLogitRaw > 30) {
+    if (role == Qt::ForegroundRole && index.column() == columnOf("max_logit_raw") &&
+        r.maxLogitRaw && *r.maxLogitRaw > 30) {
         return QBrush(QColor(200, 0, 0));  // past the domain's "intervene" threshold
     }
     return {};

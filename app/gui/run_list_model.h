@@ -1,5 +1,6 @@
-// run_list_model.h — the runs of one database as a table model (name, status, key settings,
-// steps, val loss, train loss, max logit, spikes, date, tags).
+// run_list_model.h — the runs of one database as a table model: the run-list columns of
+// core's runColumns() (qklab/record_columns.h: id, name, status, steps, val loss, train loss,
+// max logit, spikes, qk clips, created, tags) and, after the status, the key settings.
 //
 // setRuns() is called by a poll every second, so it updates rows in place when the set of
 // runs is unchanged (selection and scroll position survive) and only resets when runs were
@@ -9,6 +10,7 @@
 #include <QAbstractTableModel>
 #include <vector>
 
+#include "qklab/record_columns.h"
 #include "qklab/run_store.h"
 
 namespace qklab::gui {
@@ -16,21 +18,10 @@ namespace qklab::gui {
 class RunListModel : public QAbstractTableModel {
     Q_OBJECT
   public:
-    // Column indices (int(Column::Name) for Qt's int columns).
-    enum class Column {
-        Id,
-        Name,
-        Status,
-        Settings,
-        Steps,
-        ValLoss,    // the latest validation loss: what runs are compared on
-        TrainLoss,  // the last training step's loss (one batch: noisy)
-        MaxLogit,
-        Spikes,
-        Created,
-        Tags,
-        Count
-    };
+    // The column of a run column's name (e.g. "final_val_loss"), or of kSettingsColumn; -1
+    // when there is none.
+    static int columnOf(const char* name);
+    static constexpr const char* kSettingsColumn = "key_settings";
     static constexpr int SortRole = Qt::UserRole + 1;
     static constexpr int RunIdRole = Qt::UserRole + 2;
 

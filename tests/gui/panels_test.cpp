@@ -388,24 +388,28 @@ class PanelsTest : public QObject {
         RunListModel model;
         model.setRuns(store.listRuns());
         QCOMPARE(model.rowCount(), 1);
-        QCOMPARE(model.data(model.index(0, int(RunListModel::Column::Status)), Qt::DisplayRole)
+        QCOMPARE(model.data(model.index(0, RunListModel::columnOf("status")), Qt::DisplayRole)
                      .toString(),
                  QStringLiteral("finished"));
-        QVERIFY(model.data(model.index(0, int(RunListModel::Column::Settings)), Qt::DisplayRole)
+        QVERIFY(model
+                    .data(model.index(0, RunListModel::columnOf(RunListModel::kSettingsColumn)),
+                          Qt::DisplayRole)
                     .toString()
                     .contains(QStringLiteral("qk_norm=none")));
         // The loss a run is judged by is its latest validation (step 190: 3.2), not the last
         // training batch (step 199: 3.01), and each column says which one it shows.
-        const auto cell = [&](RunListModel::Column c) {
-            return model.data(model.index(0, int(c)), Qt::DisplayRole).toString();
+        const auto cell = [&](const char* c) {
+            return model.data(model.index(0, RunListModel::columnOf(c)), Qt::DisplayRole)
+                .toString();
         };
-        const auto header = [&](RunListModel::Column c) {
-            return model.headerData(int(c), Qt::Horizontal, Qt::DisplayRole).toString();
+        const auto header = [&](const char* c) {
+            return model.headerData(RunListModel::columnOf(c), Qt::Horizontal, Qt::DisplayRole)
+                .toString();
         };
-        QCOMPARE(header(RunListModel::Column::ValLoss), QStringLiteral("val loss"));
-        QCOMPARE(cell(RunListModel::Column::ValLoss), QStringLiteral("3.2000"));
-        QCOMPARE(header(RunListModel::Column::TrainLoss), QStringLiteral("train loss"));
-        QCOMPARE(cell(RunListModel::Column::TrainLoss), QStringLiteral("3.0100"));
+        QCOMPARE(header("final_val_loss"), QStringLiteral("val loss"));
+        QCOMPARE(cell("final_val_loss"), QStringLiteral("3.2000"));
+        QCOMPARE(header("final_loss"), QStringLiteral("train loss"));
+        QCOMPARE(cell("final_loss"), QStringLiteral("3.0100"));
 
         // Issue 11, item 5: QK-norm switched on mid-run shows as the change it made, and a
         // poll that brings a new intervention updates the row (the settings are cached;
@@ -413,12 +417,12 @@ class PanelsTest : public QObject {
         std::vector<RunInfo> runs = store.listRuns();
         runs[0].interventions.push_back({50, "qk_norm", R"({"variant":"rms"})", "user"});
         model.setRuns(runs);
-        QVERIFY2(cell(RunListModel::Column::Settings)
+        QVERIFY2(cell(RunListModel::kSettingsColumn)
                      .contains(QStringLiteral("qk_norm none\u2192rms @50")),
-                 qPrintable(cell(RunListModel::Column::Settings)));
+                 qPrintable(cell(RunListModel::kSettingsColumn)));
         runs[0].interventions.push_back({80, "softcap", R"({"cap":"tanh","c":30})", "user"});
         model.setRuns(runs);
-        QVERIFY(cell(RunListModel::Column::Settings)
+        QVERIFY(cell(RunListModel::kSettingsColumn)
                     .contains(QStringLiteral("softcap none\u2192tanh C=30 @80")));
     }
 };

@@ -1,4 +1,6 @@
 // qklab/choices.h — every enumerated setting of a run, and the one table of its names.
+// Enums of stored records (run statuses, spike kinds, map reasons) have their Choices next to
+// them in qklab/records.h.
 //
 // A setting such as the QK-norm variant is an enum everywhere in the code; its JSON/GUI/CLI
 // spelling lives only in the Choices<E> table below, in declaration order. The config field
@@ -89,6 +91,21 @@ struct Choices<DecodeCache> {
 template <class E>
 const char* nameOf(E value) {
     return Choices<E>::names.at(static_cast<size_t>(value));
+}
+
+// For an enum whose last value has no name (RunStatus::Unknown: a stored name this build does
+// not know, never written): that value reads as "unknown".
+template <class E>
+const char* nameOrUnknown(E value) {
+    const auto i = static_cast<size_t>(value);
+    return i < Choices<E>::names.size() ? Choices<E>::names[i] : "unknown";
+}
+
+// What views show for a value, where Choices<E> also has `titles` (in the order of `names`).
+template <class E>
+const char* titleOf(E value) {
+    const auto i = static_cast<size_t>(value);
+    return i < Choices<E>::titles.size() ? Choices<E>::titles[i] : "unknown";
 }
 
 template <class E>

@@ -3,16 +3,27 @@
 // plots them. No torch types here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "qklab/choices.h"
+
 namespace qklab {
+
+// The names of RunStatus, SpikeKind and MapReason are stored in the database, shown by the CLI
+// and written in JSON: part of the file format, never rename one.
 
 // Unknown: a stored status this build has no name for (a hand-edited or foreign file, a newer
 // qklab). Readers show it as "unknown" and keep going; nothing ever writes it.
 enum class RunStatus { Running, Finished, Diverged, Stopped, Interrupted, Failed, Unknown };
+template <>
+struct Choices<RunStatus> {  // Unknown has no name
+    static constexpr std::array<const char*, 6> names{"running", "finished",    "diverged",
+                                                      "stopped", "interrupted", "failed"};
+};
 const char* toString(RunStatus s);                    // Unknown -> "unknown"
 RunStatus runStatusFromString(const std::string& s);  // throws Error on an unknown name
 RunStatus runStatusOrUnknown(const std::string& s);   // what readers use: never throws
@@ -45,15 +56,19 @@ struct ProbeStats {
     double fracAtCap = 0;                     // share of raw logits with |logit| >= C
 };
 
-// One probe statistic: its name in the store, JSON and CSV, what it means, and its field.
+// One probe statistic: its name in the store, JSON and CSV, what views and messages call it,
+// what it means, its field, and the schema version it arrived in. The other stored records
+// have the same in qklab/record_columns.h.
 struct ProbeColumn {
-    const char* name;  // e.g. "logit_max_raw"
+    const char* name;   // e.g. "logit_max_raw"
+    const char* title;  // e.g. "raw max logit"
     const char* help;
     double ProbeStats::*field;
     // A percentile over the causal logits or over the tokens' q/k vectors. Above
     // kMaxQuantileSamples values it is estimated from an evenly strided sample unless
     // probes.exact_percentiles (see layerPercentileSampled in run_export.h).
     enum class Percentile { None, OverLogits, OverTokens } percentile = Percentile::None;
+    int since = 1;  // a reader of an older file reads the column as NaN
 };
 // Percentile columns are estimated on at most this many evenly strided values per row unless
 // probes.exact_percentiles is on.
@@ -78,6 +93,14 @@ struct LogitHistogram {
 // between two scheduled maps would otherwise hide (a run that collapsed between
 // steps 10 and 45 had no map of it). The name is stored; the title is what views show.
 enum class MapReason { Periodic, LogitAlarm, BeforeEvent, AfterEvent };
+template <>
+struct Choices<MapReason> {
+    static constexpr std::array<const char*, 4> names{"periodic", "logit_alarm", "before_event",
+                                                      "after_event"};
+    static constexpr std::array<const char*, 4> titles{
+        "on the map schedule", "first probe with the raw max logit past the intervention line",
+        "just before an event (old settings, same weights)", "the step of an event (new settings)"};
+};
 const char* toString(MapReason r);
 const char* mapReasonTitle(MapReason r);
 MapReason mapReasonFromString(const std::string& s);  // unknown names read as Periodic
@@ -96,6 +119,14 @@ struct AttentionMap {
 // The diagnosis's verdicts (see spikes.h). The name is stored; the title is what views show.
 // Unknown, as for RunStatus: a stored kind this build has no name for, read as "unknown".
 enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits, Unknown };
+template <>
+struct Choices<SpikeKind> {  // Unknown has no name
+    static constexpr std::array<const char*, 4> names{"qk_runaway", "token_spike",
+                                                      "data_or_accumulation", "high_logits"};
+    static constexpr std::array<const char*, 4> titles{"Q/K length runaway", "token/position spike",
+                                                       "data or accumulation bug",
+                                                       "logits high, no jump"};
+};
 const char* toString(SpikeKind k);
 const char* spikeKindTitle(SpikeKind k);
 SpikeKind spikeKindFromString(const std::string& s);  // throws Error on an unknown name

@@ -10,17 +10,18 @@
 
 namespace qklab {
 
-// Summary of one run: status, steps_done, final_loss, final_val_loss, max_logit_raw,
-// max_logit_capped, spikes, logit_alarms, qk_clips (counts), and identification (id, name,
-// seed, device, versions).
+// Summary of one run: a key per summary column of runColumns() (qklab/record_columns.h):
+// status, steps_done, final_loss, final_val_loss, max_logit_raw, max_logit_capped, spikes,
+// logit_alarms, qk_clips (counts), and identification (id, name, seed, device, versions).
 nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 
-// The run's logit alarms: [{"step", "layer", "metric", "value", "threshold", "kind", "tier",
-// "text"}], first crossing per layer and rule, by step.
+// The run's logit alarms, a key per column of logitAlarmTable(): [{"step", "layer", "metric",
+// "value", "threshold", "kind", "tier", "text"}], first crossing per layer and rule, by step.
 nlohmann::json logitAlarmsJson(RunStore& store, int64_t runId);
 
-// The heads QK-Clip scaled: [{"step", "layer", "head", "s_max", "factor"}], by step, layer,
-// head. factor scaled each of W_q and W_k (the head's logits by factor^2 = tau / s_max).
+// The heads QK-Clip scaled, a key per column of qkClipTable(): [{"step", "layer", "head",
+// "s_max", "factor"}], by step, layer, head. factor scaled each of W_q and W_k (the head's logits
+// by factor^2 = tau / s_max).
 nlohmann::json qkClipsJson(RunStore& store, int64_t runId);
 
 // The run's stored config as JSON (null when none was stored). The text is someone else's
@@ -38,9 +39,9 @@ nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = fal
 // off. Views label such columns "(sampled)" and the CSV names them "<name>_sampled".
 bool layerPercentileSampled(const RunConfig& c, const ProbeColumn& column);
 
-// One row per step: the step metrics, then per layer every probe column (probeColumns(),
-// "layer<L>_<name>", "..._sampled" where layerPercentileSampled; empty on steps without a
-// probe). The GUI and the CLI both write this.
+// One row per step: the step metrics (stepMetricTable()), then per layer every probe column
+// (probeColumns(), "layer<L>_<name>", "..._sampled" where layerPercentileSampled; empty on steps
+// without a probe). The GUI and the CLI both write this.
 std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
                    const RunConfig& config);
 std::string runExportCsv(RunStore& store, int64_t runId);

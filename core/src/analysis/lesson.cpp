@@ -12,6 +12,7 @@
 #include "qklab/error.h"
 #include "qklab/events.h"
 #include "qklab/input_file.h"
+#include "qklab/record_columns.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
 #include "util/text_util.h"
@@ -88,7 +89,11 @@ const std::vector<PauseConditionKind>& pauseConditionKinds() {
 
 namespace {
 
-const char* const kStepMetrics[] = {"loss", "grad_norm", "val_loss"};
+// The step column a lesson can watch, or nullptr.
+const RecordColumn<StepMetrics>* watchedStepColumn(const std::string& metric) {
+    const auto* c = findColumn(stepMetricTable().columns, metric);
+    return c && isMeasurement(*c) ? c : nullptr;
+}
 
 std::string quotedClip(const std::string& s) {
     return "\"" + clipped(s, 60) + "\"";
@@ -371,14 +376,9 @@ class LessonParser {
 };
 
 std::string metricTitle(const std::string& metric) {
-    if (metric == "logit_max_raw") return "raw max logit";
-    if (metric == "logit_p99_raw") return "raw p99 logit";
-    if (metric == "logit_max_capped") return "capped max logit";
-    if (metric == "grad_norm") return "grad norm";
-    if (metric == "val_loss") return "validation loss";
-    std::string t = metric;
-    std::replace(t.begin(), t.end(), '_', ' ');
-    return t;
+    if (const auto* c = findColumn(probeColumns(), metric)) return c->title;
+    if (const auto* c = watchedStepColumn(metric)) return c->title;
+    return metric;
 }
 
 std::string number(double v) {
@@ -392,7 +392,8 @@ std::string number(double v) {
 std::vector<std::string> lessonMetrics() {
     std::vector<std::string> out;
     for (const auto& c : probeColumns()) out.push_back(c.name);
-    for (const char* m : kStepMetrics) out.push_back(m);
+    for (const auto& c : stepMetricTable().columns)
+        if (isMeasurement(c)) out.push_back(c.name);
     return out;
 }
 
@@ -422,10 +423,12 @@ std::string lessonReferenceMarkdown() {
         md << "- `" << k.name << "`: " << k.help << "\n";
         fields(k.fields);
     }
-    md << "\n### Metrics (`pause[].metric`)\n\n";
+    md << "\n### Metrics (`pause[].metric`)\n\n"
+       << "The probe columns and the step-metric columns that are numbers "
+          "(core/src/store/record_columns.cpp).\n\n";
     for (const auto& c : probeColumns()) md << "- `" << c.name << "`: " << c.help << " (probe)\n";
-    md << "- `loss`, `grad_norm`, `val_loss`: the step's training loss, gradient norm before "
-          "clipping, validation loss (step)\n";
+    for (const auto& c : stepMetricTable().columns)
+        if (isMeasurement(c)) md << "- `" << c.name << "`: " << c.title << " (step)\n";
     return md.str();
 }
 
@@ -575,10 +578,9 @@ bool crosses(const PauseCondition& c, double v) {
     return c.kind == "probe_above" ? v > c.threshold : v < c.threshold;
 }
 
-double stepMetric(const StepMetrics& m, const std::string& metric) {
-    if (metric == "loss") return m.loss;
-    if (metric == "grad_norm") return m.gradNorm;
-    return m.valLoss ? *m.valLoss : std::nan("");
+// NaN when the step has no value (no validation at this step).
+double stepMetric(const StepMetrics& m, const RecordColumn<StepMetrics>& column) {
+    return numberOf(column.get(m)).value_or(std::nan(""));
 }
 
 }  // namespace
@@ -588,11 +590,10 @@ std::optional<Callout> PauseWatcher::onStep(const StepMetrics& m) {
         const PauseCondition& c = m_conditions[i];
         if (m_fired[i]) continue;
         if (c.kind == "step" && m.step >= c.step) return fire(i, m.step, double(m.step), "");
-        const bool stepMetricCondition = (c.kind == "probe_above" || c.kind == "probe_below") &&
-                                         std::find(std::begin(kStepMetrics), std::end(kStepMetrics),
-                                                   c.metric) != std::end(kStepMetrics);
-        if (!stepMetricCondition) continue;
-        const double v = stepMetric(m, c.metric);
+        if (c.kind != "probe_above" && c.kind != "probe_below") continue;
+        const auto* column = watchedStepColumn(c.metric);
+        if (!column) continue;  // a probe column: onProbes watches it
+        const double v = stepMetric(m, *column);
         if (!std::isnan(v) && crosses(c, v)) return fire(i, m.step, v, "");
     }
     return std::nullopt;
@@ -602,9 +603,7 @@ std::optional<Callout> PauseWatcher::onProbes(int64_t step, const std::vector<Pr
     for (size_t i = 0; i < m_conditions.size(); ++i) {
         const PauseCondition& c = m_conditions[i];
         if (m_fired[i] || (c.kind != "probe_above" && c.kind != "probe_below")) continue;
-        const ProbeColumn* column = nullptr;
-        for (const auto& col : probeColumns())
-            if (c.metric == col.name) column = &col;
+        const ProbeColumn* column = findColumn(probeColumns(), c.metric);
         if (!column) continue;  // a step metric: onStep watches it
         for (const ProbeStats& s : stats) {
             if (s.head != -1 || (c.layer && s.layer != *c.layer)) continue;  // layer rows only

@@ -40,19 +40,12 @@ std::string quoted(const std::string& names) {
     return "(" + names + ")";
 }
 
-std::string statusNames() {
+// "'a', 'b', ...": every name of E (an Unknown value has none), as SQL and in messages.
+template <class E>
+std::string quotedNames() {
     std::string out;
-    for (auto s : {RunStatus::Running, RunStatus::Finished, RunStatus::Diverged, RunStatus::Stopped,
-                   RunStatus::Interrupted, RunStatus::Failed})
-        out += std::string(out.empty() ? "" : ", ") + "'" + toString(s) + "'";
-    return out;
-}
-
-std::string spikeKindNames() {
-    std::string out;
-    for (auto k : {SpikeKind::QkRunaway, SpikeKind::TokenSpike, SpikeKind::DataOrAccumulation,
-                   SpikeKind::HighLogits})
-        out += std::string(out.empty() ? "" : ", ") + "'" + toString(k) + "'";
+    for (const char* name : Choices<E>::names)
+        out += std::string(out.empty() ? "" : ", ") + "'" + name + "'";
     return out;
 }
 
@@ -69,9 +62,11 @@ std::string controlGlob(const std::string& c, bool multiLine) {
 // What column `c` of `table` must hold, beyond its declared type, and in words.
 std::pair<std::string, std::string> meaningRule(const std::string& table, const std::string& c) {
     if (table == "runs" && c == "status")
-        return {c + " IN " + quoted(statusNames()), "one of " + statusNames()};
+        return {c + " IN " + quoted(quotedNames<RunStatus>()),
+                "one of " + quotedNames<RunStatus>()};
     if ((table == "spikes" || table == "logit_alarms") && c == "kind")
-        return {c + " IN " + quoted(spikeKindNames()), "one of " + spikeKindNames()};
+        return {c + " IN " + quoted(quotedNames<SpikeKind>()),
+                "one of " + quotedNames<SpikeKind>()};
     if (table == "events" && c == "source")
         return {c + " IN ('config', 'user')", "'config' or 'user'"};
     if (c == "step" || c == "steps_done" || c == "sweep_point")

@@ -2,12 +2,12 @@
 #include "qklab/run_export.h"
 
 #include <cmath>
-#include <functional>
 #include <map>
 #include <sstream>
 #include <utility>
 
 #include "qklab/error.h"
+#include "qklab/record_columns.h"
 #include "qklab/run_config.h"
 #include "util/text_util.h"
 
@@ -20,50 +20,23 @@ json number(double v) {
     return std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
 }
 
-json optionalNumber(const std::optional<double>& v) {
-    return v ? number(*v) : json(nullptr);
+json valueJson(ColumnType type, const ColumnValue& v) {
+    if (const double* d = std::get_if<double>(&v)) return number(*d);
+    if (const int64_t* i = std::get_if<int64_t>(&v)) return *i;
+    if (const std::string* s = std::get_if<std::string>(&v)) return *s;
+    return type == ColumnType::Text ? json("") : json(nullptr);
 }
 
-std::string csvNumber(double v) {
-    std::ostringstream os;
-    os.precision(9);
-    os << v;
-    return os.str();
-}
-
-// The step-metric columns of both exports, in order.
-struct StepColumn {
-    const char* name;
-    std::function<json(const StepMetrics&)> toJson;
-    std::function<std::string(const StepMetrics&)> toCsv;
-};
-
-const std::vector<StepColumn>& stepColumns() {
-    auto real = [](double StepMetrics::*f) {
-        return StepColumn{nullptr, [f](const StepMetrics& m) { return number(m.*f); },
-                          [f](const StepMetrics& m) { return csvNumber(m.*f); }};
-    };
-    auto named = [](const char* name, StepColumn c) {
-        c.name = name;
-        return c;
-    };
-    static const std::vector<StepColumn> columns{
-        {"step", [](const StepMetrics& m) { return json(m.step); },
-         [](const StepMetrics& m) { return std::to_string(m.step); }},
-        named("loss", real(&StepMetrics::loss)),
-        {"val_loss", [](const StepMetrics& m) { return optionalNumber(m.valLoss); },
-         [](const StepMetrics& m) { return m.valLoss ? csvNumber(*m.valLoss) : std::string(); }},
-        named("grad_norm", real(&StepMetrics::gradNorm)),
-        named("lr", real(&StepMetrics::lr)),
-        named("alpha", real(&StepMetrics::alpha)),
-        named("softcap_c", real(&StepMetrics::softcapC)),
-        {"seq_len", [](const StepMetrics& m) { return json(m.seqLen); },
-         [](const StepMetrics& m) { return std::to_string(m.seqLen); }},
-        named("tokens_per_s", real(&StepMetrics::tokensPerSec)),
-        {"attention_path", [](const StepMetrics& m) { return json(m.attentionPath); },
-         [](const StepMetrics& m) { return m.attentionPath; }},
-    };
-    return columns;
+// One JSON object per row, a key per column of the record's table.
+template <class Record>
+json rowsJson(const RecordTable<Record>& table, const std::vector<Record>& rows) {
+    json out = json::array();
+    for (const Record& row : rows) {
+        json j = json::object();
+        for (const auto& c : table.columns) j[c.name] = valueJson(c.type, c.get(row));
+        out.push_back(std::move(j));
+    }
+    return out;
 }
 
 // A stored run's config; an unreadable one counts as the defaults (percentiles sampled, as
@@ -79,53 +52,18 @@ RunConfig configOfStoredRun(const std::string& configJson) {
 }  // namespace
 
 json logitAlarmsJson(RunStore& store, int64_t runId) {
-    json alarms = json::array();
-    for (const auto& a : store.logitAlarms(runId))
-        alarms.push_back({{"step", a.step},
-                          {"layer", a.layer},
-                          {"metric", a.metric},
-                          {"value", number(a.value)},
-                          {"threshold", number(a.threshold)},
-                          {"kind", toString(a.kind)},
-                          {"tier", a.tier},
-                          {"text", a.text}});
-    return alarms;
+    return rowsJson(logitAlarmTable(), store.logitAlarms(runId));
 }
 
 json qkClipsJson(RunStore& store, int64_t runId) {
-    json clips = json::array();
-    for (const auto& c : store.qkClips(runId))
-        clips.push_back({{"step", c.step},
-                         {"layer", c.layer},
-                         {"head", c.head},
-                         {"s_max", number(c.sMax)},
-                         {"factor", number(c.factor)}});
-    return clips;
+    return rowsJson(qkClipTable(), store.qkClips(runId));
 }
 
 json runSummaryJson(RunStore& store, int64_t runId) {
     const RunInfo r = store.run(runId);
-    json s;
-    s["id"] = r.id;
-    s["name"] = r.name;
-    s["status"] = toString(r.status);
-    s["status_message"] = r.statusMessage;
-    s["steps_done"] = r.stepsDone;
-    s["final_loss"] = optionalNumber(r.finalLoss);
-    s["final_val_loss"] = optionalNumber(r.finalValLoss);
-    s["max_logit_raw"] = optionalNumber(r.maxLogitRaw);
-    s["max_logit_capped"] = optionalNumber(r.maxLogitCapped);
-    s["spikes"] = r.spikes;
-    s["logit_alarms"] = r.logitAlarms;
-    s["qk_clips"] = r.qkClips;
-    s["seed"] = r.seed;
-    s["device"] = r.device;
-    s["torch_version"] = r.torchVersion;
-    s["app_version"] = r.appVersion;
-    s["created_at"] = r.createdAt;
-    s["finished_at"] = r.finishedAt;
-    s["notes"] = r.notes;
-    s["tags"] = r.tags;
+    json s = json::object();
+    for (const RunColumn& c : runColumns())
+        if (c.shown != RunColumn::Shown::InfoOnly) s[c.name] = valueJson(c.type, c.get(r));
     return s;
 }
 
@@ -140,13 +78,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     json out;
     out["run"] = runSummaryJson(store, runId);
     out["config"] = runConfigJson(store, runId);
-    json steps = json::array();
-    for (const auto& m : store.stepMetrics(runId)) {
-        json row = json::object();
-        for (const auto& c : stepColumns()) row[c.name] = c.toJson(m);
-        steps.push_back(row);
-    }
-    out["steps"] = steps;
+    out["steps"] = rowsJson(stepMetricTable(), store.stepMetrics(runId));
     json probes = json::array();
     const auto rows = allHeads ? store.probeStats(runId) : store.probeStats(runId, -1);
     for (const auto& p : rows) {
@@ -164,21 +96,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     out["percentiles"] = {{"sampled_columns", sampled},
                           {"exact_columns", exact},
                           {"max_values_per_row", kMaxQuantileSamples}};
-    json spikes = json::array();
-    for (const auto& s : store.spikes(runId))
-        spikes.push_back({{"step", s.step},
-                          {"metric", s.metric},
-                          {"value", number(s.value)},
-                          {"z_score", number(s.zScore)},
-                          {"kind", toString(s.kind)},
-                          {"tier", s.tier},
-                          {"probe_step", s.probeStep},
-                          {"probe_max_logit", number(s.probeMaxLogit)},
-                          {"baseline_max_logit", number(s.baselineMaxLogit)},
-                          {"probe_qk_norm", number(s.probeQkNorm)},
-                          {"baseline_qk_norm", number(s.baselineQkNorm)},
-                          {"diagnosis", s.diagnosis}});
-    out["spikes"] = spikes;
+    out["spikes"] = rowsJson(spikeTable(), store.spikes(runId));
     out["alarms"] = logitAlarmsJson(store, runId);
     out["qk_clips"] = qkClipsJson(store, runId);
     json events = json::array();
@@ -217,7 +135,8 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
     const auto& columns = probeColumns();
     std::ostringstream os;
     std::string sep;
-    for (const auto& c : stepColumns()) os << std::exchange(sep, ",") << c.name;
+    const auto& stepColumns = stepMetricTable().columns;
+    for (const auto& c : stepColumns) os << std::exchange(sep, ",") << c.name;
     for (int32_t l = 0; l < layers; ++l)
         for (const auto& c : columns)
             os << ",layer" << l << "_" << c.name
@@ -225,12 +144,12 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
     os << "\n";
     for (const auto& m : steps) {
         sep.clear();
-        for (const auto& c : stepColumns()) os << std::exchange(sep, ",") << c.toCsv(m);
+        for (const auto& c : stepColumns) os << std::exchange(sep, ",") << csvText(c.get(m));
         for (int32_t l = 0; l < layers; ++l) {
             auto it = byStepLayer.find({m.step, l});
             for (const auto& c : columns)
                 os << ","
-                   << (it == byStepLayer.end() ? std::string() : csvNumber(it->second->*c.field));
+                   << (it == byStepLayer.end() ? std::string() : csvText(it->second->*c.field));
         }
         os << "\n";
     }

@@ -27,6 +27,7 @@
 
 #include "qklab/error.h"
 #include "qklab/input_file.h"
+#include "store/record_rows.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
 #include "store/store_internal.h"
@@ -53,44 +54,6 @@ std::vector<float> decodeFloats(const std::vector<unsigned char>& bytes) {
         for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
         std::memcpy(&out[i], &v, sizeof v);
     }
-    return out;
-}
-
-const char* const kRunColumns =
-    "r.id, r.name, r.status, r.config_json, r.seed, r.device, r.torch_version, r.app_version, "
-    "r.created_at, r.finished_at, r.notes, r.tags, r.steps_done, r.final_loss, r.max_logit_raw, "
-    "r.max_logit_capped, r.status_message, "
-    "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id), "
-    // The latest validation: a backwards walk of the (run_id, step) key, at most eval.every rows.
-    "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss IS NOT NULL "
-    "ORDER BY m.step DESC LIMIT 1), r.pid, r.host";
-
-// Column 22 of runColumns; unreadable JSON leaves the list empty (the run still lists).
-std::vector<EventRecord> interventionsFromJson(const std::string& text) {
-    std::vector<std::pair<int64_t, EventRecord>> rows;
-    nlohmann::json j;
-    try {
-        j = parseStoredJson(text, "the interventions");  // depth and size limits: a file's text
-    } catch (const Error&) {
-        return {};
-    }
-    if (!j.is_array()) return {};
-    for (const auto& row : j) {
-        if (!row.is_array() || row.size() != 4 || !row[0].is_number_integer() ||
-            !row[1].is_string() || !row[2].is_string() || !row[3].is_number_integer())
-            continue;
-        EventRecord e;
-        e.step = row[0].get<int64_t>();
-        e.kind = row[1].get<std::string>();
-        e.paramsJson = row[2].get<std::string>();
-        e.source = "user";
-        rows.emplace_back(row[3].get<int64_t>(), std::move(e));
-    }
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-        return std::tie(a.second.step, a.first) < std::tie(b.second.step, b.first);
-    });
-    std::vector<EventRecord> out;
-    for (auto& [id, e] : rows) out.push_back(std::move(e));
     return out;
 }
 
@@ -136,59 +99,20 @@ bool writerIsGone(int64_t pid, const std::string& host) {
     return pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
 }
 
-// Column 21 of kRunColumns where the file has the table (a reader does not migrate); column 22
-// the run's interventions as a JSON array of [step, kind, params, id]; 23..26 the UUID and
-// the sweep membership (an older file read as it is: the legacy UUID, no sweep); 27 the
-// number of QK-Clip rows (0 in a file from before schema 9).
-std::string runColumns(int version) {
-    return std::string(kRunColumns) +
-           (hasFeature(version, SchemaFeature::LogitAlarms)
-                ? ", (SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)"
-                : ", 0") +
-           ", (SELECT json_group_array(json_array(e.step, e.kind, e.params_json, e.id)) "
-           "FROM events e WHERE e.run_id = r.id AND e.source = 'user')" +
-           (hasFeature(version, SchemaFeature::Sweeps)
-                ? ", r.uuid, r.sweep_id, r.sweep_point, r.sweep_coords"
-                : std::string(", ") + kLegacyRunUuid + ", NULL, NULL, NULL") +
-           // A range scan of the (run_id, step, layer, head) key.
-           (hasFeature(version, SchemaFeature::QkClips)
-                ? ", (SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)"
-                : ", 0");
+// The run columns, then the writer's pid and host: a reader shows a dead writer's running run
+// as interrupted.
+std::string runSelectList(int version) {
+    return selectList(runColumns(), version) + ", r.pid, r.host";
 }
 
 RunInfo readRun(const Statement& st) {
-    RunInfo r;
-    r.id = st.columnInt(0);
-    r.name = st.columnText(1);
-    r.status = runStatusOrUnknown(st.columnText(2));
-    r.configJson = st.columnText(3);
-    r.seed = st.columnInt(4);
-    r.device = st.columnText(5);
-    r.torchVersion = st.columnText(6);
-    r.appVersion = st.columnText(7);
-    r.createdAt = st.columnText(8);
-    r.finishedAt = st.columnText(9);
-    r.notes = st.columnText(10);
-    r.tags = st.columnText(11);
-    r.stepsDone = st.columnInt(12);
-    r.finalLoss = st.columnOptReal(13);
-    r.maxLogitRaw = st.columnOptReal(14);
-    r.maxLogitCapped = st.columnOptReal(15);
-    r.statusMessage = st.columnText(16);
-    r.spikes = st.columnInt(17);
-    r.finalValLoss = st.columnOptReal(18);
-    r.logitAlarms = st.columnInt(21);
-    r.interventions = interventionsFromJson(st.columnText(22));
-    r.uuid = st.columnText(23);
-    if (!st.isNull(24))
-        r.sweep = SweepMembership{st.columnInt(24), st.isNull(25) ? -1 : st.columnInt(25),
-                                  st.columnText(26)};
-    r.qkClips = st.columnInt(27);
+    RunInfo r = decodeRow<RunInfo>(st, runColumns());
     // Readers show a dead writer's run as interrupted without writing it (only writers
     // persist that, in markInterruptedRuns).
+    const int writer = static_cast<int>(runColumns().size());
     if (r.status == RunStatus::Running) {
-        const int64_t pid = st.isNull(19) ? 0 : st.columnInt(19);
-        if (writerIsGone(pid, st.columnText(20))) {
+        const int64_t pid = st.isNull(writer) ? 0 : st.columnInt(writer);
+        if (writerIsGone(pid, st.columnText(writer + 1))) {
             r.status = RunStatus::Interrupted;
             r.statusMessage = goneMessage(pid);
         }
@@ -318,57 +242,22 @@ std::optional<CheckpointInfo> RunStore::newestUsableCheckpoint(int64_t runId) {
 }
 
 std::vector<LogitAlarm> RunStore::logitAlarms(int64_t runId) {
-    std::vector<LogitAlarm> out;
-    if (!hasFeature(m_version, SchemaFeature::LogitAlarms))
-        return out;  // an older file read as it is: no alarms recorded
-    Statement st(*m_db,
-                 "SELECT step, layer, metric, value, threshold, kind, tier, text FROM "
-                 "logit_alarms WHERE run_id = ? ORDER BY step, layer, metric");
-    st.bindInt(1, runId);
-    while (st.step()) {
-        LogitAlarm a;
-        a.step = st.columnInt(0);
-        a.layer = static_cast<int32_t>(st.columnInt(1));
-        a.metric = st.columnText(2);
-        a.value = st.columnReal(3);
-        a.threshold = st.columnReal(4);
-        a.kind = spikeKindOrUnknown(st.columnText(5));
-        a.tier = static_cast<int>(st.columnInt(6));
-        a.text = st.columnText(7);
-        out.push_back(std::move(a));
-    }
-    return out;
+    return readRows(*m_db, m_version, logitAlarmTable(), runId);
 }
 
 std::vector<QkClip> RunStore::qkClips(int64_t runId) {
-    std::vector<QkClip> out;
-    if (!hasFeature(m_version, SchemaFeature::QkClips))
-        return out;  // an older file read as it is: no clips
-    Statement st(*m_db,
-                 "SELECT step, layer, head, s_max, factor FROM qk_clips WHERE run_id = ? "
-                 "ORDER BY step, layer, head");
-    st.bindInt(1, runId);
-    while (st.step()) {
-        QkClip c;
-        c.step = st.columnInt(0);
-        c.layer = static_cast<int32_t>(st.columnInt(1));
-        c.head = static_cast<int32_t>(st.columnInt(2));
-        c.sMax = st.columnReal(3);
-        c.factor = st.columnReal(4);
-        out.push_back(c);
-    }
-    return out;
+    return readRows(*m_db, m_version, qkClipTable(), runId);
 }
 
 std::vector<RunInfo> RunStore::listRuns() {
-    Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r ORDER BY r.id");
+    Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r ORDER BY r.id");
     std::vector<RunInfo> out;
     while (st.step()) out.push_back(readRun(st));
     return out;
 }
 
 RunInfo RunStore::run(int64_t id) {
-    Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r WHERE r.id = ?");
+    Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.id = ?");
     st.bindInt(1, id);
     if (!st.step())
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
@@ -381,12 +270,12 @@ RunInfo RunStore::findRun(const std::string& ref) {
     const bool byId = ref.rfind("id:", 0) == 0, byName = ref.rfind("name:", 0) == 0;
     const std::string key = byId ? ref.substr(3) : byName ? ref.substr(5) : ref;
     if (!byName && isInteger(key)) {
-        Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r WHERE r.id = ?");
+        Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.id = ?");
         st.bindInt(1, std::stoll(key));
         if (st.step()) return readRun(st);
     }
     if (!byId) {
-        Statement st(*m_db, "SELECT " + runColumns(m_version) + " FROM runs r WHERE r.name = ?");
+        Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.name = ?");
         st.bindText(1, key);
         if (st.step()) return readRun(st);
     }
@@ -398,36 +287,16 @@ RunInfo RunStore::findRun(const std::string& ref) {
 }
 
 std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) {
-    Statement st(*m_db, std::string("SELECT step, loss, val_loss, grad_norm, lr, alpha, softcap_c, "
-                                    "seq_len, tokens_per_s, ") +
-                            // A reader does not migrate: read an older file as it is.
-                            (hasFeature(m_version, SchemaFeature::AttentionPath) ? "attention_path"
-                                                                                 : "NULL") +
-                            " FROM step_metrics WHERE run_id = ? AND step >= ? ORDER BY step");
-    st.bindInt(1, runId).bindInt(2, fromStep);
-    std::vector<StepMetrics> out;
-    while (st.step()) {
-        StepMetrics m;
-        m.step = st.columnInt(0);
-        m.loss = st.columnReal(1);
-        m.valLoss = st.columnOptReal(2);
-        m.gradNorm = st.columnReal(3);
-        m.lr = st.columnReal(4);
-        m.alpha = st.columnReal(5);
-        m.softcapC = st.columnReal(6);
-        m.seqLen = st.columnInt(7);
-        m.tokensPerSec = st.columnReal(8);
-        m.attentionPath = st.columnText(9);
-        out.push_back(m);
-    }
-    return out;
+    return readRows(*m_db, m_version, stepMetricTable(), runId, fromStep);
 }
 
 std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_t> head,
                                              int64_t fromStep) {
     const auto& columns = probeColumns();
     std::string sql = "SELECT step, layer, head";
-    for (const auto& c : columns) sql += std::string(", ") + c.name;
+    // A reader does not migrate: a column newer than the file reads as NaN.
+    for (const auto& c : columns)
+        sql += ", " + (m_version >= c.since ? std::string(c.name) : "NULL");
     sql += " FROM probe_stats WHERE run_id = ?1 AND step >= ?2";
     if (head) sql += " AND head = ?3";
     sql += " ORDER BY step, layer, head";
@@ -510,29 +379,7 @@ std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
 }
 
 std::vector<Spike> RunStore::spikes(int64_t runId) {
-    Statement st(*m_db,
-                 "SELECT step, metric, value, z_score, kind, tier, probe_step, probe_max_logit, "
-                 "baseline_max_logit, probe_qk_norm, baseline_qk_norm, diagnosis FROM spikes "
-                 "WHERE run_id = ? ORDER BY step, id");
-    st.bindInt(1, runId);
-    std::vector<Spike> out;
-    while (st.step()) {
-        Spike s;
-        s.step = st.columnInt(0);
-        s.metric = st.columnText(1);
-        s.value = st.columnReal(2);
-        s.zScore = st.columnReal(3);
-        s.kind = spikeKindOrUnknown(st.columnText(4));
-        s.tier = static_cast<int>(st.columnInt(5));
-        s.probeStep = st.columnInt(6);
-        s.probeMaxLogit = st.columnReal(7);
-        s.baselineMaxLogit = st.columnReal(8);
-        s.probeQkNorm = st.columnReal(9);
-        s.baselineQkNorm = st.columnReal(10);
-        s.diagnosis = st.columnText(11);
-        out.push_back(std::move(s));
-    }
-    return out;
+    return readRows(*m_db, m_version, spikeTable(), runId);
 }
 
 std::vector<EventRecord> RunStore::events(int64_t runId) {

@@ -17,6 +17,7 @@
 #include "qklab/run_store.h"
 #include "qklab/version.h"
 #include "store/disk_reserve.h"
+#include "store/record_rows.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
 #include "store/store_internal.h"
@@ -94,9 +95,16 @@ struct RunWriter::Impl {
     std::unique_ptr<Statement> insAlarm, insClip;
     std::unique_ptr<Statement> updSummary;
 
-    Statement& prepared(std::unique_ptr<Statement>& slot, const char* sql) {
+    Statement& prepared(std::unique_ptr<Statement>& slot, const std::string& sql) {
         if (!slot) slot = std::make_unique<Statement>(*db, sql);
         return *slot;
+    }
+
+    // The rows of one record, bound from its column table.
+    template <class Record>
+    void insertAll(std::unique_ptr<Statement>& slot, const RecordTable<Record>& table,
+                   const std::vector<Record>& rows) {
+        if (!rows.empty()) insertRows(prepared(slot, insertSql(table)), table, runId, rows);
     }
 
     bool empty() const {
@@ -106,6 +114,8 @@ struct RunWriter::Impl {
     }
 
     void writeRows();
+    void writeProbes();
+    void writeBlobs();
     void dropCheckpointsBefore(int64_t step);
     void clearBuffers();
     // After opening: remember the journal files, keep room to report a full disk.
@@ -177,93 +187,54 @@ void RunWriter::Impl::dropCheckpointsBefore(int64_t step) {
 }
 
 void RunWriter::Impl::writeRows() {
-    // INSERT OR REPLACE: a step written twice (e.g. validation reported separately) must
-    // update the row rather than abort a long training run on a constraint error.
-    Statement& st = prepared(insStep,
-                             "INSERT OR REPLACE INTO step_metrics(run_id, step, loss, val_loss, "
-                             "grad_norm, lr, alpha, softcap_c, seq_len, tokens_per_s, "
-                             "attention_path) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
-    for (const StepMetrics& m : steps) {
-        st.bindInt(1, runId).bindInt(2, m.step).bindReal(3, m.loss).bindOptReal(4, m.valLoss);
-        st.bindReal(5, m.gradNorm).bindReal(6, m.lr).bindReal(7, m.alpha).bindReal(8, m.softcapC);
-        st.bindInt(9, m.seqLen).bindReal(10, m.tokensPerSec);
-        if (m.attentionPath.empty())
-            st.bindNull(11);
-        else
-            st.bindText(11, m.attentionPath);
-        st.exec();
+    insertAll(insStep, stepMetricTable(), steps);
+    writeProbes();
+    writeBlobs();
+    insertAll(insSpike, spikeTable(), spikes);
+    insertAll(insAlarm, logitAlarmTable(), alarms);
+    insertAll(insClip, qkClipTable(), clips);
+    Statement& se = prepared(insEvent,
+                             "INSERT INTO events(run_id, step, kind, params_json, source) "
+                             "VALUES(?,?,?,?,?)");
+    for (const EventRecord& e : events)
+        se.bindAll(runId, e.step, e.kind, e.paramsJson, e.source).exec();
+    Statement& sc = prepared(insCkpt, "INSERT OR REPLACE INTO checkpoints VALUES(?,?,?,?)");
+    for (const CheckpointInfo& c : checkpoints) {
+        // Relative to the database's checkpoint folder: readable from any working directory.
+        sc.bindAll(runId, c.step, storedCheckpointPath(db->path(), runId, c.path), utcNowIso8601());
+        sc.exec();
     }
-    Statement& sp = prepared(insProbe, probeInsertSql().c_str());
+}
+
+void RunWriter::Impl::writeProbes() {
+    Statement& sp = prepared(insProbe, probeInsertSql());
     const auto& columns = probeColumns();
     for (const ProbeStats& p : probes) {
-        sp.bindInt(1, runId).bindInt(2, p.step).bindInt(3, p.layer).bindInt(4, p.head);
+        sp.bindAll(runId, p.step, p.layer, p.head);
         for (size_t i = 0; i < columns.size(); ++i)
             sp.bindReal(5 + static_cast<int>(i), p.*columns[i].field);
         sp.exec();
     }
+}
+
+// Histograms and attention maps: their counts and weights are blobs.
+void RunWriter::Impl::writeBlobs() {
     Statement& sh =
         prepared(insHist,
                  "INSERT OR REPLACE INTO histograms(run_id, step, layer, head, counts, underflow, "
                  "overflow, nan) VALUES(?,?,?,?,?,?,?,?)");
     for (const LogitHistogram& h : histograms) {
         std::vector<unsigned char> blob = encodeInt64s(h.counts);
-        sh.bindInt(1, runId).bindInt(2, h.step).bindInt(3, h.layer).bindInt(4, h.head);
-        sh.bindBlob(5, blob.data(), blob.size()).bindInt(6, h.underflow).bindInt(7, h.overflow);
-        sh.bindInt(8, h.nan);
-        sh.exec();
+        sh.bindAll(runId, h.step, h.layer, h.head).bindBlob(5, blob.data(), blob.size());
+        sh.bindInt(6, h.underflow).bindInt(7, h.overflow).bindInt(8, h.nan).exec();
     }
     Statement& sm = prepared(insMap,
                              "INSERT OR REPLACE INTO attention_maps(run_id, step, layer, head, "
                              "size, weights, tokens, reason) VALUES(?,?,?,?,?,?,?,?)");
     for (const AttentionMap& m : maps) {
         std::vector<unsigned char> blob = encodeFloats(m.weights);
-        sm.bindInt(1, runId).bindInt(2, m.step).bindInt(3, m.layer).bindInt(4, m.head);
-        sm.bindInt(5, m.size).bindBlob(6, blob.data(), blob.size());
+        sm.bindAll(runId, m.step, m.layer, m.head, m.size).bindBlob(6, blob.data(), blob.size());
         sm.bindBlob(7, m.tokens.data(), m.tokens.size()).bindText(8, toString(m.reason)).exec();
-    }
-    Statement& ss = prepared(insSpike,
-                             "INSERT INTO spikes(run_id, step, metric, value, z_score, kind, tier, "
-                             "probe_step, probe_max_logit, baseline_max_logit, probe_qk_norm, "
-                             "baseline_qk_norm, diagnosis) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    for (const Spike& s : spikes) {
-        ss.bindInt(1, runId).bindInt(2, s.step).bindText(3, s.metric).bindReal(4, s.value);
-        ss.bindReal(5, s.zScore).bindText(6, toString(s.kind)).bindInt(7, s.tier);
-        ss.bindInt(8, s.probeStep).bindReal(9, s.probeMaxLogit).bindReal(10, s.baselineMaxLogit);
-        ss.bindReal(11, s.probeQkNorm).bindReal(12, s.baselineQkNorm).bindText(13, s.diagnosis);
-        ss.exec();
-    }
-    // OR IGNORE: the first crossing per layer and rule is the alarm (a resumed run may
-    // raise it again).
-    Statement& sa = prepared(insAlarm,
-                             "INSERT OR IGNORE INTO logit_alarms(run_id, layer, metric, step, "
-                             "value, threshold, kind, tier, text) VALUES(?,?,?,?,?,?,?,?,?)");
-    for (const LogitAlarm& a : alarms) {
-        sa.bindInt(1, runId).bindInt(2, a.layer).bindText(3, a.metric).bindInt(4, a.step);
-        sa.bindReal(5, a.value).bindReal(6, a.threshold).bindText(7, toString(a.kind));
-        sa.bindInt(8, a.tier).bindText(9, a.text).exec();
-    }
-    // OR REPLACE: a step reported again (the same head clipped twice) keeps the last word.
-    Statement& sq = prepared(insClip,
-                             "INSERT OR REPLACE INTO qk_clips(run_id, step, layer, head, s_max, "
-                             "factor) VALUES(?,?,?,?,?,?)");
-    for (const QkClip& c : clips) {
-        sq.bindInt(1, runId).bindInt(2, c.step).bindInt(3, c.layer).bindInt(4, c.head);
-        sq.bindReal(5, c.sMax).bindReal(6, c.factor).exec();
-    }
-    Statement& se = prepared(insEvent,
-                             "INSERT INTO events(run_id, step, kind, params_json, source) "
-                             "VALUES(?,?,?,?,?)");
-    for (const EventRecord& e : events) {
-        se.bindInt(1, runId).bindInt(2, e.step).bindText(3, e.kind).bindText(4, e.paramsJson);
-        se.bindText(5, e.source).exec();
-    }
-    Statement& sc = prepared(insCkpt, "INSERT OR REPLACE INTO checkpoints VALUES(?,?,?,?)");
-    for (const CheckpointInfo& c : checkpoints) {
-        // Relative to the database's checkpoint folder: readable from any working directory.
-        sc.bindInt(1, runId).bindInt(2, c.step);
-        sc.bindText(3, storedCheckpointPath(db->path(), runId, c.path));
-        sc.bindText(4, utcNowIso8601());
-        sc.exec();
     }
 }
 
@@ -289,11 +260,9 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
                   "INSERT INTO runs(name, status, config_json, seed, device, torch_version, "
                   "app_version, created_at, pid, host, uuid, sweep_id, sweep_point, "
                   "sweep_coords) VALUES(?, 'running', ?,?,?,?,?,?,?,?,?,?,?,?)");
-    ins.bindText(1, run.name.empty() ? "\x01pending" : run.name).bindText(2, run.configJson);
-    ins.bindInt(3, run.seed).bindText(4, run.device).bindText(5, run.torchVersion);
-    ins.bindText(6, run.appVersion.empty() ? appVersion() : run.appVersion);
-    ins.bindText(7, utcNowIso8601()).bindInt(8, getpid()).bindText(9, thisHostName());
-    ins.bindText(10, newUuid());
+    ins.bindAll(run.name.empty() ? "\x01pending" : run.name, run.configJson, run.seed, run.device,
+                run.torchVersion, run.appVersion.empty() ? appVersion() : run.appVersion,
+                utcNowIso8601(), getpid(), thisHostName(), newUuid());
     if (run.sweep)
         ins.bindInt(11, run.sweep->sweepId)
             .bindInt(12, run.sweep->point)
@@ -337,8 +306,9 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     };
     // A clip at step s scaled the weights after s's update, before the checkpoint of s + 1:
     // clips from fromStep on are done again by the resumed run.
-    for (const char* table : {"step_metrics", "probe_stats", "histograms", "attention_maps",
-                              "spikes", "logit_alarms", "qk_clips"})
+    for (const char* table :
+         {stepMetricTable().table, "probe_stats", "histograms", "attention_maps",
+          spikeTable().table, logitAlarmTable().table, qkClipTable().table})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
     // Events before fromStep are history (the trainer reports config events only when they
     // take effect, so those at or after fromStep are reported again as the run reaches them).
@@ -368,9 +338,8 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
                   "UPDATE runs SET status = 'running', finished_at = NULL, status_message = '', "
                   "pid = ?, host = ?, steps_done = ?, final_loss = ?, max_logit_raw = ?, "
                   "max_logit_capped = ? WHERE id = ?");
-    upd.bindInt(1, getpid()).bindText(2, thisHostName()).bindInt(3, d.stepsDone);
-    upd.bindOptReal(4, d.finalLoss).bindOptReal(5, d.maxRaw).bindOptReal(6, d.maxCapped);
-    upd.bindInt(7, runId).exec();
+    upd.bindAll(getpid(), thisHostName(), d.stepsDone, d.finalLoss, d.maxRaw, d.maxCapped, runId);
+    upd.exec();
     tx.commit();
     d.watchJournal();
 }
@@ -465,8 +434,7 @@ void RunWriter::flush() {
     Statement& st = d.prepared(d.updSummary,
                                "UPDATE runs SET steps_done = ?, final_loss = ?, max_logit_raw = ?, "
                                "max_logit_capped = ? WHERE id = ?");
-    st.bindInt(1, stepsDone).bindOptReal(2, finalLoss).bindOptReal(3, maxRaw);
-    st.bindOptReal(4, maxCapped).bindInt(5, d.runId).exec();
+    st.bindAll(stepsDone, finalLoss, maxRaw, maxCapped, d.runId).exec();
     tx.commit();
     d.checkJournal();  // after: a commit into a replaced journal never reached the file
 
@@ -483,8 +451,7 @@ void RunWriter::finish(RunStatus status, const std::string& message) {
     m_impl->checkJournal();
     Statement st(*m_impl->db,
                  "UPDATE runs SET status = ?, status_message = ?, finished_at = ? WHERE id = ?");
-    st.bindText(1, toString(status)).bindText(2, message).bindText(3, utcNowIso8601());
-    st.bindInt(4, m_impl->runId).exec();
+    st.bindAll(toString(status), message, utcNowIso8601(), m_impl->runId).exec();
     m_impl->checkJournal();  // "finished" only when it reached the file
     m_impl->finished = true;
 }

@@ -23,6 +23,10 @@
 #include "store/sqlite_files.h"
 #include "util/text_util.h"
 
+#ifdef QKLAB_EXTRA_COLUMNS
+#include QKLAB_EXTRA_COLUMNS  // a test build's extra columns, and kExtraColumnsMigration
+#endif
+
 namespace qklab {
 
 namespace {
@@ -172,6 +176,9 @@ CREATE TABLE qk_clips(
     s_max REAL, factor REAL,
     PRIMARY KEY(run_id, step, layer, head)) WITHOUT ROWID;
 )sql",
+#ifdef QKLAB_EXTRA_COLUMNS
+    kExtraColumnsMigration,  // the test build's (record_columns.cpp)
+#endif
 };
 
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));

@@ -15,8 +15,9 @@ constexpr int64_t kQklabApplicationId = 0x514B4C42;  // "QKLB"
 
 // What each schema version added that readers adapt to. Readers never migrate: a file of an
 // older schema is read as it is, so a query asks whether the file has the feature instead of
-// comparing bare version numbers. Adding a column or table: one migration in schema.cpp and,
-// when readers must tell the old files apart, one row here.
+// comparing bare version numbers. Adding a column or table: one migration in schema.cpp, the
+// column in its record's table (qklab/record_columns.h) with the version it arrived in, and,
+// when more than a record table's reader must tell the old files apart, one row here.
 enum class SchemaFeature {
     AttentionPath,  // step_metrics.attention_path
     HistogramNaN,   // histograms.nan

@@ -7,10 +7,12 @@
 // one thread at a time: the store gives each reader and each writer its own.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 struct sqlite3;
@@ -82,6 +84,15 @@ class Statement {
     // The value of column `col` of `from`'s current row, whatever its type (copying rows
     // between files without decoding them).
     Statement& bindColumn(int index, const Statement& from, int col);
+    // Binds the values to parameters 1, 2, ... in order, as SQLiteCpp's variadic bind does:
+    // integers (bindInt), floating point (bindReal), std::optional<double> (bindOptReal),
+    // text, and nullptr for NULL.
+    template <class... Values>
+    Statement& bindAll(const Values&... values) {
+        int index = 0;
+        (bindOne(++index, values), ...);
+        return *this;
+    }
 
     bool step();   // true while a row is available
     void exec();   // steps to completion, then resets so the statement can be reused
@@ -95,6 +106,20 @@ class Statement {
     std::vector<unsigned char> columnBlob(int col) const;
 
   private:
+    template <class T>
+    void bindOne(int index, const T& value) {
+        if constexpr (std::is_same_v<T, std::nullptr_t>)
+            bindNull(index);
+        else if constexpr (std::is_integral_v<T>)
+            bindInt(index, static_cast<int64_t>(value));
+        else if constexpr (std::is_floating_point_v<T>)
+            bindReal(index, static_cast<double>(value));
+        else if constexpr (std::is_same_v<T, std::optional<double>>)
+            bindOptReal(index, value);
+        else
+            bindText(index, std::string(value));
+    }
+
     Database& m_db;
     sqlite3_stmt* m_stmt = nullptr;
     std::string m_sql;

@@ -12,9 +12,10 @@
 
 namespace qklab {
 
-// The select list (table alias r) that readRun decodes, for a file of schema `version`.
-std::string runColumns(int version);
-// One row of SELECT runColumns(..): a dead writer's running run reads as interrupted.
+// The select list (table alias r) that readRun decodes, for a file of schema `version`: the
+// columns of runColumns() (qklab/record_columns.h), then the writer's pid and host.
+std::string runSelectList(int version);
+// One row of SELECT runSelectList(..): a dead writer's running run reads as interrupted.
 RunInfo readRun(const Statement& st);
 
 // A running run or sweep on this host whose process is gone.

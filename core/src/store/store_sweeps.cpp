@@ -126,7 +126,7 @@ SweepInfo RunStore::findSweep(const std::string& ref) {
 std::vector<RunInfo> RunStore::sweepRuns(int64_t sweepId) {
     std::vector<RunInfo> out;
     if (!hasFeature(m_version, SchemaFeature::Sweeps)) return out;
-    Statement st(*m_db, "SELECT " + runColumns(m_version) +
+    Statement st(*m_db, "SELECT " + runSelectList(m_version) +
                             " FROM runs r WHERE r.sweep_id = ? ORDER BY r.sweep_point, r.id");
     st.bindInt(1, sweepId);
     while (st.step()) out.push_back(readRun(st));
