@@ -17,6 +17,7 @@
 #include "async_store.h"
 #include "plot_export.h"
 #include "plot_style.h"
+#include "qklab/attention_stats.h"
 #include "run_data.h"
 
 namespace qklab::gui {
@@ -230,29 +231,6 @@ void AttentionMapPanel::loadStep() {
         [this](const QString& e) {
             m_info->setText(tr("Could not read attention maps: %1").arg(e));
         });
-}
-
-double AttentionMapPanel::meanRowMax(const AttentionMap& m) {
-    if (m.size <= 0) return 0;
-    double sum = 0;
-    for (int r = 0; r < m.size; ++r) {
-        float best = 0;
-        for (int c = 0; c < m.size; ++c) best = std::max(best, m.weights[size_t(r) * m.size + c]);
-        sum += best;
-    }
-    return sum / m.size;
-}
-
-double AttentionMapPanel::meanRowEntropy(const AttentionMap& m) {
-    if (m.size <= 0) return 0;
-    double sum = 0;
-    for (int r = 0; r < m.size; ++r) {
-        for (int c = 0; c < m.size; ++c) {
-            const double w = m.weights[size_t(r) * m.size + c];
-            if (w > 0) sum -= w * std::log(w);
-        }
-    }
-    return sum / m.size;
 }
 
 void AttentionMapPanel::showMap() {

@@ -41,9 +41,6 @@ class AttentionMapPanel : public QWidget {
     int stepCount() const { return int(m_steps.size()); }
     QCustomPlot* plot() const { return m_plot; }
 
-    // Mean over rows of max_j w_ij (1 = one-hot) and of the row entropy (nats).
-    static double meanRowMax(const AttentionMap& m);
-    static double meanRowEntropy(const AttentionMap& m);
     // A position's byte as a person reads it: 'e', ' ', '\n', 0xc3.
     static QString byteLabel(unsigned char b);
     // The hover text of one cell: both positions with their bytes, and the weight.

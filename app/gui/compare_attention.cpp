@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "async_store.h"
-#include "attention_map_panel.h"
 #include "plot_export.h"
 #include "plot_style.h"
+#include "qklab/attention_stats.h"
 
 namespace qklab::gui {
 
@@ -214,8 +214,8 @@ void CompareAttention::draw() {
         const QColor color = compareColor(size_t(std::max(0, m_run[side]->currentIndex())));
         parts << (m ? tr("<span style='color:%1'>■</span> %2: mean row max %3, entropy %4 nats")
                           .arg(color.name(), name)
-                          .arg(AttentionMapPanel::meanRowMax(*m), 0, 'f', 3)
-                          .arg(AttentionMapPanel::meanRowEntropy(*m), 0, 'f', 3)
+                          .arg(meanRowMax(*m), 0, 'f', 3)
+                          .arg(meanRowEntropy(*m), 0, 'f', 3)
                     : tr("%1: no map at this step").arg(name));
     }
     m_info->setText(m_steps.empty() ? tr("The two runs have no attention map at a common step "

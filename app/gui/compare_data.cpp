@@ -119,15 +119,6 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
     return c;
 }
 
-QColor compareColor(size_t index) {
-    // Tableau 10 plus two: distinguishable, and none is the threshold red or grey.
-    static const QColor colors[] = {
-        QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),  QColor(148, 103, 189),
-        QColor(140, 86, 75),  QColor(227, 119, 194), QColor(23, 190, 207), QColor(188, 189, 34),
-        QColor(214, 39, 40),  QColor(127, 127, 127), QColor(0, 80, 60),    QColor(120, 60, 0)};
-    return colors[index % std::size(colors)];
-}
-
 const std::vector<CompareMetricInfo>& compareMetrics() {
     static const std::vector<CompareMetricInfo> metrics{
         {CompareMetric::TrainLoss, "train_loss", QObject::tr("Train loss"), false, false, false},

@@ -7,7 +7,6 @@
 // the GUI thread.
 #pragma once
 
-#include <QColor>
 #include <QString>
 #include <QVector>
 #include <vector>
@@ -33,9 +32,6 @@ struct Comparison {
 
 // Reads every run (a reader: never writes). Runs not found are listed in `missing`.
 Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds);
-
-// One colour per run, the same in every plot, legend and table (12 distinct ones).
-QColor compareColor(size_t index);
 
 enum class CompareMetric {
     TrainLoss,

@@ -23,6 +23,7 @@
 #include "compare_attention.h"
 #include "compare_histograms.h"
 #include "compare_plots.h"
+#include "plot_style.h"
 #include "theme.h"
 #include "x_axis.h"
 

@@ -21,6 +21,7 @@
 #include "compare_panel.h"
 #include "compare_plots.h"
 #include "file_dialogs.h"
+#include "plot_style.h"
 #include "x_axis.h"
 
 namespace qklab::gui {

@@ -2,10 +2,21 @@
 #include "input_files.h"
 
 #include <QFile>
+#include <QStandardPaths>
 
 #include "qklab/error.h"
 
 namespace qklab::gui {
+
+QString presetDirectory() {
+    const QString env = qEnvironmentVariable("QKLAB_EXPERIMENTS_DIR");
+    return env.isEmpty() ? QStringLiteral(":/experiments") : env;
+}
+
+QString userPresetDirectory() {
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+           QStringLiteral("/qklab/presets");
+}
 
 std::string readAppFile(const QString& path, const InputFileKind& kind) {
     if (!path.startsWith(QLatin1Char(':'))) return readInputFile(path.toStdString(), kind);

@@ -12,7 +12,6 @@
 
 #include "file_dialogs.h"
 #include "input_files.h"
-#include "preset_picker.h"
 #include "qklab/error.h"
 
 namespace qklab::gui {
@@ -58,7 +57,7 @@ QString resolveLesson(const QString& nameOrFile) {
 
 QString findLessonPreset(const QString& name) {
     std::vector<std::string> dirs;
-    for (const QString& dir : {PresetPicker::defaultDirectory(), PresetPicker::userDirectory()})
+    for (const QString& dir : {presetDirectory(), userPresetDirectory()})
         dirs.push_back(dir.toStdString());
     // QFileInfo sees embedded presets too; a FIFO or a device "exists" (and is refused when
     // read, with the reason) rather than being "not found".

@@ -24,6 +24,7 @@
 #include "config_form.h"
 #include "file_dialogs.h"
 #include "histogram_panel.h"
+#include "input_files.h"
 #include "intervention_panel.h"
 #include "live_plots_panel.h"
 #include "plot_export.h"
@@ -142,8 +143,8 @@ void MainWindow::buildMenus() {
     global(file->addAction(tr("&New database…"), QKeySequence::New, m_browser,
                            &RunBrowserPanel::createDatabase));
     QAction* loadPresetAction = file->addAction(tr("Load &preset…"), this, [this] {
-        const QString path = chooseFileToOpen(
-            this, tr("Load preset"), PresetPicker::defaultDirectory(), tr("Presets (*.json)"));
+        const QString path =
+            chooseFileToOpen(this, tr("Load preset"), presetDirectory(), tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPreset(path);
     });
     loadPresetAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));

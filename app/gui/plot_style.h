@@ -57,6 +57,9 @@ void setItemRole(QCPAbstractItem* item, const QString& role);
 
 // Palette for per-layer series.
 QColor layerColor(int layer);
+// One colour per compared thing (a run in Compare, a configuration of a sweep), the same in
+// every plot, legend and table (12 distinct ones).
+QColor compareColor(size_t index);
 
 // Short label for an event ("lr x0.5", "qk_norm rms").
 QString eventLabel(const EventRecord& e);

@@ -10,7 +10,6 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QPushButton>
-#include <QStandardPaths>
 #include <QVBoxLayout>
 
 #include "file_dialogs.h"
@@ -51,23 +50,13 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty()) loadPath(path);
     });
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path =
-            chooseFileToOpen(this, tr("Open preset"), userDirectory(), tr("Presets (*.json)"));
+        const QString path = chooseFileToOpen(this, tr("Open preset"), userPresetDirectory(),
+                                              tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPath(path);
     });
     connect(m_save, &QPushButton::clicked, this, &PresetPicker::saveAs);
     connect(recommend, &QPushButton::clicked, this, &PresetPicker::recommend);
-    setDirectory(defaultDirectory());
-}
-
-QString PresetPicker::defaultDirectory() {
-    const QString env = qEnvironmentVariable("QKLAB_EXPERIMENTS_DIR");
-    return env.isEmpty() ? QStringLiteral(":/experiments") : env;
-}
-
-QString PresetPicker::userDirectory() {
-    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
-           QStringLiteral("/qklab/presets");
+    setDirectory(presetDirectory());
 }
 
 void PresetPicker::setDirectory(const QString& dir) {
@@ -79,7 +68,7 @@ void PresetPicker::setDirectory(const QString& dir) {
 void PresetPicker::rescan() {
     m_combo->clear();
     m_combo->addItem(tr("(choose a preset)"), QString());
-    for (const QString& dir : {m_dir, userDirectory()}) {
+    for (const QString& dir : {m_dir, userPresetDirectory()}) {
         const QFileInfoList files =
             QDir(dir).entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
         for (const QFileInfo& f : files) {
@@ -99,7 +88,7 @@ void PresetPicker::rescan() {
 // A preset file, or the name of one in the list ("blowup_no_qknorm").
 QString PresetPicker::resolve(const QString& pathOrName) const {
     if (QFileInfo::exists(pathOrName)) return QFileInfo(pathOrName).absoluteFilePath();
-    for (const QString& dir : {m_dir, userDirectory()}) {
+    for (const QString& dir : {m_dir, userPresetDirectory()}) {
         const QString candidate = dir + QLatin1Char('/') + pathOrName + QStringLiteral(".json");
         if (QFileInfo::exists(candidate)) return candidate;
     }
@@ -199,9 +188,9 @@ void PresetPicker::saveAs() {
         c.why = why.toStdString();
     }
     // The shipped presets are read-only (inside the binary): new ones go to the user's folder.
-    QDir().mkpath(userDirectory());
+    QDir().mkpath(userPresetDirectory());
     const QString path =
-        chooseFileToSave(this, tr("Save as preset"), userDirectory(), tr("Presets (*.json)"));
+        chooseFileToSave(this, tr("Save as preset"), userPresetDirectory(), tr("Presets (*.json)"));
     if (path.isEmpty()) return;
     QString err;
     if (!savePreset(c, path, &err)) {

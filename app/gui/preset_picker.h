@@ -21,10 +21,6 @@ class PresetPicker : public QWidget {
   public:
     explicit PresetPicker(QWidget* parent = nullptr);
 
-    // $QKLAB_EXPERIMENTS_DIR, else the presets embedded in the binary (":/experiments").
-    static QString defaultDirectory();
-    // Where presets the user saves go: $XDG_DATA_HOME/qklab/presets (also listed).
-    static QString userDirectory();
     // A preset, embedded or a file (readAppFile: regular files within the limit). Throws
     // qklab::Error.
     static RunConfig readPreset(const QString& path);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compare_data.h"
 #include "plot_export.h"
 #include "plot_style.h"
 #include "qklab/spikes.h"

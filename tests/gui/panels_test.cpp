@@ -19,6 +19,7 @@
 #include "live_plots_panel.h"
 #include "plot_cursor.h"
 #include "plot_export.h"
+#include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 #include "run_data.h"
@@ -321,8 +322,8 @@ class PanelsTest : public QObject {
         AttentionMap m;
         m.size = 2;
         m.weights = {1, 0, 0.5, 0.5};
-        QCOMPARE(AttentionMapPanel::meanRowMax(m), 0.75);
-        QVERIFY(std::fabs(AttentionMapPanel::meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
+        QCOMPARE(meanRowMax(m), 0.75);
+        QVERIFY(std::fabs(meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
         // Hover names both positions by their bytes (issue 11, item 10).
         m.tokens = std::string("a\n", 2);
         QCOMPARE(AttentionMapPanel::cellText(m, 1, 0),
