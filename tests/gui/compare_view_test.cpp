@@ -10,19 +10,19 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compare_attention.h"
-#include "compare_data.h"
-#include "compare_histograms.h"
-#include "compare_panel.h"
-#include "compare_plots.h"
+#include "common/gui_types.h"
+#include "common/plot_cursor.h"
+#include "common/x_axis.h"
+#include "compare/compare_attention.h"
+#include "compare/compare_data.h"
+#include "compare/compare_histograms.h"
+#include "compare/compare_panel.h"
+#include "compare/compare_plots.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
-#include "plot_cursor.h"
 #include "qcustomplot.h"
 #include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "x_axis.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "gui_test_util.h"
-#include "lesson_player.h"
-#include "main_window.h"
+#include "lessons/lesson_player.h"
 #include "qklab/run_store.h"
+#include "shell/main_window.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -4,7 +4,7 @@
 // replayed run fires at the first probe step whose stored value crosses the threshold, the
 // player shows the callout and the plot it names is framed; on a live run the worker pauses
 // the trainer at the exact step and a lesson's intervention lands at its at_step.
-#include "lesson_player.h"
+#include "lessons/lesson_player.h"
 
 #include <QDockWidget>
 #include <QFile>
@@ -17,15 +17,15 @@
 #include <QTest>
 #include <nlohmann/json.hpp>
 
-#include "histogram_panel.h"
-#include "lesson_library.h"
-#include "lesson_stage.h"
+#include "common/run_controller.h"
 #include "lesson_test_util.h"
-#include "live_plots_panel.h"
-#include "main_window.h"
+#include "lessons/lesson_library.h"
+#include "lessons/lesson_stage.h"
+#include "lessons/replay_player.h"
+#include "live/histogram_panel.h"
+#include "live/live_plots_panel.h"
 #include "qcustomplot.h"
-#include "replay_player.h"
-#include "run_controller.h"
+#include "shell/main_window.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -9,12 +9,12 @@
 #include <QTest>
 #include <map>
 
+#include "common/theme.h"
 #include "lesson_test_util.h"
-#include "live_plots_panel.h"
-#include "main_window.h"
-#include "presenter_mode.h"
+#include "live/live_plots_panel.h"
 #include "qcustomplot.h"
-#include "theme.h"
+#include "shell/main_window.h"
+#include "shell/presenter_mode.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -8,10 +8,10 @@
 #include <set>
 
 #include "lesson_test_util.h"
-#include "live_plots_panel.h"
-#include "main_window.h"
-#include "replay_bar.h"
-#include "replay_player.h"
+#include "lessons/replay_bar.h"
+#include "lessons/replay_player.h"
+#include "live/live_plots_panel.h"
+#include "shell/main_window.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -1,6 +1,6 @@
 // main_window_test.cpp — the whole window, in process: what the views show and what the run
 // list names must agree (issue 11, item 2), whatever the filter says.
-#include "main_window.h"
+#include "shell/main_window.h"
 
 #include <QLabel>
 #include <QLineEdit>
@@ -9,19 +9,19 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "attention_map_panel.h"
-#include "config_form.h"
+#include "common/gui_types.h"
+#include "common/run_controller.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
-#include "histogram_panel.h"
-#include "live_plots_panel.h"
+#include "live/attention_map_panel.h"
+#include "live/histogram_panel.h"
+#include "live/live_plots_panel.h"
+#include "live/spikes_panel.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_browser_panel.h"
-#include "run_controller.h"
-#include "run_controls_panel.h"
-#include "run_list_model.h"
-#include "spikes_panel.h"
+#include "run/run_browser_panel.h"
+#include "run/run_controls_panel.h"
+#include "run/run_list_model.h"
+#include "setup/config_form.h"
 
 using namespace qklab;
 using namespace qklab::gui;

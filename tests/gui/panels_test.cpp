@@ -12,19 +12,19 @@
 #include <QToolTip>
 #include <cmath>
 
-#include "attention_map_panel.h"
+#include "common/hist_bins.h"
+#include "common/plot_cursor.h"
+#include "common/plot_export.h"
+#include "common/run_data.h"
 #include "gui_test_util.h"
-#include "hist_bins.h"
-#include "histogram_panel.h"
-#include "live_plots_panel.h"
-#include "plot_cursor.h"
-#include "plot_export.h"
+#include "live/attention_map_panel.h"
+#include "live/histogram_panel.h"
+#include "live/live_plots_panel.h"
+#include "live/spikes_panel.h"
 #include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_data.h"
-#include "run_list_model.h"
-#include "spikes_panel.h"
+#include "run/run_list_model.h"
 
 using namespace qklab;
 using namespace qklab::gui;

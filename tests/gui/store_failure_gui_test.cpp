@@ -19,12 +19,12 @@
 #include <QTest>
 #include <QTimer>
 
+#include "common/run_controller.h"
 #include "gui_test_util.h"
-#include "main_window.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_controller.h"
-#include "store_alert_banner.h"
+#include "shell/main_window.h"
+#include "shell/store_alert_banner.h"
 #include "support/faulty_vfs.h"
 #include "support/proc_locks.h"
 

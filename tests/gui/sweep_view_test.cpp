@@ -19,21 +19,21 @@
 #include <QTest>
 #include <cmath>
 
-#include "automation.h"
+#include "common/gui_types.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
-#include "main_window.h"
 #include "qcustomplot.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 #include "qklab/sweep.h"
 #include "qklab/sweep_report.h"
-#include "run_browser_panel.h"
-#include "sweep_dialog.h"
-#include "sweep_launch.h"
-#include "sweep_panel.h"
-#include "sweep_plots.h"
-#include "sweep_table.h"
+#include "run/run_browser_panel.h"
+#include "shell/automation.h"
+#include "shell/main_window.h"
+#include "sweeps/sweep_dialog.h"
+#include "sweeps/sweep_launch.h"
+#include "sweeps/sweep_panel.h"
+#include "sweeps/sweep_plots.h"
+#include "sweeps/sweep_table.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -1,0 +1,78 @@
+// lesson_stage.h — what a lesson step does to the window: it switches to the step's view
+// (tab, layer, head), runs its action (train a preset live, intervene, open a stored run,
+// compare, replay, nothing) and arms its pause conditions on whatever feeds the views (the
+// live run through the training worker, or a replay). When a condition fires, the source has
+// already paused itself at that step; the stage shows the callout in the player and frames
+// the plot it names.
+//
+// The player (LessonPlayer) only shows; the window (MainWindow) only holds the panels; the
+// dispatch over lessonActionKinds() lives here.
+#pragma once
+
+#include <QHash>
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+#include "common/gui_types.h"
+
+class QWidget;
+
+namespace qklab::gui {
+
+class LessonPlayer;
+class MainWindow;
+class PlotHighlight;
+class ReplayPlayer;
+
+class LessonStage : public QObject {
+    Q_OBJECT
+  public:
+    LessonStage(MainWindow* window, LessonPlayer* player, ReplayPlayer* replay);
+
+    // Opens an embedded lesson (by id) or a file; a lesson that does not load shows the
+    // parser's message in the player. False when it did not load.
+    // startIndex: the step to begin at (0-based).
+    bool openLesson(const QString& nameOrFile, int startIndex = 0);
+    QString lessonSource() const { return m_source; }
+
+    // The live run the lesson started (0: none, or it ended).
+    int64_t lessonRunId() const { return m_lessonRun; }
+    // The plot framed by the last callout (null: none now).
+    QWidget* highlightedPlot() const;
+    QString lastStatus() const { return m_status; }
+
+  signals:
+    // A callout was shown (tests, screenshots).
+    void calloutShown(const QString& text, const QString& plot);
+
+  private:
+    void enterStep(int index);
+    void applyView(const LessonStep& step);
+    void applyLayerHead();
+    void runAction(const LessonStep& step);
+    void startPreset(const LessonStep& step);
+    void intervene(const LessonStep& step);
+    void openStoredRun(const LessonStep& step);
+    void compare(const LessonStep& step);
+    void replay(const QString& run, const nlohmann::json& speed, const LessonStep& step);
+    void armConditions(const LessonStep& step);
+    bool findRun(const QString& idOrName, int64_t* id);
+    void onCallout(const Callout& callout, bool live);
+    void resumeSource();
+    bool sourcePaused() const;
+    void say(const QString& text);
+
+    MainWindow* m_window;
+    LessonPlayer* m_player;
+    ReplayPlayer* m_replay;
+    QString m_source;
+    int64_t m_lessonRun = 0;
+    bool m_replaying = false;  // the views show the lesson's replay
+    int m_layer = -1, m_head = -1;
+    QString m_status;
+    QHash<QString, int64_t> m_started;  // runs this lesson trained, by name
+    QPointer<PlotHighlight> m_highlight;
+};
+
+}  // namespace qklab::gui
