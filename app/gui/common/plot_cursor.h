@@ -1,7 +1,7 @@
 // plot_cursor.h — a hover cursor shared by a group of plots: a vertical line at the mouse's x
-// on every plot of the group, and a readout of the curves' values there (issue 11, item 12:
-// TensorBoard and W&B users expect step, value and run under the mouse on every curve; the
-// comparison view's shared cursor is the same object).
+// on every plot of the group, and a readout of the curves' values there (TensorBoard and W&B
+// users expect step, value and run under the mouse on every curve; the comparison view's
+// shared cursor is the same object).
 //
 // The line lives on QCustomPlot's buffered "overlay" layer, so moving it redraws that layer
 // alone, not the curves: a full replot of a 100k-step plot takes ~250 ms, far too slow for

@@ -1,6 +1,5 @@
 // theme.h — light and dark looks for the whole app: the widget palette, the stylesheet's
-// colours and every plot's background, axes, grid and text (issue 11, item 15; presenter mode
-// in the lessons issue builds on it).
+// colours and every plot's background, axes, grid and text (presenter mode builds on it).
 //
 // Plots are themed through themePlot(), which stylePlot() calls, so a plot created after a
 // switch is born in the current theme; applyTheme() re-themes the plots that exist.
@@ -29,10 +28,10 @@ void themePlot(QCustomPlot* plot);
 // A row tint that keeps the palette's text readable: severity 0 (fine) to 2 (bad).
 QColor severityTint(int severity);
 
-// Presenter mode (View > Presenter mode, the lessons issue): the theme's colours pushed to
-// full contrast (pure black on white, or white on black), bolder axes and grid, and curves at
-// least kPresenterPenWidth wide. PresenterMode (presenter_mode.h) does the rest (fonts,
-// full screen, which controls show).
+// Presenter mode (View > Presenter mode): the theme's colours pushed to full contrast (pure
+// black on white, or white on black), bolder axes and grid, and curves at least
+// kPresenterPenWidth wide. PresenterMode (shell/presenter_mode.h) does the rest (fonts, full
+// screen, which controls show).
 constexpr double kPresenterPenWidth = 2.5;
 bool presenterActive();
 // Re-applies the palette and re-themes every plot under `root` (may be null).

@@ -2,8 +2,7 @@
 //
 // Runs with different batch sizes or context lengths are only comparable per token, and a
 // slow configuration per second; the live plots and the comparison view share this one
-// choice (issue 11, item 13; the compare issue). Series are stored by step; StepToX maps a
-// run's steps to the chosen x and back.
+// choice. Series are stored by step; StepToX maps a run's steps to the chosen x and back.
 #pragma once
 
 #include <QString>

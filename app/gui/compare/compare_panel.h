@@ -1,6 +1,6 @@
-// compare_panel.h — the comparison workspace (the compare issue): 2-12 stored runs side by
-// side. Curves (ComparePlots) above; below, the summary table (sortable, best per column
-// marked, CSV), the config diff (differences only by default) and each run's events.
+// compare_panel.h — the comparison workspace: 2-12 stored runs side by side. Curves
+// (ComparePlots) above; below, the summary table (sortable, best per column marked, CSV), the
+// config diff (differences only by default) and each run's events.
 //
 // A comparison that holds a run still training reloads every 2 s, so its curves keep
 // extending; a run deleted meanwhile leaves with a note.

@@ -1,4 +1,4 @@
-// lesson_player.h — the lesson player panel (the lessons issue, "In the app"): the lesson's
+// lesson_player.h — the lesson player panel, the lesson's face in the app: the lesson's
 // title, a step counter ("3 / 7"), the step's text rendered as Markdown, Back and Next, the
 // teacher notes (collapsed until asked for) and the callout area where a fired pause condition
 // speaks.

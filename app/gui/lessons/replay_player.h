@@ -1,6 +1,6 @@
-// replay_player.h — plays a stored run back through the live views (the lessons issue,
-// "Replay"): a teacher records runs before class and still shows them "live", and a lesson
-// falls back to a replay when the machine is too slow.
+// replay_player.h — plays a stored run back through the live views: a teacher records runs
+// before class and still shows them "live", and a lesson falls back to a replay when the
+// machine is too slow.
 //
 // The run's rows are read once from a read-only store, grouped into one frame per step, and
 // emitted in step order as LiveBatch, the same batches the training worker sends, so every
