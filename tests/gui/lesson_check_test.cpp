@@ -95,7 +95,7 @@ class LessonCheckTest : public QObject {
         auto w = window();
         QVERIFY(w);
         QVERIFY(!w->openLesson(path));  // refused when opened: the step never plays
-        const QString app = w->lessonPlayer()->errorText();
+        const QString app = w->part<LessonPlayer>()->errorText();
         QVERIFY2(app.contains(QStringLiteral("step 2 (\"S\"): ") + field), qPrintable(app));
         const auto [code, cli] = cliCheck(path);
         QCOMPARE(code, 2);
@@ -115,7 +115,7 @@ class LessonCheckTest : public QObject {
         auto w = window();
         QVERIFY(w);
         // Opened at the last step: nothing trains (the start_preset step does not run).
-        QVERIFY2(w->openLesson(path, 3), qPrintable(w->lessonPlayer()->errorText()));
+        QVERIFY2(w->openLesson(path, 3), qPrintable(w->part<LessonPlayer>()->errorText()));
     }
 };
 

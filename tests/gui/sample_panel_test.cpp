@@ -149,7 +149,7 @@ class SamplePanelTest : public QObject {
         auto* w = new MainWindow;
         w->setQuiet(true);
         QVERIFY(w->openDatabase(m_db));
-        SamplePanel* panel = w->samplePanel();
+        SamplePanel* panel = w->part<SamplePanel>();
         QVERIFY(panel);
         panel->setRun(2);
         QTRY_VERIFY_WITH_TIMEOUT(panel->canGenerate(), 10000);

@@ -129,7 +129,7 @@ class StoreFailureGuiTest : public QObject {
         QVERIFY2(failed.at(0).at(1).toString().contains(QStringLiteral("disk I/O error")),
                  qPrintable(failed.at(0).at(1).toString()));
 
-        StoreAlertBanner* banner = w.storeAlert();
+        StoreAlertBanner* banner = w.part<StoreAlertBanner>();
         QVERIFY(banner->isVisible());
         QVERIFY(banner->alerts().first().contains(QStringLiteral("disk I/O error")));
         QTest::qWait(1500);

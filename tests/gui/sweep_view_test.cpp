@@ -360,18 +360,18 @@ class SweepViewTest : public QObject {
         QVERIFY(window.openDatabase(m_db));
         window.showSweep(options.sweep);
         auto* tabs = window.findChild<QTabWidget*>();
-        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.sweepPanel()));
-        waitForReport(*window.sweepPanel(), m_sweepId);
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.part<SweepPanel>()));
+        waitForReport(*window.part<SweepPanel>(), m_sweepId);
         window.showTab(QStringLiteral("live"));
         window.showTab(QStringLiteral("sweeps"));
-        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.sweepPanel()));
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.part<SweepPanel>()));
         // "Show runs" filters the run list to the sweep.
         QPushButton* showRuns = nullptr;
-        for (QPushButton* b : window.sweepPanel()->findChildren<QPushButton*>())
+        for (QPushButton* b : window.part<SweepPanel>()->findChildren<QPushButton*>())
             if (b->text() == QLatin1String("Show runs")) showRuns = b;
         QVERIFY(showRuns);
         showRuns->click();
-        QCOMPARE(window.runBrowser()->filterText(), QStringLiteral("sweep:wts"));
+        QCOMPARE(window.part<RunBrowserPanel>()->filterText(), QStringLiteral("sweep:wts"));
     }
 
     // The real qklab-cli, detached: the sweep appears in the panel and its points fill in.

@@ -3,25 +3,16 @@
 
 #include <qcustomplot.h>
 
-#include <QDockWidget>
 #include <QStringList>
 #include <memory>
 
+#include "common/lab_window.h"
 #include "common/run_controller.h"
-#include "compare/compare_panel.h"
 #include "lessons/lesson_library.h"
 #include "lessons/lesson_player.h"
 #include "lessons/plot_highlight.h"
 #include "lessons/replay_player.h"
-#include "live/attention_map_panel.h"
-#include "live/histogram_panel.h"
-#include "live/intervention_panel.h"
-#include "live/live_plots_panel.h"
 #include "qklab/run_store.h"
-#include "run/run_browser_panel.h"
-#include "setup/config_form.h"
-#include "setup/preset_picker.h"
-#include "shell/main_window.h"
 
 namespace qklab::gui {
 
@@ -44,7 +35,7 @@ QStringList assignments(const nlohmann::json& set) {
 
 }  // namespace
 
-LessonStage::LessonStage(MainWindow* window, LessonPlayer* player, ReplayPlayer* replay)
+LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* replay)
     : QObject(window), m_window(window), m_player(player), m_replay(replay) {
     RunController* c = m_window->controller();
     connect(m_player, &LessonPlayer::stepEntered, this, &LessonStage::enterStep);
@@ -69,11 +60,17 @@ LessonStage::LessonStage(MainWindow* window, LessonPlayer* player, ReplayPlayer*
     // connected later than these).
     connect(
         c, &RunController::started, this, [this] { applyLayerHead(); }, Qt::QueuedConnection);
-    connect(m_window, &MainWindow::runOpened, this, [this] { applyLayerHead(); });
+    connect(m_window, &LabWindow::runOpened, this, [this] { applyLayerHead(); });
     connect(
         m_replay, &ReplayPlayer::reset, this, [this] { applyLayerHead(); }, Qt::QueuedConnection);
     connect(m_replay, &ReplayPlayer::finished, this, [this] {
         if (m_replaying) m_player->setCalloutResumable(false);
+    });
+    // How far the lesson's run has come, as the views know it: an intervention for a step
+    // already past applies now rather than never.
+    connect(c, &RunController::batchReady, this, [this](const LiveBatch& batch) {
+        if (batch.runId == m_lessonRun && !batch.steps.isEmpty())
+            m_lessonRunStep = batch.steps.back().step;
     });
     connect(c, &RunController::finished, this, [this](qint64 runId) {
         if (runId != m_lessonRun) return;
@@ -128,21 +125,12 @@ void LessonStage::enterStep(int index) {
 void LessonStage::applyView(const LessonStep& step) {
     m_layer = step.layer.value_or(-1);
     m_head = step.head.value_or(-1);
-    if (step.view == "config") {
-        if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("setupDock"))) {
-            dock->show();
-            dock->raise();
-        }
-        return;
-    }
     m_window->showTab(qs(step.view));
 }
 
 void LessonStage::applyLayerHead() {
     if (m_layer < 0 && m_head < 0) return;
-    const int layer = std::max(0, m_layer);
-    m_window->histograms()->selectLayerHead(layer, m_head);
-    m_window->attentionMaps()->selectLayerHead(layer, std::max(0, m_head));
+    m_window->selectLayerHead(std::max(0, m_layer), m_head);
 }
 
 // The dispatch over lessonActionKinds(); a kind the table gains without a case here says so.
@@ -179,13 +167,12 @@ void LessonStage::startPreset(const LessonStep& step) {
     QString error;
     if (!m_window->applyOverrides(assignments(step.action.value("set", nlohmann::json())), &error))
         return say(error);
-    ConfigForm* form = m_window->configForm();
-    form->revalidateNow();
-    if (!form->problems().isEmpty())
-        return say(tr("The preset's config is not valid: %1").arg(form->problems().first()));
+    QStringList problems;
     RunRequest request;
-    request.config = form->config();
-    request.dbPath = m_window->runBrowser()->databasePath();
+    request.config = m_window->formConfig(&problems);
+    if (!problems.isEmpty())
+        return say(tr("The preset's config is not valid: %1").arg(problems.first()));
+    request.dbPath = m_window->databasePath();
     request.name = qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
     request.pauses = step.pauses;
     m_window->stopReplay();
@@ -198,6 +185,7 @@ void LessonStage::startPreset(const LessonStep& step) {
                           [this, connection, name = request.name](qint64 runId, const QString& n) {
                               if (n != name) return;
                               m_lessonRun = runId;
+                              m_lessonRunStep = -1;
                               m_started.insert(name, runId);
                               disconnect(*connection);
                           });
@@ -225,14 +213,13 @@ void LessonStage::intervene(const LessonStep& step) {
     RunController* c = m_window->controller();
     if (!m_lessonRun || c->activeRunId() != m_lessonRun)
         return say(tr("Nothing of this lesson is training: start the run of an earlier step."));
-    const auto& steps = m_window->livePlots()->run().steps;
-    const int64_t reached = steps.empty() ? -1 : steps.back().step;
+    const int64_t reached = m_lessonRunStep;
     if (atStep > reached + 1) {
         c->interveneAt(event, atStep);
         return say(tr("%1 applies at step %2.").arg(label).arg(atStep));
     }
     // Already past it: now, through the intervention panel like a click.
-    if (m_window->interventions()->post(event))
+    if (m_window->postIntervention(event))
         say(tr("%1 applied at step %2 (the run was past step %3).")
                 .arg(label)
                 .arg(reached + 1)
@@ -247,7 +234,7 @@ bool LessonStage::findRun(const QString& idOrName, int64_t* id) {
         return true;
     }
     try {
-        RunStore store(m_window->runBrowser()->databasePath().toStdString(), StoreAccess::ReadOnly);
+        RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
         *id = 0;
         for (const RunInfo& r : store.listRuns())
             if (r.name == idOrName.toStdString()) *id = std::max(*id, r.id);
@@ -272,8 +259,7 @@ void LessonStage::openStoredRun(const LessonStep& step) {
 void LessonStage::compare(const LessonStep& step) {
     const QString saved = textOf(step.action, "comparison");
     if (!saved.isEmpty()) {
-        m_window->comparePanel()->openSaved(saved);
-        m_window->showTab(QStringLiteral("compare"));
+        m_window->openComparison(saved);
     } else {
         std::vector<int64_t> ids;
         for (const auto& r : step.action.value("runs", nlohmann::json::array())) {
@@ -331,7 +317,7 @@ void LessonStage::onCallout(const Callout& callout, bool live) {
     if (plot.isEmpty() && kind == "spike") plot = QStringLiteral("loss");
     m_window->showTab(QStringLiteral("live"));
     if (!m_highlight) m_highlight = new PlotHighlight(this);
-    if (kind != "step") m_highlight->show(m_window->livePlots()->plotForMetric(plot), 0);
+    if (kind != "step") m_highlight->show(m_window->livePlotOf(plot), 0);
     emit calloutShown(text, plot);
 }
 

@@ -5,8 +5,9 @@
 // already paused itself at that step; the stage shows the callout in the player and frames
 // the plot it names.
 //
-// The player (LessonPlayer) only shows; the window (MainWindow) only holds the panels; the
-// dispatch over lessonActionKinds() lives here.
+// The player (LessonPlayer) only shows; the window, seen through LabWindow, carries out what
+// the step asks (a tab, a preset, a run to open, compare or replay); the dispatch over
+// lessonActionKinds() lives here.
 #pragma once
 
 #include <QHash>
@@ -20,15 +21,15 @@ class QWidget;
 
 namespace qklab::gui {
 
+class LabWindow;
 class LessonPlayer;
-class MainWindow;
 class PlotHighlight;
 class ReplayPlayer;
 
 class LessonStage : public QObject {
     Q_OBJECT
   public:
-    LessonStage(MainWindow* window, LessonPlayer* player, ReplayPlayer* replay);
+    LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* replay);
 
     // Opens an embedded lesson (by id) or a file; a lesson that does not load shows the
     // parser's message in the player. False when it did not load.
@@ -63,12 +64,13 @@ class LessonStage : public QObject {
     bool sourcePaused() const;
     void say(const QString& text);
 
-    MainWindow* m_window;
+    LabWindow* m_window;
     LessonPlayer* m_player;
     ReplayPlayer* m_replay;
     QString m_source;
     int64_t m_lessonRun = 0;
-    bool m_replaying = false;  // the views show the lesson's replay
+    int64_t m_lessonRunStep = -1;  // the last step of it the views were sent
+    bool m_replaying = false;      // the views show the lesson's replay
     int m_layer = -1, m_head = -1;
     QString m_status;
     QHash<QString, int64_t> m_started;  // runs this lesson trained, by name

@@ -8,7 +8,6 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QSettings>
-#include <QTabWidget>
 #include <QTimer>
 #include <iostream>
 
@@ -18,11 +17,9 @@
 #include "lessons/lesson_stage.h"
 #include "live/attention_map_panel.h"
 #include "live/histogram_panel.h"
-#include "live/intervention_panel.h"
 #include "live/live_plots_panel.h"
 #include "live/sample_panel.h"
 #include "qklab/run_store.h"
-#include "run/run_browser_panel.h"
 #include "run/run_controls_panel.h"
 #include "shell/latency_monitor.h"
 #include "shell/main_window.h"
@@ -52,7 +49,8 @@ const OptionSpec kOptions[] = {
     {"quit-after-steps", "Stop the run after N steps, then quit.", "N"},
     {"quit-after-ms", "Quit after this many milliseconds.", "MS"},
     {"screenshot", "Save a window screenshot before quitting.", "PNG"},
-    {"view-shots", "Save one screenshot per view into DIR before quitting.", "DIR"},
+    {"view-shots", "Save one screenshot per tab into DIR (DIR/live.png, …) before quitting.",
+     "DIR"},
     {"tab", "Show this view: live, histograms, attention, spikes, compare, sweeps.", "NAME"},
     {"open-run", "Show this stored run.", "ID"},
     {"compare", "Compare these stored runs (2-12 ids, comma separated) in the Compare tab.", "IDS"},
@@ -166,82 +164,25 @@ AutomationDriver::AutomationDriver(MainWindow* window, const LaunchOptions& opti
 
 bool AutomationDriver::begin() {
     m_window->setQuiet(m_options.quiet);
-    QString db = m_options.dbPath;
-    if (db.isEmpty()) {
-        db = QString::fromStdString(defaultDatabasePath());
-        QDir().mkpath(QFileInfo(db).absolutePath());
-    }
-    if (!m_window->openDatabase(db)) {
-        m_exitCode = 2;
-        return false;
-    }
-    QString preset = m_options.presetPath;
-    if (preset.isEmpty()) {
-        // The last preset is a convenience: silently skipped when it has gone away.
-        const QString last = QSettings().value(QStringLiteral("lastPreset")).toString();
-        if (!last.isEmpty() && QFileInfo::exists(last)) m_window->loadPreset(last);
-    } else if (!m_window->loadPreset(preset)) {
-        m_exitCode = 2;
-        return false;
-    }
-    QString error;
-    if (!m_window->applyOverrides(m_options.overrides, &error)) {
-        std::cerr << "qklab: " << error.toStdString() << "\n";
+    if (!openDatabaseAndPreset()) {
         m_exitCode = 2;
         return false;
     }
     if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
-    if (m_options.overlay) m_window->histograms()->setOverlay(true);
+    if (m_options.overlay) m_window->part<HistogramPanel>()->setOverlay(true);
     if (!beginLesson()) return false;
     m_latency->start();
-
-    // The benchmark measures the GUI thread *with* the big run loaded: the stall while it is
-    // being shown is reported separately as the open time.
-    connect(m_window, &MainWindow::runOpened, this, [this](qint64 id, double seconds) {
-        std::cout << "opened run " << id << " in " << seconds << " s" << std::endl;
-        m_latency->reset();
-    });
-    RunController* c = m_window->controller();
-    connect(c, &RunController::progress, this,
-            [this](qint64 id, qint64 step, qint64, double) { onProgress(id, step); });
-    connect(c, &RunController::idle, this, &AutomationDriver::onRunEnded);
-    connect(c, &RunController::failed, this, [this] { m_exitCode = 1; });
-
-    if (m_options.autostart) {
-        QTimer::singleShot(0, this, [this] {
-            m_window->runControls()->setRunName(m_options.runName);
-            m_window->runControls()->startRun();
-            if (!m_window->controller()->isBusy()) {
-                std::cerr << "qklab: the run could not be started\n";
-                m_exitCode = 2;
-                finishAndQuit();
-            }
-        });
-    } else if (m_options.openRunId > 0) {
+    watchRuns();
+    if (m_options.autostart)
+        QTimer::singleShot(0, this, &AutomationDriver::autostart);
+    else if (m_options.openRunId > 0)
         openRequestedRun();
-    }
-    if (!m_options.compareFigure.isEmpty()) {
-        connect(m_window, &MainWindow::comparisonOpened, this, [this] {
-            // One event-loop turn later the plots have their size and data.
-            QTimer::singleShot(300, this, [this] {
-                QString error;
-                if (!m_window->comparePanel()->saveFigure(m_options.compareFigure, &error)) {
-                    std::cerr << "qklab: " << error.toStdString() << "\n";
-                    m_exitCode = 1;
-                }
-                finishAndQuit();
-            });
-        });
-    }
-    if (!m_options.compareIds.isEmpty()) {
-        m_window->compareRuns(
-            std::vector<int64_t>(m_options.compareIds.begin(), m_options.compareIds.end()));
-    }
+    beginComparison();
     if (!m_options.sweep.isEmpty()) {
         m_window->showSweep(m_options.sweep);
         if (m_options.sweepTableShare > 0)  // once the window has its size
             QTimer::singleShot(200, this, [this] {
-                m_window->sweepPanel()->setTableShare(m_options.sweepTableShare);
+                m_window->part<SweepPanel>()->setTableShare(m_options.sweepTableShare);
             });
     }
     if (m_options.quitAfterMs > 0)
@@ -255,14 +196,83 @@ bool AutomationDriver::begin() {
     return true;
 }
 
+// --db (or the user's default database), --preset (or the last one, when it is still there),
+// --set. False when one of them fails (the message is printed).
+bool AutomationDriver::openDatabaseAndPreset() {
+    QString db = m_options.dbPath;
+    if (db.isEmpty()) {
+        db = QString::fromStdString(defaultDatabasePath());
+        QDir().mkpath(QFileInfo(db).absolutePath());
+    }
+    if (!m_window->openDatabase(db)) return false;
+    if (m_options.presetPath.isEmpty()) {
+        // The last preset is a convenience: silently skipped when it has gone away.
+        const QString last = QSettings().value(QStringLiteral("lastPreset")).toString();
+        if (!last.isEmpty() && QFileInfo::exists(last)) m_window->loadPreset(last);
+    } else if (!m_window->loadPreset(m_options.presetPath)) {
+        return false;
+    }
+    QString error;
+    if (m_window->applyOverrides(m_options.overrides, &error)) return true;
+    std::cerr << "qklab: " << error.toStdString() << "\n";
+    return false;
+}
+
+void AutomationDriver::watchRuns() {
+    // The benchmark measures the GUI thread *with* the big run loaded: the stall while it is
+    // being shown is reported separately as the open time.
+    connect(m_window, &LabWindow::runOpened, this, [this](qint64 id, double seconds) {
+        std::cout << "opened run " << id << " in " << seconds << " s" << std::endl;
+        m_latency->reset();
+    });
+    RunController* c = m_window->controller();
+    connect(c, &RunController::progress, this,
+            [this](qint64 id, qint64 step, qint64, double) { onProgress(id, step); });
+    connect(c, &RunController::idle, this, &AutomationDriver::onRunEnded);
+    connect(c, &RunController::failed, this, [this] { m_exitCode = 1; });
+}
+
+// --autostart: the Train strip's Start, with --run-name in its name field.
+void AutomationDriver::autostart() {
+    auto* controls = m_window->part<RunControlsPanel>();
+    controls->setRunName(m_options.runName);
+    controls->startRun();
+    if (m_window->controller()->isBusy()) return;
+    std::cerr << "qklab: the run could not be started\n";
+    m_exitCode = 2;
+    finishAndQuit();
+}
+
+// --compare, and --compare-figure once the comparison is shown.
+void AutomationDriver::beginComparison() {
+    if (!m_options.compareFigure.isEmpty()) {
+        connect(m_window, &LabWindow::comparisonOpened, this, [this] {
+            // One event-loop turn later the plots have their size and data.
+            QTimer::singleShot(300, this, [this] {
+                QString error;
+                if (!m_window->part<ComparePanel>()->saveFigure(m_options.compareFigure, &error)) {
+                    std::cerr << "qklab: " << error.toStdString() << "\n";
+                    m_exitCode = 1;
+                }
+                finishAndQuit();
+            });
+        });
+    }
+    if (!m_options.compareIds.isEmpty()) {
+        m_window->compareRuns(
+            std::vector<int64_t>(m_options.compareIds.begin(), m_options.compareIds.end()));
+    }
+}
+
 // --presenter, --lesson (and its step), --replay, --shot-on-callout.
 bool AutomationDriver::beginLesson() {
-    if (m_options.presenter) m_window->presenter()->setActive(true);
+    if (m_options.presenter) m_window->part<PresenterMode>()->setActive(true);
     if (!m_options.lesson.isEmpty()) {
         const bool ok =
             m_window->openLesson(m_options.lesson, std::max(0, m_options.lessonStep - 1));
         if (!ok) {
-            std::cerr << "qklab: " << m_window->lessonPlayer()->errorText().toStdString() << "\n";
+            std::cerr << "qklab: " << m_window->part<LessonPlayer>()->errorText().toStdString()
+                      << "\n";
             if (m_options.quiet) {
                 m_exitCode = 2;
                 return false;
@@ -273,8 +283,7 @@ bool AutomationDriver::beginLesson() {
         QString error;
         int64_t id = 0;
         try {
-            RunStore store(m_window->runBrowser()->databasePath().toStdString(),
-                           StoreAccess::ReadOnly);
+            RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
             id = store.findRun(m_options.replay.toStdString()).id;
         } catch (const std::exception& e) {
             error = QString::fromStdString(e.what());
@@ -288,7 +297,7 @@ bool AutomationDriver::beginLesson() {
         if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);  // replay showed live
     }
     if (m_options.shotOnCallout)
-        connect(m_window->lessonStage(), &LessonStage::calloutShown, this,
+        connect(m_window->part<LessonStage>(), &LessonStage::calloutShown, this,
                 [this] { QTimer::singleShot(1500, this, &AutomationDriver::finishAndQuit); });
     return true;
 }
@@ -297,7 +306,7 @@ bool AutomationDriver::beginLesson() {
 // found, and the next follows when the text is written; a screenshot waits for the last.
 void AutomationDriver::beginSamples() {
     if (m_options.sampleIds.isEmpty()) return;
-    SamplePanel* panel = m_window->samplePanel();
+    auto* panel = m_window->part<SamplePanel>();
     if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("sampleDock"))) {
         dock->show();
         dock->raise();
@@ -313,7 +322,7 @@ void AutomationDriver::beginSamples() {
     connect(panel, &SamplePanel::sampleFinished, this, [this] { sampleNext(); });
     if (m_options.openRunId <= 0) return QTimer::singleShot(0, this, &AutomationDriver::sampleNext);
     // Opening a run picks it in the Sample box too: start once that has happened.
-    connect(m_window, &MainWindow::runOpened, this, [this] {
+    connect(m_window, &LabWindow::runOpened, this, [this] {
         if (m_nextSample == 0 && !m_samplePending) sampleNext();
     });
 }
@@ -324,7 +333,7 @@ void AutomationDriver::sampleNext() {
         return;
     }
     m_samplePending = true;
-    m_window->samplePanel()->setRun(m_options.sampleIds[m_nextSample++]);
+    m_window->part<SamplePanel>()->setRun(m_options.sampleIds[m_nextSample++]);
 }
 
 void AutomationDriver::openRequestedRun() {
@@ -353,7 +362,7 @@ void AutomationDriver::onProgress(qint64, qint64 step) {
             j["step"] = 0;
             Event e = eventFromJson(j, "--intervene");
             e.source = EventSource::User;
-            if (!m_window->interventions()->post(e))
+            if (!m_window->postIntervention(e))
                 std::cerr << "qklab: intervention not applied: " << spec.toStdString() << "\n";
         } catch (const std::exception& ex) {
             std::cerr << "qklab: bad --intervene " << spec.toStdString() << ": " << ex.what()
@@ -384,57 +393,56 @@ void AutomationDriver::finishAndQuit() {
     m_latencyStats = m_latency->stats();
     // Views that read the store (histograms, attention maps) reload once more so the shots
     // include the rows the writer flushed at the end of the run.
-    m_window->histograms()->reload();
-    m_window->attentionMaps()->reloadSteps();
+    m_window->part<HistogramPanel>()->reload();
+    m_window->part<AttentionMapPanel>()->reloadSteps();
     QTimer::singleShot(1200, this, [this] {
-        m_window->livePlots()->replotNow();
+        auto* live = m_window->part<LivePlotsPanel>();
+        live->replotNow();
         QApplication::processEvents();
-        if (!m_options.plotShots.isEmpty()) {
-            const QString dir = m_options.plotShots.first();
-            QDir().mkpath(dir);
-            auto* tabs = m_window->findChild<QTabWidget*>();
-            const int shown = tabs ? tabs->currentIndex() : 0;
-            const QStringList names{QStringLiteral("live"), QStringLiteral("histograms"),
-                                    QStringLiteral("attention"), QStringLiteral("spikes")};
-            for (int i = 0; tabs && i < tabs->count() && i < names.size(); ++i) {
-                tabs->setCurrentIndex(i);
-                QApplication::processEvents();
-                m_window->grab().save(QDir(dir).filePath(names[i] + QStringLiteral(".png")));
-            }
-            if (tabs) tabs->setCurrentIndex(shown);
-            QApplication::processEvents();
+        if (!m_options.plotShots.isEmpty()) saveTabShots(m_options.plotShots.first());
+        if (!m_options.screenshotPath.isEmpty() &&
+            !m_window->grab().save(m_options.screenshotPath)) {
+            std::cerr << "qklab: could not save " << m_options.screenshotPath.toStdString() << "\n";
+            m_exitCode = m_exitCode ? m_exitCode : 4;
         }
-        if (!m_options.screenshotPath.isEmpty()) {
-            if (!m_window->grab().save(m_options.screenshotPath)) {
-                std::cerr << "qklab: could not save " << m_options.screenshotPath.toStdString()
-                          << "\n";
-                m_exitCode = m_exitCode ? m_exitCode : 4;
-            }
-        }
-        const int points = m_window->livePlots()->lossPointCount();
+        const int points = live->lossPointCount();
         std::cout << "loss points: " << points << "\n"
-                  << "run shown: " << m_window->livePlots()->runId() << "\n"
+                  << "run shown: " << live->runId() << "\n"
                   << m_latencySummary.toStdString() << std::endl;
-        if (!m_options.latencyReport.isEmpty()) {
-            QFile f(m_options.latencyReport);
-            if (f.open(QIODevice::WriteOnly | QIODevice::Text)) {
-                const LatencyStats& s = m_latencyStats;
-                f.write(QStringLiteral("{\"seconds\": %1, \"samples\": %2, \"max_stall_ms\": %3, "
-                                       "\"p99_stall_ms\": %4, \"stalls_over_50ms\": %5, "
-                                       "\"max_busy_ms\": %6, \"busy_over_50ms\": %7}\n")
-                            .arg(s.seconds)
-                            .arg(s.samples)
-                            .arg(s.maxStallMs)
-                            .arg(s.p99StallMs)
-                            .arg(s.stallsOver50Ms)
-                            .arg(s.maxBusyMs)
-                            .arg(s.busyOver50Ms)
-                            .toUtf8());
-            }
-        }
+        if (!m_options.latencyReport.isEmpty()) writeLatencyReport();
         if (m_options.quitAfterSteps > 0 && points == 0 && m_exitCode == 0) m_exitCode = 3;
         QCoreApplication::exit(m_exitCode);
     });
+}
+
+// --view-shots DIR: DIR/<tab>.png for every tab, then the tab shown before.
+void AutomationDriver::saveTabShots(const QString& dir) {
+    QDir().mkpath(dir);
+    const QString shown = m_window->currentTab();
+    for (const QString& tab : m_window->tabNames()) {
+        m_window->showTab(tab);
+        QApplication::processEvents();
+        m_window->grab().save(QDir(dir).filePath(tab + QStringLiteral(".png")));
+    }
+    m_window->showTab(shown);
+    QApplication::processEvents();
+}
+
+void AutomationDriver::writeLatencyReport() {
+    QFile f(m_options.latencyReport);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Text)) return;
+    const LatencyStats& s = m_latencyStats;
+    f.write(QStringLiteral("{\"seconds\": %1, \"samples\": %2, \"max_stall_ms\": %3, "
+                           "\"p99_stall_ms\": %4, \"stalls_over_50ms\": %5, "
+                           "\"max_busy_ms\": %6, \"busy_over_50ms\": %7}\n")
+                .arg(s.seconds)
+                .arg(s.samples)
+                .arg(s.maxStallMs)
+                .arg(s.p99StallMs)
+                .arg(s.stallsOver50Ms)
+                .arg(s.maxBusyMs)
+                .arg(s.busyOver50Ms)
+                .toUtf8());
 }
 
 }  // namespace qklab::gui

@@ -7,7 +7,9 @@
 //         --replay RUN --replay-speed N --shot-on-callout --sample 1,2
 //
 // The driver only uses what a user could do through the panels (load preset, start, open a
-// run, switch tab) so a passing smoke test means the real path works.
+// run, switch tab) so a passing smoke test means the real path works: what lessons ask of the
+// window too, it asks through LabWindow; a panel's own button or box (Start, the histogram
+// overlay, the comparison's figure) it finds by kind, MainWindow::part<T>().
 #pragma once
 
 #include <QObject>
@@ -29,7 +31,7 @@ struct LaunchOptions {
     qint64 quitAfterSteps = -1;   // stop the run and quit once this many steps trained
     int quitAfterMs = -1;         // quit after this long regardless (benchmarks)
     QString screenshotPath;       // window grab taken just before quitting
-    QStringList plotShots;        // extra PNGs: "<dir>" gets one file per view
+    QStringList plotShots;        // extra PNGs: "<dir>" gets one file per tab
     QString tab;                  // live, histograms, attention, spikes, compare, sweeps
     qint64 openRunId = 0;         // show this stored run (after autostart, if both)
     QList<qint64> compareIds;     // open the Compare tab on these stored runs
@@ -64,9 +66,15 @@ class AutomationDriver : public QObject {
     int exitCode() const { return m_exitCode; }
 
   private:
+    bool openDatabaseAndPreset();
+    void watchRuns();
+    void autostart();
+    void beginComparison();
     void onProgress(qint64 runId, qint64 step);
     void onRunEnded();
     void finishAndQuit();
+    void saveTabShots(const QString& dir);
+    void writeLatencyReport();
     void openRequestedRun();
     bool beginLesson();
     void beginSamples();

@@ -1,6 +1,8 @@
 // main_window.cpp — layout of docks/tabs, menus, and the wiring between panels.
 #include "shell/main_window.h"
 
+#include <qcustomplot.h>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -54,65 +56,12 @@ QDockWidget* makeDock(QMainWindow* window, const QString& title, const QString& 
 }
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent) : LabWindow(parent) {
     registerGuiMetaTypes();
     setWindowTitle(tr("qklab — attention-logit stability lab"));
     m_controller = new RunController(this);
-
-    // Set-up dock: preset, form, schedule previews.
-    auto* setup = new QWidget;
-    auto* setupLayout = new QVBoxLayout(setup);
-    setupLayout->setContentsMargins(4, 4, 4, 4);
-    m_presets = new PresetPicker;
-    m_form = new ConfigForm;
-    m_preview = new SchedulePreview;
-    setupLayout->addWidget(m_presets);
-    setupLayout->addWidget(m_form, 1);
-    setupLayout->addWidget(m_preview);
-    m_setupDock = makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), setup);
-    addDockWidget(Qt::LeftDockWidgetArea, m_setupDock);
-
-    // Controls as a strip over the views; interventions share the left column with the
-    // set-up form (tabbed), and come to the front when a run starts.
-    m_controls = new RunControlsPanel(m_controller);
-    auto* controlsDock = makeDock(this, tr("Train"), QStringLiteral("runDock"), m_controls);
-    controlsDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
-    addDockWidget(Qt::TopDockWidgetArea, controlsDock);
-    auto* ivBox = new QWidget;
-    auto* ivLayout = new QVBoxLayout(ivBox);
-    m_interventions = new InterventionPanel(m_controller);
-    ivLayout->addWidget(m_interventions);
-    ivLayout->addStretch(1);
-    m_interventionDock =
-        makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"), ivBox);
-    addDockWidget(Qt::LeftDockWidgetArea, m_interventionDock);
-    tabifyDockWidget(m_setupDock, m_interventionDock);
-    m_setupDock->raise();
-
-    // Centre: the views of one run, and the comparison of several.
-    m_tabs = new QTabWidget;
-    m_live = new LivePlotsPanel;
-    m_histograms = new HistogramPanel;
-    m_attention = new AttentionMapPanel;
-    m_spikes = new SpikesPanel;
-    m_tabs->addTab(m_live, tr("Live plots"));
-    m_tabs->addTab(m_histograms, tr("Logit histograms"));
-    m_tabs->addTab(m_attention, tr("Attention maps"));
-    m_tabs->addTab(m_spikes, tr("Spikes"));
-    m_compare = new ComparePanel;
-    m_tabs->addTab(m_compare, tr("Compare"));
-    m_sweeps = new SweepPanel;
-    m_tabs->addTab(m_sweeps, tr("Sweeps"));
-    // The store alert sits above the views, where it cannot be missed.
-    m_storeAlert = new StoreAlertBanner;
-    auto* centre = new QWidget;
-    auto* centreLayout = new QVBoxLayout(centre);
-    centreLayout->setContentsMargins(0, 0, 0, 0);
-    centreLayout->setSpacing(2);
-    centreLayout->addWidget(m_storeAlert);
-    centreLayout->addWidget(m_tabs, 1);
-    setCentralWidget(centre);
-
+    buildSetupDocks();
+    buildCentre();
     m_browser = new RunBrowserPanel;
     addDockWidget(Qt::BottomDockWidgetArea,
                   makeDock(this, tr("Runs"), QStringLiteral("runsDock"), m_browser));
@@ -129,6 +78,67 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_preview->setConfig(m_form->config());
     statusBar()->showMessage(tr("Ready"));
     restoreLayout();
+}
+
+// The set-up dock (preset, form, schedule previews), the Train strip over the views, and the
+// interventions, which share the left column with the set-up form (tabbed) and come to the
+// front when a run starts.
+void MainWindow::buildSetupDocks() {
+    auto* setup = new QWidget;
+    auto* setupLayout = new QVBoxLayout(setup);
+    setupLayout->setContentsMargins(4, 4, 4, 4);
+    m_presets = new PresetPicker;
+    m_form = new ConfigForm;
+    m_preview = new SchedulePreview;
+    setupLayout->addWidget(m_presets);
+    setupLayout->addWidget(m_form, 1);
+    setupLayout->addWidget(m_preview);
+    m_setupDock = makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), setup);
+    addDockWidget(Qt::LeftDockWidgetArea, m_setupDock);
+
+    m_controls = new RunControlsPanel(m_controller);
+    auto* controlsDock = makeDock(this, tr("Train"), QStringLiteral("runDock"), m_controls);
+    controlsDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::TopDockWidgetArea, controlsDock);
+    auto* ivBox = new QWidget;
+    auto* ivLayout = new QVBoxLayout(ivBox);
+    m_interventions = new InterventionPanel(m_controller);
+    ivLayout->addWidget(m_interventions);
+    ivLayout->addStretch(1);
+    m_interventionDock =
+        makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"), ivBox);
+    addDockWidget(Qt::LeftDockWidgetArea, m_interventionDock);
+    tabifyDockWidget(m_setupDock, m_interventionDock);
+    m_setupDock->raise();
+}
+
+// Centre: the views of one run, and the comparison of several, under the store alert.
+void MainWindow::buildCentre() {
+    m_live = new LivePlotsPanel;
+    m_histograms = new HistogramPanel;
+    m_attention = new AttentionMapPanel;
+    m_spikes = new SpikesPanel;
+    m_compare = new ComparePanel;
+    m_sweeps = new SweepPanel;
+    m_tabList = {
+        {QStringLiteral("live"), tr("Live plots"), m_live},
+        {QStringLiteral("histograms"), tr("Logit histograms"), m_histograms},
+        {QStringLiteral("attention"), tr("Attention maps"), m_attention},
+        {QStringLiteral("spikes"), tr("Spikes"), m_spikes},
+        {QStringLiteral("compare"), tr("Compare"), m_compare},
+        {QStringLiteral("sweeps"), tr("Sweeps"), m_sweeps},
+    };
+    m_tabs = new QTabWidget;
+    for (const Tab& tab : m_tabList) m_tabs->addTab(tab.widget, tab.title);
+    // The store alert sits above the views, where it cannot be missed.
+    m_storeAlert = new StoreAlertBanner;
+    auto* centre = new QWidget;
+    auto* centreLayout = new QVBoxLayout(centre);
+    centreLayout->setContentsMargins(0, 0, 0, 0);
+    centreLayout->setSpacing(2);
+    centreLayout->addWidget(m_storeAlert);
+    centreLayout->addWidget(m_tabs, 1);
+    setCentralWidget(centre);
 }
 
 MainWindow::~MainWindow() = default;
@@ -202,13 +212,8 @@ void MainWindow::buildMenus() {
 }
 
 void MainWindow::connectPanels() {
-    m_controls->setConfigSource([this](QStringList* problems) {
-        // The form's own list has parse errors and the cross-field validationProblems().
-        m_form->revalidateNow();
-        if (problems) *problems << m_form->problems();
-        return m_form->config();
-    });
-    m_controls->setDatabaseSource([this] { return m_browser->databasePath(); });
+    m_controls->setConfigSource([this](QStringList* problems) { return formConfig(problems); });
+    m_controls->setDatabaseSource([this] { return databasePath(); });
     m_presets->setConfigSource([this](QStringList* problems) { return m_form->config(problems); });
 
     connect(m_form, &ConfigForm::configChanged, this,
@@ -224,29 +229,8 @@ void MainWindow::connectPanels() {
     connect(m_presets, &PresetPicker::error, this, &MainWindow::showError);
     connect(m_controls, &RunControlsPanel::error, this, &MainWindow::showError);
     connect(m_browser, &RunBrowserPanel::error, this, &MainWindow::showError);
-
-    connect(m_controller, &RunController::started, this,
-            [this](qint64 id, const QString& name, qint64) { onRunStarted(id, name); });
-    connect(m_controller, &RunController::batchReady, this, &MainWindow::onBatch);
-    connect(m_controller, &RunController::finished, this,
-            [this](qint64 id, const QString& status, const QString& message) {
-                onRunEnded(id, status, message, false);
-            });
-    connect(m_controller, &RunController::failed, this,
-            [this](qint64 id, const QString& message, bool storage) {
-                if (storage) onStoreFailure(id, message);
-                onRunEnded(id, QStringLiteral("failed"), message, true);
-            });
-
-    connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
-    connect(m_browser, &RunBrowserPanel::compareRequested, this,
-            [this](const std::vector<int64_t>& ids) { compareRuns(ids); });
     connect(m_compare, &ComparePanel::error, this, &MainWindow::showError);
-    connect(m_compare, &ComparePanel::loaded, this, [this](int runs, double seconds) {
-        statusBar()->showMessage(
-            tr("Comparing %1 runs (store read %2 s)").arg(runs).arg(seconds, 0, 'f', 3), 8000);
-        emit comparisonOpened(runs, seconds);
-    });
+    connectRuns();
     connectSweeps();
     connect(m_browser, &RunBrowserPanel::databaseChanged, this, [this](const QString& path) {
         setWindowTitle(tr("qklab — %1").arg(path));
@@ -265,10 +249,35 @@ void MainWindow::connectPanels() {
         statusBar()->showMessage(
             tr("Loaded the run's config into the form (interventions as events)"), 8000);
     });
-    connect(this, &MainWindow::runOpened, m_sample, [this](qint64 id) { m_sample->setRun(id); });
     connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);
+}
+
+// The training run and the stored runs the views show.
+void MainWindow::connectRuns() {
+    connect(m_controller, &RunController::started, this,
+            [this](qint64 id, const QString& name, qint64) { onRunStarted(id, name); });
+    connect(m_controller, &RunController::batchReady, this, &MainWindow::onBatch);
+    connect(m_controller, &RunController::finished, this,
+            [this](qint64 id, const QString& status, const QString& message) {
+                onRunEnded(id, status, message, false);
+            });
+    connect(m_controller, &RunController::failed, this,
+            [this](qint64 id, const QString& message, bool storage) {
+                if (storage) onStoreFailure(id, message);
+                onRunEnded(id, QStringLiteral("failed"), message, true);
+            });
+
+    connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
+    connect(m_browser, &RunBrowserPanel::compareRequested, this,
+            [this](const std::vector<int64_t>& ids) { compareRuns(ids); });
+    connect(m_compare, &ComparePanel::loaded, this, [this](int runs, double seconds) {
+        statusBar()->showMessage(
+            tr("Comparing %1 runs (store read %2 s)").arg(runs).arg(seconds, 0, 'f', 3), 8000);
+        emit comparisonOpened(runs, seconds);
+    });
+    connect(this, &MainWindow::runOpened, m_sample, [this](qint64 id) { m_sample->setRun(id); });
 }
 
 void MainWindow::connectSweeps() {
@@ -332,8 +341,19 @@ bool MainWindow::openDatabase(const QString& path) {
     return m_browser->openDatabase(path);
 }
 
-bool MainWindow::loadPreset(const QString& path) {
-    return m_presets->loadPath(path);
+QString MainWindow::databasePath() const {
+    return m_browser->databasePath();
+}
+
+bool MainWindow::loadPreset(const QString& pathOrName) {
+    return m_presets->loadPath(pathOrName);
+}
+
+RunConfig MainWindow::formConfig(QStringList* problems) {
+    // The form's own list has parse errors and the cross-field validationProblems().
+    m_form->revalidateNow();
+    if (problems) *problems << m_form->problems();
+    return m_form->config();
 }
 
 bool MainWindow::applyOverrides(const QStringList& assignments, QString* error) {
@@ -352,15 +372,49 @@ bool MainWindow::applyOverrides(const QStringList& assignments, QString* error) 
 }
 
 void MainWindow::showTab(const QString& name) {
-    const QStringList names{QStringLiteral("live"),      QStringLiteral("histograms"),
-                            QStringLiteral("attention"), QStringLiteral("spikes"),
-                            QStringLiteral("compare"),   QStringLiteral("sweeps")};
-    const int index = names.indexOf(name.toLower());
-    if (index >= 0) m_tabs->setCurrentIndex(index);
+    const QString wanted = name.toLower();
+    if (wanted == QLatin1String("config")) {
+        m_setupDock->show();
+        m_setupDock->raise();
+        return;
+    }
+    for (const Tab& tab : m_tabList)
+        if (tab.name == wanted) return m_tabs->setCurrentWidget(tab.widget);
+}
+
+QStringList MainWindow::tabNames() const {
+    QStringList names;
+    for (const Tab& tab : m_tabList) names << tab.name;
+    return names;
+}
+
+QString MainWindow::currentTab() const {
+    for (const Tab& tab : m_tabList)
+        if (tab.widget == m_tabs->currentWidget()) return tab.name;
+    return {};
+}
+
+// The attention view has no "all heads": it shows head 0 then.
+void MainWindow::selectLayerHead(int layer, int head) {
+    m_histograms->selectLayerHead(layer, head);
+    m_attention->selectLayerHead(layer, std::max(0, head));
+}
+
+QWidget* MainWindow::livePlotOf(const QString& metric) const {
+    return m_live->plotForMetric(metric);
+}
+
+bool MainWindow::postIntervention(const Event& event) {
+    return m_interventions->post(event);
 }
 
 void MainWindow::compareRuns(const std::vector<int64_t>& runIds) {
     m_compare->setRuns(m_browser->databasePath(), runIds);
+    m_tabs->setCurrentWidget(m_compare);
+}
+
+void MainWindow::openComparison(const QString& savedName) {
+    m_compare->openSaved(savedName);
     m_tabs->setCurrentWidget(m_compare);
 }
 

@@ -2,14 +2,16 @@
 //
 // Deliberately thin (PlotJuggler's 3,700-line mainwindow.cpp is the thing not to copy): every
 // behaviour lives in a panel; this class decides where panels sit, which panel hears which
-// signal, and which run the views show.
+// signal, and which run the views show. Lessons and scripts drive it through LabWindow
+// (common/lab_window.h); nothing outside shell/ sees its panels.
 #pragma once
 
-#include <QMainWindow>
+#include <QList>
+#include <QStringList>
 #include <vector>
 
 #include "common/gui_types.h"
-#include "common/run_data.h"
+#include "common/lab_window.h"
 
 class QDockWidget;
 class QMenu;
@@ -32,29 +34,40 @@ class SamplePanel;
 class PresetPicker;
 class RunBrowserPanel;
 class RunControlsPanel;
-class RunController;
 class SchedulePreview;
 class SpikesPanel;
 class StoreAlertBanner;
 class SweepPanel;
 
-class MainWindow : public QMainWindow {
+class MainWindow : public LabWindow {
     Q_OBJECT
   public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
+    // LabWindow: what lessons and scripts ask of the window.
+    RunController* controller() const override { return m_controller; }
+    QString databasePath() const override;
+    void showTab(const QString& name) override;
+    void selectLayerHead(int layer, int head) override;
+    QWidget* livePlotOf(const QString& metric) const override;
+    bool loadPreset(const QString& pathOrName) override;
+    bool applyOverrides(const QStringList& assignments, QString* error) override;
+    RunConfig formConfig(QStringList* problems) override;
+    void openRun(int64_t runId) override;  // loads a stored run into every view (async)
+    void compareRuns(const std::vector<int64_t>& runIds) override;
+    void openComparison(const QString& savedName) override;
+    bool startReplay(int64_t runId, double stepsPerSecond, QString* error = nullptr) override;
+    void stopReplay() override;
+    bool postIntervention(const Event& event) override;
+
     // Without modal dialogs (automation, tests): errors go to stderr and the status bar.
     void setQuiet(bool quiet) { m_quiet = quiet; }
     bool openDatabase(const QString& path);
     void togglePause();  // Run > Pause / resume (Space)
-    bool loadPreset(const QString& path);
-    // Applies `dotted.key=value` overrides to the form; false (and a message) on a bad one.
-    bool applyOverrides(const QStringList& assignments, QString* error);
-    void showTab(const QString& name);  // live | histograms | attention | spikes | compare | sweeps
-    void openRun(int64_t runId);        // loads a stored run into every view (async)
-    // Opens the Compare tab on these stored runs (async).
-    void compareRuns(const std::vector<int64_t>& runIds);
+    // The tabs' names in the tab bar's order (the names showTab() takes), and the shown one's.
+    QStringList tabNames() const;
+    QString currentTab() const;
     // Opens the Sweeps tab on this sweep (name or id; selected once the store lists it).
     void showSweep(const QString& nameOrId);
     // Run > New sweep from form…: the sweep dialog over the form's config; starts the sweep.
@@ -65,44 +78,39 @@ class MainWindow : public QMainWindow {
     // message in the player) when it does not load.
     bool openLesson(const QString& nameOrFile, int startIndex = 0);
     void chooseLesson();  // File > Open lesson…
-    // Plays a stored run back through the live views (read-only): stepsPerSecond > 0 is a
-    // fixed rate, else the recorded wall time. False with *error when it cannot be read.
-    bool startReplay(int64_t runId, double stepsPerSecond = 0, QString* error = nullptr);
-    void stopReplay();
     void chooseReplay();  // Run > Replay run…
-
-    RunController* controller() const { return m_controller; }
-    ConfigForm* configForm() const { return m_form; }
-    RunControlsPanel* runControls() const { return m_controls; }
-    LivePlotsPanel* livePlots() const { return m_live; }
-    HistogramPanel* histograms() const { return m_histograms; }
-    AttentionMapPanel* attentionMaps() const { return m_attention; }
-    SpikesPanel* spikes() const { return m_spikes; }
-    SamplePanel* samplePanel() const { return m_sample; }
-    ComparePanel* comparePanel() const { return m_compare; }
-    SweepPanel* sweepPanel() const { return m_sweeps; }
-    RunBrowserPanel* runBrowser() const { return m_browser; }
-    InterventionPanel* interventions() const { return m_interventions; }
-    LessonPlayer* lessonPlayer() const { return m_lessonPlayer; }
-    LessonStage* lessonStage() const { return m_lessonStage; }
-    ReplayPlayer* replayPlayer() const { return m_replay; }
-    ReplayBar* replayBar() const { return m_replayBar; }
-    PresenterMode* presenter() const { return m_presenter; }
-    StoreAlertBanner* storeAlert() const { return m_storeAlert; }
 
     // A dialog (or, with --quiet, a line on stderr) plus the status bar.
     void showError(const QString& title, const QString& message);
 
-  signals:
-    void runOpened(qint64 runId, double seconds);  // a stored run is shown in every view
-    void comparisonOpened(int runs, double seconds);
+    // The window's one part of kind T (a panel, the presenter, the replay player, the lesson
+    // stage), for the automation driver and the tests, which work the parts as a user would.
+    // The features never ask: they go through LabWindow.
+    template <class T>
+    T* part() const {
+        const QList<T*> found = findChildren<T*>();
+        if (found.size() != 1)
+            qFatal("MainWindow::part: %d parts of kind %s", int(found.size()),
+                   T::staticMetaObject.className());
+        return found.first();
+    }
 
   protected:
     void closeEvent(QCloseEvent* event) override;
 
   private:
+    // One row per tab of the centre: drives the tab bar and the names showTab() knows.
+    struct Tab {
+        QString name;  // as lessons and --tab name it
+        QString title;
+        QWidget* widget;
+    };
+
+    void buildSetupDocks();
+    void buildCentre();
     void buildMenus();
     void connectPanels();
+    void connectRuns();
     void connectSweeps();
     void onRunStarted(qint64 runId, const QString& name);
     void onBatch(const LiveBatch& batch);
@@ -131,6 +139,7 @@ class MainWindow : public QMainWindow {
     QDockWidget* m_sampleDock = nullptr;
     RunBrowserPanel* m_browser = nullptr;
     QTabWidget* m_tabs = nullptr;
+    std::vector<Tab> m_tabList;
     StoreAlertBanner* m_storeAlert = nullptr;
     QDockWidget* m_setupDock = nullptr;
     QDockWidget* m_interventionDock = nullptr;
