@@ -106,10 +106,18 @@ QWidget* ComparePanel::buildToolbar() {
     auto* rows = new QVBoxLayout(bar);
     rows->setContentsMargins(0, 0, 0, 0);
     rows->setSpacing(2);
-    auto* row = new QHBoxLayout;
-    auto* second = new QHBoxLayout;
-    rows->addLayout(row);
-    rows->addLayout(second);
+    auto* viewRow = new QHBoxLayout;
+    auto* saveRow = new QHBoxLayout;
+    rows->addLayout(viewRow);
+    rows->addLayout(saveRow);
+    buildViewControls(bar, viewRow);
+    connectViewControls();
+    buildSaveRow(saveRow);  // saving and exports below the view controls
+    return bar;
+}
+
+// What the curves show: x axis, layer, smoothing, seed groups, small multiples.
+void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row) {
     m_xChoice = makeXAxisChoice(bar);
     m_layer = new QComboBox;
     m_layer->setToolTip(
@@ -118,7 +126,6 @@ QWidget* ComparePanel::buildToolbar() {
     m_layer->addItem(tr("worst layer"), -1);
     m_smoothing = new QSlider(Qt::Horizontal);
     m_smoothing->setRange(0, 99);
-    m_smoothing->setMaximumWidth(160);
     m_smoothing->setToolTip(
         tr("EMA smoothing; raw points stay drawn faint and spike markers "
            "keep their raw values"));
@@ -146,23 +153,9 @@ QWidget* ComparePanel::buildToolbar() {
     m_xChoice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_xChoice->setMinimumContentsLength(10);
     m_smoothing->setMaximumWidth(120);
-    row = second;  // saving and exports below the view controls
-    m_saved = new QComboBox;
-    m_saved->setObjectName(QStringLiteral("savedComparisons"));
-    m_saved->setToolTip(tr("Reopen a saved comparison, with its runs and view settings"));
-    row->addWidget(m_saved);
-    auto* save = new QPushButton(tr("Save…"));
-    save->setToolTip(tr("Save these runs and view settings under a name, in the database"));
-    connect(save, &QPushButton::clicked, this, &ComparePanel::askSaveName);
-    row->addWidget(save);
-    connect(m_saved, &QComboBox::activated, this, [this](int index) {
-        if (index > 0) openSaved(m_saved->itemText(index));
-    });
-    for (const QString& what : {tr("Figure…"), tr("Series CSV…"), tr("Summary CSV…")}) {
-        auto* b = new QPushButton(what);
-        connect(b, &QPushButton::clicked, this, [this, what] { exportAs(what); });
-        row->addWidget(b);
-    }
+}
+
+void ComparePanel::connectViewControls() {
     connect(m_xChoice, qOverload<int>(&QComboBox::currentIndexChanged), this,
             [this] { m_plots->setXAxis(xAxisKindOf(m_xChoice)); });
     connect(m_layer, qOverload<int>(&QComboBox::currentIndexChanged), this,
@@ -179,7 +172,26 @@ QWidget* ComparePanel::buildToolbar() {
     };
     connect(m_multiples, &QCheckBox::toggled, this, multiples);
     connect(m_multiMetric, qOverload<int>(&QComboBox::currentIndexChanged), this, multiples);
-    return bar;
+}
+
+// Saved comparisons (reopen, save) and the exports.
+void ComparePanel::buildSaveRow(QHBoxLayout* row) {
+    m_saved = new QComboBox;
+    m_saved->setObjectName(QStringLiteral("savedComparisons"));
+    m_saved->setToolTip(tr("Reopen a saved comparison, with its runs and view settings"));
+    row->addWidget(m_saved);
+    auto* save = new QPushButton(tr("Save…"));
+    save->setToolTip(tr("Save these runs and view settings under a name, in the database"));
+    connect(save, &QPushButton::clicked, this, &ComparePanel::askSaveName);
+    row->addWidget(save);
+    connect(m_saved, &QComboBox::activated, this, [this](int index) {
+        if (index > 0) openSaved(m_saved->itemText(index));
+    });
+    for (const QString& what : {tr("Figure…"), tr("Series CSV…"), tr("Summary CSV…")}) {
+        auto* b = new QPushButton(what);
+        connect(b, &QPushButton::clicked, this, [this, what] { exportAs(what); });
+        row->addWidget(b);
+    }
 }
 
 void ComparePanel::setRuns(const QString& dbPath, const std::vector<int64_t>& runIds) {

@@ -14,6 +14,7 @@
 class QCheckBox;
 class QComboBox;
 class QFontMetrics;
+class QHBoxLayout;
 class QPainter;
 class QLabel;
 class QSlider;
@@ -69,6 +70,9 @@ class ComparePanel : public QWidget {
 
   private:
     QWidget* buildToolbar();
+    void buildViewControls(QWidget* bar, QHBoxLayout* row);
+    void connectViewControls();
+    void buildSaveRow(QHBoxLayout* row);
     void fillSummary();
     void fillDiff();
     void fillEvents();

@@ -272,19 +272,7 @@ void HistogramPanel::showStep() {
     // Bars grow from 0.5 on a log axis (log 0 does not exist); a count of 1 is still visible.
     m_barsA->setBaseValue(log ? 0.5 : 0);
     m_outside->setBaseValue(log ? 0.5 : 0);
-    if (m_rows.empty()) {
-        m_stepLabel->setText(QString());
-        m_step2Label->setText(QString());
-        if (m_runId != 0)
-            m_info->setText(m_config.probes.every <= 0
-                                ? tr("This run has probes off (probes.every = 0): no histograms.")
-                            : m_head->currentData().toInt() >= 0
-                                ? tr("No histograms stored for this head: this run's probes store "
-                                     "layer-level histograms (choose \"all heads\").")
-                                : tr("No histograms stored for this layer yet."));
-        m_hist->replot(QCustomPlot::rpQueuedReplot);
-        return;
-    }
+    if (m_rows.empty()) return showNoHistograms();
     const LogitHistogram& a = m_rows[std::min<size_t>(m_step->value(), m_rows.size() - 1)];
     const int n = int(a.counts.size());
     HistBins bins = m_bins;
@@ -296,16 +284,67 @@ void HistogramPanel::showStep() {
         for (int i = 0; i <= n; ++i) bins.edges[i] = i;
         bins.symlog = false;
     }
+    drawBars(a, bins);
+    m_stepLabel->setText(
+        tr("step %1 (%2/%3)").arg(a.step).arg(m_step->value() + 1).arg(m_rows.size()));
+    drawOverlay(bins);
+    describeStep(a, bins, binsMatch);
+    fitAxes(bins, log);
+    setStepCursor(m_heat, double(a.step));
+    m_heat->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// No rows to draw: say why (probes off, per-head rows not stored, none yet).
+void HistogramPanel::showNoHistograms() {
+    m_stepLabel->setText(QString());
+    m_step2Label->setText(QString());
+    if (m_runId != 0)
+        m_info->setText(m_config.probes.every <= 0
+                            ? tr("This run has probes off (probes.every = 0): no histograms.")
+                        : m_head->currentData().toInt() >= 0
+                            ? tr("No histograms stored for this head: this run's probes store "
+                                 "layer-level histograms (choose \"all heads\").")
+                            : tr("No histograms stored for this layer yet."));
+    m_hist->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Step A's bars, with the underflow and overflow counts as bars just outside the range.
+void HistogramPanel::drawBars(const LogitHistogram& a, const HistBins& bins) {
     const double w = bins.width();
     m_barsA->setWidth(w);
     m_outside->setWidth(w);
-    double total = 0;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < int(a.counts.size()); ++i)
         m_barsA->addData(bins.center(i), double(a.counts[i]));
-        total += double(a.counts[i]);
-    }
     m_outside->addData(bins.edges.front() - w, double(a.underflow));
     m_outside->addData(bins.edges.back() + w, double(a.overflow));
+    m_barsA->setName(tr("step %1").arg(a.step));
+}
+
+// Step B as a line over step A's bars, when the overlay is on.
+void HistogramPanel::drawOverlay(const HistBins& bins) {
+    const bool on = m_overlay->isChecked();
+    if (on) {
+        const LogitHistogram& b = m_rows[std::min<size_t>(m_step2->value(), m_rows.size() - 1)];
+        for (int i = 0; i < int(b.counts.size()) && i < bins.count(); ++i)
+            m_lineB->addData(bins.center(i), double(b.counts[i]));
+        m_step2Label->setText(tr("step %1").arg(b.step));
+        m_lineB->setName(tr("step %1 (overlay)").arg(b.step));
+    } else {
+        m_step2Label->setText(QString());
+    }
+    m_lineB->setVisible(on);
+    // A hidden overlay has no legend entry ("step B" stayed listed with the overlay off).
+    if (on)
+        m_lineB->addToLegend();
+    else
+        m_lineB->removeFromLegend();
+}
+
+// The counts under the plot, and how far the largest non-empty bin reaches.
+void HistogramPanel::describeStep(const LogitHistogram& a, const HistBins& bins, bool binsMatch) {
+    const int n = int(a.counts.size());
+    double total = 0;
+    for (int i = 0; i < n; ++i) total += double(a.counts[i]);
     // Largest non-empty bin edge, in raw logit units: the number the thresholds talk about.
     double maxEdge = bins.edges.front();
     for (int i = n - 1; i >= 0; --i)
@@ -313,24 +352,6 @@ void HistogramPanel::showStep() {
             maxEdge = bins.edges[i + 1];
             break;
         }
-    m_barsA->setName(tr("step %1").arg(a.step));
-    m_stepLabel->setText(
-        tr("step %1 (%2/%3)").arg(a.step).arg(m_step->value() + 1).arg(m_rows.size()));
-    if (m_overlay->isChecked()) {
-        const LogitHistogram& b = m_rows[std::min<size_t>(m_step2->value(), m_rows.size() - 1)];
-        for (int i = 0; i < int(b.counts.size()) && i < n; ++i)
-            m_lineB->addData(bins.center(i), double(b.counts[i]));
-        m_step2Label->setText(tr("step %1").arg(b.step));
-        m_lineB->setName(tr("step %1 (overlay)").arg(b.step));
-    } else {
-        m_step2Label->setText(QString());
-    }
-    m_lineB->setVisible(m_overlay->isChecked());
-    // A hidden overlay has no legend entry ("step B" stayed listed with the overlay off).
-    if (m_overlay->isChecked())
-        m_lineB->addToLegend();
-    else
-        m_lineB->removeFromLegend();
     // NaN logits are in no bin: say how many, so that a diverging step does not look empty.
     m_info->setText(tr("%1 logits counted · underflow %2 · overflow %3 · NaN %4 · largest "
                        "non-empty bin reaches %5%6")
@@ -340,6 +361,11 @@ void HistogramPanel::showStep() {
                         .arg(a.nan)
                         .arg(formatNumber(binsMatch ? bins.toRaw(maxEdge) : maxEdge))
                         .arg(binsMatch ? QString() : tr(" (bin count differs from the config)")));
+}
+
+// Every bin and the two outside bars in view; counts from 0 (0.5 on a log axis) up.
+void HistogramPanel::fitAxes(const HistBins& bins, bool log) {
+    const double w = bins.width();
     m_hist->xAxis->setRange(bins.edges.front() - 2 * w, bins.edges.back() + 2 * w);
     m_hist->yAxis->rescale(true);
     const QCPRange r = m_hist->yAxis->range();
@@ -348,8 +374,6 @@ void HistogramPanel::showStep() {
     else
         m_hist->yAxis->setRange(0, std::max(1.0, r.upper * 1.05));
     m_hist->replot(QCustomPlot::rpQueuedReplot);
-    setStepCursor(m_heat, double(a.step));
-    m_heat->replot(QCustomPlot::rpQueuedReplot);
 }
 
 std::unique_ptr<QCPColorMapData> HistogramPanel::buildHeatData(

@@ -80,6 +80,11 @@ class HistogramPanel : public QWidget {
                                                           const HistBins& bins, double* maxCount);
     void rebuildSelectors();
     void showStep();
+    void showNoHistograms();
+    void drawBars(const LogitHistogram& a, const HistBins& bins);
+    void drawOverlay(const HistBins& bins);
+    void describeStep(const LogitHistogram& a, const HistBins& bins, bool binsMatch);
+    void fitAxes(const HistBins& bins, bool log);
     void rebuildHeatMap();
     int indexOfStep(int64_t step) const;
 

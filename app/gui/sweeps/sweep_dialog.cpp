@@ -204,13 +204,31 @@ SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* 
                       "(qklab-cli) and keeps running when the app closes."));
     intro->setWordWrap(true);
     v->addWidget(intro);
+    v->addLayout(buildDetails());
+    v->addWidget(buildAxesBox());
+    buildFooter(v);
+    m_timer = new QTimer(this);
+    m_timer->setSingleShot(true);
+    m_timer->setInterval(150);
+    connect(m_timer, &QTimer::timeout, this, &SweepDialog::revalidate);
+    for (QLineEdit* e : {m_name, m_why, m_seeds})
+        connect(e, &QLineEdit::textChanged, this, &SweepDialog::scheduleRevalidate);
+    // Wortsman's sweep to start from: the LR on a log grid, 3e-4 to 3e-1.
+    if (SweepAxisEditor* lr = addAxis(QStringLiteral("optim.lr")))
+        lr->setGrid(SweepAxisEditor::Mode::Log, 3e-4, 3e-1, 7);
+    revalidate();
+    resize(760, 520);
+}
+
+// Name, why, seeds and parallel jobs: what the sweep is, beside its axes.
+QFormLayout* SweepDialog::buildDetails() {
     auto* form = new QFormLayout;
     m_name = new QLineEdit(
         QStringLiteral("sweep-%1")
             .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmm"))));
     m_why = new QLineEdit;
     m_why->setPlaceholderText(tr("what the sweep is for (optional)"));
-    m_seeds = new QLineEdit(QString::number(base.run.seed));
+    m_seeds = new QLineEdit(QString::number(m_base.run.seed));
     m_seeds->setPlaceholderText(tr("e.g. 1, 2, 3"));
     m_seeds->setToolTip(tr("Each configuration runs once per seed (run.seed)"));
     m_jobs = new QSpinBox;
@@ -221,8 +239,11 @@ SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* 
     form->addRow(tr("Why"), m_why);
     form->addRow(tr("Seeds"), m_seeds);
     form->addRow(tr("Parallel jobs"), m_jobs);
-    v->addLayout(form);
+    return form;
+}
 
+// The axes: a key picker and Add, then one editor per axis.
+QGroupBox* SweepDialog::buildAxesBox() {
     auto* axesBox = new QGroupBox(tr("Axes"));
     auto* axesV = new QVBoxLayout(axesBox);
     auto* pick = new QHBoxLayout;
@@ -242,8 +263,11 @@ SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* 
     axesV->addLayout(pick);
     m_axesLayout = new QVBoxLayout;
     axesV->addLayout(m_axesLayout);
-    v->addWidget(axesBox);
+    return axesBox;
+}
 
+// The point count, the problem (if any), the sweep file's path, and Start / Cancel.
+void SweepDialog::buildFooter(QVBoxLayout* v) {
     m_count = new QLabel;
     m_count->setObjectName(QStringLiteral("sweepPointCount"));
     m_errorLabel = new QLabel;
@@ -268,18 +292,6 @@ SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* 
             m_errorLabel->setText(error);
     });
     v->addWidget(buttons);
-
-    m_timer = new QTimer(this);
-    m_timer->setSingleShot(true);
-    m_timer->setInterval(150);
-    connect(m_timer, &QTimer::timeout, this, &SweepDialog::revalidate);
-    for (QLineEdit* e : {m_name, m_why, m_seeds})
-        connect(e, &QLineEdit::textChanged, this, &SweepDialog::scheduleRevalidate);
-    // Wortsman's sweep to start from: the LR on a log grid, 3e-4 to 3e-1.
-    if (SweepAxisEditor* lr = addAxis(QStringLiteral("optim.lr")))
-        lr->setGrid(SweepAxisEditor::Mode::Log, 3e-4, 3e-1, 7);
-    revalidate();
-    resize(760, 520);
 }
 
 SweepDialog::~SweepDialog() = default;

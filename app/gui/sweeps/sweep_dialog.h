@@ -19,6 +19,8 @@
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -60,6 +62,9 @@ class SweepDialog : public QDialog {
     QString startedName() const { return m_startedName; }
 
   private:
+    QFormLayout* buildDetails();
+    QGroupBox* buildAxesBox();
+    void buildFooter(QVBoxLayout* v);
     void addChosenAxis();
     void scheduleRevalidate();
     QString checkName() const;
