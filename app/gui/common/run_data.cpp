@@ -23,12 +23,6 @@ void registerGuiMetaTypes() {
     qRegisterMetaType<qklab::Callout>();
 }
 
-int RunSnapshot::layerCount() const {
-    int n = static_cast<int>(config.model.nLayers);
-    for (const auto& p : probes) n = std::max(n, p.layer + 1);
-    return n;
-}
-
 RunConfig configOfRun(const RunInfo& info) {
     try {
         if (!info.configJson.empty()) return configFromJsonText(info.configJson, "run");

@@ -28,8 +28,6 @@ struct RunSnapshot {
     std::vector<QkClip> clips;  // by step, layer, head
     std::vector<EventRecord> events;
     double loadSeconds = 0;  // how long the store read took (benchmarks)
-
-    int layerCount() const;
 };
 
 // Reads everything the live view shows for one run. Throws qklab::Error.

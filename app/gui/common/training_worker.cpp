@@ -86,7 +86,7 @@ class TrainingWorker::Observer : public TrainingObserver {
         if (!m_pendingCallout && m_worker->checkHooks(feed, &fired)) m_pendingCallout = fired;
     }
     void maybeEmit() {
-        if (m_timer.elapsed() >= m_worker->m_batchIntervalMs) emitNow();
+        if (m_timer.elapsed() >= TrainingWorker::kBatchIntervalMs) emitNow();
     }
 
     TrainingWorker* m_worker;
@@ -197,7 +197,6 @@ bool TrainingWorker::intervene(const Event& event, QString* error) {
 void TrainingWorker::runOne(const RunRequest& request) {
     // m_stopRequested is cleared at the end, not here: a stop pressed between queueing and
     // this slot running must still stop the run.
-    m_running = true;
     int64_t runId = 0;
     try {
         SessionOptions options;
@@ -248,7 +247,6 @@ void TrainingWorker::runOne(const RunRequest& request) {
     m_runId = 0;
     m_stopRequested = false;
     m_pauseRequested = false;
-    m_running = false;
 }
 
 }  // namespace qklab::gui

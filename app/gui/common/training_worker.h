@@ -39,7 +39,6 @@ class TrainingWorker : public QObject {
     // Posts an intervention to the running trainer; false (with *error) when nothing is
     // running or the trainer rejects it (e.g. a context longer than the model was built for).
     bool intervene(const Event& event, QString* error = nullptr);
-    bool isRunning() const { return m_running.load(); }
     bool isPaused() const;
     int64_t currentRunId() const { return m_runId.load(); }
 
@@ -52,9 +51,6 @@ class TrainingWorker : public QObject {
     // Posts `event` when step atStep - 1 has been reported, so that it applies at atStep
     // (later when the trainer reads steps back in bulk, as on a GPU). Cleared when a run ends.
     void scheduleIntervention(const Event& event, int64_t atStep);
-
-    // How often batches leave the worker (ms); tests shorten it.
-    void setBatchIntervalMs(int ms) { m_batchIntervalMs = ms; }
 
   public slots:
     // Builds the session (validates, writes the run row) and trains to the end. Blocks.
@@ -82,11 +78,10 @@ class TrainingWorker : public QObject {
 
     mutable std::mutex m_mutex;  // guards m_session against stop() during teardown
     RunSession* m_session = nullptr;
-    std::atomic<bool> m_running{false};
     std::atomic<bool> m_stopRequested{false};
     std::atomic<bool> m_pauseRequested{false};  // the next flush point sends everything
     std::atomic<int64_t> m_runId{0};
-    int m_batchIntervalMs = 50;
+    static constexpr int kBatchIntervalMs = 50;  // how often batches leave the worker
 
     // The lesson hooks (guarded by m_hookMutex: set on the GUI thread, read on the training one).
     bool checkHooks(const std::function<std::optional<Callout>(PauseWatcher&)>& feed,

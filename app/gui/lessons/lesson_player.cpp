@@ -266,11 +266,6 @@ QString LessonPlayer::counterText() const {
     return m_counter->text();
 }
 
-QString LessonPlayer::stepMarkdown() const {
-    const LessonStep* step = currentStep();
-    return step ? fromStd(step->text) : QString();
-}
-
 QString LessonPlayer::shownText() const {
     return m_text->toPlainText();
 }

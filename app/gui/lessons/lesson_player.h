@@ -43,8 +43,7 @@ class LessonPlayer : public QWidget {
     int currentIndex() const { return m_index; }
     const LessonStep* currentStep() const;
     QString counterText() const;
-    QString stepMarkdown() const;  // what the text browser renders
-    QString shownText() const;     // the rendered text, as a reader sees it
+    QString shownText() const;  // the rendered text, as a reader sees it
     QString errorText() const;
     QString calloutText() const;
     bool calloutVisible() const;

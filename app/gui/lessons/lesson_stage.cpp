@@ -80,7 +80,6 @@ LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* 
 }
 
 bool LessonStage::openLesson(const QString& nameOrFile, int startIndex) {
-    m_source = nameOrFile;
     const QString path = resolveLesson(nameOrFile);
     if (path.isEmpty()) {
         m_player->showLoadError(nameOrFile,
@@ -107,7 +106,6 @@ QWidget* LessonStage::highlightedPlot() const {
 }
 
 void LessonStage::say(const QString& text) {
-    m_status = text;
     m_player->setStatus(text);
 }
 
@@ -116,7 +114,6 @@ void LessonStage::enterStep(int index) {
     if (!lesson || index < 0 || index >= int(lesson->steps.size())) return;
     const LessonStep& step = lesson->steps[size_t(index)];
     if (m_highlight) m_highlight->clear();
-    m_status.clear();
     applyView(step);
     runAction(step);
     applyLayerHead();

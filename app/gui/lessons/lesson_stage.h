@@ -35,13 +35,11 @@ class LessonStage : public QObject {
     // parser's message in the player. False when it did not load.
     // startIndex: the step to begin at (0-based).
     bool openLesson(const QString& nameOrFile, int startIndex = 0);
-    QString lessonSource() const { return m_source; }
 
     // The live run the lesson started (0: none, or it ended).
     int64_t lessonRunId() const { return m_lessonRun; }
     // The plot framed by the last callout (null: none now).
     QWidget* highlightedPlot() const;
-    QString lastStatus() const { return m_status; }
 
   signals:
     // A callout was shown (tests, screenshots).
@@ -67,12 +65,10 @@ class LessonStage : public QObject {
     LabWindow* m_window;
     LessonPlayer* m_player;
     ReplayPlayer* m_replay;
-    QString m_source;
     int64_t m_lessonRun = 0;
     int64_t m_lessonRunStep = -1;  // the last step of it the views were sent
     bool m_replaying = false;      // the views show the lesson's replay
     int m_layer = -1, m_head = -1;
-    QString m_status;
     QHash<QString, int64_t> m_started;  // runs this lesson trained, by name
     QPointer<PlotHighlight> m_highlight;
 };

@@ -56,9 +56,7 @@ class ReplayPlayer : public QObject {
     // `factor` (2 = twice as fast as it trained).
     void setStepsPerSecond(double stepsPerSecond);
     void setRecordedTime(double factor = 1.0);
-    bool usesRecordedTime() const { return m_stepsPerSecond <= 0; }
     double stepsPerSecond() const { return m_stepsPerSecond; }
-    double speedFactor() const { return m_factor; }
     // Seconds of replay time from the start to the end of the frame holding `step`.
     double timeAtStep(int64_t step) const;
     double clock() const { return m_clock; }

@@ -291,10 +291,6 @@ void SamplePanel::setSeed(int seed) {
     m_seed->setValue(seed);
 }
 
-void SamplePanel::setCache(DecodeCache cache) {
-    m_cache->setCurrentIndex(static_cast<int>(cache));
-}
-
 bool SamplePanel::canGenerate() const {
     return m_runId > 0 && m_haveCheckpoint && !m_job && !m_db.isEmpty();
 }

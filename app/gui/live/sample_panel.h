@@ -49,7 +49,6 @@ class SamplePanel : public QWidget {
     void setTokens(int tokens);
     void setTemperature(double temperature);  // 0 = greedy
     void setSeed(int seed);
-    void setCache(DecodeCache cache);
 
     int64_t runId() const { return m_runId; }
     bool canGenerate() const;  // a run with a checkpoint is picked and nothing is running

@@ -115,10 +115,6 @@ void RunControlsPanel::setRunName(const QString& name) {
     m_name->setText(name);
 }
 
-QString RunControlsPanel::statusText() const {
-    return m_status->text();
-}
-
 void RunControlsPanel::startRun() {
     if (!m_configSource || !m_dbSource) return;
     QStringList problems;

@@ -34,7 +34,6 @@ class RunControlsPanel : public QWidget {
 
     void setStartEnabled(bool enabled);  // the form's validity
     void setRunName(const QString& name);
-    QString statusText() const;
 
   public slots:
     // Queues the form's config; returns silently after showing why when it cannot.

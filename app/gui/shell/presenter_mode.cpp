@@ -165,12 +165,10 @@ void PresenterMode::enter() {
     m_window->statusBar()->hide();
     applyToAllPlots(false);
     m_refresh->start();
-    if (m_fullScreen) {
-        // Without a window manager (a projector's kiosk session, Xvfb) full screen is only a
-        // state: the size has to be asked for too.
-        if (QScreen* screen = m_window->screen()) m_window->setGeometry(screen->geometry());
-        m_window->showFullScreen();
-    }
+    // Without a window manager (a projector's kiosk session, Xvfb) full screen is only a
+    // state: the size has to be asked for too.
+    if (QScreen* screen = m_window->screen()) m_window->setGeometry(screen->geometry());
+    m_window->showFullScreen();
     // The lesson's text gets about a quarter of the width once the window has its size.
     QTimer::singleShot(0, this, [this] {
         auto* lesson = m_window->findChild<QDockWidget*>(QStringLiteral("lessonDock"));

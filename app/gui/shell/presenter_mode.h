@@ -29,8 +29,6 @@ class PresenterMode : public QObject {
 
     explicit PresenterMode(QMainWindow* window);
     bool isActive() const { return m_active; }
-    // Full screen unless false (tests and screenshots size the window themselves).
-    void setFullScreen(bool on) { m_fullScreen = on; }
 
     // Scales (or restores) one plot's fonts and curve pens; idempotent. `adopt`: fonts not
     // seen before were born in presenter mode (already scaled); only their originals are noted.
@@ -50,7 +48,6 @@ class PresenterMode : public QObject {
 
     QMainWindow* m_window;
     bool m_active = false;
-    bool m_fullScreen = true;
     QFont m_appFont;
     QByteArray m_dockState;
     QByteArray m_geometry;

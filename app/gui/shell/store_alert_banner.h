@@ -22,7 +22,6 @@ class StoreAlertBanner : public QFrame {
     // Shows the banner (again) with this alert on top.
     void raiseAlert(const QString& title, const QString& detail);
     QStringList alerts() const { return m_alerts; }
-    bool isRaised() const { return !m_alerts.isEmpty(); }
 
   signals:
     void dismissed();

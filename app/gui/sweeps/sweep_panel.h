@@ -69,7 +69,6 @@ class SweepPanel : public QWidget {
     SweepTableModel* model() const { return m_model; }
     QTableWidget* sweepList() const { return m_list; }
     QPushButton* resumeButton() const { return m_resume; }
-    QLabel* headerLabel() const { return m_header; }
 
   public slots:
     void refresh();  // re-reads the list and the selected sweep now
