@@ -2,8 +2,13 @@
 // in a lower layer includes a higher one (util < config < store < analysis < engine; the first
 // four make qklab_base, torch-free, engine/ makes qklab_engine). A public header
 // (core/include/qklab/X.h) belongs to the layer of the folder that holds X.cpp.
+//
+// app/gui is in folders by feature: a feature includes common/ and core's public headers,
+// never another feature; common/ includes only itself; shell/ assembles the window from them
+// all (GuiFolders.*).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -106,4 +111,72 @@ TEST(Layering, OnlyTheEngineIncludesTorch) {
         const std::string text((std::istreambuf_iterator<char>(in)), {});
         EXPECT_FALSE(std::regex_search(text, torch)) << file << " includes LibTorch";
     }
+}
+
+// ---- app/gui: folders by feature -----------------------------------------------------------
+
+namespace {
+
+const fs::path kGui = fs::path(QKLAB_SOURCE_DIR) / "app" / "gui";
+
+// The features of the app; each may include only itself, common/ and core.
+const std::vector<std::string> kGuiFeatures = {"setup",   "live",   "run",
+                                               "compare", "sweeps", "lessons"};
+const std::string kGuiCommon = "common";  // what two features share
+const std::string kGuiShell = "shell";    // the window: includes every feature
+
+bool isGuiFolder(const std::string& folder) {
+    return folder == kGuiCommon || folder == kGuiShell ||
+           std::find(kGuiFeatures.begin(), kGuiFeatures.end(), folder) != kGuiFeatures.end();
+}
+
+bool guiFolderMayInclude(const std::string& from, const std::string& to) {
+    return from == to || to == kGuiCommon || from == kGuiShell;
+}
+
+// (file, its folder) for every file of app/gui's folders.
+std::vector<std::pair<fs::path, std::string>> guiFiles() {
+    std::vector<std::pair<fs::path, std::string>> files;
+    for (const auto& folder : fs::directory_iterator(kGui))
+        if (folder.is_directory())
+            for (const auto& e : fs::directory_iterator(folder.path()))
+                files.emplace_back(e.path(), folder.path().filename().string());
+    return files;
+}
+
+}  // namespace
+
+TEST(GuiFolders, EveryFileOfTheGuiIsInAKnownFolder) {
+    for (const auto& e : fs::directory_iterator(kGui))
+        if (e.is_regular_file())
+            EXPECT_EQ(e.path().filename().string(), "CMakeLists.txt")
+                << e.path() << " sits in app/gui itself: put it in a feature's folder or common/";
+        else
+            EXPECT_TRUE(isGuiFolder(e.path().filename().string()))
+                << e.path() << " is not a known folder: add the feature to kGuiFeatures";
+    const auto files = guiFiles();
+    for (const auto& [file, folder] : files)
+        EXPECT_TRUE(fs::is_regular_file(file)) << file << ": one level of folders only";
+    EXPECT_GT(files.size(), 50u);  // the scan saw the app
+}
+
+TEST(GuiFolders, NoFeatureIncludesAnother) {
+    int checked = 0;
+    for (const auto& [file, folder] : guiFiles())
+        for (const std::string& include : quotedIncludes(file)) {
+            if (include.rfind("qklab/", 0) == 0) continue;  // core's public, torch-free headers
+            const auto slash = include.find('/');
+            const std::string target = slash == std::string::npos ? "" : include.substr(0, slash);
+            const std::string where = file.lexically_relative(kGui).string();
+            if (!isGuiFolder(target)) {
+                ADD_FAILURE() << where << " includes \"" << include
+                              << "\": a GUI include names its folder (\"common/theme.h\")";
+                continue;
+            }
+            ++checked;
+            EXPECT_TRUE(guiFolderMayInclude(folder, target))
+                << where << " includes " << include << ": a feature reaches another only "
+                << "through common/ (LabWindow for the window)";
+        }
+    EXPECT_GT(checked, 100);  // the scan saw the includes
 }

@@ -59,15 +59,15 @@
 #include <string>
 #include <vector>
 
-#include "compare_data.h"
-#include "compare_histograms.h"
-#include "compare_panel.h"
-#include "compare_plots.h"
-#include "plot_cursor.h"
+#include "common/plot_cursor.h"
+#include "common/theme.h"
+#include "compare/compare_data.h"
+#include "compare/compare_histograms.h"
+#include "compare/compare_panel.h"
+#include "compare/compare_plots.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "theme.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -10,19 +10,19 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention_map_panel.h"
-#include "compare_attention.h"
-#include "compare_data.h"
-#include "compare_histograms.h"
-#include "compare_panel.h"
-#include "compare_plots.h"
+#include "common/gui_types.h"
+#include "common/plot_cursor.h"
+#include "common/x_axis.h"
+#include "compare/compare_attention.h"
+#include "compare/compare_data.h"
+#include "compare/compare_histograms.h"
+#include "compare/compare_panel.h"
+#include "compare/compare_plots.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
-#include "plot_cursor.h"
 #include "qcustomplot.h"
+#include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "x_axis.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -359,8 +359,8 @@ class CompareViewTest : public QObject {
         QCOMPARE(a->sharedSteps(), std::vector<int64_t>{20});  // c has no map at step 10
         QCOMPARE(a->shownStep(), int64_t(20));
         QVERIFY(a->shown(0) && a->shown(1));
-        QCOMPARE(AttentionMapPanel::meanRowMax(*a->shown(0)), 1.0);
-        QCOMPARE(AttentionMapPanel::meanRowMax(*a->shown(1)), 0.75);
+        QCOMPARE(meanRowMax(*a->shown(0)), 1.0);
+        QCOMPARE(meanRowMax(*a->shown(1)), 0.75);
         QVERIFY2(a->infoText().contains(QStringLiteral("mean row max 1.000")),
                  qPrintable(a->infoText()));
     }

@@ -1,6 +1,6 @@
 // config_form_test.cpp — the generated form covers every registry field, round-trips a config
 // exactly, and names problems inline before a run can start.
-#include "config_form.h"
+#include "setup/config_form.h"
 
 #include <qcustomplot.h>
 
@@ -15,9 +15,9 @@
 #include <QTest>
 
 #include "gui_test_util.h"
-#include "preset_picker.h"
-#include "recommend_dialog.h"
-#include "schedule_preview.h"
+#include "setup/preset_picker.h"
+#include "setup/recommend_dialog.h"
+#include "setup/schedule_preview.h"
 
 using namespace qklab;
 using namespace qklab::gui;

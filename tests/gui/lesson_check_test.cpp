@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "gui_test_util.h"
-#include "lesson_player.h"
-#include "main_window.h"
+#include "lessons/lesson_player.h"
 #include "qklab/run_store.h"
+#include "shell/main_window.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -95,7 +95,7 @@ class LessonCheckTest : public QObject {
         auto w = window();
         QVERIFY(w);
         QVERIFY(!w->openLesson(path));  // refused when opened: the step never plays
-        const QString app = w->lessonPlayer()->errorText();
+        const QString app = w->part<LessonPlayer>()->errorText();
         QVERIFY2(app.contains(QStringLiteral("step 2 (\"S\"): ") + field), qPrintable(app));
         const auto [code, cli] = cliCheck(path);
         QCOMPARE(code, 2);
@@ -115,7 +115,7 @@ class LessonCheckTest : public QObject {
         auto w = window();
         QVERIFY(w);
         // Opened at the last step: nothing trains (the start_preset step does not run).
-        QVERIFY2(w->openLesson(path, 3), qPrintable(w->lessonPlayer()->errorText()));
+        QVERIFY2(w->openLesson(path, 3), qPrintable(w->part<LessonPlayer>()->errorText()));
     }
 };
 

@@ -4,7 +4,7 @@
 // replayed run fires at the first probe step whose stored value crosses the threshold, the
 // player shows the callout and the plot it names is framed; on a live run the worker pauses
 // the trainer at the exact step and a lesson's intervention lands at its at_step.
-#include "lesson_player.h"
+#include "lessons/lesson_player.h"
 
 #include <QDockWidget>
 #include <QFile>
@@ -17,15 +17,15 @@
 #include <QTest>
 #include <nlohmann/json.hpp>
 
-#include "histogram_panel.h"
-#include "lesson_library.h"
-#include "lesson_stage.h"
+#include "common/run_controller.h"
 #include "lesson_test_util.h"
-#include "live_plots_panel.h"
-#include "main_window.h"
+#include "lessons/lesson_library.h"
+#include "lessons/lesson_stage.h"
+#include "lessons/replay_player.h"
+#include "live/histogram_panel.h"
+#include "live/live_plots_panel.h"
 #include "qcustomplot.h"
-#include "replay_player.h"
-#include "run_controller.h"
+#include "shell/main_window.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -85,7 +85,7 @@ class LessonPlayerTest : public QObject {
         auto w = window();
         QVERIFY(w);
         QVERIFY(w->openLesson(test::testLessonPath()));
-        LessonPlayer* p = w->lessonPlayer();
+        LessonPlayer* p = w->part<LessonPlayer>();
         QVERIFY(w->findChild<QDockWidget*>(QStringLiteral("lessonDock"))->isVisible());
         QCOMPARE(p->counterText(), QStringLiteral("1 / 3"));
         QVERIFY(p->shownText().contains(QStringLiteral("Welcome")));
@@ -96,13 +96,15 @@ class LessonPlayerTest : public QObject {
         p->next();
         QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
         QVERIFY(p->shownText().contains(QStringLiteral("raw max logit")));
-        QVERIFY(w->replayPlayer()->hasRun());  // the step's action: replay run "replay-me"
-        QCOMPARE(w->replayPlayer()->runId(), m_run);
+        QVERIFY(w->part<ReplayPlayer>()->hasRun());  // the step's action: replay run "replay-me"
+        QCOMPARE(w->part<ReplayPlayer>()->runId(), m_run);
         p->next();
         QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
         auto* tabs = w->findChild<QTabWidget*>();
-        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(w->histograms()));
-        QCOMPARE(w->histograms()->findChild<QComboBox*>(QStringLiteral("histHead"))->currentData(),
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(w->part<HistogramPanel>()));
+        QCOMPARE(w->part<HistogramPanel>()
+                     ->findChild<QComboBox*>(QStringLiteral("histHead"))
+                     ->currentData(),
                  QVariant(1));
         p->next();  // the last step: nothing after it
         QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
@@ -112,14 +114,15 @@ class LessonPlayerTest : public QObject {
         // Opened at a later step, the steps before it do not run (no replay from step 2).
         QVERIFY(w->openLesson(test::testLessonPath(), 2));
         QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
-        QVERIFY(!w->replayPlayer()->hasRun());
+        QVERIFY(!w->part<ReplayPlayer>()->hasRun());
         // A step's layer and head survive the panels' rebuild for a run shown after it.
         QSignalSpy opened(w.get(), &MainWindow::runOpened);
         w->openRun(m_run);
         QVERIFY(opened.wait(10000));
-        QTRY_COMPARE(
-            w->histograms()->findChild<QComboBox*>(QStringLiteral("histHead"))->currentData(),
-            QVariant(1));
+        QTRY_COMPARE(w->part<HistogramPanel>()
+                         ->findChild<QComboBox*>(QStringLiteral("histHead"))
+                         ->currentData(),
+                     QVariant(1));
     }
 
     // The parser's message, in the panel: file, step, field. The window carries on.
@@ -132,19 +135,19 @@ class LessonPlayerTest : public QObject {
                  "metric": "max_logit", "threshold": 30}]}]})");
         const QString bad = writeFile(QStringLiteral("broken.json"), lesson.dump());
         QVERIFY(!w->openLesson(bad));
-        const QString error = w->lessonPlayer()->errorText();
+        const QString error = w->part<LessonPlayer>()->errorText();
         QVERIFY2(error.contains(QStringLiteral("step 2")), qPrintable(error));
         QVERIFY2(error.contains(QStringLiteral("pause[0].metric")), qPrintable(error));
         QVERIFY2(error.contains(QStringLiteral("max_logit")), qPrintable(error));
-        QVERIFY(!w->lessonPlayer()->hasLesson());
+        QVERIFY(!w->part<LessonPlayer>()->hasLesson());
         // Not JSON at all, and a name that is nothing: messages too, no crash.
         QVERIFY(!w->openLesson(writeFile(QStringLiteral("junk.json"), "{ not json")));
-        QVERIFY(w->lessonPlayer()->errorText().contains(QStringLiteral("not valid JSON")));
+        QVERIFY(w->part<LessonPlayer>()->errorText().contains(QStringLiteral("not valid JSON")));
         QVERIFY(!w->openLesson(QStringLiteral("no-such-lesson")));
-        QVERIFY(w->lessonPlayer()->errorText().contains(QStringLiteral("no-such-lesson")));
+        QVERIFY(w->part<LessonPlayer>()->errorText().contains(QStringLiteral("no-such-lesson")));
         // The window still works: a good lesson opens, a stored run opens.
         QVERIFY(w->openLesson(test::testLessonPath()));
-        QVERIFY(w->lessonPlayer()->errorText().isEmpty());
+        QVERIFY(w->part<LessonPlayer>()->errorText().isEmpty());
         QSignalSpy opened(w.get(), &MainWindow::runOpened);
         w->openRun(m_run);
         QVERIFY(opened.wait(10000));
@@ -197,21 +200,22 @@ class LessonPlayerTest : public QObject {
         auto w = window();
         QVERIFY(w);
         QVERIFY(w->openLesson(test::testLessonPath()));
-        QSignalSpy shown(w->lessonStage(), &LessonStage::calloutShown);
-        w->lessonPlayer()->next();
-        ReplayPlayer* replay = w->replayPlayer();
+        QSignalSpy shown(w->part<LessonStage>(), &LessonStage::calloutShown);
+        w->part<LessonPlayer>()->next();
+        ReplayPlayer* replay = w->part<ReplayPlayer>();
         QVERIFY(replay->isPlaying());
         replay->advance(100.0);  // far past the end: the condition must stop it
         QCOMPARE(shown.count(), 1);
         QCOMPARE(replay->position(), expected);
         QVERIFY(!replay->isPlaying());
-        QCOMPARE(w->livePlots()->run().steps.back().step, expected);  // nothing after it shown
-        LessonPlayer* p = w->lessonPlayer();
+        QCOMPARE(w->part<LivePlotsPanel>()->run().steps.back().step,
+                 expected);  // nothing after it shown
+        LessonPlayer* p = w->part<LessonPlayer>();
         QVERIFY(p->calloutVisible());
         QVERIFY2(p->calloutText().contains(QStringLiteral("passed **30**")),
                  qPrintable(p->calloutText()));
-        QCOMPARE(w->lessonStage()->highlightedPlot(),
-                 static_cast<QWidget*>(w->livePlots()->logitPlot()));
+        QCOMPARE(w->part<LessonStage>()->highlightedPlot(),
+                 static_cast<QWidget*>(w->part<LivePlotsPanel>()->logitPlot()));
         // Continue: the callout goes, the replay goes on from the next step, and the
         // condition does not fire twice.
         auto* go = p->findChild<QPushButton*>(QStringLiteral("lessonContinue"));
@@ -224,7 +228,7 @@ class LessonPlayerTest : public QObject {
         QCOMPARE(shown.count(), 1);
         // Next clears a highlight.
         p->next();
-        QVERIFY(w->lessonStage()->highlightedPlot() == nullptr);
+        QVERIFY(w->part<LessonStage>()->highlightedPlot() == nullptr);
     }
 
     // A probe condition fires in the middle of a step's report (before its metrics): the
@@ -240,16 +244,16 @@ class LessonPlayerTest : public QObject {
                 {{{"kind", "probe_above"}, {"metric", "logit_max_raw"}, {"threshold", 0.0}}}}}}}};
         auto w = window();
         QVERIFY(w);
-        QSignalSpy shown(w->lessonStage(), &LessonStage::calloutShown);
+        QSignalSpy shown(w->part<LessonStage>(), &LessonStage::calloutShown);
         QVERIFY(w->openLesson(writeFile(QStringLiteral("probe.json"), lesson.dump())));
         QVERIFY(shown.wait(60000));
         QTest::qWait(300);
-        const RunSnapshot& run = w->livePlots()->run();
+        const RunSnapshot& run = w->part<LivePlotsPanel>()->run();
         QCOMPARE(run.steps.back().step, int64_t(0));  // paused after the first probed step
         QVERIFY(!run.probes.empty());
         QCOMPARE(run.probes.back().step, int64_t(0));
-        QCOMPARE(w->lessonStage()->highlightedPlot(),
-                 static_cast<QWidget*>(w->livePlots()->logitPlot()));
+        QCOMPARE(w->part<LessonStage>()->highlightedPlot(),
+                 static_cast<QWidget*>(w->part<LivePlotsPanel>()->logitPlot()));
         w->controller()->stopAll();
         QTRY_VERIFY_WITH_TIMEOUT(!w->controller()->isBusy(), 30000);
     }
@@ -275,17 +279,17 @@ class LessonPlayerTest : public QObject {
         const QString path = writeFile(QStringLiteral("live.json"), lesson.dump());
         auto w = window();
         QVERIFY(w);
-        QSignalSpy shown(w->lessonStage(), &LessonStage::calloutShown);
-        QVERIFY2(w->openLesson(path), qPrintable(w->lessonPlayer()->errorText()));
+        QSignalSpy shown(w->part<LessonStage>(), &LessonStage::calloutShown);
+        QVERIFY2(w->openLesson(path), qPrintable(w->part<LessonPlayer>()->errorText()));
         QVERIFY(shown.wait(60000));
         RunController* c = w->controller();
         QVERIFY(c->isPaused());
         QTest::qWait(300);  // anything the trainer still reported would have arrived
-        QCOMPARE(w->livePlots()->run().steps.back().step, int64_t(15));
-        QVERIFY(w->lessonPlayer()->calloutText().contains(QStringLiteral("Step 15")));
+        QCOMPARE(w->part<LivePlotsPanel>()->run().steps.back().step, int64_t(15));
+        QVERIFY(w->part<LessonPlayer>()->calloutText().contains(QStringLiteral("Step 15")));
         const int64_t runId = c->activeRunId();
-        QCOMPARE(w->lessonStage()->lessonRunId(), runId);
-        w->lessonPlayer()->next();  // the intervention step resumes the run
+        QCOMPARE(w->part<LessonStage>()->lessonRunId(), runId);
+        w->part<LessonPlayer>()->next();  // the intervention step resumes the run
         QVERIFY(!c->isPaused());
         QTRY_VERIFY_WITH_TIMEOUT(!c->isBusy(), 60000);
         RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);

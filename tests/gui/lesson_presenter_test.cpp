@@ -9,12 +9,12 @@
 #include <QTest>
 #include <map>
 
+#include "common/theme.h"
 #include "lesson_test_util.h"
-#include "live_plots_panel.h"
-#include "main_window.h"
-#include "presenter_mode.h"
+#include "live/live_plots_panel.h"
 #include "qcustomplot.h"
-#include "theme.h"
+#include "shell/main_window.h"
+#include "shell/presenter_mode.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -58,7 +58,7 @@ class LessonPresenterTest : public QObject {
         QSignalSpy opened(&w, &MainWindow::runOpened);
         w.openRun(run);
         QVERIFY(opened.wait(10000));
-        w.livePlots()->replotNow();
+        w.part<LivePlotsPanel>()->replotNow();
 
         const QFont appFont = QApplication::font();
         std::map<QCustomPlot*, PlotLook> before;
@@ -74,7 +74,7 @@ class LessonPresenterTest : public QObject {
         QVERIFY(action);
         QCOMPARE(action->shortcut(), QKeySequence(Qt::Key_F11));
         action->trigger();  // View > Presenter mode (F11)
-        QVERIFY(w.presenter()->isActive());
+        QVERIFY(w.part<PresenterMode>()->isActive());
         QVERIFY(presenterActive());
         QVERIFY(QApplication::font().pointSizeF() >= 1.5 * appFont.pointSizeF());
         QVERIFY(w.isFullScreen());
@@ -82,8 +82,8 @@ class LessonPresenterTest : public QObject {
         QVERIFY(!dock("interventionDock")->isVisible());
         QVERIFY(!dock("runsDock")->isVisible());
         QVERIFY(dock("runDock")->isVisible());  // Start / Pause stay
-        w.livePlots()->replotNow();
-        for (QCustomPlot* p : w.livePlots()->plots()) {
+        w.part<LivePlotsPanel>()->replotNow();
+        for (QCustomPlot* p : w.part<LivePlotsPanel>()->plots()) {
             const PlotLook now = lookOf(p), was = before[p];
             for (size_t i = 0; i < now.tickPt.size(); ++i)
                 QVERIFY(now.tickPt[i] >= 1.5 * was.tickPt[i] - 1e-9);
@@ -95,14 +95,14 @@ class LessonPresenterTest : public QObject {
         }
 
         action->trigger();  // and off again: everything as it was
-        QVERIFY(!w.presenter()->isActive());
+        QVERIFY(!w.part<PresenterMode>()->isActive());
         QVERIFY(!presenterActive());
         QCOMPARE(QApplication::font(), appFont);
         QCOMPARE(w.windowState(), state);
         // The size; the offscreen platform's window frame moves the position by a few pixels.
         QTRY_COMPARE(w.geometry().size(), geometry.size());
         QVERIFY(dock("setupDock")->isVisible() && dock("runsDock")->isVisible());
-        w.livePlots()->replotNow();
+        w.part<LivePlotsPanel>()->replotNow();
         for (QCustomPlot* p : w.findChildren<QCustomPlot*>()) {
             const PlotLook now = lookOf(p), was = before[p];
             QCOMPARE(now.tickPt, was.tickPt);

@@ -8,10 +8,10 @@
 #include <set>
 
 #include "lesson_test_util.h"
-#include "live_plots_panel.h"
-#include "main_window.h"
-#include "replay_bar.h"
-#include "replay_player.h"
+#include "lessons/replay_bar.h"
+#include "lessons/replay_player.h"
+#include "live/live_plots_panel.h"
+#include "shell/main_window.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -127,11 +127,11 @@ class LessonReplayTest : public QObject {
         QVERIFY(w.openDatabase(m_db));
         QString error;
         QVERIFY2(w.startReplay(m_run, 50, &error), qPrintable(error));
-        ReplayPlayer* player = w.replayPlayer();
+        ReplayPlayer* player = w.part<ReplayPlayer>();
         player->pause();
         for (int64_t k : {63, 17, 99, 0}) {
             player->seek(k);
-            const RunSnapshot& shown = w.livePlots()->run();
+            const RunSnapshot& shown = w.part<LivePlotsPanel>()->run();
             QCOMPARE(shown.runId, m_run);
             QCOMPARE(int64_t(shown.steps.size()), k + 1);
             QCOMPARE(shown.steps.back().step, k);
@@ -141,11 +141,11 @@ class LessonReplayTest : public QObject {
             for (const ProbeStats& p : shown.probes) QVERIFY(p.step <= k);
             QCOMPARE(player->position(), k);
         }
-        QVERIFY(w.replayBar()->positionText().contains(QStringLiteral("step 0 / 99")));
+        QVERIFY(w.part<ReplayBar>()->positionText().contains(QStringLiteral("step 0 / 99")));
         // Playing on from a scrub continues after k.
         player->seek(40);
         player->advance(0.02);
-        QCOMPARE(w.livePlots()->run().steps.back().step, int64_t(41));
+        QCOMPARE(w.part<LivePlotsPanel>()->run().steps.back().step, int64_t(41));
     }
 
     // Space pauses a replay when nothing trains; Run > Replay's path leaves the views on it.
@@ -155,13 +155,13 @@ class LessonReplayTest : public QObject {
         w.show();
         QVERIFY(w.openDatabase(m_db));
         QVERIFY(w.startReplay(m_run, 5));
-        QVERIFY(w.replayPlayer()->isPlaying());
+        QVERIFY(w.part<ReplayPlayer>()->isPlaying());
         w.togglePause();
-        QVERIFY(!w.replayPlayer()->isPlaying());
+        QVERIFY(!w.part<ReplayPlayer>()->isPlaying());
         w.togglePause();
-        QVERIFY(w.replayPlayer()->isPlaying());
+        QVERIFY(w.part<ReplayPlayer>()->isPlaying());
         w.stopReplay();
-        QVERIFY(!w.replayPlayer()->hasRun());
+        QVERIFY(!w.part<ReplayPlayer>()->hasRun());
     }
 };
 

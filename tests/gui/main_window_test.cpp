@@ -1,7 +1,8 @@
 // main_window_test.cpp — the whole window, in process: what the views show and what the run
 // list names must agree (issue 11, item 2), whatever the filter says.
-#include "main_window.h"
+#include "shell/main_window.h"
 
+#include <QDockWidget>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
@@ -9,19 +10,20 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "attention_map_panel.h"
-#include "config_form.h"
+#include "common/gui_types.h"
+#include "common/run_controller.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
-#include "histogram_panel.h"
-#include "live_plots_panel.h"
+#include "live/attention_map_panel.h"
+#include "live/histogram_panel.h"
+#include "live/live_plots_panel.h"
+#include "live/spikes_panel.h"
+#include "qklab/lesson.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_browser_panel.h"
-#include "run_controller.h"
-#include "run_controls_panel.h"
-#include "run_list_model.h"
-#include "spikes_panel.h"
+#include "run/run_browser_panel.h"
+#include "run/run_controls_panel.h"
+#include "run/run_list_model.h"
+#include "setup/config_form.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -60,7 +62,7 @@ class MainWindowTest : public QObject {
         MainWindow w;
         w.setQuiet(true);
         QVERIFY(w.openDatabase(db));
-        RunBrowserPanel* browser = w.runBrowser();
+        RunBrowserPanel* browser = w.part<RunBrowserPanel>();
         auto* filter = browser->findChild<QLineEdit*>(QStringLiteral("runFilter"));
         auto* table = browser->findChild<QTableView*>(QStringLiteral("runTable"));
         QVERIFY(filter && table);
@@ -69,13 +71,13 @@ class MainWindowTest : public QObject {
         QSignalSpy opened(&w, &MainWindow::runOpened);
         table->setCurrentIndex(table->model()->index(0, 0));  // the user clicks run 1
         QVERIFY(opened.wait(10000));
-        QCOMPARE(w.livePlots()->runId(), int64_t(1));
+        QCOMPARE(w.part<LivePlotsPanel>()->runId(), int64_t(1));
         QCOMPARE(browser->selectedRunId(), int64_t(1));
 
-        w.configForm()->setConfig(test::tinyConfig(12));
-        w.runControls()->setRunName(QStringLiteral("fresh"));
-        w.runControls()->startRun();
-        QTRY_VERIFY_WITH_TIMEOUT(w.livePlots()->runId() == 2, 20000);
+        w.part<ConfigForm>()->setConfig(test::tinyConfig(12));
+        w.part<RunControlsPanel>()->setRunName(QStringLiteral("fresh"));
+        w.part<RunControlsPanel>()->startRun();
+        QTRY_VERIFY_WITH_TIMEOUT(w.part<LivePlotsPanel>()->runId() == 2, 20000);
         QCOMPARE(browser->selectedRunId(), int64_t(2));
         QVERIFY(browser->filterText().isEmpty());
         const auto details = browser->findChildren<QLabel*>();
@@ -92,14 +94,15 @@ class MainWindowTest : public QObject {
         QVERIFY(hiddenNoted);
         // Clearing it highlights the shown run again, without reloading it.
         filter->clear();
-        QCOMPARE(browser->selectedRunId(), w.livePlots()->runId());
+        QCOMPARE(browser->selectedRunId(), w.part<LivePlotsPanel>()->runId());
 
         QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isBusy(), 60000);
         QCOMPARE(browser->selectedRunId(), int64_t(2));
-        QCOMPARE(w.livePlots()->runId(), int64_t(2));
+        QCOMPARE(w.part<LivePlotsPanel>()->runId(), int64_t(2));
         // Every view's header says the run ended (it said "(training)" until reopened).
-        QCOMPARE(w.attentionMaps()->runLabel(), QStringLiteral("Run 2 “fresh” (finished)"));
-        QCOMPARE(w.histograms()->runLabel(), QStringLiteral("Run 2 “fresh” (finished)"));
+        QCOMPARE(w.part<AttentionMapPanel>()->runLabel(),
+                 QStringLiteral("Run 2 “fresh” (finished)"));
+        QCOMPARE(w.part<HistogramPanel>()->runLabel(), QStringLiteral("Run 2 “fresh” (finished)"));
 
         // Issue 11, item 4: with a run and its legends shown, the window still fits a
         // 1280x720 projector (its minimum size used to be wider, and the first start 1560x960).
@@ -114,10 +117,33 @@ class MainWindowTest : public QObject {
             sp.tier = 1 + i % 4;
             spikes.push_back(sp);
         }
-        w.spikes()->setSpikes(2, spikes);
+        w.part<SpikesPanel>()->setSpikes(2, spikes);
         const QSize least = w.minimumSizeHint().expandedTo(w.minimumSize());
         QVERIFY2(least.width() <= 1280 && least.height() <= 720,
                  qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
+    }
+
+    // A lesson step's "view" is a tab or the set-up form: the window's tab table and the
+    // lessons' view table (lessonViews()) name the same views, and showTab() shows each one.
+    void showsEveryLessonView() {
+        MainWindow w;
+        QStringList lessonNames;
+        for (const LessonView& v : lessonViews()) lessonNames << QString::fromStdString(v.name);
+        QStringList shown = w.tabNames() << QStringLiteral("config");
+        lessonNames.sort();
+        shown.sort();
+        QCOMPARE(shown, lessonNames);
+        for (const QString& tab : w.tabNames()) {
+            w.showTab(tab == QLatin1String("live") ? QStringLiteral("spikes")
+                                                   : QStringLiteral("live"));
+            w.showTab(tab);
+            QCOMPARE(w.currentTab(), tab);
+        }
+        auto* setup = w.findChild<QDockWidget*>(QStringLiteral("setupDock"));
+        QVERIFY(setup);
+        setup->hide();
+        w.showTab(QStringLiteral("config"));
+        QVERIFY(!setup->isHidden());
     }
 };
 

@@ -12,18 +12,19 @@
 #include <QToolTip>
 #include <cmath>
 
-#include "attention_map_panel.h"
+#include "common/hist_bins.h"
+#include "common/plot_cursor.h"
+#include "common/plot_export.h"
+#include "common/run_data.h"
 #include "gui_test_util.h"
-#include "hist_bins.h"
-#include "histogram_panel.h"
-#include "live_plots_panel.h"
-#include "plot_cursor.h"
-#include "plot_export.h"
+#include "live/attention_map_panel.h"
+#include "live/histogram_panel.h"
+#include "live/live_plots_panel.h"
+#include "live/spikes_panel.h"
+#include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_data.h"
-#include "run_list_model.h"
-#include "spikes_panel.h"
+#include "run/run_list_model.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -321,8 +322,8 @@ class PanelsTest : public QObject {
         AttentionMap m;
         m.size = 2;
         m.weights = {1, 0, 0.5, 0.5};
-        QCOMPARE(AttentionMapPanel::meanRowMax(m), 0.75);
-        QVERIFY(std::fabs(AttentionMapPanel::meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
+        QCOMPARE(meanRowMax(m), 0.75);
+        QVERIFY(std::fabs(meanRowEntropy(m) - std::log(2.0) / 2) < 1e-9);
         // Hover names both positions by their bytes (issue 11, item 10).
         m.tokens = std::string("a\n", 2);
         QCOMPARE(AttentionMapPanel::cellText(m, 1, 0),

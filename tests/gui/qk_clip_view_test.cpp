@@ -11,16 +11,16 @@
 #include <QToolTip>
 #include <cmath>
 
-#include "compare_panel.h"
-#include "compare_plots.h"
+#include "common/plot_cursor.h"
+#include "common/qk_clip_marks.h"
+#include "common/run_data.h"
+#include "compare/compare_panel.h"
+#include "compare/compare_plots.h"
 #include "gui_test_util.h"
-#include "live_plots_panel.h"
-#include "plot_cursor.h"
-#include "qk_clip_marks.h"
+#include "lessons/replay_player.h"
+#include "live/live_plots_panel.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "replay_player.h"
-#include "run_data.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -13,11 +13,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/run_controller.h"
 #include "gui_test_util.h"
-#include "main_window.h"
 #include "qklab/resources.h"
 #include "qklab/run_store.h"
-#include "run_controller.h"
+#include "shell/main_window.h"
 #include "support/global_rng_hammer.h"
 
 using namespace qklab;

@@ -7,13 +7,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "common/gui_types.h"
+#include "common/run_data.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_browser_panel.h"
-#include "run_data.h"
-#include "run_list_model.h"
+#include "run/run_browser_panel.h"
+#include "run/run_list_model.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -19,12 +19,12 @@
 #include <QTest>
 #include <QTimer>
 
+#include "common/run_controller.h"
 #include "gui_test_util.h"
-#include "main_window.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
-#include "run_controller.h"
-#include "store_alert_banner.h"
+#include "shell/main_window.h"
+#include "shell/store_alert_banner.h"
 #include "support/faulty_vfs.h"
 #include "support/proc_locks.h"
 
@@ -129,7 +129,7 @@ class StoreFailureGuiTest : public QObject {
         QVERIFY2(failed.at(0).at(1).toString().contains(QStringLiteral("disk I/O error")),
                  qPrintable(failed.at(0).at(1).toString()));
 
-        StoreAlertBanner* banner = w.storeAlert();
+        StoreAlertBanner* banner = w.part<StoreAlertBanner>();
         QVERIFY(banner->isVisible());
         QVERIFY(banner->alerts().first().contains(QStringLiteral("disk I/O error")));
         QTest::qWait(1500);

@@ -19,21 +19,21 @@
 #include <QTest>
 #include <cmath>
 
-#include "automation.h"
+#include "common/gui_types.h"
 #include "gui_test_util.h"
-#include "gui_types.h"
-#include "main_window.h"
 #include "qcustomplot.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 #include "qklab/sweep.h"
 #include "qklab/sweep_report.h"
-#include "run_browser_panel.h"
-#include "sweep_dialog.h"
-#include "sweep_launch.h"
-#include "sweep_panel.h"
-#include "sweep_plots.h"
-#include "sweep_table.h"
+#include "run/run_browser_panel.h"
+#include "shell/automation.h"
+#include "shell/main_window.h"
+#include "sweeps/sweep_dialog.h"
+#include "sweeps/sweep_launch.h"
+#include "sweeps/sweep_panel.h"
+#include "sweeps/sweep_plots.h"
+#include "sweeps/sweep_table.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -360,18 +360,18 @@ class SweepViewTest : public QObject {
         QVERIFY(window.openDatabase(m_db));
         window.showSweep(options.sweep);
         auto* tabs = window.findChild<QTabWidget*>();
-        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.sweepPanel()));
-        waitForReport(*window.sweepPanel(), m_sweepId);
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.part<SweepPanel>()));
+        waitForReport(*window.part<SweepPanel>(), m_sweepId);
         window.showTab(QStringLiteral("live"));
         window.showTab(QStringLiteral("sweeps"));
-        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.sweepPanel()));
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(window.part<SweepPanel>()));
         // "Show runs" filters the run list to the sweep.
         QPushButton* showRuns = nullptr;
-        for (QPushButton* b : window.sweepPanel()->findChildren<QPushButton*>())
+        for (QPushButton* b : window.part<SweepPanel>()->findChildren<QPushButton*>())
             if (b->text() == QLatin1String("Show runs")) showRuns = b;
         QVERIFY(showRuns);
         showRuns->click();
-        QCOMPARE(window.runBrowser()->filterText(), QStringLiteral("sweep:wts"));
+        QCOMPARE(window.part<RunBrowserPanel>()->filterText(), QStringLiteral("sweep:wts"));
     }
 
     // The real qklab-cli, detached: the sweep appears in the panel and its points fill in.

@@ -5,10 +5,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "common/run_controller.h"
+#include "common/training_worker.h"
 #include "gui_test_util.h"
 #include "qklab/run_store.h"
-#include "run_controller.h"
-#include "training_worker.h"
 
 using namespace qklab;
 using namespace qklab::gui;

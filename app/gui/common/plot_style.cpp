@@ -1,0 +1,216 @@
+// plot_style.cpp — shared plot look and the items drawn over data (thresholds, markers, cursor).
+#include "common/plot_style.h"
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "common/hist_bins.h"
+#include "common/theme.h"
+
+namespace qklab::gui {
+
+namespace {
+const char* kRole = "qklabRole";
+
+void removeItemsWithRole(QCustomPlot* plot, const QString& role) {
+    for (int i = plot->itemCount() - 1; i >= 0; --i) {
+        QCPAbstractItem* item = plot->item(i);
+        if (item->property(kRole).toString() == role) plot->removeItem(item);
+    }
+}
+}  // namespace
+
+void setItemRole(QCPAbstractItem* item, const QString& role) {
+    item->setProperty(kRole, role);
+}
+
+void clearItems(QCustomPlot* plot, const QString& role) {
+    removeItemsWithRole(plot, role);
+}
+
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignment legendAt) {
+    QFont small = plot->font();
+    small.setPointSizeF(std::max(7.0, small.pointSizeF() - 1));
+    plot->setNoAntialiasingOnDrag(true);
+    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot->axisRect()->setRangeDrag(Qt::Horizontal);
+    plot->axisRect()->setRangeZoom(Qt::Horizontal);
+    plot->yAxis->setLabel(yLabel);
+    plot->yAxis->setLabelFont(small);
+    plot->xAxis->setLabelFont(small);
+    plot->xAxis->setTickLabelFont(small);
+    plot->yAxis->setTickLabelFont(small);
+    plot->axisRect()->setMinimumMargins(QMargins(60, 4, 8, 4));
+    plot->legend->setVisible(legend);
+    plot->legend->setFont(small);
+    plot->legend->setBrush(QColor(255, 255, 255, 200));
+    plot->legend->setRowSpacing(-3);
+    plot->axisRect()->insetLayout()->setInsetAlignment(0, legendAt);
+    // An explicit minimum: QCustomPlot's own hint is its widest title or legend row, and two
+    // columns of those made the window wider than a 1280x720 screen. Titles clip instead;
+    // legends re-flow to fewer entries per row (fitLegendColumns).
+    plot->setMinimumSize(200, 120);
+    themePlot(plot);  // born in the current theme
+}
+
+void setLogAxis(QCPAxis* axis, bool log) {
+    if (log) {
+        axis->setScaleType(QCPAxis::stLogarithmic);
+        QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+        ticker->setLogBase(10);
+        axis->setTicker(ticker);
+        ticker->setSubTickCount(8);
+        // "gb": 0.1, 1, 10, 100, 1e+03 — readable without superscripts at small font sizes.
+        axis->setNumberFormat(QStringLiteral("g"));
+        axis->setNumberPrecision(3);
+    } else {
+        axis->setScaleType(QCPAxis::stLinear);
+        axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        axis->setNumberFormat(QStringLiteral("gb"));
+        axis->setNumberPrecision(4);
+    }
+}
+
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
+                      bool labelBelow) {
+    auto* line = new QCPItemStraightLine(plot);
+    line->setProperty(kRole, QStringLiteral("threshold"));
+    line->point1->setCoords(0, y);
+    line->point2->setCoords(1, y);
+    line->setPen(QPen(color, 1.2, Qt::DashLine));
+    line->setSelectable(false);
+    auto* text = new QCPItemText(plot);
+    text->setProperty(kRole, QStringLiteral("threshold"));
+    text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    text->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    text->position->setCoords(0.995, y);
+    text->setPositionAlignment(Qt::AlignRight | (labelBelow ? Qt::AlignTop : Qt::AlignBottom));
+    text->setText(label);
+    text->setColor(color);
+    QFont f = plot->font();
+    f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
+    text->setFont(f);
+    text->setSelectable(false);
+}
+
+QString eventLabel(const EventRecord& e) {
+    return QString::fromStdString(
+        qklab::eventLabel(e.kind, e.paramsJson.empty() ? "{}" : e.paramsJson));
+}
+
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, int64_t totalSteps,
+                     const std::function<double(double)>& toX) {
+    removeItemsWithRole(plot, QStringLiteral("event"));
+    QFont f = plot->font();
+    f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
+    int lane = 0;
+    for (const auto& e : events) {
+        const bool user = e.source == "user";
+        const QColor color = user ? QColor(200, 40, 160) : QColor(120, 120, 120);
+        auto* line = new QCPItemStraightLine(plot);
+        line->setProperty(kRole, QStringLiteral("event"));
+        const double x = toX ? toX(double(e.step)) : double(e.step);
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
+        line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->setPen(QPen(color, user ? 1.5 : 1.0, Qt::DashDotLine));
+        line->setSelectable(false);
+        auto* text = new QCPItemText(plot);
+        text->setProperty(kRole, QStringLiteral("event"));
+        text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        // Stagger labels vertically so markers a few steps apart stay readable.
+        text->position->setCoords(x, 0.02 + 0.12 * (lane++ % 3));
+        const bool nearEnd = totalSteps > 0 && e.step > totalSteps * 0.8;
+        text->setPositionAlignment((nearEnd ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
+        text->setText(nearEnd ? eventLabel(e) + QStringLiteral(" ")
+                              : QStringLiteral(" ") + eventLabel(e));
+        text->setColor(color);
+        text->setFont(f);
+        text->setSelectable(false);
+    }
+}
+
+void setStepCursor(QCustomPlot* plot, double step) {
+    removeItemsWithRole(plot, QStringLiteral("cursor"));
+    if (step < 0) return;
+    auto* line = new QCPItemStraightLine(plot);
+    line->setProperty(kRole, QStringLiteral("cursor"));
+    line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    line->point1->setCoords(step, 0);
+    line->point2->setCoords(step, 1);
+    line->setPen(QPen(QColor(230, 120, 0), 1.5));
+    line->setSelectable(false);
+}
+
+void setHistogramTicker(QCPAxis* axis, const HistBins& bins) {
+    if (!bins.symlog) {
+        axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        return;
+    }
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const double raws[] = {-1e6, -1e4, -1e3, -100, -30, -10, -3, 0, 3, 10, 30, 100, 1e3, 1e4, 1e6};
+    for (double r : raws) {
+        const double x = bins.fromRaw(r);
+        if (!bins.edges.empty() && (x < bins.edges.front() || x > bins.edges.back())) continue;
+        ticker->addTick(x, std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
+    }
+    axis->setTicker(ticker);
+}
+
+QColor layerColor(int layer) {
+    static const QColor colors[] = {
+        QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44),   QColor(148, 103, 189),
+        QColor(255, 127, 14), QColor(140, 86, 75), QColor(227, 119, 194), QColor(23, 190, 207)};
+    return colors[layer % 8];
+}
+
+QColor compareColor(size_t index) {
+    // Tableau 10 plus two: distinguishable, and none is the threshold red or grey.
+    static const QColor colors[] = {
+        QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),  QColor(148, 103, 189),
+        QColor(140, 86, 75),  QColor(227, 119, 194), QColor(23, 190, 207), QColor(188, 189, 34),
+        QColor(214, 39, 40),  QColor(127, 127, 127), QColor(0, 80, 60),    QColor(120, 60, 0)};
+    return colors[index % std::size(colors)];
+}
+
+}  // namespace qklab::gui
+
+namespace qklab::gui {
+
+void placeLegendOutside(QCustomPlot* plot, int row) {
+    QCPLayoutInset* inset = plot->axisRect()->insetLayout();
+    if (inset->take(plot->legend)) inset->simplify();
+    plot->plotLayout()->insertRow(row);
+    plot->plotLayout()->addElement(row, 0, plot->legend);
+    plot->plotLayout()->setRowStretchFactor(row, 0.001);
+    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot->legend->setWrap(4);
+    plot->legend->setBorderPen(Qt::NoPen);
+    plot->legend->setBrush(Qt::NoBrush);
+    plot->legend->setMargins(QMargins(4, 0, 4, 0));
+    plot->legend->setColumnSpacing(12);
+}
+
+void fitLegendColumns(QCustomPlot* plot) {
+    QCPLegend* legend = plot->legend;
+    int widest = 1;
+    // itemCount() counts the grid's cells; a cell left empty by a removed entry has no item.
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (QCPAbstractLegendItem* item = legend->item(i))
+            widest = std::max(widest, item->minimumOuterSizeHint().width());
+    const int available = plot->width() - legend->margins().left() - legend->margins().right();
+    const int columns = std::clamp(available / (widest + legend->columnSpacing()), 1,
+                                   std::max(1, legend->itemCount()));
+    if (legend->wrap() == columns) return;
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // re-flow the existing entries
+}
+
+}  // namespace qklab::gui

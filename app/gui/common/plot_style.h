@@ -1,0 +1,67 @@
+// plot_style.h — what every qklab plot shares: look, interactions, log axes, the domain's
+// threshold lines, intervention/event markers and the "jump to step" cursor.
+//
+// Kept as free functions over QCustomPlot so each panel stays a thin owner of its plots, and
+// markers look the same on every plot (a user learns one visual language).
+#pragma once
+
+#include <QColor>
+#include <QString>
+#include <functional>
+#include <vector>
+
+#include "common/hist_bins.h"
+#include "qklab/records.h"
+
+class QCustomPlot;
+class QCPAxis;
+class QCPAxisRect;
+class QCPAbstractItem;
+
+namespace qklab::gui {
+
+// Fonts, margins, x-drag/zoom (y stays auto-scaled), legend in the top-left.
+void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend = true,
+               Qt::Alignment legendAt = Qt::AlignTop | Qt::AlignRight);
+
+// Moves the plot's legend out of the axis rect into a strip of the plot layout at `row`,
+// entries side by side: a legend inside the axis rect covered curves, spike markers and event
+// labels, worst at 1280x720.
+void placeLegendOutside(QCustomPlot* plot, int row);
+// As many legend entries per row as the plot's width holds without cutting a name.
+void fitLegendColumns(QCustomPlot* plot);
+void setLogAxis(QCPAxis* axis, bool log);
+
+// Horizontal reference line with a small label at the right edge (thresholds 20 and 30).
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
+                      bool labelBelow = false);
+
+// Replace the event markers (vertical dashed lines with the event kind as a label); user
+// interventions are drawn in a stronger colour than config events.
+// totalSteps: labels of events in the last fifth of the run go left of their line so they are
+// not cut off at the right edge.
+// toX maps a step to the plot's x (tokens seen, time); identity when empty.
+void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
+                     int64_t totalSteps = 0, const std::function<double(double)>& toX = {});
+
+// A vertical cursor at `step` (negative hides it).
+void setStepCursor(QCustomPlot* plot, double step);
+
+// Tick labels in raw logit units on a symlog histogram axis.
+void setHistogramTicker(QCPAxis* axis, const HistBins& bins);
+
+// Remove the items a function above added ("threshold", "event", "cursor").
+void clearItems(QCustomPlot* plot, const QString& role);
+// Tags an item drawn elsewhere with a role, so that clearItems() removes it.
+void setItemRole(QCPAbstractItem* item, const QString& role);
+
+// Palette for per-layer series.
+QColor layerColor(int layer);
+// One colour per compared thing (a run in Compare, a configuration of a sweep), the same in
+// every plot, legend and table (12 distinct ones).
+QColor compareColor(size_t index);
+
+// Short label for an event ("lr x0.5", "qk_norm rms").
+QString eventLabel(const EventRecord& e);
+
+}  // namespace qklab::gui

@@ -1,0 +1,98 @@
+// compare_data.h — the runs of a comparison as the comparison view draws them: each run's
+// rows, summary and config as trained, the config diff and seed groups, and the series of
+// every compared metric (one table, compareMetrics(), drives the plots, the cursor readout
+// and the CSV export).
+//
+// loadComparison() runs on a pool thread (readStoreAsync); the rest is plain computation on
+// the GUI thread.
+#pragma once
+
+#include <QString>
+#include <QVector>
+#include <vector>
+
+#include "common/run_data.h"
+#include "qklab/compare.h"
+
+namespace qklab::gui {
+
+struct CompareRun {
+    RunSnapshot snap;  // config = the config as trained (interventions as events)
+    RunSummary summary;
+    QString label() const;  // "3 blowup" (id and name)
+};
+
+struct Comparison {
+    std::vector<CompareRun> runs;
+    std::vector<int64_t> missing;  // asked for but not in the store (deleted meanwhile)
+    std::vector<ConfigDiffRow> diff;
+    std::vector<std::vector<size_t>> seedGroups;  // indices into runs
+    double loadSeconds = 0;
+};
+
+// Reads every run (a reader: never writes). Runs not found are listed in `missing`.
+Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds);
+
+enum class CompareMetric {
+    TrainLoss,
+    ValLoss,
+    MaxLogit,
+    CappedMaxLogit,
+    P99Logit,
+    QNorm,
+    Entropy,
+    GradNorm,
+    Lr,
+    Alpha,
+    SoftcapC
+};
+
+struct CompareMetricInfo {
+    CompareMetric metric;
+    const char* key;  // CSV column prefix, e.g. "max_logit_raw"
+    QString title;    // plot title / readout
+    // The record column plotted: a probe column (per layer) or a step-metric column
+    // (qklab/record_columns.h), e.g. "logit_max_raw".
+    const char* column;
+    bool logScale;
+    // Worst layer: the highest value (logits, norms) or the lowest (entropy).
+    bool worstIsLowest;
+};
+const std::vector<CompareMetricInfo>& compareMetrics();
+const CompareMetricInfo& compareMetricInfo(CompareMetric m);
+
+struct Series {
+    QVector<double> steps, values;  // NaN values are gaps (a diverged step)
+};
+
+// layer >= 0: that layer (empty when the run has fewer); -1: the worst layer at each step.
+Series seriesOf(const CompareRun& run, CompareMetric metric, int layer);
+
+// Exponential moving average with TensorBoard's debiasing; weight 0 = the raw values. NaN
+// stays NaN and does not reset the average.
+QVector<double> smoothed(const QVector<double>& values, double weight);
+
+// Mean and min-max of several runs' series, on the steps present in every one of them.
+struct BandSeries {
+    QVector<double> steps, mean, low, high;
+};
+BandSeries groupBand(const std::vector<Series>& members);
+
+// A band's edges thinned for drawing to `columns` equal intervals of x over [lower, upper]
+// (the visible range, one interval per pixel column): each interval keeps its lowest low
+// and highest high, both at its first and its last x, so the fill still covers every
+// point's extent (a one-step spike of one seed stays visible) and low <= high everywhere
+// in between. The points next to the range are kept, so the edges reach the plot's borders.
+// A band with at most 4 points per interval in view comes back whole. x is sorted, as
+// groupBand's steps; the values are finite (groupBand leaves out the rest).
+struct BandEdges {
+    QVector<double> x, low, high;
+};
+BandEdges decimateBand(const QVector<double>& x, const QVector<double>& low,
+                       const QVector<double>& high, double lower, double upper, int columns);
+
+// Every metric of every run as CSV: step, then one column per (metric, run), e.g.
+// "train_loss:3 blowup". Steps missing in a run are empty cells.
+QString comparisonCsv(const Comparison& c, int layer);
+
+}  // namespace qklab::gui

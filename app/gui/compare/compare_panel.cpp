@@ -1,0 +1,379 @@
+// compare_panel.cpp — toolbar, tables, live reload and exports of the comparison.
+#include "compare/compare_panel.h"
+
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <cmath>
+#include <optional>
+
+#include "common/async_store.h"
+#include "common/plot_style.h"
+#include "common/theme.h"
+#include "common/x_axis.h"
+#include "compare/compare_attention.h"
+#include "compare/compare_histograms.h"
+#include "compare/compare_plots.h"
+
+namespace qklab::gui {
+namespace {
+
+// Sorts by the number in UserRole (missing values last), shows the formatted text.
+class NumberItem : public QTableWidgetItem {
+  public:
+    using QTableWidgetItem::QTableWidgetItem;
+    bool operator<(const QTableWidgetItem& other) const override {
+        const QVariant a = data(Qt::UserRole), b = other.data(Qt::UserRole);
+        if (!a.isValid() || !b.isValid()) return a.isValid() && !b.isValid();
+        return a.toDouble() < b.toDouble();
+    }
+};
+
+QString swatch(const QColor& c) {
+    return QStringLiteral("<span style='color:%1'>■</span>").arg(c.name());
+}
+
+}  // namespace
+
+ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    m_legend = new QLabel(tr("No comparison. Select 2-%1 runs in the run list (Ctrl+click) and "
+                             "press Compare.")
+                              .arg(kMaxRuns));
+    m_legend->setObjectName(QStringLiteral("compareLegend"));
+    m_legend->setWordWrap(true);
+    m_legend->setTextFormat(Qt::RichText);
+    layout->addWidget(m_legend);
+    layout->addWidget(buildToolbar());
+
+    auto* split = new QSplitter(Qt::Vertical);
+    m_views = new QTabWidget;
+    m_plots = new ComparePlots;
+    m_views->addTab(m_plots, tr("Curves"));
+    m_histograms = new CompareHistograms;
+    m_views->addTab(m_histograms, tr("Histograms at one step"));
+    m_attention = new CompareAttention;
+    m_views->addTab(m_attention, tr("Attention maps, two runs"));
+    split->addWidget(m_views);
+    auto* tabs = new QTabWidget;
+    m_summary = new QTableWidget;
+    m_summary->setObjectName(QStringLiteral("compareSummary"));
+    m_summary->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_summary->setSortingEnabled(true);
+    m_summary->verticalHeader()->setVisible(false);
+    tabs->addTab(m_summary, tr("Summary"));
+    auto* diffPage = new QWidget;
+    auto* diffLayout = new QVBoxLayout(diffPage);
+    diffLayout->setContentsMargins(0, 0, 0, 0);
+    m_diffOnly = new QCheckBox(tr("Differences only"));
+    m_diffOnly->setChecked(true);
+    diffLayout->addWidget(m_diffOnly);
+    m_diff = new QTableWidget;
+    m_diff->setObjectName(QStringLiteral("compareDiff"));
+    m_diff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    diffLayout->addWidget(m_diff, 1);
+    tabs->addTab(diffPage, tr("Config diff"));
+    m_events = new QTextBrowser;
+    tabs->addTab(m_events, tr("Events"));
+    tabs->setMinimumHeight(60);
+    split->addWidget(tabs);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);  // room for a dozen summary rows
+    layout->addWidget(split, 1);
+
+    connect(m_diffOnly, &QCheckBox::toggled, this, [this] { fillDiff(); });
+    m_liveTimer = new QTimer(this);
+    m_liveTimer->setInterval(2000);
+    connect(m_liveTimer, &QTimer::timeout, this, &ComparePanel::reloadIfLive);
+}
+
+QWidget* ComparePanel::buildToolbar() {
+    // Two rows: one row of every control was wider than the central area of a 1280x720 window.
+    auto* bar = new QWidget;
+    auto* rows = new QVBoxLayout(bar);
+    rows->setContentsMargins(0, 0, 0, 0);
+    rows->setSpacing(2);
+    auto* viewRow = new QHBoxLayout;
+    auto* saveRow = new QHBoxLayout;
+    rows->addLayout(viewRow);
+    rows->addLayout(saveRow);
+    buildViewControls(bar, viewRow);
+    connectViewControls();
+    buildSaveRow(saveRow);  // saving and exports below the view controls
+    return bar;
+}
+
+// What the curves show: x axis, layer, smoothing, seed groups, small multiples.
+void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row) {
+    m_xChoice = makeXAxisChoice(bar);
+    m_layer = new QComboBox;
+    m_layer->setToolTip(
+        tr("Per-layer series: one layer, or the worst layer at each step "
+           "(highest logit and norm, lowest entropy)"));
+    m_layer->addItem(tr("worst layer"), -1);
+    m_smoothing = new QSlider(Qt::Horizontal);
+    m_smoothing->setRange(0, 99);
+    m_smoothing->setToolTip(
+        tr("EMA smoothing; raw points stay drawn faint and spike markers "
+           "keep their raw values"));
+    m_smoothingLabel = new QLabel(tr("smoothing 0"));
+    m_multiples = new QCheckBox(tr("Small multiples of"));
+    m_multiples->setToolTip(
+        tr("One panel per run for the chosen metric, linked axes, instead "
+           "of the overlay"));
+    m_multiMetric = new QComboBox;
+    for (const CompareMetricInfo& info : compareMetrics())
+        m_multiMetric->addItem(info.title, int(info.metric));
+    m_multiMetric->setCurrentIndex(m_multiMetric->findData(int(CompareMetric::MaxLogit)));
+    m_groups = new QCheckBox(tr("Seeds as groups"));
+    m_groups->setToolTip(tr("Runs that differ only in run.seed: their mean in a min-max band"));
+    row->addWidget(m_xChoice);
+    row->addWidget(m_layer);
+    row->addWidget(m_smoothingLabel);
+    row->addWidget(m_smoothing);
+    row->addWidget(m_groups);
+    row->addWidget(m_multiples);
+    row->addWidget(m_multiMetric);
+    row->addStretch(1);
+    m_multiMetric->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_multiMetric->setMinimumContentsLength(12);
+    m_xChoice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_xChoice->setMinimumContentsLength(10);
+    m_smoothing->setMaximumWidth(120);
+}
+
+void ComparePanel::connectViewControls() {
+    connect(m_xChoice, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            [this] { m_plots->setXAxis(xAxisKindOf(m_xChoice)); });
+    connect(m_layer, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            [this] { m_plots->setLayer(m_layer->currentData().toInt()); });
+    connect(m_smoothing, &QSlider::valueChanged, this, [this](int v) {
+        m_smoothingLabel->setText(tr("smoothing %1").arg(v / 100.0, 0, 'f', 2));
+        m_plots->setSmoothing(v / 100.0);
+    });
+    connect(m_groups, &QCheckBox::toggled, this, [this](bool on) { m_plots->setGroupSeeds(on); });
+    auto multiples = [this] {
+        m_plots->setSmallMultiples(
+            m_multiples->isChecked(),
+            static_cast<CompareMetric>(m_multiMetric->currentData().toInt()));
+    };
+    connect(m_multiples, &QCheckBox::toggled, this, multiples);
+    connect(m_multiMetric, qOverload<int>(&QComboBox::currentIndexChanged), this, multiples);
+}
+
+// Saved comparisons (reopen, save) and the exports.
+void ComparePanel::buildSaveRow(QHBoxLayout* row) {
+    m_saved = new QComboBox;
+    m_saved->setObjectName(QStringLiteral("savedComparisons"));
+    m_saved->setToolTip(tr("Reopen a saved comparison, with its runs and view settings"));
+    row->addWidget(m_saved);
+    auto* save = new QPushButton(tr("Save…"));
+    save->setToolTip(tr("Save these runs and view settings under a name, in the database"));
+    connect(save, &QPushButton::clicked, this, &ComparePanel::askSaveName);
+    row->addWidget(save);
+    connect(m_saved, &QComboBox::activated, this, [this](int index) {
+        if (index > 0) openSaved(m_saved->itemText(index));
+    });
+    for (const QString& what : {tr("Figure…"), tr("Series CSV…"), tr("Summary CSV…")}) {
+        auto* b = new QPushButton(what);
+        connect(b, &QPushButton::clicked, this, [this, what] { exportAs(what); });
+        row->addWidget(b);
+    }
+}
+
+void ComparePanel::setRuns(const QString& dbPath, const std::vector<int64_t>& runIds) {
+    m_dbPath = dbPath;
+    m_runIds = runIds;
+    const uint64_t generation = ++m_generation;
+    readStoreAsync<Comparison>(
+        this, dbPath, [runIds](RunStore& store) { return loadComparison(store, runIds); },
+        [this, generation](Comparison c) {
+            if (generation != m_generation) return;  // a newer request is on its way
+            const double seconds = c.loadSeconds;
+            const int runs = int(c.runs.size());
+            setComparison(std::move(c));
+            emit loaded(runs, seconds);
+        },
+        [this](const QString& e) { emit error(tr("Cannot load the comparison"), e); });
+}
+
+void ComparePanel::setComparison(Comparison comparison) {
+    m_comparison = std::move(comparison);
+    int layers = 0;
+    for (const CompareRun& r : m_comparison.runs) layers = std::max(layers, r.summary.layers);
+    const int chosen = m_layer->currentData().toInt();
+    {
+        QSignalBlocker block(m_layer);
+        while (m_layer->count() > 1) m_layer->removeItem(1);
+        for (int l = 0; l < layers; ++l) m_layer->addItem(tr("layer %1").arg(l), l);
+        m_layer->setCurrentIndex(std::max(0, m_layer->findData(chosen)));
+    }
+    m_plots->setComparison(&m_comparison, m_layer->currentData().toInt());
+    if (!m_dbPath.isEmpty()) {
+        m_histograms->setComparison(m_dbPath, &m_comparison);
+        m_attention->setComparison(m_dbPath, &m_comparison);
+    }
+    if (!m_pendingSettings.isEmpty()) {
+        applySettings(m_pendingSettings);
+        m_pendingSettings.clear();
+    }
+    refreshSaved();
+    fillLegend();
+    fillSummary();
+    fillDiff();
+    fillEvents();
+    bool live = false;
+    for (const CompareRun& r : m_comparison.runs)
+        live = live || r.summary.status == RunStatus::Running;
+    if (live)
+        m_liveTimer->start();
+    else
+        m_liveTimer->stop();
+}
+
+void ComparePanel::reloadIfLive() {
+    if (!m_dbPath.isEmpty() && !m_runIds.empty()) setRuns(m_dbPath, m_runIds);
+}
+
+void ComparePanel::fillLegend() {
+    QStringList parts;
+    for (size_t i = 0; i < m_comparison.runs.size(); ++i)
+        parts << swatch(compareColor(i)) + QLatin1Char(' ') +
+                     m_comparison.runs[i].label().toHtmlEscaped();
+    QString text = tr("<b>Comparing %n run(s):</b> ", nullptr, int(m_comparison.runs.size())) +
+                   parts.join(QStringLiteral(" &nbsp; "));
+    if (!m_comparison.missing.empty()) {
+        QStringList ids;
+        for (int64_t id : m_comparison.missing) ids << QString::number(id);
+        text += tr("<br><i>No longer in the database (deleted?): run %1</i>")
+                    .arg(ids.join(QStringLiteral(", ")));
+    }
+    m_legend->setText(text);
+}
+
+void ComparePanel::fillSummary() {
+    const auto& columns = summaryColumns();
+    const auto& runs = m_comparison.runs;
+    m_summary->setSortingEnabled(false);
+    m_summary->clear();
+    m_summary->setColumnCount(int(columns.size()) + 1);
+    m_summary->setRowCount(int(runs.size()));
+    QStringList headers{tr("run")};
+    for (const SummaryColumn& c : columns) headers << QString::fromUtf8(c.title);
+    m_summary->setHorizontalHeaderLabels(headers);
+    for (size_t r = 0; r < runs.size(); ++r) {
+        auto* name = new NumberItem(runs[r].label());
+        name->setData(Qt::UserRole, double(runs[r].summary.runId));
+        name->setData(Qt::DecorationRole, compareColor(r));
+        m_summary->setItem(int(r), 0, name);
+        for (size_t c = 0; c < columns.size(); ++c) {
+            auto* item = new NumberItem(QString::fromStdString(columns[c].text(runs[r].summary)));
+            if (columns[c].number)
+                if (const auto v = columns[c].number(runs[r].summary))
+                    item->setData(Qt::UserRole, *v);
+            m_summary->setItem(int(r), int(c) + 1, item);
+        }
+    }
+    // The best value of each column that has a "better" direction: bold on a tint, on every run
+    // that reaches it; nothing when all runs tie (no run is better there).
+    for (size_t c = 0; c < columns.size(); ++c) {
+        if (columns[c].better == 0 || !columns[c].number || runs.size() < 2) continue;
+        std::vector<std::optional<double>> values;
+        for (const CompareRun& run : runs) values.push_back(columns[c].number(run.summary));
+        std::optional<double> best;
+        bool allEqual = true;
+        for (const auto& v : values) {
+            if (!v || std::isnan(*v)) {
+                allEqual = false;
+                continue;
+            }
+            if (best && *v != *best) allEqual = false;
+            if (!best || (columns[c].better < 0 ? *v < *best : *v > *best)) best = v;
+        }
+        if (!best || allEqual) continue;
+        for (size_t r = 0; r < runs.size(); ++r) {
+            if (!values[r] || *values[r] != *best) continue;
+            QTableWidgetItem* item = m_summary->item(int(r), int(c) + 1);
+            QFont f = item->font();
+            f.setBold(true);
+            item->setFont(f);
+            item->setBackground(severityTint(0));
+            item->setToolTip(tr("best of the compared runs"));
+        }
+    }
+    m_summary->setSortingEnabled(true);
+    m_summary->resizeColumnsToContents();
+}
+
+void ComparePanel::setDifferencesOnly(bool on) {
+    m_diffOnly->setChecked(on);
+    fillDiff();
+}
+
+void ComparePanel::fillDiff() {
+    const bool only = m_diffOnly->isChecked();
+    std::vector<const ConfigDiffRow*> rows;
+    for (const ConfigDiffRow& row : m_comparison.diff)
+        if (!only || row.differs) rows.push_back(&row);
+    m_diff->clear();
+    m_diff->setColumnCount(int(m_comparison.runs.size()));
+    m_diff->setRowCount(int(rows.size()));
+    for (size_t r = 0; r < m_comparison.runs.size(); ++r) {
+        auto* header = new QTableWidgetItem(m_comparison.runs[r].label());
+        header->setData(Qt::DecorationRole, compareColor(r));
+        m_diff->setHorizontalHeaderItem(int(r), header);
+    }
+    QStringList keys;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        keys << QString::fromStdString(rows[i]->key);
+        for (size_t r = 0; r < rows[i]->values.size(); ++r) {
+            auto* item = new QTableWidgetItem(QString::fromStdString(rows[i]->values[r]));
+            item->setToolTip(item->text());
+            if (rows[i]->differs) item->setBackground(severityTint(1));
+            m_diff->setItem(int(i), int(r), item);
+        }
+    }
+    m_diff->setVerticalHeaderLabels(keys);
+    m_diff->resizeColumnsToContents();
+}
+
+void ComparePanel::fillEvents() {
+    QString html;
+    for (size_t i = 0; i < m_comparison.runs.size(); ++i) {
+        const CompareRun& run = m_comparison.runs[i];
+        html += QStringLiteral("<p>%1 <b>%2</b><br>")
+                    .arg(swatch(compareColor(i)), run.label().toHtmlEscaped());
+        if (run.snap.events.empty()) html += tr("no events");
+        for (const EventRecord& e : run.snap.events)
+            html += tr("step %1: %2 %3 (%4)<br>")
+                        .arg(e.step)
+                        .arg(QString::fromStdString(e.kind),
+                             QString::fromStdString(e.paramsJson).toHtmlEscaped(),
+                             e.source == "user" ? tr("intervention") : tr("config"));
+        html += QStringLiteral("</p>");
+    }
+    m_events->setHtml(html);
+}
+
+void ComparePanel::setSmoothing(double weight) {
+    m_smoothing->setValue(int(std::lround(weight * 100)));
+}
+
+void ComparePanel::setGroupSeeds(bool on) {
+    m_groups->setChecked(on);
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,116 @@
+// compare_panel.h — the comparison workspace: 2-12 stored runs side by side. Curves
+// (ComparePlots) above; below, the summary table (sortable, best per column marked, CSV), the
+// config diff (differences only by default) and each run's events.
+//
+// A comparison that holds a run still training reloads every 2 s, so its curves keep
+// extending; a run deleted meanwhile leaves with a note.
+#pragma once
+
+#include <QWidget>
+#include <vector>
+
+#include "compare/compare_data.h"
+
+class QCheckBox;
+class QComboBox;
+class QFontMetrics;
+class QHBoxLayout;
+class QPainter;
+class QLabel;
+class QSlider;
+class QTabWidget;
+class QTableWidget;
+class QTextBrowser;
+class QTimer;
+
+namespace qklab::gui {
+
+class CompareAttention;
+class CompareHistograms;
+class ComparePlots;
+
+class ComparePanel : public QWidget {
+    Q_OBJECT
+  public:
+    static constexpr int kMaxRuns = 12;
+
+    explicit ComparePanel(QWidget* parent = nullptr);
+
+    // Loads the runs from the store on a pool thread, then shows them.
+    void setRuns(const QString& dbPath, const std::vector<int64_t>& runIds);
+    // Shows an already loaded comparison (tests, and setRuns's result).
+    void setComparison(Comparison comparison);
+    const Comparison& comparison() const { return m_comparison; }
+    ComparePlots* plots() const { return m_plots; }
+    CompareHistograms* histograms() const { return m_histograms; }
+    CompareAttention* attention() const { return m_attention; }
+    QTabWidget* views() const { return m_views; }
+    QTableWidget* summaryTable() const { return m_summary; }
+    QTableWidget* diffTable() const { return m_diff; }
+    void setDifferencesOnly(bool on);
+    void setSmoothing(double weight);
+    void setGroupSeeds(bool on);
+
+    // Saved comparisons (the store's comparisons table): the runs and every view setting.
+    bool saveAs(const QString& name, QString* error);
+    void openSaved(const QString& name);  // reopens exactly as saved (async)
+    QStringList savedNames() const;
+    QString settingsJson() const;
+    void applySettings(const QString& json);
+
+    bool saveSeriesCsv(const QString& path, QString* error) const;
+    bool saveSummaryCsv(const QString& path, QString* error) const;
+    // The curves above the config diff, as one PNG or PDF (by the file's suffix). The PDF is
+    // vector (curves, axes and text as paths and text), the PNG a grab of the screen.
+    bool saveFigure(const QString& path, QString* error);
+
+  signals:
+    void loaded(int runs, double seconds);
+    void error(const QString& title, const QString& message);
+
+  private:
+    QWidget* buildToolbar();
+    void buildViewControls(QWidget* bar, QHBoxLayout* row);
+    void connectViewControls();
+    void buildSaveRow(QHBoxLayout* row);
+    void fillSummary();
+    void fillDiff();
+    void fillEvents();
+    void fillLegend();
+    void reloadIfLive();
+    void exportAs(const QString& what);
+    void refreshSaved();
+    void askSaveName();
+    bool saveFigurePdf(const QString& path, QString* error);
+    // Lay out (and paint, when p is given) the figure's legend line and its table of the
+    // differing config keys at `width`, in the font metrics of the device; return the height.
+    int paintLegend(QPainter* p, const QFontMetrics& fm, int width) const;
+    int paintDiff(QPainter* p, const QFontMetrics& fm, int width) const;
+
+    Comparison m_comparison;
+    QString m_dbPath;
+    std::vector<int64_t> m_runIds;
+    uint64_t m_generation = 0;
+
+    QTabWidget* m_views = nullptr;  // curves, histograms
+    ComparePlots* m_plots = nullptr;
+    CompareHistograms* m_histograms = nullptr;
+    CompareAttention* m_attention = nullptr;
+    QLabel* m_legend = nullptr;
+    QComboBox* m_xChoice = nullptr;
+    QComboBox* m_layer = nullptr;
+    QSlider* m_smoothing = nullptr;
+    QLabel* m_smoothingLabel = nullptr;
+    QCheckBox* m_groups = nullptr;
+    QCheckBox* m_multiples = nullptr;
+    QComboBox* m_multiMetric = nullptr;
+    QCheckBox* m_diffOnly = nullptr;
+    QTableWidget* m_summary = nullptr;
+    QTableWidget* m_diff = nullptr;
+    QTextBrowser* m_events = nullptr;
+    QTimer* m_liveTimer = nullptr;
+    QComboBox* m_saved = nullptr;
+    QString m_pendingSettings;  // applied once the saved comparison's runs are loaded
+};
+
+}  // namespace qklab::gui

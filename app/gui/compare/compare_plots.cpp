@@ -1,0 +1,381 @@
+// compare_plots.cpp — drawing the compared runs' series.
+#include "compare/compare_plots.h"
+
+#include <qcustomplot.h>
+
+#include <QElapsedTimer>
+#include <QGridLayout>
+#include <QStackedLayout>
+#include <cmath>
+
+#include "common/plot_cursor.h"
+#include "common/plot_export.h"
+#include "common/plot_style.h"
+#include "common/qk_clip_marks.h"
+
+namespace qklab::gui {
+namespace {
+
+const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
+
+QCPGraph* addRunGraph(QCustomPlot* plot, size_t run, const QString& name, const QPen& pen) {
+    QCPGraph* g = plot->addGraph();
+    g->setName(name);
+    g->setPen(pen);
+    g->setProperty(kRunIndex, qulonglong(run));
+    return g;
+}
+
+// As in the live plots: a series with more points than the plot has pixel columns is a dense
+// band of near-vertical segments, and antialiasing them (or stroking pens wider than 1 px as
+// polygons) costs far more than an aliased hairline nobody can tell apart at that density.
+// compare_bench: replotting the 11 plots of 10 x 20k-step runs took 57 ms, 16 ms thin.
+void thinIfDense(QCPGraph* g) {
+    const int columns = std::max(200, g->parentPlot()->axisRect()->width());
+    if (g->dataCount() <= columns) return;
+    g->setAntialiased(false);
+    g->setAntialiasedFill(false);  // a seed band's fill: 55 -> 39 ms for the grouped replot
+    QPen pen = g->pen();
+    pen.setWidthF(0);
+    g->setPen(pen);
+}
+
+}  // namespace
+
+ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
+    m_hover = new HoverCursor(this);
+    m_hover->setReadout([this](QCustomPlot* plot, double x) { return readout(plot, x); });
+    m_stack = new QStackedLayout(this);
+    auto* overlay = new QWidget;
+    auto* grid = new QGridLayout(overlay);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(2);
+    int i = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        QCustomPlot* plot = makePlot(info.title, info.logScale, &m_plots);
+        grid->addWidget(plot, i / 4, i % 4);
+        ++i;
+    }
+    m_stack->addWidget(overlay);
+    auto* multiples = new QWidget;
+    m_multiGrid = new QGridLayout(multiples);
+    m_multiGrid->setContentsMargins(0, 0, 0, 0);
+    m_multiGrid->setSpacing(2);
+    m_stack->addWidget(multiples);
+}
+
+// A titled plot in `group`, whose x-axes stay linked: zoom or drag one, the group follows.
+QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
+                                    QList<QCustomPlot*>* group) {
+    auto* plot = new QCustomPlot(this);
+    stylePlot(plot, QString(), /*legend=*/false);
+    plot->setMinimumSize(160, 75);  // three rows of plots above the tables fit 1280x720
+    plot->plotLayout()->insertRow(0);
+    QFont f = font();
+    f.setBold(true);
+    f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
+    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    if (logScale) setLogAxis(plot->yAxis, true);
+    plot->xAxis->setLabel(xAxisTitle(m_xKind));
+    installExportMenu(plot);
+    m_hover->addPlot(plot);
+    // After the layout and before the painting of every replot: the range and the width the
+    // plot will be drawn at are known, and thinned bands set now are what gets drawn.
+    connect(plot, &QCustomPlot::afterLayout, this, [this, plot] { fitBands(plot); });
+    connect(plot, &QCustomPlot::mouseMove, this,
+            [this, plot](QMouseEvent* e) { m_hover->hover(plot, e->pos()); });
+    connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            [this, plot, group](const QCPRange& range) {
+                if (m_syncing) return;
+                m_syncing = true;
+                for (QCustomPlot* p : *group)
+                    if (p != plot) {
+                        p->xAxis->setRange(range);
+                        p->replot(QCustomPlot::rpQueuedReplot);
+                    }
+                m_syncing = false;
+            });
+    *group << plot;
+    return plot;
+}
+
+void ComparePlots::setSmallMultiples(bool on, CompareMetric metric) {
+    m_multiples = on;
+    m_multiMetric = metric;
+    m_stack->setCurrentIndex(on ? 1 : 0);
+    redraw();
+}
+
+// One plot per run for one metric, on the same x and y ranges so that shapes compare.
+void ComparePlots::drawMultiples() {
+    const CompareMetricInfo& info = compareMetricInfo(m_multiMetric);
+    const size_t n = m_comparison ? m_comparison->runs.size() : 0;
+    const int columns = n <= 4 ? std::max<int>(1, int(n)) : (n <= 9 ? 3 : 4);
+    QCPRange xs, ys;
+    bool found = false;
+    for (size_t r = 0; r < size_t(m_multiPlots.size()) || r < n; ++r) {
+        if (r >= size_t(m_multiPlots.size())) makePlot(QString(), false, &m_multiPlots);
+        QCustomPlot* plot = m_multiPlots[int(r)];
+        plot->clearGraphs();
+        clearItems(plot, QStringLiteral("event"));
+        m_multiGrid->removeWidget(plot);
+        plot->setVisible(r < n);
+        if (r >= n) continue;
+        m_multiGrid->addWidget(plot, int(r) / columns, int(r) % columns);
+        setLogAxis(plot->yAxis, info.logScale);
+        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
+            title->setText(
+                QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label()));
+            title->setTextColor(compareColor(r));
+        }
+        drawRun(plot, info, r, false);
+        drawMarkers(plot, info, r);
+        plot->rescaleAxes();
+        const QCPRange x = plot->xAxis->range(), y = plot->yAxis->range();
+        xs = found ? QCPRange(std::min(xs.lower, x.lower), std::max(xs.upper, x.upper)) : x;
+        ys = found ? QCPRange(std::min(ys.lower, y.lower), std::max(ys.upper, y.upper)) : y;
+        found = true;
+    }
+    for (size_t r = 0; r < n; ++r) {
+        m_multiPlots[int(r)]->xAxis->setRange(xs);
+        m_multiPlots[int(r)]->yAxis->setRange(ys);
+        m_multiPlots[int(r)]->replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+QCustomPlot* ComparePlots::plotOf(CompareMetric metric) const {
+    int i = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        if (info.metric == metric) return m_plots.value(i);
+        ++i;
+    }
+    return nullptr;
+}
+
+void ComparePlots::setComparison(const Comparison* comparison, int layer) {
+    m_comparison = comparison;
+    m_layer = layer;
+    redraw();
+}
+
+void ComparePlots::setXAxis(XAxisKind kind) {
+    m_xKind = kind;
+    redraw();
+}
+
+void ComparePlots::setLayer(int layer) {
+    m_layer = layer;
+    redraw();
+}
+
+void ComparePlots::setSmoothing(double weight) {
+    m_smoothing = std::clamp(weight, 0.0, 0.99);
+    redraw();
+}
+
+void ComparePlots::setGroupSeeds(bool on) {
+    m_groupSeeds = on;
+    redraw();
+}
+
+QVector<double> ComparePlots::xs(size_t run, const QVector<double>& steps) const {
+    QVector<double> out;
+    out.reserve(steps.size());
+    for (double s : steps) out << m_x[run](s);
+    return out;
+}
+
+void ComparePlots::redraw() {
+    QElapsedTimer timer;
+    timer.start();
+    m_hover->hide();
+    m_x.clear();
+    m_bands.clear();  // their graphs go with clearGraphs() below
+    if (m_comparison)
+        for (const CompareRun& run : m_comparison->runs) {
+            StepToX map(m_xKind, run.snap.config.data.batchSize, run.snap.config.model.seqLen);
+            map.add(run.snap.steps);
+            m_x.push_back(std::move(map));
+        }
+    if (m_multiples) {
+        drawMultiples();
+        m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
+        return;
+    }
+    int i = 0;
+    for (const CompareMetricInfo& info : compareMetrics()) {
+        QCustomPlot* plot = m_plots[i++];
+        plot->clearGraphs();
+        clearItems(plot, QStringLiteral("event"));
+        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        if (m_comparison) drawMetric(plot, info);
+        plot->rescaleAxes();
+        plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+    m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
+}
+
+void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) {
+    std::vector<bool> grouped(m_comparison->runs.size(), false);
+    if (m_groupSeeds)
+        for (const auto& members : m_comparison->seedGroups) {
+            if (members.size() < 2) continue;
+            drawGroup(plot, info, members);
+            for (size_t m : members) grouped[m] = true;
+        }
+    for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
+        drawRun(plot, info, r, grouped[r]);
+        drawMarkers(plot, info, r);
+    }
+}
+
+// Raw values always; with smoothing on they turn faint under the smoothed line. Grouped runs
+// are drawn faint too: their group's mean and band carry the colour.
+void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index,
+                           bool inGroup) {
+    const CompareRun& run = m_comparison->runs[index];
+    const Series s = seriesOf(run, info.metric, m_layer);
+    if (s.steps.isEmpty()) return;
+    const QColor color = compareColor(index);
+    const bool smooth = m_smoothing > 0;
+    QColor faint = color;
+    faint.setAlpha(smooth || inGroup ? 60 : 255);
+    QCPGraph* raw = addRunGraph(plot, index, run.label(), QPen(faint, smooth ? 1.0 : 1.4));
+    raw->setData(xs(index, s.steps), s.values, true);
+    thinIfDense(raw);
+    if (info.metric == CompareMetric::ValLoss)
+        raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
+    if (!smooth || inGroup) return;
+    QCPGraph* line = addRunGraph(plot, index, run.label(), QPen(color, 1.6));
+    excludeFromReadout(line);  // the readout shows the raw value under the cursor
+    line->setData(xs(index, s.steps), smoothed(s.values, m_smoothing), true);
+    thinIfDense(line);
+}
+
+void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
+                             const std::vector<size_t>& members) {
+    std::vector<Series> series;
+    for (size_t m : members)
+        series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
+    for (Series& s : series) s.values = smoothed(s.values, m_smoothing);
+    const BandSeries band = groupBand(series);
+    if (band.steps.isEmpty()) return;
+    const size_t first = members.front();
+    const QVector<double> x = xs(first, band.steps);
+    QColor color = compareColor(first);
+    // Whole here (rescaleAxes sees every point); fitBands thins them for drawing.
+    QCPGraph* low = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
+    low->setData(x, band.low, true);
+    QCPGraph* high = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
+    high->setData(x, band.high, true);
+    DrawnBand drawn;
+    drawn.plot = plot;
+    drawn.low = low;
+    drawn.high = high;
+    drawn.x = x;
+    drawn.lowValues = band.low;
+    drawn.highValues = band.high;
+    m_bands.push_back(std::move(drawn));
+    color.setAlpha(50);
+    high->setBrush(color);
+    high->setChannelFillGraph(low);
+    QCPGraph* mean = addRunGraph(plot, first,
+                                 tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
+                                     .arg(m_comparison->runs[first].label()),
+                                 QPen(compareColor(first), 2.0));
+    mean->setData(x, band.mean, true);
+    thinIfDense(mean);
+    thinIfDense(low);
+    thinIfDense(high);
+}
+
+// Spikes at their raw values; a diverged run's last finite point; QK-Clips on the raw max
+// logit (the layer shown, or all); interventions as lines.
+void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index) {
+    const CompareRun& run = m_comparison->runs[index];
+    const QColor color = compareColor(index);
+    if (info.metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
+        QCPGraph* clips = addRunGraph(plot, index, QString(), QPen(color));
+        clips->setLineStyle(QCPGraph::lsNone);
+        clips->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color, color.lighter(150), 7));
+        clips->setProperty("qkClips", true);
+        for (const ClipStep& c : clipSteps(run.snap.clips, m_layer))
+            if (std::isfinite(c.maxSMax)) clips->addData(m_x[index](double(c.step)), c.maxSMax);
+    }
+    const bool lossPlot = info.metric == CompareMetric::TrainLoss;
+    if (lossPlot || info.metric == CompareMetric::GradNorm) {
+        QCPGraph* marks = addRunGraph(plot, index, QString(), QPen(color));
+        marks->setLineStyle(QCPGraph::lsNone);
+        marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, color, color, 8));
+        for (const Spike& sp : run.snap.spikes)
+            if ((sp.metric.find("grad") != std::string::npos) == !lossPlot &&
+                std::isfinite(sp.value))
+                marks->addData(m_x[index](double(sp.step)), sp.value);
+        if (run.summary.status == RunStatus::Diverged) {
+            const Series s = seriesOf(run, info.metric, m_layer);
+            for (int i = s.values.size() - 1; i >= 0; --i)
+                if (std::isfinite(s.values[i])) {
+                    QCPGraph* end = addRunGraph(plot, index, QString(), QPen(color, 2));
+                    end->setLineStyle(QCPGraph::lsNone);
+                    end->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, 12));
+                    end->addData(m_x[index](s.steps[i]), s.values[i]);
+                    break;
+                }
+        }
+    }
+    // Interventions in the run's colour (labels would pile up across runs; the Events tab and
+    // the readout name them).
+    for (const EventRecord& e : run.snap.events) {
+        if (e.source != "user") continue;
+        auto* line = new QCPItemStraightLine(plot);
+        setItemRole(line, QStringLiteral("event"));
+        const double x = m_x[index](double(e.step));
+        line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
+        line->setPen(QPen(color, 1.2, Qt::DashLine));
+        line->setSelectable(false);
+    }
+}
+
+// The band fill was the slowest part of a replot with seed groups (a 20,000-point polygon
+// per group and plot). Thinned to per-column min and max it draws the same envelope, spikes
+// included; the mean line stays whole, as the cursor reads its exact values.
+void ComparePlots::fitBands(QCustomPlot* plot) {
+    const QCPRange range = plot->xAxis->range();
+    const int columns = std::max(200, plot->axisRect()->width());  // as in thinIfDense
+    for (DrawnBand& b : m_bands) {
+        if (b.plot != plot || (b.fittedLower == range.lower && b.fittedUpper == range.upper &&
+                               b.fittedColumns == columns))
+            continue;
+        const BandEdges e =
+            decimateBand(b.x, b.lowValues, b.highValues, range.lower, range.upper, columns);
+        b.low->setData(e.x, e.low, true);
+        b.high->setData(e.x, e.high, true);
+        b.fittedLower = range.lower;
+        b.fittedUpper = range.upper;
+        b.fittedColumns = columns;
+    }
+}
+
+QString ComparePlots::readout(QCustomPlot* plot, double x) const {
+    if (!m_comparison || m_comparison->runs.empty()) return {};
+    const QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph* g, double key) {
+        const size_t run = g->property(kRunIndex).toULongLong();
+        return run < m_x.size() ? tr("step %1").arg(m_x[run].stepAt(key)) : QString();
+    });
+    if (lines.isEmpty()) return {};
+    QString head = QStringLiteral("<b>%1</b>")
+                       .arg(plot->plotLayout()->elementCount() > 0
+                                ? compareMetrics()[m_plots.indexOf(plot)].title
+                                : QString());
+    // Which x the cursor is at, named as the axis is (steps differ per run on the other axes;
+    // each run's line names its own step).
+    head += QStringLiteral(" · ") + xAxisValueText(m_xKind, x);
+    return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,315 @@
+// lesson_player.cpp — the panel's widgets, navigation and the callout area.
+#include "lessons/lesson_player.h"
+
+#include <QEvent>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QShortcut>
+#include <QStyle>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+
+namespace qklab::gui {
+
+namespace {
+QString fromStd(const std::string& s) {
+    return QString::fromStdString(s);
+}
+}  // namespace
+
+LessonPlayer::LessonPlayer(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 4, 6, 4);
+    m_title = new QLabel(tr("No lesson open: File ▸ Open lesson…"));
+    m_title->setObjectName(QStringLiteral("lessonTitle"));
+    m_title->setWordWrap(true);
+    layout->addWidget(m_title);
+
+    auto* head = new QHBoxLayout;
+    m_counter = new QLabel;
+    m_counter->setObjectName(QStringLiteral("lessonCounter"));
+    m_stepTitle = new QLabel;
+    m_stepTitle->setObjectName(QStringLiteral("lessonStepTitle"));
+    m_stepTitle->setWordWrap(true);
+    head->addWidget(m_counter);
+    head->addWidget(m_stepTitle, 1);
+    layout->addLayout(head);
+
+    m_error = new QLabel;
+    m_error->setObjectName(QStringLiteral("lessonError"));
+    m_error->setWordWrap(true);
+    m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_error->setStyleSheet(QStringLiteral("color: #c00000;"));
+    m_error->hide();
+    layout->addWidget(m_error);
+
+    m_text = new QTextBrowser;
+    m_text->setObjectName(QStringLiteral("lessonText"));
+    m_text->setOpenExternalLinks(true);
+    layout->addWidget(m_text, 3);
+    m_status = new QLabel;
+    m_status->setObjectName(QStringLiteral("lessonStatus"));
+    m_status->setWordWrap(true);
+    layout->addWidget(m_status);
+    buildCallout(layout);
+    buildNavigation(layout);
+    buildNotes(layout);
+    applyFonts();
+    refresh();
+}
+
+// Sizes relative to the panel's own font, so that presenter mode's larger application font
+// carries the title and the callout with it.
+void LessonPlayer::applyFonts() {
+    QFont big = font();
+    big.setBold(true);
+    big.setPointSizeF(big.pointSizeF() * 1.25);
+    m_title->setFont(big);
+    QFont bold = font();
+    bold.setBold(true);
+    m_stepTitle->setFont(bold);
+    m_counter->setFont(bold);
+    QFont loud = bold;
+    loud.setPointSizeF(loud.pointSizeF() * 1.15);
+    m_calloutText->setFont(loud);
+    // The step's text keeps a few lines when a long callout needs the room.
+    m_text->setMinimumHeight(3 * fontMetrics().lineSpacing() + 12);
+}
+
+// The callout takes the height its text needs, as far as the rest of the panel can shrink
+// (the step's text yields down to a few lines); beyond that it scrolls.
+void LessonPlayer::fitCallout() {
+    if (m_callout->isHidden()) return;
+    const int width = std::max(50, m_calloutScroll->viewport()->width());
+    const int needed = m_calloutText->heightForWidth(width) + 4;
+    const int others = layout()->minimumSize().height() - m_calloutScroll->minimumHeight();
+    const int room = std::max(3 * fontMetrics().height(), height() - others);
+    m_calloutScroll->setMinimumHeight(std::min(needed, room));
+    m_calloutScroll->setMaximumHeight(needed);
+}
+
+void LessonPlayer::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fitCallout();
+}
+
+void LessonPlayer::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange) {
+        applyFonts();
+        fitCallout();
+    }
+}
+
+void LessonPlayer::buildCallout(QVBoxLayout* layout) {
+    // The loudest thing in the panel: what just happened in the run, and which plot shows it.
+    m_callout = new QFrame;
+    m_callout->setObjectName(QStringLiteral("lessonCallout"));
+    m_callout->setStyleSheet(
+        QStringLiteral("QFrame#lessonCallout { border: 3px solid #e8590c; border-radius: 6px;"
+                       " background: rgba(255, 170, 0, 60); }"));
+    auto* box = new QVBoxLayout(m_callout);
+    m_calloutText = new QLabel;
+    m_calloutText->setObjectName(QStringLiteral("lessonCalloutText"));
+    m_calloutText->setTextFormat(Qt::MarkdownText);
+    m_calloutText->setWordWrap(true);
+    // A long callout (a diagnosis) scrolls rather than being cut off on a 1280x720 projector.
+    m_calloutScroll = new QScrollArea;
+    m_calloutScroll->setObjectName(QStringLiteral("lessonCalloutScroll"));
+    m_calloutScroll->setWidget(m_calloutText);
+    m_calloutScroll->setWidgetResizable(true);
+    m_calloutScroll->setFrameShape(QFrame::NoFrame);
+    m_calloutScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_calloutScroll->setStyleSheet(QStringLiteral("background: transparent;"));
+    m_continue = new QPushButton(tr("Continue training"));
+    m_continue->setObjectName(QStringLiteral("lessonContinue"));
+    m_continue->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+    box->addWidget(m_calloutScroll, 1);
+    box->addWidget(m_continue, 0, Qt::AlignLeft);
+    m_callout->hide();
+    layout->addWidget(m_callout);
+    connect(m_continue, &QPushButton::clicked, this, [this] {
+        clearCallout();
+        emit resumeRequested();
+    });
+}
+
+void LessonPlayer::buildNavigation(QVBoxLayout* layout) {
+    m_replayInstead = new QPushButton(tr("Replay the recorded run instead"));
+    m_replayInstead->setObjectName(QStringLiteral("lessonReplayInstead"));
+    m_replayInstead->setToolTip(
+        tr("Too slow here? Play the run recorded for this step through the same views"));
+    layout->addWidget(m_replayInstead);
+    connect(m_replayInstead, &QPushButton::clicked, this, &LessonPlayer::replayInsteadRequested);
+    auto* nav = new QHBoxLayout;
+    m_back = new QPushButton(tr("Back"));
+    m_back->setObjectName(QStringLiteral("lessonBack"));
+    m_back->setIcon(style()->standardIcon(QStyle::SP_ArrowBack));
+    m_back->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Left));
+    m_next = new QPushButton(tr("Next"));
+    m_next->setObjectName(QStringLiteral("lessonNext"));
+    m_next->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
+    m_next->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
+    m_next->setToolTip(tr("Next step (Alt+Right, or Page Down: a presentation clicker)"));
+    m_back->setToolTip(tr("Previous step (Alt+Left, or Page Up)"));
+    // Presentation remotes send Page Down / Page Up.
+    auto* down = new QShortcut(QKeySequence(Qt::Key_PageDown), this);
+    auto* up = new QShortcut(QKeySequence(Qt::Key_PageUp), this);
+    for (QShortcut* s : {down, up}) s->setContext(Qt::WindowShortcut);
+    connect(down, &QShortcut::activated, this, [this] {
+        if (m_next->isEnabled()) next();
+    });
+    connect(up, &QShortcut::activated, this, [this] {
+        if (m_back->isEnabled()) back();
+    });
+    nav->addWidget(m_back);
+    nav->addStretch(1);
+    nav->addWidget(m_next);
+    layout->addLayout(nav);
+    connect(m_back, &QPushButton::clicked, this, &LessonPlayer::back);
+    connect(m_next, &QPushButton::clicked, this, &LessonPlayer::next);
+}
+
+void LessonPlayer::buildNotes(QVBoxLayout* layout) {
+    m_notesToggle = new QToolButton;
+    m_notesToggle->setObjectName(QStringLiteral("lessonNotesToggle"));
+    m_notesToggle->setText(tr("Teacher notes"));
+    m_notesToggle->setCheckable(true);
+    m_notesToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    m_notesToggle->setArrowType(Qt::RightArrow);
+    m_notesToggle->setAutoRaise(true);
+    m_notes = new QTextBrowser;
+    m_notes->setObjectName(QStringLiteral("lessonNotes"));
+    m_notes->hide();
+    layout->addWidget(m_notesToggle);
+    layout->addWidget(m_notes, 2);
+    connect(m_notesToggle, &QToolButton::toggled, this, &LessonPlayer::setNotesVisible);
+}
+
+void LessonPlayer::setLesson(const Lesson& lesson, int startIndex) {
+    m_lesson = lesson;
+    m_error->hide();
+    m_title->setText(fromStd(lesson.title));
+    m_notes->setMarkdown(fromStd(lesson.teacherNotes));
+    setNotesVisible(false);
+    m_index = -1;
+    goTo(std::clamp(startIndex, 0, int(lesson.steps.size()) - 1));
+}
+
+void LessonPlayer::showLoadError(const QString& source, const QString& message) {
+    m_lesson.reset();
+    m_index = -1;
+    m_title->setText(tr("This lesson does not load"));
+    // The parser's message names the file already; a name that resolved to nothing does not.
+    m_error->setText(message.contains(source) ? message : tr("%1\n\n%2").arg(source, message));
+    m_error->show();
+    m_notes->clear();
+    clearCallout();
+    refresh();
+}
+
+void LessonPlayer::clear() {
+    m_lesson.reset();
+    m_index = -1;
+    m_error->hide();
+    m_title->setText(tr("No lesson open: File ▸ Open lesson…"));
+    clearCallout();
+    refresh();
+}
+
+const LessonStep* LessonPlayer::currentStep() const {
+    if (!m_lesson || m_index < 0 || m_index >= int(m_lesson->steps.size())) return nullptr;
+    return &m_lesson->steps[size_t(m_index)];
+}
+
+void LessonPlayer::goTo(int index) {
+    if (!m_lesson || index < 0 || index >= int(m_lesson->steps.size())) return;
+    m_index = index;
+    clearCallout();
+    m_status->clear();
+    refresh();
+    emit stepEntered(index);
+}
+
+void LessonPlayer::next() {
+    goTo(m_index + 1);
+}
+
+void LessonPlayer::back() {
+    goTo(m_index - 1);
+}
+
+void LessonPlayer::refresh() {
+    const LessonStep* step = currentStep();
+    const int count = m_lesson ? int(m_lesson->steps.size()) : 0;
+    m_counter->setText(step ? QStringLiteral("%1 / %2").arg(m_index + 1).arg(count) : QString());
+    m_stepTitle->setText(step ? fromStd(step->title) : QString());
+    if (step)
+        m_text->setMarkdown(fromStd(step->text));
+    else
+        m_text->clear();
+    m_text->setVisible(step != nullptr || m_error->isHidden());
+    m_back->setEnabled(step && m_index > 0);
+    m_next->setEnabled(step && m_index + 1 < count);
+    m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
+                                step->action.contains("fallback_run"));
+    m_notesToggle->setVisible(m_lesson && !m_lesson->teacherNotes.empty());
+}
+
+QString LessonPlayer::counterText() const {
+    return m_counter->text();
+}
+
+QString LessonPlayer::shownText() const {
+    return m_text->toPlainText();
+}
+
+QString LessonPlayer::errorText() const {
+    return m_error->isHidden() ? QString() : m_error->text();
+}
+
+QString LessonPlayer::calloutText() const {
+    return m_calloutText->text();
+}
+
+bool LessonPlayer::calloutVisible() const {
+    return !m_callout->isHidden();
+}
+
+bool LessonPlayer::notesVisible() const {
+    return !m_notes->isHidden();
+}
+
+void LessonPlayer::showCallout(const QString& markdown, bool resumable) {
+    m_calloutText->setText(markdown);
+    m_continue->setVisible(resumable);
+    m_callout->show();
+    fitCallout();
+}
+
+void LessonPlayer::setCalloutResumable(bool resumable) {
+    m_continue->setVisible(resumable);
+}
+
+void LessonPlayer::clearCallout() {
+    m_calloutText->clear();
+    m_callout->hide();
+}
+
+void LessonPlayer::setNotesVisible(bool visible) {
+    if (m_notesToggle->isChecked() != visible) m_notesToggle->setChecked(visible);
+    m_notesToggle->setArrowType(visible ? Qt::DownArrow : Qt::RightArrow);
+    m_notes->setVisible(visible);
+}
+
+void LessonPlayer::setStatus(const QString& text) {
+    m_status->setText(text);
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,101 @@
+// lesson_player.h — the lesson player panel, the lesson's face in the app: the lesson's
+// title, a step counter ("3 / 7"), the step's text rendered as Markdown, Back and Next, the
+// teacher notes (collapsed until asked for) and the callout area where a fired pause condition
+// speaks.
+//
+// A view only: entering a step emits stepEntered(); what the step does to the window (its
+// view, its action, its pause conditions) is LessonStage's business. A lesson file that does
+// not load shows the parser's message (file, step and field) here, in the panel, and nothing
+// else happens: the app keeps running.
+#pragma once
+
+#include <QWidget>
+#include <optional>
+
+#include "qklab/lesson.h"
+
+class QLabel;
+class QPushButton;
+class QResizeEvent;
+class QScrollArea;
+class QTextBrowser;
+class QToolButton;
+class QEvent;
+class QFrame;
+class QVBoxLayout;
+
+namespace qklab::gui {
+
+class LessonPlayer : public QWidget {
+    Q_OBJECT
+  public:
+    explicit LessonPlayer(QWidget* parent = nullptr);
+
+    // Shows the lesson at step `startIndex` (0-based; the first by default) and emits
+    // stepEntered() for it alone: the steps before it do not run.
+    void setLesson(const Lesson& lesson, int startIndex = 0);
+    // The lesson did not load: the message, instead of any step.
+    void showLoadError(const QString& source, const QString& message);
+    void clear();
+
+    bool hasLesson() const { return m_lesson.has_value(); }
+    const Lesson* lesson() const { return m_lesson ? &*m_lesson : nullptr; }
+    int currentIndex() const { return m_index; }
+    const LessonStep* currentStep() const;
+    QString counterText() const;
+    QString shownText() const;  // the rendered text, as a reader sees it
+    QString errorText() const;
+    QString calloutText() const;
+    bool calloutVisible() const;
+    bool notesVisible() const;
+
+  public slots:
+    void next();
+    void back();
+    void goTo(int index);
+    // A fired pause condition (Markdown); `resumable`: the run waits and can go on.
+    void showCallout(const QString& markdown, bool resumable);
+    void clearCallout();
+    // The run behind a shown callout ended: nothing left to continue.
+    void setCalloutResumable(bool resumable);
+    void setNotesVisible(bool visible);
+    // A line under the step's text: what the step's action did or why it could not.
+    void setStatus(const QString& text);
+
+  signals:
+    void stepEntered(int index);
+    void resumeRequested();         // the callout's "Continue"
+    void replayInsteadRequested();  // the step's recorded run instead of training live
+
+  protected:
+    void changeEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
+  private:
+    void applyFonts();  // title, step title and callout, relative to the panel's font
+    void fitCallout();
+    void buildNavigation(QVBoxLayout* layout);
+    void buildCallout(QVBoxLayout* layout);
+    void buildNotes(QVBoxLayout* layout);
+    void refresh();
+
+    std::optional<Lesson> m_lesson;
+    int m_index = -1;
+    QLabel* m_title = nullptr;
+    QLabel* m_counter = nullptr;
+    QLabel* m_stepTitle = nullptr;
+    QTextBrowser* m_text = nullptr;
+    QLabel* m_status = nullptr;
+    QLabel* m_error = nullptr;
+    QFrame* m_callout = nullptr;
+    QLabel* m_calloutText = nullptr;
+    QScrollArea* m_calloutScroll = nullptr;
+    QPushButton* m_continue = nullptr;
+    QPushButton* m_replayInstead = nullptr;
+    QPushButton* m_back = nullptr;
+    QPushButton* m_next = nullptr;
+    QToolButton* m_notesToggle = nullptr;
+    QTextBrowser* m_notes = nullptr;
+};
+
+}  // namespace qklab::gui

@@ -1,0 +1,321 @@
+// lesson_stage.cpp — a step's view, action and pause conditions, and the callouts.
+#include "lessons/lesson_stage.h"
+
+#include <qcustomplot.h>
+
+#include <QStringList>
+#include <memory>
+
+#include "common/lab_window.h"
+#include "common/run_controller.h"
+#include "lessons/lesson_library.h"
+#include "lessons/lesson_player.h"
+#include "lessons/plot_highlight.h"
+#include "lessons/replay_player.h"
+#include "qklab/run_store.h"
+
+namespace qklab::gui {
+
+namespace {
+
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+QString textOf(const nlohmann::json& a, const char* key) {
+    return a.contains(key) && a[key].is_string() ? qs(a[key].get<std::string>()) : QString();
+}
+
+// "optim.lr": 0.03 → "optim.lr=0.03"; text values go in as they are (as the check in core).
+QStringList assignments(const nlohmann::json& set) {
+    QStringList out;
+    for (const std::string& a : lessonSetAssignments(set)) out << qs(a);
+    return out;
+}
+
+}  // namespace
+
+LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* replay)
+    : QObject(window), m_window(window), m_player(player), m_replay(replay) {
+    RunController* c = m_window->controller();
+    connect(m_player, &LessonPlayer::stepEntered, this, &LessonStage::enterStep);
+    connect(m_player, &LessonPlayer::resumeRequested, this, &LessonStage::resumeSource);
+    connect(m_player, &LessonPlayer::replayInsteadRequested, this, [this] {
+        const LessonStep* step = m_player->currentStep();
+        if (!step) return;
+        if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun)
+            m_window->controller()->stop();
+        this->replay(textOf(step->action, "fallback_run"), nlohmann::json(), *step);
+    });
+    connect(c, &RunController::calloutFired, this, [this](qint64 runId, const Callout& callout) {
+        if (runId == m_lessonRun) onCallout(callout, true);
+    });
+    connect(m_replay, &ReplayPlayer::calloutFired, this, [this](qint64, const Callout& callout) {
+        if (m_replaying) onCallout(callout, false);
+    });
+    connect(c, &RunController::interventionRefused, this,
+            [this](qint64, const QString& message) { say(tr("Not applied: %1").arg(message)); });
+    // The panels rebuild their layer and head lists for each run they show.
+    // Queued: after the window has handed the new run to the panels (its slots were
+    // connected later than these).
+    connect(
+        c, &RunController::started, this, [this] { applyLayerHead(); }, Qt::QueuedConnection);
+    connect(m_window, &LabWindow::runOpened, this, [this] { applyLayerHead(); });
+    connect(
+        m_replay, &ReplayPlayer::reset, this, [this] { applyLayerHead(); }, Qt::QueuedConnection);
+    connect(m_replay, &ReplayPlayer::finished, this, [this] {
+        if (m_replaying) m_player->setCalloutResumable(false);
+    });
+    // How far the lesson's run has come, as the views know it: an intervention for a step
+    // already past applies now rather than never.
+    connect(c, &RunController::batchReady, this, [this](const LiveBatch& batch) {
+        if (batch.runId == m_lessonRun && !batch.steps.isEmpty())
+            m_lessonRunStep = batch.steps.back().step;
+    });
+    connect(c, &RunController::finished, this, [this](qint64 runId) {
+        if (runId != m_lessonRun) return;
+        m_lessonRun = 0;
+        m_player->setCalloutResumable(false);
+    });
+}
+
+bool LessonStage::openLesson(const QString& nameOrFile, int startIndex) {
+    const QString path = resolveLesson(nameOrFile);
+    if (path.isEmpty()) {
+        m_player->showLoadError(nameOrFile,
+                                tr("There is no lesson file or shipped lesson called %1. Shipped "
+                                   "lessons: File ▸ Open lesson…")
+                                    .arg(nameOrFile));
+        return false;
+    }
+    try {
+        const Lesson lesson = readLesson(path);
+        m_lessonRun = 0;
+        if (m_replaying) m_window->stopReplay();
+        m_replaying = false;
+        m_player->setLesson(lesson, startIndex);
+        return true;
+    } catch (const std::exception& e) {
+        m_player->showLoadError(path, qs(e.what()));
+        return false;
+    }
+}
+
+QWidget* LessonStage::highlightedPlot() const {
+    return m_highlight ? m_highlight->target() : nullptr;
+}
+
+void LessonStage::say(const QString& text) {
+    m_player->setStatus(text);
+}
+
+void LessonStage::enterStep(int index) {
+    const Lesson* lesson = m_player->lesson();
+    if (!lesson || index < 0 || index >= int(lesson->steps.size())) return;
+    const LessonStep& step = lesson->steps[size_t(index)];
+    if (m_highlight) m_highlight->clear();
+    applyView(step);
+    runAction(step);
+    applyLayerHead();
+}
+
+void LessonStage::applyView(const LessonStep& step) {
+    m_layer = step.layer.value_or(-1);
+    m_head = step.head.value_or(-1);
+    m_window->showTab(qs(step.view));
+}
+
+void LessonStage::applyLayerHead() {
+    if (m_layer < 0 && m_head < 0) return;
+    m_window->selectLayerHead(std::max(0, m_layer), m_head);
+}
+
+// The dispatch over lessonActionKinds(); a kind the table gains without a case here says so.
+void LessonStage::runAction(const LessonStep& step) {
+    const std::string kind = step.actionKind();
+    if (kind == "start_preset") return startPreset(step);
+    if (kind == "intervene") return intervene(step);
+    if (kind == "open_run") return openStoredRun(step);
+    if (kind == "compare") return compare(step);
+    if (kind == "replay")
+        return replay(textOf(step.action, "run"),
+                      step.action.value("steps_per_second", nlohmann::json()), step);
+    if (kind != "none") say(tr("This app does not know the action “%1”.").arg(qs(kind)));
+    armConditions(step);
+}
+
+// The step's conditions go to whatever runs now: the lesson's live run or its replay.
+void LessonStage::armConditions(const LessonStep& step) {
+    if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun)
+        m_window->controller()->setPauseConditions(step.pauses);
+    if (m_replaying) m_replay->setPauseConditions(step.pauses);
+    // A step that watches for something, or changes the run, means "go on": a run a callout
+    // paused continues.
+    if ((!step.pauses.empty() || step.actionKind() == "intervene") && sourcePaused())
+        resumeSource();
+}
+
+void LessonStage::startPreset(const LessonStep& step) {
+    // "blowup_no_qknorm.json" names a shipped preset as well as "blowup_no_qknorm"; found the
+    // way the lesson's check found it when the lesson was opened.
+    const QString preset = findLessonPreset(textOf(step.action, "preset"));
+    if (preset.isEmpty() || !m_window->loadPreset(preset))
+        return say(tr("The preset %1 does not load.").arg(textOf(step.action, "preset")));
+    QString error;
+    if (!m_window->applyOverrides(assignments(step.action.value("set", nlohmann::json())), &error))
+        return say(error);
+    QStringList problems;
+    RunRequest request;
+    request.config = m_window->formConfig(&problems);
+    if (!problems.isEmpty())
+        return say(tr("The preset's config is not valid: %1").arg(problems.first()));
+    request.dbPath = m_window->databasePath();
+    request.name = qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
+    request.pauses = step.pauses;
+    m_window->stopReplay();
+    m_replaying = false;
+    RunController* c = m_window->controller();
+    c->stopAll();
+    // The lesson's run is known once it starts (the queue may still be ending the last one).
+    auto connection = std::make_shared<QMetaObject::Connection>();
+    *connection = connect(c, &RunController::started, this,
+                          [this, connection, name = request.name](qint64 runId, const QString& n) {
+                              if (n != name) return;
+                              m_lessonRun = runId;
+                              m_lessonRunStep = -1;
+                              m_started.insert(name, runId);
+                              disconnect(*connection);
+                          });
+    c->enqueue(request);
+    say(tr("Training %1 live.").arg(request.name));
+}
+
+void LessonStage::intervene(const LessonStep& step) {
+    armConditions(step);
+    const int64_t atStep = step.action.value("at_step", int64_t{0});
+    nlohmann::json j = step.action.value("event", nlohmann::json::object());
+    j["step"] = atStep;
+    Event event;
+    try {
+        event = eventFromJson(j, "lesson");
+    } catch (const std::exception& e) {
+        return say(qs(e.what()));
+    }
+    event.source = EventSource::User;
+    const QString label = qs(eventLabel(nameOf(event.kind), eventParamsJson(event).dump()));
+    if (m_replaying)
+        return say(tr("The recorded run shows its own interventions (%1 is not applied to a "
+                      "replay).")
+                       .arg(label));
+    RunController* c = m_window->controller();
+    if (!m_lessonRun || c->activeRunId() != m_lessonRun)
+        return say(tr("Nothing of this lesson is training: start the run of an earlier step."));
+    const int64_t reached = m_lessonRunStep;
+    if (atStep > reached + 1) {
+        c->interveneAt(event, atStep);
+        return say(tr("%1 applies at step %2.").arg(label).arg(atStep));
+    }
+    // Already past it: now, through the intervention panel like a click.
+    if (m_window->postIntervention(event))
+        say(tr("%1 applied at step %2 (the run was past step %3).")
+                .arg(label)
+                .arg(reached + 1)
+                .arg(atStep));
+}
+
+// A run this lesson trained under that name, else the newest stored run of that name (a class
+// runs a lesson many times into one database), else an id or "id:"/"name:" reference.
+bool LessonStage::findRun(const QString& idOrName, int64_t* id) {
+    if (m_started.contains(idOrName)) {
+        *id = m_started.value(idOrName);
+        return true;
+    }
+    try {
+        RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
+        *id = 0;
+        for (const RunInfo& r : store.listRuns())
+            if (r.name == idOrName.toStdString()) *id = std::max(*id, r.id);
+        if (*id == 0) *id = store.findRun(idOrName.toStdString()).id;
+        return true;
+    } catch (const std::exception& e) {
+        say(tr("Run %1: %2").arg(idOrName, qs(e.what())));
+        return false;
+    }
+}
+
+void LessonStage::openStoredRun(const LessonStep& step) {
+    int64_t id = 0;
+    if (!findRun(textOf(step.action, "run"), &id)) return;
+    m_window->stopReplay();
+    m_replaying = false;
+    m_window->openRun(id);
+    if (step.view != "config") m_window->showTab(qs(step.view));
+    armConditions(step);
+}
+
+void LessonStage::compare(const LessonStep& step) {
+    const QString saved = textOf(step.action, "comparison");
+    if (!saved.isEmpty()) {
+        m_window->openComparison(saved);
+    } else {
+        std::vector<int64_t> ids;
+        for (const auto& r : step.action.value("runs", nlohmann::json::array())) {
+            int64_t id = 0;
+            if (!r.is_string() || !findRun(qs(r.get<std::string>()), &id)) return;
+            ids.push_back(id);
+        }
+        m_window->compareRuns(ids);
+    }
+    armConditions(step);
+}
+
+void LessonStage::replay(const QString& run, const nlohmann::json& speed, const LessonStep& step) {
+    int64_t id = 0;
+    if (!findRun(run, &id)) return;
+    QString error;
+    const double sps = speed.is_number() ? speed.get<double>() : 0;
+    // The replay is there because the machine is slow: the lesson's live run stops.
+    if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun)
+        m_window->controller()->stop();
+    m_replay->setPauseConditions(step.pauses);
+    if (!m_window->startReplay(id, sps, &error)) return say(error);
+    m_replaying = true;
+    if (step.view != "config") m_window->showTab(qs(step.view));
+    say(tr("Replaying run %1 (recorded before class).").arg(run));
+}
+
+bool LessonStage::sourcePaused() const {
+    if (m_replaying) return m_replay->hasRun() && !m_replay->isPlaying() && !m_replay->atEnd();
+    RunController* c = m_window->controller();
+    return m_lessonRun && c->activeRunId() == m_lessonRun && c->isPaused();
+}
+
+void LessonStage::resumeSource() {
+    m_player->clearCallout();
+    if (m_highlight) m_highlight->clear();
+    if (m_replaying) {
+        m_replay->play();
+        return;
+    }
+    RunController* c = m_window->controller();
+    if (m_lessonRun && c->activeRunId() == m_lessonRun) c->resume();
+}
+
+void LessonStage::onCallout(const Callout& callout, bool live) {
+    const QString text = qs(callout.text);
+    m_player->showCallout(text, live ? m_window->controller()->isBusy() : !m_replay->atEnd());
+    // A spike names no plot: its markers sit on the loss plot (or the grad norm's, for a
+    // grad-norm spike); a step condition points at no curve.
+    QString plot = qs(callout.plot);
+    const LessonStep* step = m_player->currentStep();
+    const std::string kind = step && callout.condition < step->pauses.size()
+                                 ? step->pauses[callout.condition].kind
+                                 : std::string();
+    if (plot.isEmpty() && kind == "spike") plot = QStringLiteral("loss");
+    m_window->showTab(QStringLiteral("live"));
+    if (!m_highlight) m_highlight = new PlotHighlight(this);
+    if (kind != "step") m_highlight->show(m_window->livePlotOf(plot), 0);
+    emit calloutShown(text, plot);
+}
+
+}  // namespace qklab::gui

@@ -1,0 +1,601 @@
+// live_plots_panel.cpp — building the six plots, appending rows, coalesced replots, spike tips.
+#include "live/live_plots_panel.h"
+
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QTimer>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "common/plot_cursor.h"
+#include "common/plot_export.h"
+#include "common/plot_style.h"
+#include "common/theme.h"
+#include "qklab/run_export.h"
+#include "qklab/spikes.h"
+
+namespace qklab::gui {
+
+namespace {
+
+bool finite(double v) {
+    return std::isfinite(v);
+}
+
+QString spikeHtml(const Spike& s) {
+    return QStringLiteral(
+               "<b>Spike at step %1</b> (%2 = %3, z = %4)<br>"
+               "<b>%5</b>, prescription tier %6<br>"
+               "probe max logit %7 (baseline %8), q/k norm %9 (baseline %10)<br>%11")
+        .arg(s.step)
+        .arg(QString::fromStdString(s.metric), formatNumber(s.value), formatNumber(s.zScore),
+             QString::fromLatin1(toString(s.kind)))
+        .arg(s.tier)
+        .arg(formatNumber(s.probeMaxLogit), formatNumber(s.baselineMaxLogit),
+             formatNumber(s.probeQkNorm), formatNumber(s.baselineQkNorm),
+             QString::fromStdString(s.diagnosis).toHtmlEscaped());
+}
+
+}  // namespace
+
+LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    m_hover = new HoverCursor(this);
+    layout->addLayout(buildHeader());
+    auto* grid = new QGridLayout;
+    grid->setSpacing(2);
+    layout->addLayout(grid, 1);
+    buildLossAndGradientPlots();
+    buildLanesPlot();
+    buildProbePlots();
+    grid->addWidget(m_loss, 0, 0);
+    grid->addWidget(m_logits, 0, 1);
+    grid->addWidget(m_grad, 1, 0);
+    grid->addWidget(m_norms, 1, 1);
+    grid->addWidget(m_lanes, 2, 0);
+    grid->addWidget(m_entropy, 2, 1);
+
+    m_replotTimer = new QTimer(this);
+    m_replotTimer->setSingleShot(true);
+    m_replotTimer->setInterval(50);
+    connect(m_replotTimer, &QTimer::timeout, this, &LivePlotsPanel::replotNow);
+    connect(m_follow, &QCheckBox::toggled, this, [this](bool on) {
+        if (on) scheduleReplot();
+    });
+    connect(m_logLogits, &QCheckBox::toggled, this, [this](bool on) {
+        setLogAxis(m_logits->yAxis, on);
+        scheduleReplot();
+    });
+    connect(m_xChoice, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            [this] { redrawForXAxis(); });
+    m_hover->setReadout([this](QCustomPlot* plot, double x) { return readout(plot, x); });
+    setupThresholds();
+    for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
+}
+
+QHBoxLayout* LivePlotsPanel::buildHeader() {
+    auto* top = new QHBoxLayout;
+    m_header = new QLabel(tr("No run shown. Start a run or pick one in the run list."));
+    m_header->setObjectName(QStringLiteral("liveHeader"));
+    // A long run name or settings line wraps instead of widening the window past a
+    // 1280x720 screen.
+    m_header->setWordWrap(true);
+    m_header->setMinimumWidth(120);
+    m_follow = new QCheckBox(tr("Follow"));
+    m_follow->setToolTip(tr("Keep the whole run in view as it grows (off after you zoom or drag)"));
+    m_follow->setChecked(true);
+    m_logLogits = new QCheckBox(tr("Log logits"));
+    m_logLogits->setChecked(true);
+    m_logLogits->setToolTip(
+        tr("Raw logits without QK-norm reach 10^3 and more: log scale shows both regimes"));
+    m_xChoice = makeXAxisChoice(this);
+    top->addWidget(m_header, 1);
+    top->addWidget(m_xChoice);
+    top->addWidget(m_logLogits);
+    top->addWidget(m_follow);
+
+    return top;
+}
+
+void LivePlotsPanel::buildLossAndGradientPlots() {
+    m_loss = makePlot(tr("Loss (train, validation, spikes)"), tr("loss (nats/token)"));
+    m_trainLoss = stepGraph(m_loss, "loss");
+    m_trainLoss->setName(tr("train"));
+    m_trainLoss->setPen(QPen(QColor(31, 119, 180), 1.2));
+    QCPGraph* valLoss = stepGraph(m_loss, "val_loss");
+    valLoss->setName(tr("validation"));
+    valLoss->setPen(QPen(QColor(44, 160, 44), 2));
+    valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    m_lossSpikes = m_loss->addGraph();
+    m_lossSpikes->setName(tr("spike (hover)"));
+    m_lossSpikes->setLineStyle(QCPGraph::lsNone);
+    m_lossSpikes->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssDiamond, QColor(200, 0, 0), QColor(255, 80, 80), 11));
+    excludeFromReadout(m_lossSpikes);
+
+    m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"));
+    setLogAxis(m_grad->yAxis, true);
+    QCPGraph* gradNorm = stepGraph(m_grad, "grad_norm");
+    gradNorm->setName(tr("grad norm"));
+    gradNorm->setPen(QPen(QColor(148, 103, 189), 1.2));
+    m_gradSpikes = m_grad->addGraph();
+    m_gradSpikes->setName(tr("spike (hover)"));
+    m_gradSpikes->setLineStyle(QCPGraph::lsNone);
+    m_gradSpikes->setScatterStyle(m_lossSpikes->scatterStyle());
+    excludeFromReadout(m_gradSpikes);
+}
+
+// Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so an
+// intervention's effect on each is visible at the same x.
+void LivePlotsPanel::buildLanesPlot() {
+    m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"));
+    QCPGraph* lr = stepGraph(m_lanes, "lr");
+    lr->setName(tr("LR"));
+    lr->setPen(QPen(QColor(31, 119, 180), 1.5));
+    m_lanes->yAxis2->setVisible(true);
+    m_lanes->yAxis2->setLabel(tr("alpha"));
+    m_lanes->yAxis2->setRange(-0.05, 1.05);
+    QCPGraph* alpha = stepGraph(m_lanes, "alpha", m_lanes->yAxis2);
+    alpha->setName(tr("alpha (1 = normed)"));
+    alpha->setPen(QPen(QColor(44, 160, 44), 1.5));
+    QCPAxis* capAxis = m_lanes->axisRect()->addAxis(QCPAxis::atRight);
+    capAxis->setLabel(tr("softcap C"));
+    capAxis->setTickLabelFont(m_lanes->yAxis->tickLabelFont());
+    capAxis->setLabelFont(m_lanes->yAxis->labelFont());
+    QCPGraph* softcapC = stepGraph(m_lanes, "softcap_c", capAxis);
+    softcapC->setName(tr("softcap C (0 = off)"));
+    softcapC->setPen(QPen(QColor(214, 39, 40), 1.5));
+    themePlot(m_lanes);  // the axis added after makePlot()
+}
+
+void LivePlotsPanel::buildProbePlots() {
+    m_logits = makePlot(tr("Logits per layer: max, p99 (light), capped (dark)"), tr("logit"));
+    setLogAxis(m_logits->yAxis, true);
+    m_norms = makePlot(tr("q, k (light) norm p90 per layer"), tr("L2 norm"));
+    setLogAxis(m_norms->yAxis, true);
+    m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"));
+    m_clips = std::make_unique<QkClipMarks>(m_logits);
+}
+
+QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {
+    auto* plot = new QCustomPlot(this);
+    stylePlot(plot, yLabel);
+    plot->xAxis->setLabel(tr("step"));  // every x-axis says what it counts
+    plot->plotLayout()->insertRow(0);
+    QFont f = font();
+    f.setBold(true);
+    f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
+    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    placeLegendOutside(plot, 1);  // under the title, never over the data
+    themePlot(plot);              // the title element too
+    m_hover->addPlot(plot);
+    installExportMenu(plot, [this] { return &m_run; });
+    connect(plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            [this, plot] { syncXRanges(plot); });
+    // A zoom or a drag means the user wants to look somewhere: stop following. A click alone
+    // (to read a value, or to focus the window) does not: it used to freeze the view at the
+    // steps shown while training went on.
+    connect(plot, &QCustomPlot::mousePress, this, [this, plot](QMouseEvent* e) {
+        m_pressPos = e->pos();
+        showSpikeTip(plot, e->pos(), true);
+    });
+    connect(plot, &QCustomPlot::mouseWheel, this, [this] { m_follow->setChecked(false); });
+    connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* e) {
+        const bool dragging = (e->buttons() & Qt::LeftButton) &&
+                              (e->pos() - m_pressPos).manhattanLength() > kDragPixels;
+        if (dragging) m_follow->setChecked(false);
+        // A spike marker explains itself; anywhere else the cursor reads every curve.
+        if (showSpikeTip(plot, e->pos(), false))
+            m_hover->hide();
+        else
+            m_hover->hover(plot, e->pos());
+    });
+    m_plots << plot;
+    return plot;
+}
+
+QCPGraph* LivePlotsPanel::stepGraph(QCustomPlot* plot, const char* column, QCPAxis* valueAxis) {
+    QCPGraph* g = plot->addGraph(plot->xAxis, valueAxis ? valueAxis : plot->yAxis);
+    m_stepGraphs.emplace_back(&stepMetricColumn(column), g);
+    return g;
+}
+
+QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer) {
+    const QString key = QStringLiteral("%1/%2/%3").arg(quintptr(plot)).arg(metric).arg(layer);
+    if (QCPGraph* g = m_layerGraphs.value(key)) return g;
+    QCPGraph* g = plot->addGraph();
+    // Solid pens only: QPainter dashes a 10k-point polyline ~10x slower than it draws it solid
+    // (a dotted p99 line made one replot of a 100k-step run take 250 ms). Secondary series are
+    // told apart by lightness instead.
+    QColor color = layerColor(layer);
+    if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k"))
+        color = color.lighter(160);
+    if (metric == QLatin1String("max_capped")) color = color.darker(170);
+    g->setPen(QPen(color,
+                   metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
+    QString name = QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' '));
+    // A percentile estimated from a strided sample says so (p99 is off by about 1%).
+    const char* column = metric == QLatin1String("p99_raw") ? "logit_p99_raw"
+                         : plot == m_norms                  ? "q_raw_norm_p90"
+                                                            : nullptr;
+    for (const ProbeColumn& c : probeColumns())
+        if (column && std::string(c.name) == column && layerPercentileSampled(m_run.config, c))
+            name += tr(" (sampled)");
+    g->setName(name);
+    m_layerGraphs.insert(key, g);
+    plot->legend->setVisible(true);
+    return g;
+}
+
+void LivePlotsPanel::setupThresholds() {
+    clearItems(m_logits, QStringLiteral("threshold"));
+    addThresholdLine(m_logits, kHealthyMaxLogit, QColor(230, 150, 0),
+                     tr("healthy max < %1").arg(kHealthyMaxLogit), /*labelBelow=*/true);
+    addThresholdLine(m_logits, kInterveneMaxLogit, QColor(200, 0, 0),
+                     tr("intervene > %1").arg(kInterveneMaxLogit));
+    // With RMS QK-norm and s = 1/sqrt(d_qk), |logit| <= sqrt(d_qk) (d_qk = d_head, plus d_rope
+    // under MLA): draw the bound the normed run must stay under.
+    const RunConfig& c = m_run.config;
+    if (c.attention.qkNorm == QkNormVariant::Rms && c.attention.qkNormOn != QkNormTarget::K &&
+        c.model.nHeads > 0 && !c.attention.scale)
+        addThresholdLine(m_logits, std::sqrt(double(c.dQk())), QColor(90, 90, 90),
+                         c.attention.kind == AttentionKind::Mla
+                             ? tr("QK-norm bound √(d_head+d_rope)")
+                             : tr("QK-norm bound √d_head"),
+                         /*labelBelow=*/true);
+}
+
+void LivePlotsPanel::clear() {
+    for (QCustomPlot* p : m_plots) {
+        for (int i = 0; i < p->graphCount(); ++i) p->graph(i)->data()->clear();
+        clearItems(p, QStringLiteral("event"));
+        clearItems(p, QStringLiteral("cursor"));
+    }
+    for (QCPGraph* g : m_layerGraphs) g->parentPlot()->removeGraph(g);
+    m_layerGraphs.clear();
+    m_clips->clear();
+    // Per-layer plots have no series until probes arrive: an empty legend box is noise.
+    for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
+    m_run = RunSnapshot{};
+    m_x = StepToX(xAxisKindOf(m_xChoice), 1, 1);
+    m_hover->hide();
+    m_cursorStep = -1;
+    m_stepLimit = -1;
+    m_probeLimit = -1;
+    m_clipLimit = -1;
+    m_follow->setChecked(true);
+}
+
+void LivePlotsPanel::showRun(RunSnapshot snapshot) {
+    clear();
+    m_run = std::move(snapshot);
+    resetXMap();
+    m_header->setText(tr("Run %1 “%2” — %3 · %4")
+                          .arg(m_run.runId)
+                          .arg(QString::fromStdString(m_run.info.name),
+                               QString::fromLatin1(toString(m_run.info.status)),
+                               keySettings(m_run.config)));
+    m_stepLimit = m_run.steps.empty() ? -1 : m_run.steps.back().step;
+    for (const ProbeStats& p : m_run.probes) m_probeLimit = std::max(m_probeLimit, p.step);
+    addSteps(m_run.steps, 0);
+    addProbes(m_run.probes, 0);
+    for (const QkClip& c : m_run.clips) m_clipLimit = std::max(m_clipLimit, c.step);
+    m_clips->set(m_run.clips, xOfStep());
+    setupThresholds();
+    refreshSpikes();
+    m_markersDirty = true;
+    replotNow();
+}
+
+void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QString& name) {
+    clear();
+    m_run.runId = runId;
+    m_run.config = config;
+    m_run.info.id = runId;
+    m_run.info.name = name.toStdString();
+    resetXMap();
+    m_header->setText(
+        tr("Run %1 “%2” — training · %3")
+            .arg(runId)
+            .arg(name.isEmpty() ? QStringLiteral("run-%1").arg(runId) : name, keySettings(config)));
+    setupThresholds();
+    m_markersDirty = true;
+    replotNow();
+}
+
+void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
+    if (batch.runId != m_run.runId || m_run.runId == 0) return;
+    const size_t stepFrom = m_run.steps.size();
+    for (const StepMetrics& m : batch.steps)
+        if (m.step > m_stepLimit) m_run.steps.push_back(m);
+    addSteps(m_run.steps, stepFrom);
+    const size_t probeFrom = m_run.probes.size();
+    for (const ProbeStats& p : batch.probes)
+        if (p.head < 0 && p.step > m_probeLimit) m_run.probes.push_back(p);
+    addProbes(m_run.probes, probeFrom);
+    std::vector<QkClip> clips;
+    for (const QkClip& c : batch.clips)
+        if (c.step > m_clipLimit) clips.push_back(c);
+    if (!clips.empty()) {
+        m_run.clips.insert(m_run.clips.end(), clips.begin(), clips.end());
+        m_clips->add(clips, xOfStep());
+    }
+    if (!batch.spikes.isEmpty()) {
+        m_run.spikes.insert(m_run.spikes.end(), batch.spikes.begin(), batch.spikes.end());
+        refreshSpikes();
+    }
+    if (!batch.events.isEmpty()) {
+        m_run.events.insert(m_run.events.end(), batch.events.begin(), batch.events.end());
+        m_markersDirty = true;
+    }
+    scheduleReplot();
+}
+
+void LivePlotsPanel::addSteps(const std::vector<StepMetrics>& steps, size_t from) {
+    if (steps.size() <= from) return;
+    m_x.add(steps, from);
+    QVector<double> x;
+    x.reserve(int(steps.size() - from));
+    for (size_t i = from; i < steps.size(); ++i) x << m_x(double(steps[i].step));
+    for (const auto& [column, graph] : m_stepGraphs) {
+        // NaN/inf (a diverged step), and on a log axis values <= 0, become gaps rather than
+        // poisoning the axis range; a step without a value (not validated) has no point.
+        const bool log = graph->valueAxis()->scaleType() == QCPAxis::stLogarithmic;
+        QVector<double> keys, values;
+        for (size_t i = from; i < steps.size(); ++i) {
+            const std::optional<double> v = numberOf(column->get(steps[i]));
+            if (!v) continue;
+            keys << x[int(i - from)];
+            values << (finite(*v) && (!log || *v > 0) ? *v : qQNaN());
+        }
+        if (!keys.isEmpty()) graph->addData(keys, values, true);
+    }
+}
+
+void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t from) {
+    const bool capped = m_run.config.attention.softcap.kind != SoftcapKind::None;
+    for (size_t i = from; i < probes.size(); ++i) {
+        const ProbeStats& p = probes[i];
+        if (p.head >= 0) continue;
+        const double s = m_x(double(p.step));
+        const int l = p.layer;
+        auto add = [&](QCustomPlot* plot, const char* metric, double v) {
+            if (finite(v)) layerGraph(plot, QString::fromLatin1(metric), l)->addData(s, v);
+        };
+        add(m_logits, "max_raw", p.logitMaxRaw);
+        add(m_logits, "p99_raw", p.logitP99Raw);
+        if (capped || p.logitMaxCapped != p.logitMaxRaw)
+            add(m_logits, "max_capped", p.logitMaxCapped);
+        add(m_norms, "q", p.qRawNormP90);
+        add(m_norms, "k", p.kRawNormP90);
+        add(m_entropy, "entropy", p.entropy);
+    }
+}
+
+void LivePlotsPanel::refreshSpikes() {
+    m_lossSpikes->data()->clear();
+    m_gradSpikes->data()->clear();
+    for (const Spike& s : m_run.spikes) {
+        if (!finite(s.value)) continue;
+        (s.metric == "grad_norm" ? m_gradSpikes : m_lossSpikes)
+            ->addData(m_x(double(s.step)), s.value);
+    }
+    scheduleReplot();
+}
+
+void LivePlotsPanel::refreshMarkers() {
+    for (QCustomPlot* p : m_plots) {
+        setEventMarkers(p, m_run.events, m_run.config.schedule.steps,
+                        [this](double step) { return m_x(step); });
+        setStepCursor(p, m_cursorStep < 0 ? -1.0 : m_x(m_cursorStep));
+    }
+    m_markersDirty = false;
+}
+
+QCustomPlot* LivePlotsPanel::plotForMetric(const QString& metric) const {
+    for (const auto& [column, graph] : m_stepGraphs)
+        if (metric == QLatin1String(column->name)) return graph->parentPlot();
+    if (metric == QLatin1String("entropy")) return m_entropy;
+    if (metric.startsWith(QLatin1String("q_")) || metric.startsWith(QLatin1String("k_")))
+        return m_norms;
+    return m_logits;  // logit_* and frac_at_cap (the logits' story), and anything unknown
+}
+
+int LivePlotsPanel::lossPointCount() const {
+    return m_trainLoss->dataCount();
+}
+
+void LivePlotsPanel::scheduleReplot() {
+    // Not restarted when already pending: under a steady stream of batches the plots still
+    // refresh every 50 ms instead of waiting for a pause in the stream.
+    if (!m_replotTimer->isActive()) m_replotTimer->start();
+}
+
+void LivePlotsPanel::replotNow() {
+    m_replotTimer->stop();
+    if (m_markersDirty) refreshMarkers();
+    const bool follow = m_follow->isChecked();
+    double maxX = 1;
+    if (!m_run.steps.empty())
+        maxX = m_x.kind() == XAxisKind::Step ? std::max(1.0, double(m_run.steps.back().step) + 1)
+                                             : m_x(double(m_run.steps.back().step));
+    m_syncing = true;
+    for (QCustomPlot* p : m_plots) {
+        // A long noisy series becomes a dense band of near-vertical segments; antialiasing
+        // them costs ~100x more than drawing them aliased (a 100k-step grad-norm plot took
+        // 230 ms). At that density nobody can see the difference.
+        // Same for pens wider than 1 px, which QPainter strokes as polygons.
+        for (int i = 0; i < p->graphCount(); ++i) {
+            QCPGraph* g = p->graph(i);
+            const bool dense = g->dataCount() >= 4000;
+            g->setAntialiased(!dense);
+            if (!g->property("baseWidth").isValid()) g->setProperty("baseWidth", g->pen().widthF());
+            QPen pen = g->pen();
+            // Presenter mode draws every curve thick whatever its length: readable from the
+            // back of a room matters more there than the replot time of a 100k-step run.
+            const double base = g->property("baseWidth").toDouble();
+            pen.setWidthF(presenterActive() ? curvePenWidth(base) : dense ? 0 : base);
+            g->setPen(pen);
+        }
+        if (follow && maxX > 0) p->xAxis->setRange(0, maxX);
+        fitLegendColumns(p);
+        for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
+            if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
+            // When zoomed, fit y to what is visible rather than to the whole run.
+            fitValueAxis(axis, follow ? QCPRange() : p->xAxis->range());
+        }
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+    // Both thresholds stay in view so a healthy run is seen to be *below* them.
+    QCPRange lr = m_logits->yAxis->range();
+    if (lr.upper < kInterveneMaxLogit * 2.5) {
+        m_logits->yAxis->setRange(lr.lower, kInterveneMaxLogit * 2.5);
+        m_logits->replot(QCustomPlot::rpQueuedReplot);
+    }
+    m_syncing = false;
+}
+
+void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys) {
+    // Computed here rather than with QCPAxis::rescale(), which keeps the previous size for a
+    // flat series; padding that on every replot made a constant lane's range grow without end.
+    const bool log = axis->scaleType() == QCPAxis::stLogarithmic;
+    bool found = false;
+    QCPRange total;
+    for (QCPGraph* g : axis->graphs()) {
+        if (!g->visible() || g->dataCount() == 0) continue;
+        bool f = false;
+        const QCPRange r = g->getValueRange(f, log ? QCP::sdPositive : QCP::sdBoth, keys);
+        if (!f) continue;
+        total =
+            found ? QCPRange(std::min(total.lower, r.lower), std::max(total.upper, r.upper)) : r;
+        found = true;
+    }
+    if (!found) return;
+    if (log) {
+        axis->setRange(total.lower / 1.3, total.upper * 1.3);
+    } else if (total.size() <= 1e-12 * std::max(1.0, std::fabs(total.upper))) {
+        const double pad = total.upper != 0 ? std::fabs(total.upper) * 0.1 : 1.0;
+        axis->setRange(total.lower - pad, total.upper + pad);
+    } else {
+        const double pad = total.size() * 0.05;
+        axis->setRange(total.lower - pad, total.upper + pad);
+    }
+}
+
+void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status) {
+    if (runId != m_run.runId) return;
+    m_header->setText(tr("Run %1 “%2” — %3 · %4")
+                          .arg(runId)
+                          .arg(QString::fromStdString(m_run.info.name).isEmpty()
+                                   ? QStringLiteral("run-%1").arg(runId)
+                                   : QString::fromStdString(m_run.info.name),
+                               status, keySettings(m_run.config)));
+}
+
+void LivePlotsPanel::syncXRanges(QCustomPlot* source) {
+    if (m_syncing) return;
+    m_syncing = true;
+    for (QCustomPlot* p : m_plots) {
+        if (p == source) continue;
+        p->xAxis->setRange(source->xAxis->range());
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+    m_syncing = false;
+}
+
+bool LivePlotsPanel::following() const {
+    return m_follow->isChecked();
+}
+
+void LivePlotsPanel::jumpToStep(qint64 step) {
+    m_follow->setChecked(false);
+    m_cursorStep = double(step);
+    const double total = m_run.steps.empty() ? m_x(100.0) : m_x(double(m_run.steps.back().step));
+    double width = m_loss->xAxis->range().size();
+    if (width >= total * 0.9) width = std::max(m_x(40.0) - m_x(0.0), total / 5);
+    const double at = m_x(double(step));
+    m_syncing = true;
+    for (QCustomPlot* p : m_plots) p->xAxis->setRange(at - width / 2, at + width / 2);
+    m_syncing = false;
+    m_markersDirty = true;
+    replotNow();
+    // replotNow() rescaled y only; keep the x window we just chose.
+}
+
+bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click) {
+    if (plot == m_logits) {  // QK-Clip markers
+        const ClipStep* c = m_clips->hit(pos, xOfStep());
+        if (c) {
+            QToolTip::showText(plot->mapToGlobal(pos), clipHtml(*c), plot);
+            if (click) emit stepSelected(c->step);
+        } else if (!click) {
+            QToolTip::hideText();
+        }
+        return c != nullptr;
+    }
+    QCPGraph* graph = plot == m_loss ? m_lossSpikes : plot == m_grad ? m_gradSpikes : nullptr;
+    if (!graph) return false;
+    const std::string metric = plot == m_grad ? "grad_norm" : "loss";
+    for (const Spike& s : m_run.spikes) {
+        if ((s.metric == "grad_norm") != (metric == "grad_norm") || !finite(s.value)) continue;
+        const QPointF px = graph->coordsToPixels(m_x(double(s.step)), s.value);
+        if (QLineF(px, QPointF(pos)).length() <= 8) {
+            QToolTip::showText(plot->mapToGlobal(pos), spikeHtml(s), plot);
+            if (click) emit stepSelected(s.step);
+            return true;
+        }
+    }
+    if (!click) QToolTip::hideText();
+    return false;
+}
+
+void LivePlotsPanel::setXAxis(XAxisKind kind) {
+    m_xChoice->setCurrentIndex(m_xChoice->findData(int(kind)));
+}
+
+void LivePlotsPanel::resetXMap() {
+    m_x = StepToX(xAxisKindOf(m_xChoice), m_run.config.data.batchSize, m_run.config.model.seqLen);
+    const QString title = xAxisTitle(m_x.kind());
+    for (QCustomPlot* p : m_plots) p->xAxis->setLabel(title);
+}
+
+// The same series against another x: rebuilt from the rows already held, no store read.
+void LivePlotsPanel::redrawForXAxis() {
+    for (QCustomPlot* p : m_plots)
+        for (int i = 0; i < p->graphCount(); ++i) p->graph(i)->data()->clear();
+    resetXMap();
+    addSteps(m_run.steps, 0);
+    addProbes(m_run.probes, 0);
+    m_clips->set(m_run.clips, xOfStep());
+    refreshSpikes();
+    m_markersDirty = true;
+    m_follow->setChecked(true);
+    replotNow();
+}
+
+QString LivePlotsPanel::readout(QCustomPlot* plot, double x) {
+    if (m_run.runId == 0) return {};
+    const int64_t step = m_x.stepAt(x);
+    QString name = QString::fromStdString(m_run.info.name);
+    if (name.isEmpty()) name = QStringLiteral("run-%1").arg(m_run.runId);  // as the store names it
+    QString head =
+        tr("<b>Run %1 “%2”</b><br>step %3").arg(m_run.runId).arg(name.toHtmlEscaped()).arg(step);
+    if (m_x.kind() != XAxisKind::Step)
+        head += QStringLiteral(" · ") + xAxisValueText(m_x.kind(), x);
+    QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph*, double key) {
+        return tr("step %1").arg(m_x.stepAt(key));
+    });
+    if (plot == m_logits)
+        if (const ClipStep* c = m_clips->atStep(step)) lines << clipText(*c).toHtmlEscaped();
+    if (lines.isEmpty()) return {};
+    return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
+}
+
+}  // namespace qklab::gui

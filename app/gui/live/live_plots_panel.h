@@ -1,0 +1,129 @@
+// live_plots_panel.h — the training dashboard: loss, grad norm, LR/alpha/softcap lanes,
+// max/p99 logits per layer against the 20/30 thresholds, q/k norms and attention entropy.
+//
+// Data arrives either as a whole RunSnapshot (a stored run) or as live batches from the
+// worker. Appending never replots directly: a 50 ms single-shot timer coalesces all batches
+// into one queued replot per plot (PlotJuggler's pattern), so a fast run cannot starve the
+// event loop. Spike markers, and the max-logit plot's QK-Clip markers (qk_clip_marks.h),
+// explain themselves on hover; clicking one emits stepSelected.
+#pragma once
+
+#include <QMap>
+#include <QWidget>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "common/gui_types.h"
+#include "common/qk_clip_marks.h"
+#include "common/run_data.h"
+#include "common/x_axis.h"
+#include "qklab/record_columns.h"
+
+class QCheckBox;
+class QComboBox;
+class QHBoxLayout;
+class QCPAxis;
+class QCPGraph;
+class QCPRange;
+class QCustomPlot;
+class QLabel;
+class QTimer;
+
+namespace qklab::gui {
+
+class HoverCursor;
+
+class LivePlotsPanel : public QWidget {
+    Q_OBJECT
+  public:
+    explicit LivePlotsPanel(QWidget* parent = nullptr);
+
+    void showRun(RunSnapshot snapshot);  // replaces everything shown
+    void startLive(int64_t runId, const RunConfig& config, const QString& name);
+    void appendBatch(const LiveBatch& batch);  // ignored unless batch.runId is shown
+    void clear();
+    void setRunStatus(int64_t runId, const QString& status);  // header text after the run ends
+
+    int64_t runId() const { return m_run.runId; }
+    const RunSnapshot& run() const { return m_run; }
+    int lossPointCount() const;
+    QList<QCustomPlot*> plots() const { return m_plots; }
+    QCustomPlot* lossPlot() const { return m_loss; }
+    QCustomPlot* logitPlot() const { return m_logits; }
+    // The plot that shows a lesson metric (a probe column, or a step-metric column one of the
+    // plots draws); the logit plot for anything else.
+    QCustomPlot* plotForMetric(const QString& metric) const;
+    HoverCursor* hoverCursor() const { return m_hover; }
+    const QkClipMarks& clipMarks() const { return *m_clips; }  // on the logit plot
+    void setXAxis(XAxisKind kind);
+    bool following() const;
+
+  public slots:
+    void jumpToStep(qint64 step);
+    void replotNow();
+
+  signals:
+    void stepSelected(qint64 step);
+
+  private:
+    QHBoxLayout* buildHeader();
+    void buildLossAndGradientPlots();
+    void buildLanesPlot();
+    void buildProbePlots();
+    QCustomPlot* makePlot(const QString& title, const QString& yLabel);
+    QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
+    // A graph of `plot` (on `valueAxis`, else the left axis) that draws a step-metric column.
+    QCPGraph* stepGraph(QCustomPlot* plot, const char* column, QCPAxis* valueAxis = nullptr);
+    void addSteps(const std::vector<StepMetrics>& steps, size_t from);
+    void addProbes(const std::vector<ProbeStats>& probes, size_t from);
+    void refreshSpikes();
+    void refreshMarkers();
+    void setupThresholds();
+    void scheduleReplot();
+    void syncXRanges(QCustomPlot* source);
+    static void fitValueAxis(QCPAxis* axis, const QCPRange& keys);
+    bool showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click);
+    void resetXMap();
+    void redrawForXAxis();
+    QString readout(QCustomPlot* plot, double x);  // the hover text: run, step, every curve
+    QkClipMarks::StepToXFn xOfStep() const {
+        return [this](double step) { return m_x(step); };
+    }
+
+    RunSnapshot m_run;
+    QString m_title;
+    QLabel* m_header = nullptr;
+    QCheckBox* m_follow = nullptr;
+    QPoint m_pressPos;                     // where the last mouse press on a plot was
+    static constexpr int kDragPixels = 4;  // farther than this with the button down: a drag
+    QCheckBox* m_logLogits = nullptr;
+    QComboBox* m_xChoice = nullptr;  // step / tokens seen / training time
+    StepToX m_x;                     // the shown run's step -> x
+    HoverCursor* m_hover = nullptr;
+    QTimer* m_replotTimer = nullptr;
+    QList<QCustomPlot*> m_plots;
+    QCustomPlot* m_loss = nullptr;
+    QCustomPlot* m_grad = nullptr;
+    QCustomPlot* m_lanes = nullptr;
+    QCustomPlot* m_logits = nullptr;
+    QCustomPlot* m_norms = nullptr;
+    QCustomPlot* m_entropy = nullptr;
+    QCPGraph* m_trainLoss = nullptr;
+    QCPGraph* m_lossSpikes = nullptr;
+    QCPGraph* m_gradSpikes = nullptr;
+    // The step-metric columns drawn (qklab/record_columns.h), each by its graph.
+    std::vector<std::pair<const RecordColumn<StepMetrics>*, QCPGraph*>> m_stepGraphs;
+    QMap<QString, QCPGraph*> m_layerGraphs;  // "<plot>/<metric>/<layer>"
+    std::unique_ptr<QkClipMarks> m_clips;
+    // When a stored snapshot of the training run is shown, live rows up to these steps are
+    // already in it and must not be drawn twice.
+    int64_t m_stepLimit = -1;
+    int64_t m_probeLimit = -1;
+    int64_t m_clipLimit = -1;  // one step's clips arrive together: a step is in or out
+    bool m_syncing = false;
+    bool m_markersDirty = false;
+    double m_cursorStep = -1;
+};
+
+}  // namespace qklab::gui
