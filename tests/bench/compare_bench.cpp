@@ -571,15 +571,17 @@ void applyAppLook(const QString& theme) {
     applyTheme(theme == "dark" ? Theme::Dark : Theme::Light);
 }
 
-struct Database {
+// The database the bench reads (qklab::Database is the SQLite connection): its path, the runs
+// it compares and its size.
+struct BenchDatabase {
     std::string path;
     std::vector<int64_t> ids;
     double mib = 0;
 };
 
 // The first `runs` runs of --db, or a new database of synthetic runs in `dir`.
-Database openDatabase(const Options& o, QTemporaryDir& dir) {
-    Database db;
+BenchDatabase openDatabase(const Options& o, QTemporaryDir& dir) {
+    BenchDatabase db;
     double writeSeconds = 0;
     if (!o.db.isEmpty()) {
         db.path = o.db.toStdString();
@@ -614,7 +616,7 @@ void sweepAcross(QCustomPlot* plot, int sweep, const std::function<void(QPoint)>
 }
 
 // --profile: one part alone, reps times (perf record -g compare_bench --profile ...).
-int runProfile(const Options& o, const Database& db) {
+int runProfile(const Options& o, const BenchDatabase& db) {
     QElapsedTimer t;
     t.start();
     if (o.profile == "store") {
@@ -656,7 +658,7 @@ struct StoreRead {
     std::map<QString, std::vector<double>> parts;  // the queries inside loadComparison
 };
 
-StoreRead timeStoreRead(const Database& db, int reps) {
+StoreRead timeStoreRead(const BenchDatabase& db, int reps) {
     StoreRead out;
     for (int r = 0; r < reps + 1; ++r) {  // the first read warms SQLite's and the OS's caches
         QElapsedTimer t;
@@ -685,7 +687,7 @@ StoreRead timeStoreRead(const Database& db, int reps) {
 
 // Inside loadComparison, per run: the snapshot's queries, then the summary from the rows they
 // returned (summarizeRun(store, id), the CLI's, would read them a second time).
-void timeReadParts(const Database& db, int reps, StoreRead& out) {
+void timeReadParts(const BenchDatabase& db, int reps, StoreRead& out) {
     for (int r = 0; r < reps; ++r) {
         RunStore store(db.path, StoreAccess::ReadOnly);
         std::map<QString, double> sum;
@@ -781,7 +783,7 @@ void timeOpeningAsTheApp(const Comparison& loaded, int reps, Opening& out) {
 // The whole path, as the Compare button takes it: setRuns() reads on a pool thread, then
 // setComparison() on the GUI thread; the histogram tab then reads its layer's histograms on a
 // pool thread and draws them.
-void timeOpeningViaSetRuns(const Database& db, int reps, Opening& out) {
+void timeOpeningViaSetRuns(const BenchDatabase& db, int reps, Opening& out) {
     for (int r = 0; r < reps; ++r) {
         Panel p(kWidth, kHeight);
         bool curves = false, histograms = false;
@@ -1260,7 +1262,7 @@ void showComparison(Panel& p, const Options& o, const Comparison& loaded, Measur
         }
 }
 
-Measured measure(const Options& o, const Database& db) {
+Measured measure(const Options& o, const BenchDatabase& db) {
     Measured m;
     m.reps = o.reps;
     m.steps = o.steps;
@@ -1295,7 +1297,7 @@ int main(int argc, char** argv) {
     const std::optional<Options> options = parseOptions(app.arguments());
     if (!options) return 2;
     applyAppLook(options->theme);
-    const Database db = openDatabase(*options, dir);
+    const BenchDatabase db = openDatabase(*options, dir);
     if (!options->profile.isEmpty()) return runProfile(*options, db);
     report(measure(*options, db));
     if (options->keep && options->db.isEmpty()) std::printf("kept %s\n", db.path.c_str());

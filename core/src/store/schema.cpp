@@ -267,6 +267,10 @@ void migrate(Database& db) {
 
 }  // namespace
 
+int latestSchemaVersion() {
+    return kLatestVersion;
+}
+
 std::unique_ptr<Database> schemaOfVersion(int version) {
     auto db = std::make_unique<Database>(":memory:");
     for (int v = 0; v < std::min(version, kLatestVersion); ++v) db->exec(kMigrations[v]);

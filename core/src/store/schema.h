@@ -68,6 +68,9 @@ std::unique_ptr<Database> openRunDatabaseForReading(const std::string& path);
 // An empty in-memory database holding qklab's schema as of `version` (the migrations replayed):
 // what a file of that version must have, table by table and column by column.
 std::unique_ptr<Database> schemaOfVersion(int version);
+// The schema this build writes (the number of migrations): a column a test build adds arrives
+// in it (tests/record_columns_extra.h).
+int latestSchemaVersion();
 
 std::string thisHostName();
 std::string utcNowIso8601();
