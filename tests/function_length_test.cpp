@@ -502,9 +502,8 @@ std::string quoted() {
 
 // ---- the rule, over the tree ----------------------------------------------------------------
 
-// Disabled while the tree still has functions over the limit (it is enabled once they are
-// shortened); run it with --gtest_also_run_disabled_tests to see the list.
-TEST(FunctionLength, DISABLED_NoFunctionInCoreOrAppIsLongerThan80Lines) {
+// A function that grows past the limit is split into named parts, never waved through.
+TEST(FunctionLength, NoFunctionInCoreOrAppIsLongerThan80Lines) {
     const fs::path root(QKLAB_SOURCE_DIR);
     int files = 0, functions = 0;
     for (const char* top : {"core", "app"})
