@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 QKLAB_WITH_DEBIAN_TORCH=1 QKLAB_WITH_SLURM=1 scripts/setup.sh
 scripts/check-format.sh
-scripts/build.sh
+scripts/build.sh -DQKLAB_WERROR=ON
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure --timeout 900
 # ctest lists skipped tests without their reason; GoogleTest wrote it to the log.
@@ -24,7 +24,7 @@ fi
 if [ "${QKLAB_TORCH:-pip}" != debian ]; then
   echo "test: core + CLI against Debian's LibTorch 1.13 (build-debian)"
   QKLAB_TORCH=debian QKLAB_BUILD_DIR=build-debian scripts/build.sh -DQKLAB_GUI=OFF \
-    -DQKLAB_TESTS=OFF -DQKLAB_BENCH=OFF >/dev/null
+    -DQKLAB_WERROR=ON -DQKLAB_TESTS=OFF -DQKLAB_BENCH=OFF >/dev/null
   db=$(mktemp -d)/fallback.db
   build-debian/app/cli/qklab-cli run '{}' --db "$db" --name fallback --set schedule.steps=12 \
     --set schedule.warmup_steps=2 --set probes.every=4 --set eval.every=0 >"$db.log" 2>&1 ||

@@ -183,8 +183,9 @@ TEST_F(CliTest, CheckBlasNamesTheBlasAndTheCudaBackend) {
     }();
     EXPECT_EQ(refused.status, 2);
     EXPECT_NE(refused.err.find("run.device = cuda"), std::string::npos) << refused.err;
-    if (QKLAB_TORCH_HAS_CUDA)  // a CPU-only LibTorch says so instead
+    if (QKLAB_TORCH_HAS_CUDA) {  // a CPU-only LibTorch says so instead
         EXPECT_NE(refused.err.find("QKLAB_CUDA=off"), std::string::npos) << refused.err;
+    }
     EXPECT_FALSE(fs::exists(m_db) && qklab::RunStore(m_db).listRuns().size() > 0);
 }
 
@@ -238,7 +239,7 @@ std::string fileBytes(const std::string& path) {
 // Item 1: `export RUN -o DB` used to overwrite the database (exit 0, every run lost).
 TEST_F(CliTest, ExportNeverOverwritesTheDatabaseOrAnotherSqliteFile) {
     ASSERT_EQ(cli("run " + m_preset + " --db " + m_db).status, 0);
-    for (const std::string target : {m_db, m_db + "-wal", m_db + "-shm"}) {
+    for (const std::string& target : {m_db, m_db + "-wal", m_db + "-shm"}) {
         if (!fs::exists(target)) continue;
         const Result r = cli("export 1 -o " + target + " --db " + m_db);
         EXPECT_EQ(r.status, 2) << target;

@@ -123,8 +123,9 @@ TEST(StagedDiagnosis, HighLrRunawayPrescribesQkNorm) {
         EXPECT_TRUE(says(s, "beyond the intervention line")) << s.diagnosis;
         expectStatedNumbers(s);
     }
-    if (spikes.size() > 1)
+    if (spikes.size() > 1) {
         EXPECT_TRUE(says(spikes[1], "spike 2 in " + std::to_string(spikes[1].step + 1) +
                                         " steps: more than one per 5000 steps"))
             << spikes[1].diagnosis;
+    }
 }

@@ -128,8 +128,9 @@ TEST(Gpu, FusedAttentionOnCudaMatchesTheExplicitPath) {
         ASSERT_EQ(grads[0][i].defined(), grads[1][i].defined()) << i;
         if (!grads[0][i].defined()) continue;
         const double scale = grads[0][i].norm().item<double>();
-        if (scale > 0)
+        if (scale > 0) {
             EXPECT_LE((grads[1][i] - grads[0][i]).norm().item<double>() / scale, 1e-4) << i;
+        }
     }
 }
 

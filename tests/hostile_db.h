@@ -77,7 +77,7 @@ inline int64_t writeRun(const std::string& db, const std::string& name, qklab::R
         fs::create_directories(dir);
         const std::string file = dir + "/step-" + std::to_string(steps) + ".pt";
         std::ofstream(file) << "weights of " << name;
-        w.addCheckpoint({steps, file});
+        w.addCheckpoint({steps, file, {}});
     }
     w.finish(status);
     return w.runId();

@@ -263,9 +263,9 @@ TEST_F(SweepFileFuzz, ThroughTheCliEveryMutantExitsZeroOrTwo) {
                       m_dir + "/stderr.txt");
         EXPECT_TRUE(r.status == 0 || r.status == 2)
             << "mutant " << i << " (" << what << "): exit " << r.status << ": " << r.err;
-        if (r.status == 0)
+        if (r.status == 0) {
             EXPECT_EQ(std::system(("bash -n " + sq(out + "/sweep.sbatch")).c_str()), 0);
-        else
+        } else
             EXPECT_FALSE(fs::exists(out));
     }
 }

@@ -148,10 +148,10 @@ std::vector<std::pair<fs::path, std::string>> guiFiles() {
 
 TEST(GuiFolders, EveryFileOfTheGuiIsInAKnownFolder) {
     for (const auto& e : fs::directory_iterator(kGui))
-        if (e.is_regular_file())
+        if (e.is_regular_file()) {
             EXPECT_EQ(e.path().filename().string(), "CMakeLists.txt")
                 << e.path() << " sits in app/gui itself: put it in a feature's folder or common/";
-        else
+        } else
             EXPECT_TRUE(isGuiFolder(e.path().filename().string()))
                 << e.path() << " is not a known folder: add the feature to kGuiFeatures";
     const auto files = guiFiles();

@@ -238,7 +238,9 @@ TEST(QkClip, AHeadAboveTauEndsAtTauAndTheOthersAreUntouched) {
             auto sin = model->named_buffers()["rope_sin"].narrow(0, 0, T);
             auto m = b->attn->maxLogitPerHead(in, cos, sin, sw);
             EXPECT_LE(m.max().item<double>(), tau * (1 + 1e-5));
-            if (l == 0) EXPECT_NEAR(m[1].item<double>(), tau, tau * 1e-5);
+            if (l == 0) {
+                EXPECT_NEAR(m[1].item<double>(), tau, tau * 1e-5);
+            }
             x = b->forward(x, cos, sin, mask, sw, nullptr);
         }
         // Only the clipped head's own rows changed; shared weights (W_KR, the latent) kept.

@@ -289,7 +289,9 @@ TEST(ClipGradNorm, EqualsLibTorchClipWithoutReadingBack) {
         EXPECT_EQ(norm.item<double>(), expected) << "max norm " << maxNorm;
         const auto pa = t.a->parameters(), pb = t.b->parameters();
         for (size_t i = 0; i < pa.size(); ++i)
-            if (pa[i].grad().defined()) EXPECT_TRUE(torch::equal(pa[i].grad(), pb[i].grad())) << i;
+            if (pa[i].grad().defined()) {
+                EXPECT_TRUE(torch::equal(pa[i].grad(), pb[i].grad())) << i;
+            }
     }
 }
 

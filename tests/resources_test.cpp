@@ -153,9 +153,10 @@ TEST(MemoryEstimate, AbsurdSizesAreRefusedBeforeAnythingIsAllocated) {
         // With the machine's own memory (run.max_memory = 0) as the limit, on any machine
         // with less than 256 GiB available.
         c.run.maxMemoryGiB = 0;
-        if (availableMemoryBytes() < 256.0 * 1024 * 1024 * 1024)
+        if (availableMemoryBytes() < 256.0 * 1024 * 1024 * 1024) {
             EXPECT_EQ(contains(memoryProblem(c), "the machine's available memory"), "")
                 << assignment;
+        }
     }
 }
 

@@ -128,8 +128,9 @@ class SlurmScriptTest : public ::testing::Test {
             const auto args = sbatchArguments(line, &unmatched);
             EXPECT_FALSE(unmatched) << line;
             ASSERT_EQ(args.size(), 1u) << line;
-            if (args[0].rfind("--output=", 0) == 0)
+            if (args[0].rfind("--output=", 0) == 0) {
                 EXPECT_EQ(args[0], "--output=" + pattern + "/logs/point-%a.%A.out");
+            }
         }
         EXPECT_GE(sbatchLines, 5);
     }

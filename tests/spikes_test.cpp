@@ -50,7 +50,7 @@ std::vector<ProbeSummary> history(double baseMax, double baseNorm, double lastMa
 Spike diagnose(const std::vector<ProbeSummary>& h, bool qkNorm = false) {
     Spike s;
     s.step = 85;
-    diagnoseSpike(s, h, DiagnosisContext{qkNorm, 1, 86});
+    diagnoseSpike(s, h, DiagnosisContext{qkNorm, 1, 86, {}});
     return s;
 }
 }  // namespace

@@ -95,8 +95,9 @@ TEST_F(StoreTest, InvalidComparisonsAreRefusedAndNothingIsStored) {
         EXPECT_EQ(errorCodeOf([&] { store.saveComparison(c); }, &msg), ErrorCode::InvalidRequest)
             << c.name;
         EXPECT_NE(msg.find(expected), std::string::npos) << msg;
-        if (!c.name.empty() && c.name.size() <= 200 && c.name.find('\n') == std::string::npos)
+        if (!c.name.empty() && c.name.size() <= 200 && c.name.find('\n') == std::string::npos) {
             EXPECT_NE(msg.find("'" + c.name + "'"), std::string::npos) << msg;
+        }
     }
     EXPECT_TRUE(store.comparisons().empty());
     EXPECT_EQ(rawInt("SELECT count(*) FROM comparisons"), 0);

@@ -106,7 +106,7 @@ void writePoint(const std::string& db, int64_t sweepId, const SweepPoint& p) {
     const std::string dir = db + ".checkpoints/run-" + std::to_string(w.runId());
     fs::create_directories(dir);
     std::ofstream(dir + "/step-4.pt") << "weights";
-    w.addCheckpoint({4, dir + "/step-4.pt"});
+    w.addCheckpoint({4, dir + "/step-4.pt", {}});
     w.finish(RunStatus::Finished);
 }
 

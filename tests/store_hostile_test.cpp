@@ -62,7 +62,7 @@ TEST(HostileImport, ACheckpointPathOutsideTheFolderIsNeverOpenedOrDeleted) {
         const std::string dir = into + ".checkpoints/run-1";
         fs::create_directories(dir);
         std::ofstream(dir + "/step-4.pt") << "newer";
-        w.addCheckpoint({4, dir + "/step-4.pt"});
+        w.addCheckpoint({4, dir + "/step-4.pt", {}});
         w.finish(RunStatus::Stopped);
     }
     EXPECT_EQ(fileText(victim), "precious");
@@ -87,13 +87,15 @@ TEST(HostileImport, ImportedCheckpointsAreCopiedIntoTheTargetsFolder) {
     EXPECT_EQ(fileText(c->path), "weights of theirs");
     EXPECT_EQ(rawText(mine, "SELECT path FROM checkpoints WHERE run_id = 2"), "run-2/step-5.pt");
     // No staging left over: run folders and the writers' disk reserve only.
-    for (const auto& e : fs::directory_iterator(mine + ".checkpoints"))
-        if (e.path().filename() != ".disk-reserve")
+    for (const auto& e : fs::directory_iterator(mine + ".checkpoints")) {
+        if (e.path().filename() != ".disk-reserve") {
             EXPECT_EQ(e.path().filename().string().rfind("run-", 0), 0u) << e.path();
+        }
+    }
     {  // resuming the copy and saving past it drops the copy, not the colleague's file
         RunWriter w(mine, 2, 5);
         std::ofstream(mine + ".checkpoints/run-2/step-6.pt") << "newer";
-        w.addCheckpoint({6, mine + ".checkpoints/run-2/step-6.pt"});
+        w.addCheckpoint({6, mine + ".checkpoints/run-2/step-6.pt", {}});
         w.finish(RunStatus::Stopped);
     }
     EXPECT_EQ(fileText(theirFile), "weights of theirs");
@@ -164,7 +166,7 @@ TEST(CheckpointPaths, DotDotAndSymlinksOutOfTheRunFolderAreRefused) {
     {
         RunWriter w(db, 1, 3);
         std::ofstream(db + ".checkpoints/run-1/step-5.pt") << "new";
-        w.addCheckpoint({5, db + ".checkpoints/run-1/step-5.pt"});
+        w.addCheckpoint({5, db + ".checkpoints/run-1/step-5.pt", {}});
         w.finish(RunStatus::Stopped);
     }
     EXPECT_EQ(fileText(victim), "precious");
@@ -267,7 +269,7 @@ TEST(HostileImport, MergingAgainReplacesARunTheShardNowHoldsMoreOf) {
     const std::string dir = shard + ".checkpoints/run-1";
     fs::create_directories(dir);
     std::ofstream(dir + "/step-6.pt") << "final";
-    w.addCheckpoint({6, dir + "/step-6.pt"});
+    w.addCheckpoint({6, dir + "/step-6.pt", {}});
     w.finish(RunStatus::Finished);
     RunStore store(into);
     const ImportResult again = store.importRuns(shard);

@@ -83,7 +83,7 @@ TEST_F(StoreTest, ResumeKeepsTheClipsBeforeTheCheckpointStep) {
             w.addQkClip(clipOf(s, 0, 0, 120 + s));
             if (s % 2 == 0) w.addQkClip(clipOf(s, 1, 1, 300));
         }
-        w.addCheckpoint({5, "c5"});
+        w.addCheckpoint({5, "c5", {}});
         w.finish(RunStatus::Stopped);
     }
     RunWriter w(m_path, id, 5);

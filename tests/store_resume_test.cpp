@@ -19,7 +19,7 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
             w.addStep(step(s, 10.0 - s));
             w.addProbe(probe(s, 0, -1, s * 10.0));
             w.addHistogram({s, 0, -1, {s}, 0, 0});
-            w.addAttentionMap({s, 0, 0, 1, {1.0f}});
+            w.addAttentionMap({s, 0, 0, 1, {1.0f}, {}, MapReason::Periodic});
             Spike sp;
             sp.step = s;
             w.addSpike(sp);
@@ -27,7 +27,7 @@ TEST_F(StoreTest, ResumeDeletesRowsFromStepOn) {
         w.addEvent({2, "lr_scale", "{}", "user"});
         w.addEvent({3, "warmup_end", "{}", "config"});
         w.addEvent({7, "lr_scale", "{}", "user"});
-        w.addCheckpoint({5, m_path + ".checkpoints/run-" + std::to_string(id) + "/c5"});
+        w.addCheckpoint({5, m_path + ".checkpoints/run-" + std::to_string(id) + "/c5", {}});
         w.finish(RunStatus::Stopped, "stopped by user");
     }
     // A later checkpoint's row (the writer itself keeps only the newest one; this is the
@@ -98,7 +98,7 @@ TEST_F(StoreTest, ResumeFallsBackToTheNewestCheckpointWhoseFileExists) {
     std::ofstream(kept) << "weights";
     {
         RunWriter w(m_path, NewRun{});
-        w.addCheckpoint({5, kept});
+        w.addCheckpoint({5, kept, {}});
         w.flush();
         // A row whose file is gone; added straight to the table (the writer would drop the
         // step-5 row once the step-10 row is committed).
@@ -124,9 +124,9 @@ TEST_F(StoreTest, OlderCheckpointGoesOnlyAfterTheNewerRowIsCommitted) {
     std::ofstream(a) << "a";
     std::ofstream(b) << "b";
     RunWriter w(m_path, NewRun{});
-    w.addCheckpoint({5, a});
+    w.addCheckpoint({5, a, {}});
     w.flush();
-    w.addCheckpoint({10, b});
+    w.addCheckpoint({10, b, {}});
     EXPECT_TRUE(fs::exists(a));  // buffered, not committed: the old file must stay
     w.flush();
     EXPECT_FALSE(fs::exists(a));

@@ -127,7 +127,7 @@ TEST_F(StoreTest, EveryRecordTypeRoundTrips) {
         w.addSpike(s);
         w.addEvent({1, "lr_scale", R"({"factor":0.5})", "user"});
         // In the database's own checkpoint folder, where the trainer writes (issue 22, item 6).
-        w.addCheckpoint({2, m_path + ".checkpoints/run-" + std::to_string(id) + "/step2.pt"});
+        w.addCheckpoint({2, m_path + ".checkpoints/run-" + std::to_string(id) + "/step2.pt", {}});
         w.finish(RunStatus::Diverged, "loss is NaN at step 2");
     }
 

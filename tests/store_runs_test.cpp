@@ -55,10 +55,10 @@ TEST_F(StoreTest, DeleteCascadesToEveryTable) {
         w.addStep(step(0, 1));
         w.addProbe(probe(0, 0, -1, 1));
         w.addHistogram({0, 0, -1, {1, 2}, 0, 0});
-        w.addAttentionMap({0, 0, 0, 1, {1.0f}});
+        w.addAttentionMap({0, 0, 0, 1, {1.0f}, {}, MapReason::Periodic});
         w.addSpike(Spike{});
         w.addEvent({0, "e", "{}", "user"});
-        w.addCheckpoint({0, "p"});
+        w.addCheckpoint({0, "p", {}});
         w.addQkClip({0, 0, 1, 150.0, 0.5});
         w.finish(RunStatus::Stopped);
     }

@@ -46,9 +46,13 @@ int exitCodeFor(RunStatus s) {
             return 0;
         case RunStatus::Stopped:
             return 3;
-        default:
+        case RunStatus::Failed:
+        case RunStatus::Interrupted:
+        case RunStatus::Running:
+        case RunStatus::Unknown:
             return 1;
     }
+    return 1;
 }
 
 }  // namespace

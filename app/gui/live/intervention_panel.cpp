@@ -44,7 +44,10 @@ QWidget* editorFor(const EventParamInfo& p, const nlohmann::json& initial) {
             w = box;
             break;
         }
-        default: {
+        case FieldType::Text:
+        case FieldType::Bool:  // no event parameter has these form types: a text box
+        case FieldType::FloatPair:
+        case FieldType::Scale: {
             auto* edit = new QLineEdit;
             edit->setPlaceholderText(QStringLiteral("(%1)").arg(QString::fromStdString(p.help)));
             w = edit;

@@ -278,10 +278,10 @@ void SweepPanel::refresh() {
     const uint64_t generation = m_generation;
     readStoreAsync<SweepPanelData>(
         this, m_path, [id, options](RunStore& store) { return readPanelData(store, id, options); },
-        [this, generation](SweepPanelData data) {
+        [this, generation](SweepPanelData panel) {
             if (generation != m_generation) return;
             m_loading = false;
-            onData(std::move(data));
+            onData(std::move(panel));
             if (m_dirty) refresh();
         },
         [this, generation](const QString& message) {
@@ -291,18 +291,18 @@ void SweepPanel::refresh() {
         });
 }
 
-void SweepPanel::onData(SweepPanelData data) {
-    fillList(data);
-    if (data.reportId == m_sweepId && m_sweepId > 0) {
-        m_reportError = data.reportError;
-        if (data.report) showReport(std::move(data.report));
+void SweepPanel::onData(SweepPanelData panel) {
+    fillList(panel);
+    if (panel.reportId == m_sweepId && m_sweepId > 0) {
+        m_reportError = panel.reportError;
+        if (panel.report) showReport(std::move(panel.report));
     }
     updateHeader();
-    emit loaded(data.reportId);
+    emit loaded(panel.reportId);
 }
 
-void SweepPanel::fillList(const SweepPanelData& data) {
-    m_sweeps = data.sweeps;
+void SweepPanel::fillList(const SweepPanelData& panel) {
+    m_sweeps = panel.sweeps;
     QSignalBlocker block(m_list);
     m_list->setRowCount(int(m_sweeps.size()));
     QStringList interrupted;
@@ -320,7 +320,7 @@ void SweepPanel::fillList(const SweepPanelData& data) {
         auto* statusItem = new QTableWidgetItem(status);
         statusItem->setForeground(sweepStatusColor(s.status));
         auto* doneItem = new QTableWidgetItem(
-            QStringLiteral("%1/%2").arg(i < data.done.size() ? data.done[i] : 0).arg(s.points));
+            QStringLiteral("%1/%2").arg(i < panel.done.size() ? panel.done[i] : 0).arg(s.points));
         doneItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
         m_list->setItem(int(i), kName, nameItem);
         m_list->setItem(int(i), kStatus, statusItem);

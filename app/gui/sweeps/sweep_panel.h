@@ -92,8 +92,8 @@ class SweepPanel : public QWidget {
     QWidget* buildSweepSide();
     QWidget* buildTable();
     void poll();
-    void onData(SweepPanelData data);
-    void fillList(const SweepPanelData& data);
+    void onData(SweepPanelData panel);
+    void fillList(const SweepPanelData& panel);
     void showReport(std::shared_ptr<SweepReport> report);
     void updateHeader();
     void onSweepPicked();

@@ -53,9 +53,11 @@ void countState(SweepReport& r, const SweepPointResult& p) {
         case RunStatus::Running:
             ++r.running;
             break;
-        default:
+        case RunStatus::Stopped:
+        case RunStatus::Interrupted:  // resume runs them again
+        case RunStatus::Unknown:
             ++r.pending;
-            break;  // stopped, interrupted: resume runs them again
+            break;
     }
 }
 

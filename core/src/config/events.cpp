@@ -254,9 +254,14 @@ void setParam(const EventParamInfo& p, EventArgs& args, const json& v, const std
                 paramError(where, p.key, v, "one of " + list);
             break;
         }
-        default:
+        case FieldType::Text:
             if (!v.is_string() || v.get<std::string>().empty())
                 paramError(where, p.key, v, "a non-empty string");
+            break;
+        case FieldType::Bool:
+        case FieldType::FloatPair:
+        case FieldType::Scale:  // config-form types; no event parameter has them
+            throw Error(ErrorCode::Internal, where + ": parameter " + p.key + " has a form type");
     }
     p.set(args, v);
 }

@@ -20,14 +20,10 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
 // (B, H, T, d); whole_rms takes one scalar over all heads. Same epsilon as qkNormalize, so the
 // absorbed logits equal the materialised ones to rounding.
 torch::Tensor inverseNorm(const torch::Tensor& z, QkNormVariant kind) {
-    switch (kind) {
-        case QkNormVariant::L2Scale:
-            return 1.0 / z.norm(2, -1, true).clamp_min(kQkNormEps);
-        case QkNormVariant::WholeRms:
-            return torch::rsqrt(z.pow(2).mean({1, 3}, true) + kQkNormEps);
-        default:
-            return torch::rsqrt(z.pow(2).mean(-1, true) + kQkNormEps);
-    }
+    if (kind == QkNormVariant::L2Scale) return 1.0 / z.norm(2, -1, true).clamp_min(kQkNormEps);
+    if (kind == QkNormVariant::WholeRms)
+        return torch::rsqrt(z.pow(2).mean({1, 3}, true) + kQkNormEps);
+    return torch::rsqrt(z.pow(2).mean(-1, true) + kQkNormEps);
 }
 
 // The RoPE parts are normalised without gains: plain RMS, or L2 for l2_scale.

@@ -245,7 +245,7 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     writeArchiveAtomically(archive, path, nextStep);
     lastCheckpoint = path;
     lastCheckpointTime = Clock::now();
-    observer.onCheckpoint(CheckpointInfo{nextStep, path});
+    observer.onCheckpoint(CheckpointInfo{nextStep, path, {}});
     observer.onFlushPoint();  // commit the row now: the store then drops older checkpoints
 }
 

@@ -194,9 +194,11 @@ int statusRank(RunStatus s) {
         case RunStatus::Stopped:
         case RunStatus::Interrupted:
             return 1;
-        default:
+        case RunStatus::Running:
+        case RunStatus::Unknown:
             return 0;
     }
+    return 0;
 }
 
 // The run being imported, as the source has it (fixed columns of the source query).
