@@ -181,6 +181,19 @@ TEST(LrSensitivity, HandComputedWithADivergedPoint) {
     EXPECT_FALSE(c.points[3].stable);
     ASSERT_TRUE(c.maxStableLr.has_value());
     EXPECT_EQ(*c.maxStableLr, 1e-2);
+    EXPECT_FALSE(c.maxStableLrIsLowerBound);  // larger LRs were tested and failed
+    EXPECT_EQ(maxStableLrText(c, 3), "0.01");
+}
+
+TEST(LrSensitivity, AStableLargestLrMakesTheMaxStableLrALowerBound) {
+    // Both LRs end near the best: the grid never found the edge, so "max stable LR 0.03" would
+    // claim more than was measured.
+    const LrCurve c = lrCurve({{1e-2, {3.0}, {}, 0}, {3e-2, {2.95}, {}, 0}}, 5.5, 0.1);
+    ASSERT_TRUE(c.maxStableLr.has_value());
+    EXPECT_EQ(*c.maxStableLr, 3e-2);
+    EXPECT_TRUE(c.maxStableLrIsLowerBound);
+    EXPECT_EQ(maxStableLrText(c, 3), "\u2265 0.03");
+    EXPECT_EQ(maxStableLrText(lrCurve({{1e-3, {std::nan("")}, {}, 0}}, 5.5, 1), 3), "none");
 }
 
 TEST(LrSensitivity, SeedsAreAveragedAndOneDivergedSeedMakesAnLrUnstable) {
@@ -309,6 +322,7 @@ TEST_F(SweepStoreTest, ReportHasOnePointPerGridPointAndTheHandComputedCurve) {
     EXPECT_EQ(*c.points[1].peakRawLogit, 12.0);  // point 2's probe
     const json j = sweepReportJson(r);
     EXPECT_EQ(j["configurations"][0]["max_stable_lr"], 0.001);
+    EXPECT_EQ(j["configurations"][0]["max_stable_lr_is_lower_bound"], false);  // 0.01 failed
     EXPECT_EQ(j["configurations"][0]["lr"], (json{0.001, 0.01}));
     EXPECT_EQ(j["points"][2]["state"], "diverged");
 }

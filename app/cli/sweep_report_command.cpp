@@ -54,7 +54,7 @@ void printCurves(const SweepReport& r, const SweepReportArgs& o) {
         std::printf("\n%s: sensitivity %s, max stable LR %s, best loss %s\n",
                     printableText(c.label).c_str(),
                     c.curve.points.empty() ? "-" : number(c.curve.sensitivity).c_str(),
-                    c.curve.maxStableLr ? number(*c.curve.maxStableLr).c_str() : "none",
+                    maxStableLrText(c.curve, 4).c_str(),
                     c.curve.points.empty() ? "-" : number(c.curve.bestLoss).c_str());
         std::printf("  %-10s %-22s %-9s %-9s %s\n", "lr", "loss mean [min, max]", "diverged",
                     "pending", "peak raw max logit");

@@ -129,7 +129,7 @@ QString SweepPlots::legendText(const SweepConfiguration& c) {
     if (c.curve.points.empty()) return tr("%1 · no results yet").arg(shortLabel(c));
     return tr("%1 · sensitivity %2 · max stable LR %3")
         .arg(shortLabel(c), number3(c.curve.sensitivity),
-             c.curve.maxStableLr ? number3(*c.curve.maxStableLr) : tr("none"));
+             QString::fromStdString(maxStableLrText(c.curve, 3)));
 }
 
 void SweepPlots::clear() {

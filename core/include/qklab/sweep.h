@@ -113,6 +113,9 @@ struct LrCurve {
     double bestLoss = 0;  // min over points of the clipped mean
     double sensitivity = 0;
     std::optional<double> maxStableLr;
+    // The largest LR tested was stable, so the true max stable LR is at least maxStableLr:
+    // the grid did not reach the edge of stability.
+    bool maxStableLrIsLowerBound = false;
 };
 
 // Wortsman's LR sensitivity: the mean over the grid of min(loss(lr), initial) - best, where a
@@ -120,5 +123,9 @@ struct LrCurve {
 // over seeds of the clipped losses. Max stable LR: the largest LR whose seeds all finished
 // and whose mean is at most `margin` above the best.
 LrCurve lrCurve(std::vector<LrCell> cells, double initialLoss, double margin);
+
+// The max stable LR as views and reports say it, with `digits` significant digits: "none",
+// "0.01", or "≥ 0.03" when the largest LR tested was stable.
+std::string maxStableLrText(const LrCurve& curve, int digits);
 
 }  // namespace qklab

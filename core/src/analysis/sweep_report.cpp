@@ -168,7 +168,8 @@ json sweepReportJson(const SweepReport& r) {
              {"peak_raw_max_logit", peak},
              {"best_loss", c.curve.points.empty() ? json() : json(c.curve.bestLoss)},
              {"sensitivity", c.curve.points.empty() ? json() : json(c.curve.sensitivity)},
-             {"max_stable_lr", optionalJson(c.curve.maxStableLr)}});
+             {"max_stable_lr", optionalJson(c.curve.maxStableLr)},
+             {"max_stable_lr_is_lower_bound", c.curve.maxStableLrIsLowerBound}});
     }
     return {{"sweep", r.sweep.name},    {"id", r.sweep.id},
             {"status", r.sweep.status}, {"points_total", r.points.size()},

@@ -435,7 +435,15 @@ LrCurve lrCurve(std::vector<LrCell> cells, double initialLoss, double margin) {
         if (p.stable) curve.maxStableLr = p.lr;  // points are sorted by LR
     }
     curve.sensitivity = sum / static_cast<double>(curve.points.size());
+    curve.maxStableLrIsLowerBound = curve.points.back().stable;
     return curve;
+}
+
+std::string maxStableLrText(const LrCurve& curve, int digits) {
+    if (!curve.maxStableLr) return "none";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*g", digits, *curve.maxStableLr);
+    return (curve.maxStableLrIsLowerBound ? "\u2265 " : "") + std::string(text);
 }
 
 }  // namespace qklab
