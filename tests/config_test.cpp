@@ -77,6 +77,21 @@ TEST(Config, UnknownKeyIsNamedWithASuggestion) {
     EXPECT_NE(errorFor({{"colour", "red"}}).find("colour"), std::string::npos);
 }
 
+TEST(Config, EveryUnknownKeyIsNamedAtOnce) {
+    // Two typos in one preset: both are named, so fixing one does not reveal the next.
+    const auto msg = errorFor({{"optim", {{"lrr", 0.1}}}, {"model", {{"n_layerz", 2}}}});
+    EXPECT_EQ(msg.rfind("2 unknown config keys: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("\"optim.lrr\" (did you mean \"optim.lr\"?)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"model.n_layerz\" (did you mean \"model.n_layers\"?)"), std::string::npos)
+        << msg;
+    // Very many are counted after the first eight.
+    nlohmann::json many = nlohmann::json::object();
+    for (int i = 0; i < 11; ++i) many["zz" + std::to_string(i)] = i;
+    const auto counted = errorFor(many);
+    EXPECT_EQ(counted.rfind("11 unknown config keys: ", 0), 0u) << counted;
+    EXPECT_NE(counted.find(" and 3 more"), std::string::npos) << counted;
+}
+
 TEST(Config, WrongTypesNameKeyAndValue) {
     auto msg = errorFor({{"model", {{"d_model", "big"}}}});
     EXPECT_NE(msg.find("model.d_model"), std::string::npos) << msg;

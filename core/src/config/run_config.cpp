@@ -25,14 +25,33 @@ std::string fmt(double v) {
     return os.str();
 }
 
-[[noreturn]] void unknownKey(const std::string& key) {
+// "\"optim.lrr\" (did you mean \"optim.lr\"?)"
+std::string unknownKeyText(const std::string& key) {
     std::vector<std::string> keys;
     for (const auto& f : configFields()) keys.push_back(f.key);
     keys.push_back("events");
     const std::string best = closestMatch(key, keys);
+    return "\"" + clipped(key) + "\"" +
+           (best.empty() ? std::string() : " (did you mean \"" + best + "\"?)");
+}
+
+[[noreturn]] void unknownKey(const std::string& key) {
+    throw Error(ErrorCode::InvalidConfig, "unknown config key " + unknownKeyText(key));
+}
+
+// Every unknown key of a preset in one message, so that fixing one typo does not reveal the
+// next. A file with very many lists the first few and counts the rest.
+void refuseUnknownKeys(const std::vector<std::string>& unknown) {
+    if (unknown.empty()) return;
+    if (unknown.size() == 1) unknownKey(unknown.front());
+    constexpr size_t kListed = 8;
+    std::string list;
+    for (size_t i = 0; i < std::min(unknown.size(), kListed); ++i)
+        list += (i ? ", " : "") + unknownKeyText(unknown[i]);
+    if (unknown.size() > kListed)
+        list += " and " + std::to_string(unknown.size() - kListed) + " more";
     throw Error(ErrorCode::InvalidConfig,
-                "unknown config key \"" + clipped(key) + "\"" +
-                    (best.empty() ? std::string() : " (did you mean \"" + best + "\"?)"));
+                std::to_string(unknown.size()) + " unknown config keys: " + list);
 }
 
 bool isSection(const std::string& prefix) {
@@ -65,7 +84,10 @@ std::vector<Event> eventsFromJson(const json& list) {
     return events;
 }
 
-void readObject(RunConfig& c, const json& j, const std::string& prefix) {
+// Unknown keys are collected in `unknown` (refuseUnknownKeys reports them all); a known key's
+// bad value is refused at once.
+void readObject(RunConfig& c, const json& j, const std::string& prefix,
+                std::vector<std::string>& unknown) {
     if (!j.is_object())
         throw Error(ErrorCode::InvalidConfig,
                     (prefix.empty() ? std::string("config") : "config key \"" + prefix + "\"") +
@@ -79,9 +101,9 @@ void readObject(RunConfig& c, const json& j, const std::string& prefix) {
         if (const FieldInfo* f = findField(key)) {
             setField(c, *f, it.value());
         } else if (isSection(key)) {
-            readObject(c, it.value(), key);
+            readObject(c, it.value(), key, unknown);
         } else {
-            unknownKey(key);
+            unknown.push_back(key);
         }
     }
 }
@@ -298,7 +320,9 @@ int64_t RunConfig::maxSeqLen() const {
 
 RunConfig configFromJson(const json& j, bool checkValues) {
     RunConfig c;
-    readObject(c, j, "");
+    std::vector<std::string> unknown;
+    readObject(c, j, "", unknown);
+    refuseUnknownKeys(unknown);
     if (checkValues) validate(c);
     return c;
 }
