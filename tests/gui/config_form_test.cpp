@@ -12,8 +12,10 @@
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <QTest>
 
+#include "common/input_files.h"
 #include "gui_test_util.h"
 #include "setup/preset_picker.h"
 #include "setup/recommend_dialog.h"
@@ -25,6 +27,20 @@ using namespace qklab::gui;
 class ConfigFormTest : public QObject {
     Q_OBJECT
   private slots:
+    // Load preset… and the picker's Open… open in a folder a file dialog can browse.
+    void presetDialogsOpenInAFolderThatExists() {
+        const QByteArray saved = qgetenv("QKLAB_EXPERIMENTS_DIR");
+        QTemporaryDir mine;
+        qputenv("QKLAB_EXPERIMENTS_DIR", mine.path().toUtf8());
+        QCOMPARE(presetDialogDirectory(), mine.path());  // the folder the user named
+        const QString shipped = QStringLiteral(QKLAB_SOURCE_DIR "/experiments");
+        for (const char* unusable : {":/experiments", "/no/such/folder", ""}) {
+            qputenv("QKLAB_EXPERIMENTS_DIR", unusable);  // embedded, missing, unset
+            QCOMPARE(presetDialogDirectory(), shipped);
+        }
+        qputenv("QKLAB_EXPERIMENTS_DIR", saved);
+    }
+
     // Issue 14: "Recommend settings" fills the form from the guide's size table, with reasons.
     void recommendDialogFollowsTheGuideAndFillsTheForm() {
         RecommendDialog dialog;

@@ -1,7 +1,9 @@
 // input_files.cpp — see input_files.h.
 #include "common/input_files.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QStandardPaths>
 
 #include "qklab/error.h"
@@ -16,6 +18,15 @@ QString presetDirectory() {
 QString userPresetDirectory() {
     return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
            QStringLiteral("/qklab/presets");
+}
+
+QString presetDialogDirectory() {
+    const QStringList candidates = {qEnvironmentVariable("QKLAB_EXPERIMENTS_DIR"),
+                                    QStringLiteral(QKLAB_SHIPPED_PRESETS), userPresetDirectory()};
+    for (const QString& dir : candidates)
+        if (!dir.isEmpty() && !dir.startsWith(QLatin1Char(':')) && QFileInfo(dir).isDir())
+            return dir;
+    return QDir::homePath();
 }
 
 std::string readAppFile(const QString& path, const InputFileKind& kind) {

@@ -16,6 +16,11 @@ namespace qklab::gui {
 // listed). The set-up form's picker lists both, and a lesson's start_preset looks in both.
 QString presetDirectory();
 QString userPresetDirectory();
+// Where the preset file dialogs open: $QKLAB_EXPERIMENTS_DIR, else the source tree's
+// experiments/ when the app runs from a build, else the user's presets, else home. Always a
+// folder that exists on disk: a dialog cannot browse the embedded ":/experiments", and a missing
+// folder opens it at "/".
+QString presetDialogDirectory();
 
 // The file's bytes. Throws qklab::Error naming the kind, the path and, when it is too large,
 // the limit.

@@ -50,7 +50,7 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty()) loadPath(path);
     });
     connect(open, &QPushButton::clicked, this, [this] {
-        const QString path = chooseFileToOpen(this, tr("Open preset"), userPresetDirectory(),
+        const QString path = chooseFileToOpen(this, tr("Open preset"), presetDialogDirectory(),
                                               tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPath(path);
     });

@@ -153,8 +153,8 @@ void MainWindow::buildMenus() {
     global(file->addAction(tr("&New database…"), QKeySequence::New, m_browser,
                            &RunBrowserPanel::createDatabase));
     QAction* loadPresetAction = file->addAction(tr("Load &preset…"), this, [this] {
-        const QString path =
-            chooseFileToOpen(this, tr("Load preset"), presetDirectory(), tr("Presets (*.json)"));
+        const QString path = chooseFileToOpen(this, tr("Load preset"), presetDialogDirectory(),
+                                              tr("Presets (*.json)"));
         if (!path.isEmpty()) loadPreset(path);
     });
     loadPresetAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
