@@ -157,12 +157,24 @@ class RunBrowserTest : public QObject {
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(QByteArray(8192, 'x'));
         f.close();
+        {  // at start-up (--db bad.db) nothing was open before: nothing "stays open"
+            RunBrowserPanel first;
+            QSignalSpy errors(&first, &RunBrowserPanel::error);
+            QVERIFY(!first.openDatabase(bad));
+            QCOMPARE(errors.count(), 1);
+            const QString text = errors.at(0).at(1).toString();
+            QVERIFY2(text.contains(QStringLiteral("No database is open")), qPrintable(text));
+            QVERIFY2(!text.contains(QStringLiteral("stays open")), qPrintable(text));
+            QVERIFY(first.databasePath().isEmpty());
+        }
         RunBrowserPanel browser;
         QVERIFY(browser.openDatabase(good));
         QSignalSpy errors(&browser, &RunBrowserPanel::error);
         QVERIFY(!browser.openDatabase(bad));
         QCOMPARE(errors.count(), 1);
-        QVERIFY(errors.at(0).at(1).toString().contains(QStringLiteral("bad.db")));
+        const QString text = errors.at(0).at(1).toString();
+        QVERIFY(text.contains(QStringLiteral("bad.db")));
+        QVERIFY2(text.contains(QStringLiteral("good.db stays open.")), qPrintable(text));
         QCOMPARE(browser.databasePath(), good);
     }
 };

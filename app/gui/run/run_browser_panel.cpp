@@ -174,9 +174,14 @@ bool RunBrowserPanel::openDatabase(const QString& path) {
         store->markInterruptedRuns();
         m_store = std::move(store);
     } catch (const std::exception& e) {
-        emit error(tr("Cannot open the run database"),
-                   tr("%1\n\n%2\n\nThe previous database stays open.")
-                       .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what())));
+        // What is open now: at start-up (--db) there is no previous database to keep.
+        const QString after =
+            m_store ? tr("%1 stays open.").arg(QDir::toNativeSeparators(m_path))
+                    : tr("No database is open: open or create one from the File menu.");
+        emit error(
+            tr("Cannot open the run database"),
+            tr("%1\n\n%2\n\n%3")
+                .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()), after));
         return false;
     }
     m_path = QFileInfo(path).absoluteFilePath();
