@@ -213,7 +213,10 @@ TEST(SpikeDiagnosis, TierOneNeedsRareSpikes) {
     const Spike s = diagnoseWith(h, frequent);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 4);
-    EXPECT_TRUE(says(s, "more than one per 5000 steps")) << s.diagnosis;
+    EXPECT_TRUE(says(s,
+                     "spike 3 in 400 steps: about one every 133 steps, more often than once "
+                     "every 5000 steps"))
+        << s.diagnosis;
     expectTextMatchesEvidence(s, h, frequent);
 }
 

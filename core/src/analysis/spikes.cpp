@@ -316,9 +316,12 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         writeEvidence(why, e);
         writeVerdict(why, spike.kind, e);
     }
-    why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar
-        << " steps: " << (e.rare ? "no more than one per " : "more than one per ")
-        << fmt(kRareSpikeSteps) << " steps. ";
+    why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar << " steps: ";
+    if (e.rare)
+        why << "spikes are rare so far (at most one every " << fmt(kRareSpikeSteps) << " steps). ";
+    else
+        why << "about one every " << std::llround(double(ctx.stepsSoFar) / ctx.spikesSoFar)
+            << " steps, more often than once every " << fmt(kRareSpikeSteps) << " steps. ";
     if (!ctx.recentEvents.empty()) {
         why << "Just before it:";
         for (size_t i = 0; i < ctx.recentEvents.size(); ++i)
