@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QProcess>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -123,6 +124,29 @@ class LessonPlayerTest : public QObject {
                          ->findChild<QComboBox*>(QStringLiteral("histHead"))
                          ->currentData(),
                      QVariant(1));
+    }
+
+    // A clicker has only Next (Page Down): while a callout waits it continues the run, and
+    // the step stays; with nothing waiting it moves to the next step.
+    void clickerNextContinuesAWaitingCalloutFirst() {
+        auto w = window();
+        QVERIFY(w);
+        w->show();
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QVERIFY(w->openLesson(test::testLessonPath()));
+        LessonPlayer* p = w->part<LessonPlayer>();
+        QSignalSpy resumed(p, &LessonPlayer::resumeRequested);
+        p->showCallout(QStringLiteral("Raw max logit passed **30**."), true);
+        auto* cont = p->findChild<QPushButton*>(QStringLiteral("lessonContinue"));
+        QVERIFY(cont->text().contains(QStringLiteral("Space")));
+        QVERIFY(cont->text().contains(QStringLiteral("clicker")));
+        QTest::keyClick(w.get(), Qt::Key_PageDown);
+        QCOMPARE(resumed.count(), 1);
+        QCOMPARE(p->counterText(), QStringLiteral("1 / 3"));
+        QVERIFY(!p->calloutVisible());
+        QTest::keyClick(w.get(), Qt::Key_PageDown);
+        QCOMPARE(resumed.count(), 1);
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
     }
 
     // The parser's message, in the panel: file, step, field. The window carries on.

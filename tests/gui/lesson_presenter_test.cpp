@@ -9,8 +9,11 @@
 #include <QTest>
 #include <map>
 
+#include "common/run_controller.h"
 #include "common/theme.h"
 #include "lesson_test_util.h"
+#include "lessons/lesson_library.h"
+#include "lessons/lesson_player.h"
 #include "live/live_plots_panel.h"
 #include "qcustomplot.h"
 #include "shell/main_window.h"
@@ -109,6 +112,59 @@ class LessonPresenterTest : public QObject {
             QCOMPARE(now.labelPt, was.labelPt);
             QCOMPARE(now.legendPt, was.legendPt);
             QCOMPARE(now.pens, was.pens);
+        }
+    }
+
+    // The projector test: at every step of every shipped lesson the presenter window
+    // can be as small as 1024x768, and at that size the lesson player (its text, callout and
+    // Next) and the plots lie inside the window, not past its right edge.
+    void fitsA1024x768ProjectorAtEveryShippedLessonStep() {
+        const QString db = m_dir.filePath(QStringLiteral("fit.db"));
+        test::writeKnownRun(db, "lesson-healthy", 60);
+        test::writeKnownRun(db, "lesson-blowup", 60);
+        MainWindow w;
+        w.setQuiet(true);
+        w.show();
+        QVERIFY(w.openDatabase(db));
+        w.part<PresenterMode>()->setActive(true);
+        const QSize projector(1024, 768);
+        for (const LessonEntry& lesson : embeddedLessons()) {
+            const Lesson parsed = readLesson(lesson.path);
+            for (size_t i = 0; i < parsed.steps.size(); ++i) {
+                QVERIFY(w.openLesson(lesson.path, int(i)));
+                w.part<RunController>()->stopAll();  // the layout, not the training
+                w.part<LessonPlayer>()->showCallout(
+                    QStringLiteral("A callout long enough to wrap over several lines of the "
+                                   "lesson panel, as the shipped ones are: raw max 122 at step "
+                                   "10."),
+                    true);
+                QCoreApplication::processEvents();
+                const QString where = lesson.id + QStringLiteral(" step %1").arg(i + 1);
+                const QSize min = w.minimumSizeHint().expandedTo(w.minimumSize());
+                QVERIFY2(min.width() <= projector.width() && min.height() <= projector.height(),
+                         qPrintable(where + QStringLiteral(": minimum %1x%2")
+                                                .arg(min.width())
+                                                .arg(min.height())));
+                w.setGeometry(QRect(QPoint(0, 0), projector));
+                QTRY_COMPARE(w.size(), projector);
+                for (QWidget* part : {static_cast<QWidget*>(w.part<LessonPlayer>()),
+                                      static_cast<QWidget*>(w.part<LivePlotsPanel>())}) {
+                    if (!part->isVisible()) continue;
+                    // The dock takes its share once the layout has seen the new size.
+                    QTRY_VERIFY2(part->width() >= 240,
+                                 qPrintable(where + QStringLiteral(" width %1").arg(part->width())));
+                    const QRect r(part->mapTo(&w, QPoint(0, 0)), part->size());
+                    QVERIFY2(QRect(QPoint(0, 0), projector).contains(r),
+                             qPrintable(where + QStringLiteral(": %1 at %2,%3 %4x%5")
+                                                    .arg(part->metaObject()->className())
+                                                    .arg(r.x())
+                                                    .arg(r.y())
+                                                    .arg(r.width())
+                                                    .arg(r.height())));
+                }
+                QVERIFY2(!w.findChild<QDockWidget*>(QStringLiteral("sampleDock"))->isVisible(),
+                         qPrintable(where));
+            }
         }
     }
 };

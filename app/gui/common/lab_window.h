@@ -39,6 +39,8 @@ class LabWindow : public QMainWindow {
     // The live plot that draws a metric (a probe column, loss, grad_norm, lr, …): the one a
     // callout frames.
     virtual QWidget* livePlotOf(const QString& metric) const = 0;
+    // The live plots a lesson step names (metrics); presenter mode shows only those.
+    virtual void setLessonPlots(const QStringList& metrics) = 0;
 
     // The set-up form: a preset (a file or a shipped preset's name), then `dotted.key=value`
     // overrides (false with *error at a bad one), and the config it holds, checked (problems

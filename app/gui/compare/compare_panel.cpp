@@ -106,18 +106,26 @@ QWidget* ComparePanel::buildToolbar() {
     auto* rows = new QVBoxLayout(bar);
     rows->setContentsMargins(0, 0, 0, 0);
     rows->setSpacing(2);
+    // The view controls in two rows too: in presenter mode's large font one row was wider
+    // than a 1024x768 projector leaves beside the lesson.
     auto* viewRow = new QHBoxLayout;
-    auto* saveRow = new QHBoxLayout;
+    auto* groupRow = new QHBoxLayout;
     rows->addLayout(viewRow);
-    rows->addLayout(saveRow);
-    buildViewControls(bar, viewRow);
+    rows->addLayout(groupRow);
+    // A widget of its own: presenter mode hides it (a class does not save or export).
+    auto* saveStrip = new QWidget;
+    saveStrip->setObjectName(QStringLiteral("compareSaveRow"));
+    auto* saveRow = new QHBoxLayout(saveStrip);
+    saveRow->setContentsMargins(0, 0, 0, 0);
+    rows->addWidget(saveStrip);
+    buildViewControls(bar, viewRow, groupRow);
     connectViewControls();
     buildSaveRow(saveRow);  // saving and exports below the view controls
     return bar;
 }
 
 // What the curves show: x axis, layer, smoothing, seed groups, small multiples.
-void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row) {
+void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout* groupRow) {
     m_xChoice = makeXAxisChoice(bar);
     m_layer = new QComboBox;
     m_layer->setToolTip(
@@ -144,10 +152,11 @@ void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row) {
     row->addWidget(m_layer);
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
-    row->addWidget(m_groups);
-    row->addWidget(m_multiples);
-    row->addWidget(m_multiMetric);
     row->addStretch(1);
+    groupRow->addWidget(m_groups);
+    groupRow->addWidget(m_multiples);
+    groupRow->addWidget(m_multiMetric);
+    groupRow->addStretch(1);
     m_multiMetric->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_multiMetric->setMinimumContentsLength(12);
     m_xChoice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);

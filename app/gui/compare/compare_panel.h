@@ -70,7 +70,7 @@ class ComparePanel : public QWidget {
 
   private:
     QWidget* buildToolbar();
-    void buildViewControls(QWidget* bar, QHBoxLayout* row);
+    void buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout* groupRow);
     void connectViewControls();
     void buildSaveRow(QHBoxLayout* row);
     void fillSummary();

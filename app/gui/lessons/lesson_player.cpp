@@ -127,8 +127,12 @@ void LessonPlayer::buildCallout(QVBoxLayout* layout) {
     m_calloutScroll->setFrameShape(QFrame::NoFrame);
     m_calloutScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     m_calloutScroll->setStyleSheet(QStringLiteral("background: transparent;"));
-    m_continue = new QPushButton(tr("Continue training"));
+    // The button says every way on: a teacher at the back of the room holds a clicker.
+    m_continue = new QPushButton(tr("Continue (Space or clicker)"));
     m_continue->setObjectName(QStringLiteral("lessonContinue"));
+    m_continue->setToolTip(
+        tr("Training waits here. Go on with this button, Space, or Page Down (a presentation "
+           "clicker's Next); Page Down moves to the next step once nothing waits."));
     m_continue->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
     box->addWidget(m_calloutScroll, 1);
     box->addWidget(m_continue, 0, Qt::AlignLeft);
@@ -162,8 +166,12 @@ void LessonPlayer::buildNavigation(QVBoxLayout* layout) {
     auto* down = new QShortcut(QKeySequence(Qt::Key_PageDown), this);
     auto* up = new QShortcut(QKeySequence(Qt::Key_PageUp), this);
     for (QShortcut* s : {down, up}) s->setContext(Qt::WindowShortcut);
+    // A clicker has only Next: while a callout waits, Next continues the run it paused.
     connect(down, &QShortcut::activated, this, [this] {
-        if (m_next->isEnabled()) next();
+        if (calloutVisible() && !m_continue->isHidden())
+            m_continue->click();
+        else if (m_next->isEnabled())
+            next();
     });
     connect(up, &QShortcut::activated, this, [this] {
         if (m_back->isEnabled()) back();

@@ -122,7 +122,21 @@ void LessonStage::enterStep(int index) {
 void LessonStage::applyView(const LessonStep& step) {
     m_layer = step.layer.value_or(-1);
     m_head = step.head.value_or(-1);
+    m_window->setLessonPlots(plotsOf(step));
     m_window->showTab(qs(step.view));
+}
+
+// The live plots presenter mode shows for a step: the ones it names, else the four a lesson
+// talks about (loss, raw max logit, q/k norms, entropy) and those its conditions watch.
+QStringList LessonStage::plotsOf(const LessonStep& step) {
+    QStringList metrics;
+    for (const std::string& m : step.plots) metrics << qs(m);
+    if (!metrics.isEmpty()) return metrics;
+    metrics = {QStringLiteral("loss"), QStringLiteral("logit_max_raw"),
+               QStringLiteral("q_norm_p90"), QStringLiteral("entropy")};
+    for (const PauseCondition& c : step.pauses)
+        if (!c.plot.empty()) metrics << qs(c.plot);
+    return metrics;
 }
 
 void LessonStage::applyLayerHead() {

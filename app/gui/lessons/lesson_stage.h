@@ -14,6 +14,7 @@
 #include <QObject>
 #include <QPointer>
 #include <QString>
+#include <QStringList>
 
 #include "common/gui_types.h"
 
@@ -49,6 +50,7 @@ class LessonStage : public QObject {
     void enterStep(int index);
     void applyView(const LessonStep& step);
     void applyLayerHead();
+    static QStringList plotsOf(const LessonStep& step);
     void runAction(const LessonStep& step);
     void startPreset(const LessonStep& step);
     void intervene(const LessonStep& step);

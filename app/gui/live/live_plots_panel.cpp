@@ -42,6 +42,31 @@ QString spikeHtml(const Spike& s) {
              QString::fromStdString(s.diagnosis).toHtmlEscaped());
 }
 
+// A line needs two points: a curve with one (a lesson's callout at step 0, the first probe)
+// would draw nothing, so it gets a dot until its second point arrives.
+void showLonePoint(QCPGraph* g) {
+    const char* key = "qklabLoneDot";
+    const bool lone = g->dataCount() == 1 && g->lineStyle() != QCPGraph::lsNone;
+    if (lone && g->scatterStyle().isNone()) {
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 7));
+        g->setProperty(key, true);
+    } else if (!lone && g->property(key).toBool()) {
+        g->setScatterStyle(QCPScatterStyle());
+        g->setProperty(key, false);
+    }
+}
+
+// The full title when it fits the plot's width, else the short one.
+void fitTitle(QCustomPlot* plot) {
+    auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    if (!title || !title->property("fullTitle").isValid()) return;
+    const QString full = title->property("fullTitle").toString();
+    const QString brief = title->property("shortTitle").toString();
+    const bool fits = QFontMetrics(title->font()).horizontalAdvance(full) + 8 <= plot->width();
+    const QString want = fits || brief.isEmpty() ? full : brief;
+    if (title->text() != want) title->setText(want);
+}
+
 }  // namespace
 
 LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
@@ -49,18 +74,13 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(2, 2, 2, 2);
     m_hover = new HoverCursor(this);
     layout->addLayout(buildHeader());
-    auto* grid = new QGridLayout;
-    grid->setSpacing(2);
-    layout->addLayout(grid, 1);
+    m_grid = new QGridLayout;
+    m_grid->setSpacing(2);
+    layout->addLayout(m_grid, 1);
     buildLossAndGradientPlots();
     buildLanesPlot();
     buildProbePlots();
-    grid->addWidget(m_loss, 0, 0);
-    grid->addWidget(m_logits, 0, 1);
-    grid->addWidget(m_grad, 1, 0);
-    grid->addWidget(m_norms, 1, 1);
-    grid->addWidget(m_lanes, 2, 0);
-    grid->addWidget(m_entropy, 2, 1);
+    relayoutPlots();
 
     m_replotTimer = new QTimer(this);
     m_replotTimer->setSingleShot(true);
@@ -105,7 +125,7 @@ QHBoxLayout* LivePlotsPanel::buildHeader() {
 }
 
 void LivePlotsPanel::buildLossAndGradientPlots() {
-    m_loss = makePlot(tr("Loss (train, validation, spikes)"), tr("loss (nats/token)"));
+    m_loss = makePlot(tr("Loss (train, validation, spikes)"), tr("loss (nats/token)"), tr("Loss"));
     m_trainLoss = stepGraph(m_loss, "loss");
     m_trainLoss->setName(tr("train"));
     m_trainLoss->setPen(QPen(QColor(31, 119, 180), 1.2));
@@ -120,7 +140,7 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
         QCPScatterStyle(QCPScatterStyle::ssDiamond, QColor(200, 0, 0), QColor(255, 80, 80), 11));
     excludeFromReadout(m_lossSpikes);
 
-    m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"));
+    m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"), tr("Grad norm"));
     setLogAxis(m_grad->yAxis, true);
     QCPGraph* gradNorm = stepGraph(m_grad, "grad_norm");
     gradNorm->setName(tr("grad norm"));
@@ -135,7 +155,7 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
 // Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so an
 // intervention's effect on each is visible at the same x.
 void LivePlotsPanel::buildLanesPlot() {
-    m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"));
+    m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"), tr("LR · alpha · C"));
     QCPGraph* lr = stepGraph(m_lanes, "lr");
     lr->setName(tr("LR"));
     lr->setPen(QPen(QColor(31, 119, 180), 1.5));
@@ -156,23 +176,33 @@ void LivePlotsPanel::buildLanesPlot() {
 }
 
 void LivePlotsPanel::buildProbePlots() {
-    m_logits = makePlot(tr("Logits per layer: max, p99 (light), capped (dark)"), tr("logit"));
+    m_logits = makePlot(tr("Logits per layer: max, p99 (light), capped (dark)"), tr("logit"),
+                        tr("Logits per layer"));
     setLogAxis(m_logits->yAxis, true);
-    m_norms = makePlot(tr("q, k (light) norm p90 per layer"), tr("L2 norm"));
+    m_norms = makePlot(tr("q, k (light) norm p90 per layer"), tr("L2 norm"), tr("q, k norm p90"));
     setLogAxis(m_norms->yAxis, true);
-    m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"));
+    m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"),
+                         tr("Entropy (→ 0: one-hot)"));
     m_clips = std::make_unique<QkClipMarks>(m_logits);
 }
 
-QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel) {
+QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel,
+                                      const QString& shortTitle) {
     auto* plot = new QCustomPlot(this);
+    // The layout may make a plot narrower than its full title and legend: the title then
+    // shortens (fitTitle) and the legend takes more rows, instead of the window growing past
+    // a 1024x768 projector.
+    plot->setMinimumSize(200, 140);
     stylePlot(plot, yLabel);
     plot->xAxis->setLabel(tr("step"));  // every x-axis says what it counts
     plot->plotLayout()->insertRow(0);
     QFont f = font();
     f.setBold(true);
     f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
-    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    auto* titleElement = new QCPTextElement(plot, title, f);
+    titleElement->setProperty("fullTitle", title);
+    titleElement->setProperty("shortTitle", shortTitle);
+    plot->plotLayout()->addElement(0, 0, titleElement);
     placeLegendOutside(plot, 1);  // under the title, never over the data
     themePlot(plot);              // the title element too
     m_hover->addPlot(plot);
@@ -408,6 +438,39 @@ QCustomPlot* LivePlotsPanel::plotForMetric(const QString& metric) const {
     return m_logits;  // logit_* and frac_at_cap (the logits' story), and anything unknown
 }
 
+void LivePlotsPanel::setLessonMetrics(const QStringList& metrics) {
+    m_lessonPlots.clear();
+    for (const QString& metric : metrics)
+        if (QCustomPlot* plot = plotForMetric(metric); !m_lessonPlots.contains(plot))
+            m_lessonPlots << plot;
+    relayoutPlots();
+}
+
+QList<QCustomPlot*> LivePlotsPanel::shownPlots() const {
+    // Reading order: the loss first, the logits beside it, as the everyday grid has them.
+    const QList<QCustomPlot*> order = {m_loss, m_logits, m_grad, m_norms, m_lanes, m_entropy};
+    if (!presenterActive() || m_lessonPlots.isEmpty()) return order;
+    QList<QCustomPlot*> shown;
+    for (QCustomPlot* plot : order)
+        if (m_lessonPlots.contains(plot)) shown << plot;
+    return shown;
+}
+
+void LivePlotsPanel::relayoutPlots() {
+    for (QCustomPlot* plot : {m_loss, m_logits, m_grad, m_norms, m_lanes, m_entropy}) {
+        m_grid->removeWidget(plot);
+        plot->hide();
+    }
+    const QList<QCustomPlot*> shown = shownPlots();
+    // One named plot takes the whole width; otherwise two to a row.
+    const int columns = shown.size() == 1 ? 1 : 2;
+    for (int i = 0; i < shown.size(); ++i) {
+        m_grid->addWidget(shown[i], i / columns, i % columns);
+        shown[i]->show();
+    }
+    for (int r = 0; r < 3; ++r) m_grid->setRowStretch(r, r < (shown.size() + 1) / columns ? 1 : 0);
+}
+
 int LivePlotsPanel::lossPointCount() const {
     return m_trainLoss->dataCount();
 }
@@ -443,9 +506,11 @@ void LivePlotsPanel::replotNow() {
             const double base = g->property("baseWidth").toDouble();
             pen.setWidthF(presenterActive() ? curvePenWidth(base) : dense ? 0 : base);
             g->setPen(pen);
+            showLonePoint(g);
         }
         if (follow && maxX > 0) p->xAxis->setRange(0, maxX);
         fitLegendColumns(p);
+        fitTitle(p);
         for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
             if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
             // When zoomed, fit y to what is visible rather than to the whole run.

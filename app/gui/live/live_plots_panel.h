@@ -9,6 +9,7 @@
 #pragma once
 
 #include <QMap>
+#include <QStringList>
 #include <QWidget>
 #include <memory>
 #include <utility>
@@ -22,6 +23,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QGridLayout;
 class QHBoxLayout;
 class QCPAxis;
 class QCPGraph;
@@ -54,6 +56,14 @@ class LivePlotsPanel : public QWidget {
     // The plot that shows a lesson metric (a probe column, or a step-metric column one of the
     // plots draws); the logit plot for anything else.
     QCustomPlot* plotForMetric(const QString& metric) const;
+    // The plots a lesson step names (metric names, as plotForMetric takes them). In presenter
+    // mode only those are laid out, two to a row, so that a projector's few pixels go to
+    // them; outside it, or with none named, all six are.
+    void setLessonMetrics(const QStringList& metrics);
+    // Lays the plots out again for presenter mode or the everyday view (PresenterMode calls
+    // it on entering and leaving).
+    void relayoutPlots();
+    QList<QCustomPlot*> shownPlots() const;
     HoverCursor* hoverCursor() const { return m_hover; }
     const QkClipMarks& clipMarks() const { return *m_clips; }  // on the logit plot
     void setXAxis(XAxisKind kind);
@@ -71,7 +81,7 @@ class LivePlotsPanel : public QWidget {
     void buildLossAndGradientPlots();
     void buildLanesPlot();
     void buildProbePlots();
-    QCustomPlot* makePlot(const QString& title, const QString& yLabel);
+    QCustomPlot* makePlot(const QString& title, const QString& yLabel, const QString& shortTitle);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
     // A graph of `plot` (on `valueAxis`, else the left axis) that draws a step-metric column.
     QCPGraph* stepGraph(QCustomPlot* plot, const char* column, QCPAxis* valueAxis = nullptr);
@@ -103,6 +113,8 @@ class LivePlotsPanel : public QWidget {
     HoverCursor* m_hover = nullptr;
     QTimer* m_replotTimer = nullptr;
     QList<QCustomPlot*> m_plots;
+    QList<QCustomPlot*> m_lessonPlots;  // setLessonMetrics
+    QGridLayout* m_grid = nullptr;
     QCustomPlot* m_loss = nullptr;
     QCustomPlot* m_grad = nullptr;
     QCustomPlot* m_lanes = nullptr;

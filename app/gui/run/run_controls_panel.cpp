@@ -68,10 +68,12 @@ RunControlsPanel::RunControlsPanel(RunController* controller, QWidget* parent)
     layout->addWidget(m_status, 3);
 
     m_queue = new QComboBox;
+    m_queue->setObjectName(QStringLiteral("runQueue"));
     m_queue->setToolTip(tr("Runs waiting to train, in order"));
     m_queue->setMinimumContentsLength(18);
     m_queue->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_removeQueued = new QPushButton(tr("Unqueue"));
+    m_removeQueued->setObjectName(QStringLiteral("unqueueButton"));
     layout->addWidget(m_queue);
     layout->addWidget(m_removeQueued);
 

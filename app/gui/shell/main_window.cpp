@@ -404,6 +404,10 @@ QWidget* MainWindow::livePlotOf(const QString& metric) const {
     return m_live->plotForMetric(metric);
 }
 
+void MainWindow::setLessonPlots(const QStringList& metrics) {
+    m_live->setLessonMetrics(metrics);
+}
+
 bool MainWindow::postIntervention(const Event& event) {
     return m_interventions->post(event);
 }

@@ -5,8 +5,9 @@
 
 #include <QApplication>
 #include <QDockWidget>
-#include <QLineEdit>
+#include <QEvent>
 #include <QMainWindow>
+#include <QMenuBar>
 #include <QScreen>
 #include <QStatusBar>
 #include <QTimer>
@@ -19,8 +20,12 @@ namespace qklab::gui {
 
 namespace {
 
-// The docks a lesson does not need.
-const char* const kHiddenDocks[] = {"setupDock", "interventionDock", "runsDock"};
+// The docks a lesson does not need. The Sample dock goes too: at 1080p it took 30 % of the
+// width and cut the plots' titles; a lesson that wants text shows it in its own step.
+const char* const kHiddenDocks[] = {"setupDock", "interventionDock", "runsDock", "sampleDock"};
+// And the parts a class does not use: of the Train strip it keeps Start, Pause, Stop and the
+// progress; of Compare the view controls, not saving and exports.
+const char* const kHiddenWidgets[] = {"runName", "runQueue", "unqueueButton", "compareSaveRow"};
 
 QFont scaled(QFont f, double k) {
     if (f.pointSizeF() > 0)
@@ -86,6 +91,7 @@ void scaleAxis(QCPAxis* axis, Walk on) {
 }  // namespace
 
 PresenterMode::PresenterMode(QMainWindow* window) : QObject(window), m_window(window) {
+    m_window->installEventFilter(this);
     m_refresh = new QTimer(this);
     m_refresh->setInterval(1000);
     connect(m_refresh, &QTimer::timeout, this, [this] { applyToAllPlots(true); });
@@ -128,7 +134,10 @@ void PresenterMode::applyToAllPlots(bool adopt) {
     for (QCustomPlot* plot : m_window->findChildren<QCustomPlot*>())
         applyToPlot(plot, m_active, adopt);
     if (adopt) return;
-    for (LivePlotsPanel* live : m_window->findChildren<LivePlotsPanel*>()) live->replotNow();
+    for (LivePlotsPanel* live : m_window->findChildren<LivePlotsPanel*>()) {
+        live->relayoutPlots();  // presenter mode shows only the plots the lesson step names
+        live->replotNow();
+    }
 }
 
 void PresenterMode::setActive(bool on) {
@@ -150,10 +159,14 @@ void PresenterMode::enter() {
     setPresenterActive(true, m_window);
     for (const char* name : kHiddenDocks)
         if (auto* dock = m_window->findChild<QDockWidget*>(QLatin1String(name))) dock->hide();
-    if (auto* name = m_window->findChild<QLineEdit*>(QStringLiteral("runName"))) {
-        m_nameFieldVisible = !name->isHidden();
-        name->hide();
-    }
+    m_hiddenWidgets.clear();
+    for (const char* name : kHiddenWidgets)
+        if (auto* w = m_window->findChild<QWidget*>(QLatin1String(name)); w && !w->isHidden()) {
+            m_hiddenWidgets << w;
+            w->hide();
+        }
+    if (auto* lesson = m_window->findChild<QDockWidget*>(QStringLiteral("lessonDock")))
+        lesson->installEventFilter(this);
     // Height is what a 1280x720 projector lacks: no dock title bars, no status bar.
     for (QDockWidget* dock : m_window->findChildren<QDockWidget*>())
         if (!dock->titleBarWidget()) {
@@ -163,18 +176,43 @@ void PresenterMode::enter() {
         }
     m_statusBarVisible = !m_window->statusBar()->isHidden();
     m_window->statusBar()->hide();
+    // The menu bar too: its actions are the window's as well, so F11 and the lesson keys
+    // still work.
+    m_menuBarVisible = !m_window->menuBar()->isHidden();
+    m_window->menuBar()->hide();
     applyToAllPlots(false);
     m_refresh->start();
     // Without a window manager (a projector's kiosk session, Xvfb) full screen is only a
     // state: the size has to be asked for too.
     if (QScreen* screen = m_window->screen()) m_window->setGeometry(screen->geometry());
     m_window->showFullScreen();
-    // The lesson's text gets about a quarter of the width once the window has its size.
-    QTimer::singleShot(0, this, [this] {
-        auto* lesson = m_window->findChild<QDockWidget*>(QStringLiteral("lessonDock"));
-        if (m_active && lesson && lesson->isVisible())
-            m_window->resizeDocks({lesson}, {m_window->width() * 26 / 100}, Qt::Horizontal);
-    });
+    QTimer::singleShot(0, this, &PresenterMode::fitLessonDock);
+}
+
+// The lesson's text gets about a quarter of the width, and at least 300 px: a callout and
+// Next must read on a 1024x768 projector. Again whenever the window's size changes or the
+// lesson dock appears (a lesson opened while presenting).
+void PresenterMode::fitLessonDock() {
+    if (!m_active) return;
+    // The window grew past the screen while the hidden docks' sizes still counted (the
+    // minimum the layout set then stays): back to the screen, now that it fits. (Without a
+    // window manager, full screen is not even a state: isFullScreen() stays false.)
+    if (QScreen* screen = m_window->screen();
+        screen && m_window->geometry() != screen->geometry() &&
+        m_window->minimumSizeHint().width() <= screen->geometry().width()) {
+        m_window->setMinimumSize(0, 0);
+        m_window->setGeometry(screen->geometry());
+    }
+    auto* lesson = m_window->findChild<QDockWidget*>(QStringLiteral("lessonDock"));
+    if (m_active && lesson && lesson->isVisible())
+        m_window->resizeDocks({lesson}, {std::max(300, m_window->width() * 26 / 100)},
+                              Qt::Horizontal);
+}
+
+bool PresenterMode::eventFilter(QObject* watched, QEvent* event) {
+    if (m_active && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
+        QTimer::singleShot(0, this, &PresenterMode::fitLessonDock);
+    return QObject::eventFilter(watched, event);
 }
 
 void PresenterMode::leave() {
@@ -183,8 +221,9 @@ void PresenterMode::leave() {
     QApplication::setFont(m_appFont);
     setPresenterActive(false, m_window);
     applyToAllPlots(false);  // restores every original font and pen
-    if (auto* name = m_window->findChild<QLineEdit*>(QStringLiteral("runName")))
-        name->setVisible(m_nameFieldVisible);
+    for (const QPointer<QWidget>& w : m_hiddenWidgets)
+        if (w) w->show();
+    m_hiddenWidgets.clear();
     for (QDockWidget* dock : m_window->findChildren<QDockWidget*>())
         if (QWidget* bar = dock->titleBarWidget();
             bar && bar->objectName() == QLatin1String("presenterTitleBar")) {
@@ -192,6 +231,7 @@ void PresenterMode::leave() {
             delete bar;
         }
     m_window->statusBar()->setVisible(m_statusBarVisible);
+    m_window->menuBar()->setVisible(m_menuBarVisible);
     m_window->setWindowState(m_windowState);
     m_window->restoreGeometry(m_geometry);
     m_window->restoreState(m_dockState);

@@ -1,10 +1,11 @@
 // presenter_mode.h — View > Presenter mode (F11): the window as a class sees it on a
 // projector. Full screen; the application font and every plot font at kFontScale (1.5x);
 // curves at least 2.5 px (theme.h's curvePenWidth); the high-contrast presenter palette; and
-// only what a lesson needs: the lesson player, the views with the plots, the Start/Pause strip
-// (and the replay bar while replaying). The set-up form, the intervention dock and the run
-// browser hide, and so do the dock title bars and the status bar (height is what a 1280x720
-// projector lacks).
+// only what a lesson needs: the lesson player, the views with the plots the lesson step names
+// (LivePlotsPanel::setLessonMetrics), the Start/Pause strip (and the replay bar while
+// replaying). The set-up form, the intervention dock, the run browser and the Sample dock
+// hide, and so do the dock title bars, the menu bar and the status bar: the window fits a
+// 1024x768 projector whole (tests/gui/lesson_presenter_test.cpp).
 //
 // Leaving restores everything exactly: the window state and geometry, the dock layout, the
 // application font, and each plot font and pen as it was (the originals are kept on the
@@ -13,7 +14,10 @@
 
 #include <QByteArray>
 #include <QFont>
+#include <QList>
 #include <QObject>
+#include <QPointer>
+#include <QWidget>
 #include <Qt>
 
 class QCustomPlot;
@@ -41,7 +45,11 @@ class PresenterMode : public QObject {
   signals:
     void activeChanged(bool on);
 
+  protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
   private:
+    void fitLessonDock();
     void enter();
     void leave();
     void applyToAllPlots(bool adopt);
@@ -52,8 +60,9 @@ class PresenterMode : public QObject {
     QByteArray m_dockState;
     QByteArray m_geometry;
     Qt::WindowStates m_windowState;
-    bool m_nameFieldVisible = true;
+    QList<QPointer<QWidget>> m_hiddenWidgets;  // hidden on entering, shown on leaving
     bool m_statusBarVisible = true;
+    bool m_menuBarVisible = true;
     QTimer* m_refresh = nullptr;  // plots built while presenting (a comparison) follow
 };
 

@@ -30,6 +30,9 @@ struct LessonField {
     std::string help;
 };
 
+// The fields a step may hold (the parser's allowed keys and the reference's Step list).
+const std::vector<LessonField>& lessonStepFields();
+
 struct LessonActionKind {
     std::string name;  // e.g. "start_preset"
     std::string help;
@@ -78,6 +81,7 @@ struct LessonStep {
     std::optional<int> layer, head;
     nlohmann::json action = {{"kind", "none"}};  // validated against lessonActionKinds()
     std::vector<PauseCondition> pauses;
+    std::vector<std::string> plots;  // metrics whose plots presenter mode shows (none: its default)
     std::string actionKind() const { return action.value("kind", "none"); }
 };
 

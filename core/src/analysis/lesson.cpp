@@ -21,6 +21,22 @@ namespace qklab {
 
 using nlohmann::json;
 
+const std::vector<LessonField>& lessonStepFields() {
+    static const std::vector<LessonField> fields = {
+        {"title", "text", false, "the step's heading"},
+        {"text", "Markdown", true, "what to look at and why"},
+        {"view", "text", false, "the view it shows (below; default live)"},
+        {"layer", "integer", false, "the layer the view selects"},
+        {"head", "integer", false, "the head the view selects"},
+        {"action", "object", false, "what runs (below; default none)"},
+        {"pause", "list of conditions", false, "when to stop and explain (below)"},
+        {"plots", "list of text", false,
+         "metrics whose live plots presenter mode shows (1 to 6; default: loss, raw max logit, "
+         "q/k norms, entropy and the plots the pause conditions name)"},
+    };
+    return fields;
+}
+
 const std::vector<LessonActionKind>& lessonActionKinds() {
     static const std::vector<LessonActionKind> kinds = {
         {"none", "nothing runs: the step only shows its view and text", {}},
@@ -343,9 +359,27 @@ class LessonParser {
         return c;
     }
 
+    // A list of lessonMetrics() names (a step's "plots").
+    std::vector<std::string> metricList(const json& list, const std::string& field) const {
+        if (!isTextList(list) || list.empty() || list.size() > 6)
+            fail(field, "expected a list of 1 to 6 metric names, got " + shortJson(list));
+        const auto metrics = lessonMetrics();
+        std::vector<std::string> out;
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string m = list[i].get<std::string>();
+            if (std::find(metrics.begin(), metrics.end(), m) == metrics.end())
+                fail(field + "[" + std::to_string(i) + "]",
+                     quotedClip(m) + " is not a metric" + suggestion(m, metrics));
+            out.push_back(m);
+        }
+        return out;
+    }
+
     LessonStep step(const json& s) const {
         if (!s.is_object()) fail("", "a step is a JSON object, got " + shortJson(s));
-        checkKeys(s, {"title", "text", "view", "layer", "head", "action", "pause"}, "");
+        std::vector<std::string> keys;
+        for (const LessonField& f : lessonStepFields()) keys.push_back(f.name);
+        checkKeys(s, keys, "");
         LessonStep st;
         st.title = text(s, "title", false);
         st.text = text(s, "text", true);
@@ -364,6 +398,7 @@ class LessonParser {
             action(s["action"]);
             st.action = s["action"];
         }
+        if (s.contains("plots")) st.plots = metricList(s["plots"], "plots");
         if (s.contains("pause")) {
             if (!s["pause"].is_array()) fail("pause", "expected a list of conditions");
             for (size_t i = 0; i < s["pause"].size(); ++i)
@@ -408,10 +443,11 @@ std::string lessonReferenceMarkdown() {
        << "### Lesson\n\n"
        << "- `title` (text, required), `summary` (text), `teacher_notes` (Markdown), `minutes` "
           "(integer: how long it runs live), `steps` (list, required).\n\n"
-       << "### Step\n\n"
-       << "- `title` (text), `text` (Markdown, required), `view`, `layer`, `head` "
-          "(integers), `action`, `pause` (list of conditions).\n\n"
-       << "### Views (`view`)\n\n";
+       << "### Step\n\n";
+    for (const auto& f : lessonStepFields())
+        md << "- `" << f.name << "` (" << f.type << (f.required ? ", required" : "")
+           << "): " << f.help << "\n";
+    md << "\n### Views (`view`)\n\n";
     for (const auto& v : lessonViews()) md << "- `" << v.name << "`: " << v.help << "\n";
     md << "\n### Actions (`action.kind`)\n\n";
     for (const auto& k : lessonActionKinds()) {
