@@ -142,17 +142,18 @@ class LessonPresenterTest : public QObject {
                 const QString where = lesson.id + QStringLiteral(" step %1").arg(i + 1);
                 const QSize min = w.minimumSizeHint().expandedTo(w.minimumSize());
                 QVERIFY2(min.width() <= projector.width() && min.height() <= projector.height(),
-                         qPrintable(where + QStringLiteral(": minimum %1x%2")
-                                                .arg(min.width())
-                                                .arg(min.height())));
+                         qPrintable(
+                             where +
+                             QStringLiteral(": minimum %1x%2").arg(min.width()).arg(min.height())));
                 w.setGeometry(QRect(QPoint(0, 0), projector));
                 QTRY_COMPARE(w.size(), projector);
                 for (QWidget* part : {static_cast<QWidget*>(w.part<LessonPlayer>()),
                                       static_cast<QWidget*>(w.part<LivePlotsPanel>())}) {
                     if (!part->isVisible()) continue;
                     // The dock takes its share once the layout has seen the new size.
-                    QTRY_VERIFY2(part->width() >= 240,
-                                 qPrintable(where + QStringLiteral(" width %1").arg(part->width())));
+                    QTRY_VERIFY2(
+                        part->width() >= 240,
+                        qPrintable(where + QStringLiteral(" width %1").arg(part->width())));
                     const QRect r(part->mapTo(&w, QPoint(0, 0)), part->size());
                     QVERIFY2(QRect(QPoint(0, 0), projector).contains(r),
                              qPrintable(where + QStringLiteral(": %1 at %2,%3 %4x%5")

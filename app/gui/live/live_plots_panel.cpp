@@ -155,7 +155,8 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
 // Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so an
 // intervention's effect on each is visible at the same x.
 void LivePlotsPanel::buildLanesPlot() {
-    m_lanes = makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"), tr("LR · alpha · C"));
+    m_lanes =
+        makePlot(tr("LR · QK-norm alpha · softcap C"), tr("learning rate"), tr("LR · alpha · C"));
     QCPGraph* lr = stepGraph(m_lanes, "lr");
     lr->setName(tr("LR"));
     lr->setPen(QPen(QColor(31, 119, 180), 1.5));
