@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "qklab/error.h"
+#include "qklab/names.h"
 
 namespace fs = std::filesystem;
 using namespace qklab;
@@ -213,4 +214,20 @@ TEST(Lesson, DocsCarryTheGeneratedReference) {
     const std::string doc((std::istreambuf_iterator<char>(in)), {});
     EXPECT_NE(doc.find(lessonReferenceMarkdown()), std::string::npos)
         << "regenerate its reference: build/app/cli/qklab-cli lesson --reference";
+}
+
+// A lesson run again into the same database: the next number after the highest used, and
+// only names of the series count ("lesson-blowup-healthy" is not "lesson-blowup (N)").
+TEST(Lesson, RunsAgainUnderTheNextNumberedName) {
+    EXPECT_EQ(numberedName("lesson-blowup", {}), "lesson-blowup");
+    EXPECT_EQ(numberedName("lesson-blowup", {"lesson-blowup-healthy"}), "lesson-blowup");
+    EXPECT_EQ(numberedName("lesson-blowup", {"lesson-blowup"}), "lesson-blowup (2)");
+    EXPECT_EQ(numberedName("lesson-blowup", {"lesson-blowup", "lesson-blowup (3)"}),
+              "lesson-blowup (4)");
+    EXPECT_EQ(numberedName("x", {"x (2)"}), "x (3)");  // the first deleted: still onwards
+    EXPECT_EQ(numberInSeries("x", "x"), 1);
+    EXPECT_EQ(numberInSeries("x (12)", "x"), 12);
+    for (const char* other :
+         {"x (1)", "x (02)", "x ()", "x (2", "x (2) ", "y (2)", "x (-2)", "x (1234567)"})
+        EXPECT_EQ(numberInSeries(other, "x"), 0) << other;
 }

@@ -6,8 +6,10 @@
 // the trainer at the exact step and a lesson's intervention lands at its at_step.
 #include "lessons/lesson_player.h"
 
+#include <QAction>
 #include <QDockWidget>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QListWidget>
 #include <QProcess>
@@ -19,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/run_controller.h"
+#include "compare/compare_panel.h"
 #include "lesson_test_util.h"
 #include "lessons/lesson_library.h"
 #include "lessons/lesson_stage.h"
@@ -322,6 +325,79 @@ class LessonPlayerTest : public QObject {
         QCOMPARE(events[0].step, int64_t(25));
         QCOMPARE(events[0].kind, std::string("lr_multiplier"));
         QCOMPARE(events[0].source, std::string("user"));
+    }
+
+    // The class: a lesson opened before class and again in class, into the same
+    // database. The second time its run is "<name> (2)" (no "already exists"), the compare
+    // step compares the runs of this playing, and the lesson's line says when training ended.
+    void aLessonRunsAgainIntoTheSameDatabase() {
+        nlohmann::json set = tinySet();
+        nlohmann::json lesson = {
+            {"title", "Twice"},
+            {"steps",
+             {{{"text", "Train."},
+               {"action",
+                {{"kind", "start_preset"},
+                 {"preset", "default"},
+                 {"name", "twice"},
+                 {"set", set}}}},
+              {{"text", "Train again."},
+               {"action",
+                {{"kind", "start_preset"},
+                 {"preset", "default"},
+                 {"name", "twice-b"},
+                 {"set", set}}}},
+              {{"text", "Compare."},
+               {"view", "compare"},
+               {"action", {{"kind", "compare"}, {"runs", {"twice", "twice-b"}}}}}}}};
+        const QString path = writeFile(QStringLiteral("twice.json"), lesson.dump());
+        auto w = window();
+        QVERIFY(w);
+        RunController* c = w->controller();
+        LessonPlayer* player = w->part<LessonPlayer>();
+        std::vector<int64_t> firstIds;
+        auto* status = player->findChild<QLabel*>(QStringLiteral("lessonStatus"));
+        const auto trainedBoth = [&] {
+            QVERIFY(status->text().startsWith(QStringLiteral("Training")));
+            QTRY_VERIFY_WITH_TIMEOUT(status->text().contains(QStringLiteral("has finished")),
+                                     60000);
+            player->next();
+            QTRY_VERIFY_WITH_TIMEOUT(status->text().contains(QStringLiteral("has finished")),
+                                     60000);
+            QVERIFY(!c->isBusy());
+        };
+        for (int playing = 1; playing <= 2; ++playing) {
+            QVERIFY2(w->openLesson(path), qPrintable(player->errorText()));
+            trainedBoth();
+            player->next();
+            QTRY_COMPARE(w->part<ComparePanel>()->runIds().size(), size_t(2));
+            if (playing == 1) firstIds = w->part<ComparePanel>()->runIds();
+        }
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        const std::vector<int64_t> again = w->part<ComparePanel>()->runIds();
+        QCOMPARE(store.findRun("twice (2)").id, again[0]);
+        QCOMPARE(store.findRun("twice-b (2)").id, again[1]);
+        QVERIFY(again[0] > firstIds[1]);
+        QCOMPARE(store.findRun("twice").id, firstIds[0]);
+    }
+
+    // File > Fresh class database: one click, a new empty database beside the open one; the
+    // old one and its runs stay.
+    void aClassStartsFromAFreshDatabaseInOneClick() {
+        auto w = window();
+        QVERIFY(w);
+        const QString before = w->databasePath();
+        auto* fresh = w->findChild<QAction*>(QStringLiteral("freshClassDatabase"));
+        QVERIFY(fresh);
+        fresh->trigger();
+        const QString now = w->databasePath();
+        QVERIFY(now != before);
+        QCOMPARE(QFileInfo(now).absolutePath(), QFileInfo(before).absolutePath());
+        QVERIFY2(QFileInfo(now).fileName().startsWith(QStringLiteral("class-")), qPrintable(now));
+        QVERIFY(RunStore(now.toStdString(), StoreAccess::ReadOnly).listRuns().empty());
+        QVERIFY(!RunStore(before.toStdString(), StoreAccess::ReadOnly).listRuns().empty());
+        fresh->trigger();  // twice in one minute: another file, not the same one
+        QVERIFY(w->databasePath() != now);
     }
 };
 

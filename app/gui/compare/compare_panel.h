@@ -38,6 +38,7 @@ class ComparePanel : public QWidget {
 
     // Loads the runs from the store on a pool thread, then shows them.
     void setRuns(const QString& dbPath, const std::vector<int64_t>& runIds);
+    const std::vector<int64_t>& runIds() const { return m_runIds; }
     // Shows an already loaded comparison (tests, and setRuns's result).
     void setComparison(Comparison comparison);
     const Comparison& comparison() const { return m_comparison; }

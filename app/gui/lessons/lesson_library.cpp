@@ -1,6 +1,7 @@
 // lesson_library.cpp — listing, resolving and reading lessons; the chooser dialog.
 #include "lessons/lesson_library.h"
 
+#include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
@@ -79,6 +80,10 @@ Lesson readLesson(const QString& path) {
     return parsePlayableLesson(readAppFile(path, kLessonFile), origin.toStdString(), presets);
 }
 
+bool LessonChooser::freshDatabase() const {
+    return m_fresh->isChecked();
+}
+
 LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Open lesson"));
     auto* layout = new QVBoxLayout(this);
@@ -105,6 +110,11 @@ LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {
     if (m_list->count() > 0) m_list->setCurrentRow(0);
     layout->addWidget(m_list, 1);
     layout->addWidget(summary);
+    m_fresh =
+        new QCheckBox(tr("Start from a fresh database (a new class-<date>.db beside this "
+                         "one; this one is kept)"));
+    m_fresh->setObjectName(QStringLiteral("lessonFreshDatabase"));
+    layout->addWidget(m_fresh);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);
     QPushButton* file = buttons->addButton(tr("Open file…"), QDialogButtonBox::ActionRole);
     layout->addWidget(buttons);

@@ -12,6 +12,7 @@
 
 #include "qklab/lesson.h"
 
+class QCheckBox;
 class QListWidget;
 
 namespace qklab::gui {
@@ -45,10 +46,13 @@ class LessonChooser : public QDialog {
   public:
     explicit LessonChooser(QWidget* parent = nullptr);
     QString chosenPath() const { return m_chosen; }
+    // "Start from a fresh database" was ticked: the class begins with no stored runs.
+    bool freshDatabase() const;
 
   private:
     void acceptCurrent();
     QListWidget* m_list = nullptr;
+    QCheckBox* m_fresh = nullptr;
     QString m_chosen;
 };
 

@@ -12,6 +12,7 @@
 #include "lessons/lesson_player.h"
 #include "lessons/plot_highlight.h"
 #include "lessons/replay_player.h"
+#include "qklab/names.h"
 #include "qklab/run_store.h"
 
 namespace qklab::gui {
@@ -72,11 +73,19 @@ LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* 
         if (batch.runId == m_lessonRun && !batch.steps.isEmpty())
             m_lessonRunStep = batch.steps.back().step;
     });
-    connect(c, &RunController::finished, this, [this](qint64 runId) {
-        if (runId != m_lessonRun) return;
-        m_lessonRun = 0;
-        m_player->setCalloutResumable(false);
-    });
+    connect(c, &RunController::finished, this,
+            [this](qint64 runId, const QString& status, const QString& message) {
+                if (runId != m_lessonRun) return;
+                m_lessonRun = 0;
+                m_player->setCalloutResumable(false);
+                // "Training … live" must not outlive the run.
+                if (status == QLatin1String("finished"))
+                    say(tr("“%1” has finished training (stored for the steps that compare or "
+                           "replay it).")
+                            .arg(m_lessonRunName));
+                else
+                    say(tr("“%1” ended: %2. %3").arg(m_lessonRunName, status, message));
+            });
 }
 
 bool LessonStage::openLesson(const QString& nameOrFile, int startIndex) {
@@ -184,7 +193,12 @@ void LessonStage::startPreset(const LessonStep& step) {
     if (!problems.isEmpty())
         return say(tr("The preset's config is not valid: %1").arg(problems.first()));
     request.dbPath = m_window->databasePath();
-    request.name = qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
+    // A lesson runs again into the same database (a class, a rehearsal the day before): the
+    // step's run name, numbered when taken ("lesson-blowup (2)"). Later steps find it by the
+    // step's name through m_started.
+    const QString stepName =
+        qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
+    request.name = qs(numberedName(stepName.toStdString(), storedRunNames()));
     request.pauses = step.pauses;
     m_window->stopReplay();
     m_replaying = false;
@@ -192,16 +206,18 @@ void LessonStage::startPreset(const LessonStep& step) {
     c->stopAll();
     // The lesson's run is known once it starts (the queue may still be ending the last one).
     auto connection = std::make_shared<QMetaObject::Connection>();
-    *connection = connect(c, &RunController::started, this,
-                          [this, connection, name = request.name](qint64 runId, const QString& n) {
-                              if (n != name) return;
-                              m_lessonRun = runId;
-                              m_lessonRunStep = -1;
-                              m_started.insert(name, runId);
-                              disconnect(*connection);
-                          });
+    *connection =
+        connect(c, &RunController::started, this,
+                [this, connection, name = request.name, stepName](qint64 runId, const QString& n) {
+                    if (n != name) return;
+                    m_lessonRun = runId;
+                    m_lessonRunName = name;
+                    m_lessonRunStep = -1;
+                    m_started.insert(stepName, runId);
+                    disconnect(*connection);
+                });
     c->enqueue(request);
-    say(tr("Training %1 live.").arg(request.name));
+    say(tr("Training “%1” live.").arg(request.name));
 }
 
 void LessonStage::intervene(const LessonStep& step) {
@@ -237,8 +253,21 @@ void LessonStage::intervene(const LessonStep& step) {
                 .arg(atStep));
 }
 
-// A run this lesson trained under that name, else the newest stored run of that name (a class
-// runs a lesson many times into one database), else an id or "id:"/"name:" reference.
+// The names of the runs stored now (none when the database is new).
+std::vector<std::string> LessonStage::storedRunNames() const {
+    std::vector<std::string> names;
+    try {
+        RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
+        for (const RunInfo& r : store.listRuns()) names.push_back(r.name);
+    } catch (const std::exception&) {
+        // A database not created yet holds no names; the run's writer reports real errors.
+    }
+    return names;
+}
+
+// A run this lesson trained for that step name, else the newest stored run of that name or
+// its numbered series ("lesson-blowup (3)": a class runs a lesson many times into one
+// database), else an id or "id:"/"name:" reference.
 bool LessonStage::findRun(const QString& idOrName, int64_t* id) {
     if (m_started.contains(idOrName)) {
         *id = m_started.value(idOrName);
@@ -248,7 +277,7 @@ bool LessonStage::findRun(const QString& idOrName, int64_t* id) {
         RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
         *id = 0;
         for (const RunInfo& r : store.listRuns())
-            if (r.name == idOrName.toStdString()) *id = std::max(*id, r.id);
+            if (numberInSeries(r.name, idOrName.toStdString()) > 0) *id = std::max(*id, r.id);
         if (*id == 0) *id = store.findRun(idOrName.toStdString()).id;
         return true;
     } catch (const std::exception& e) {

@@ -59,6 +59,7 @@ class LessonStage : public QObject {
     void replay(const QString& run, const nlohmann::json& speed, const LessonStep& step);
     void armConditions(const LessonStep& step);
     bool findRun(const QString& idOrName, int64_t* id);
+    std::vector<std::string> storedRunNames() const;
     void onCallout(const Callout& callout, bool live);
     void resumeSource();
     bool sourcePaused() const;
@@ -68,6 +69,7 @@ class LessonStage : public QObject {
     LessonPlayer* m_player;
     ReplayPlayer* m_replay;
     int64_t m_lessonRun = 0;
+    QString m_lessonRunName;
     int64_t m_lessonRunStep = -1;  // the last step of it the views were sent
     bool m_replaying = false;      // the views show the lesson's replay
     int m_layer = -1, m_head = -1;

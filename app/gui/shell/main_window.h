@@ -65,6 +65,8 @@ class MainWindow : public LabWindow {
     // Without modal dialogs (automation, tests): errors go to stderr and the status bar.
     void setQuiet(bool quiet) { m_quiet = quiet; }
     bool openDatabase(const QString& path);
+    // File > Fresh class database: a new empty database beside the open one, opened.
+    bool openFreshClassDatabase();
     void togglePause();  // Run > Pause / resume (Space)
     // The tabs' names in the tab bar's order (the names showTab() takes), and the shown one's.
     QStringList tabNames() const;

@@ -1,7 +1,10 @@
 // main_window_lessons.cpp — the window's lesson parts: the lesson player dock, replay (its
 // player, bar and how replayed rows reach the views), presenter mode and their menu entries.
 #include <QAction>
+#include <QDateTime>
+#include <QDir>
 #include <QDockWidget>
+#include <QFileInfo>
 #include <QInputDialog>
 #include <QMenu>
 #include <QStatusBar>
@@ -61,6 +64,13 @@ void MainWindow::addLessonActions(QMenu* file, QMenu* run, QMenu* view) {
     for (QAction* a : file->actions())
         if (a->isSeparator()) before = a;
     file->insertAction(before, open);
+    auto* fresh = new QAction(tr("Fresh &class database"), this);
+    fresh->setObjectName(QStringLiteral("freshClassDatabase"));
+    fresh->setToolTip(
+        tr("Open a new, empty database next to this one, so a class starts from "
+           "no runs (the old database is kept)"));
+    connect(fresh, &QAction::triggered, this, [this] { openFreshClassDatabase(); });
+    file->insertAction(before, fresh);
 
     run->addSeparator();
     QAction* replay = run->addAction(tr("&Replay run…"), this, &MainWindow::chooseReplay);
@@ -89,8 +99,30 @@ bool MainWindow::openLesson(const QString& nameOrFile, int startIndex) {
 
 void MainWindow::chooseLesson() {
     LessonChooser chooser(this);
-    if (chooser.exec() == QDialog::Accepted && !chooser.chosenPath().isEmpty())
-        openLesson(chooser.chosenPath());
+    if (chooser.exec() != QDialog::Accepted || chooser.chosenPath().isEmpty()) return;
+    if (chooser.freshDatabase() && !openFreshClassDatabase()) return;
+    openLesson(chooser.chosenPath());
+}
+
+// One click for a class that starts from nothing: "class-2026-12-02-0915.db" in the folder of
+// the database open now (the app's data folder when none is), opened; the old one is kept.
+bool MainWindow::openFreshClassDatabase() {
+    const QString current = m_browser->databasePath();
+    const QDir dir = current.isEmpty()
+                         ? QFileInfo(QString::fromStdString(defaultDatabasePath())).absoluteDir()
+                         : QFileInfo(current).absoluteDir();
+    const QString stem = QStringLiteral("class-") +
+                         QDateTime::currentDateTime().toString(QStringLiteral("yyyy-MM-dd-HHmm"));
+    QString path = dir.filePath(stem + QStringLiteral(".db"));
+    for (int n = 2; QFileInfo::exists(path); ++n)
+        path = dir.filePath(stem + QStringLiteral("-%1.db").arg(n));
+    if (!dir.exists() && !QDir().mkpath(dir.absolutePath())) {
+        showError(tr("Fresh class database"), tr("Cannot create the folder %1").arg(dir.path()));
+        return false;
+    }
+    if (!openDatabase(path)) return false;
+    statusBar()->showMessage(tr("A fresh database for the class: %1").arg(path), 15000);
+    return true;
 }
 
 void MainWindow::chooseReplay() {

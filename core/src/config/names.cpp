@@ -1,6 +1,7 @@
 // names.cpp — see qklab/names.h.
 #include "qklab/names.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "qklab/error.h"
@@ -23,6 +24,31 @@ void checkName(const std::string& name, const std::string& what) {
 
 void checkRunName(const std::string& name) {
     checkName(name, "a run name");
+}
+
+int numberInSeries(const std::string& name, const std::string& base) {
+    if (name == base) return 1;
+    const std::string open = base + " (";
+    if (name.size() <= open.size() + 1 || name.compare(0, open.size(), open) != 0 ||
+        name.back() != ')')
+        return 0;
+    const std::string digits = name.substr(open.size(), name.size() - open.size() - 1);
+    if (digits.empty() || digits.size() > 6 || digits[0] == '0' ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+        return 0;
+    const int n = std::stoi(digits);
+    return n >= 2 ? n : 0;
+}
+
+std::string numberedName(const std::string& base, const std::vector<std::string>& existing) {
+    int highest = 0;
+    for (const std::string& name : existing)
+        highest = std::max(highest, numberInSeries(name, base));
+    if (highest == 0) return base;
+    if (highest >= 999999)
+        throw Error(ErrorCode::InvalidRequest, "every numbered name of '" + clipped(base, 60) +
+                                                   "' is taken; choose another name");
+    return base + " (" + std::to_string(highest + 1) + ")";
 }
 
 }  // namespace qklab
