@@ -16,6 +16,7 @@
 #include "common/plot_cursor.h"
 #include "common/plot_export.h"
 #include "common/run_data.h"
+#include "common/theme.h"
 #include "gui_test_util.h"
 #include "live/attention_map_panel.h"
 #include "live/histogram_panel.h"
@@ -38,6 +39,60 @@ class PanelsTest : public QObject {
     RunConfig m_config;
 
   private slots:
+    // Under QK-norm the norm plot has the lanes the dot product sees (lesson 4's "exactly
+    // 5.66"); a series with one point is drawn as a dot (lesson 4's callout at step 0); in
+    // presenter mode only a lesson step's plots are laid out.
+    void normedLanesLonePointsAndLessonPlots() {
+        LivePlotsPanel panel;
+        RunConfig c = test::tinyConfig(10);
+        c.attention.qkNorm = QkNormVariant::Rms;
+        panel.startLive(7, c, QStringLiteral("normed"));
+        LiveBatch batch;
+        batch.runId = 7;
+        StepMetrics m;
+        m.loss = 5;
+        batch.steps << m;
+        ProbeStats p;
+        p.head = -1;
+        p.qRawNormP90 = 50;
+        p.kRawNormP90 = 40;
+        p.qNormP90 = p.kNormP90 = std::sqrt(32.0);
+        p.logitMaxRaw = 22.9;
+        batch.probes << p;
+        panel.appendBatch(batch);
+        panel.replotNow();
+        auto* norms = qobject_cast<QCustomPlot*>(panel.plotForMetric(QStringLiteral("q_norm_p90")));
+        QMap<QString, double> lanes;
+        for (int i = 0; i < norms->graphCount(); ++i)
+            if (norms->graph(i)->dataCount() > 0)
+                lanes[norms->graph(i)->name()] = norms->graph(i)->data()->at(0)->value;
+        QCOMPARE(lanes.value(QStringLiteral("L0 q")), 50.0);
+        QCOMPARE(lanes.value(QStringLiteral("L0 k")), 40.0);
+        QVERIFY(std::abs(lanes.value(QStringLiteral("L0 q normed")) - 5.657) < 1e-3);
+        QVERIFY(std::abs(lanes.value(QStringLiteral("L0 k normed")) - 5.657) < 1e-3);
+        // One point each: drawn as dots until the second arrives.
+        QCPGraph* loss = panel.lossPlot()->graph(0);
+        QCOMPARE(loss->dataCount(), 1);
+        QVERIFY(!loss->scatterStyle().isNone());
+        batch.probes.clear();
+        batch.steps[0].step = 1;
+        panel.appendBatch(batch);
+        panel.replotNow();
+        QVERIFY(loss->scatterStyle().isNone());
+
+        panel.setLessonMetrics({QStringLiteral("loss"), QStringLiteral("entropy")});
+        QCOMPARE(panel.shownPlots().size(), 6);  // not presenting: all
+        setPresenterActive(true);
+        panel.relayoutPlots();
+        QCOMPARE(panel.shownPlots(),
+                 (QList<QCustomPlot*>{
+                     panel.lossPlot(),
+                     qobject_cast<QCustomPlot*>(panel.plotForMetric(QStringLiteral("entropy")))}));
+        setPresenterActive(false);
+        panel.relayoutPlots();
+        QCOMPARE(panel.shownPlots().size(), 6);
+    }
+
     void initTestCase() {
         registerGuiMetaTypes();
         QVERIFY(m_dir.isValid());

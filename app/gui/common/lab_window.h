@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/run_data.h"
 #include "qklab/events.h"
 #include "qklab/run_config.h"
 
@@ -39,6 +40,8 @@ class LabWindow : public QMainWindow {
     // The live plot that draws a metric (a probe column, loss, grad_norm, lr, …): the one a
     // callout frames.
     virtual QWidget* livePlotOf(const QString& metric) const = 0;
+    // What the live views show now (a live run, a replay up to its position, a stored run).
+    virtual const RunSnapshot& shownLiveRun() const = 0;
     // The live plots a lesson step names (metrics); presenter mode shows only those.
     virtual void setLessonPlots(const QStringList& metrics) = 0;
 

@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QShortcut>
 #include <QStyle>
 #include <QTextBrowser>
@@ -258,8 +259,9 @@ void LessonPlayer::refresh() {
     const int count = m_lesson ? int(m_lesson->steps.size()) : 0;
     m_counter->setText(step ? QStringLiteral("%1 / %2").arg(m_index + 1).arg(count) : QString());
     m_stepTitle->setText(step ? fromStd(step->title) : QString());
+    m_shownText = step ? filled(fromStd(step->text)) : QString();
     if (step)
-        m_text->setMarkdown(fromStd(step->text));
+        m_text->setMarkdown(m_shownText);
     else
         m_text->clear();
     m_text->setVisible(step != nullptr || m_error->isHidden());
@@ -268,6 +270,32 @@ void LessonPlayer::refresh() {
     m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
                                 step->action.contains("fallback_run"));
     m_notesToggle->setVisible(m_lesson && !m_lesson->teacherNotes.empty());
+}
+
+void LessonPlayer::setValueFiller(std::function<QString(const QString&)> filler) {
+    m_filler = std::move(filler);
+}
+
+QString LessonPlayer::filled(const QString& markdown) const {
+    return m_filler && markdown.contains(QLatin1String("{{")) ? m_filler(markdown) : markdown;
+}
+
+void LessonPlayer::refreshValues() {
+    const LessonStep* step = currentStep();
+    if (!step) return;
+    const QString text = fromStd(step->text);
+    if (text.contains(QLatin1String("{{"))) {
+        // Keep the reader's place: the text is replaced, not the scroll position.
+        const int scroll = m_text->verticalScrollBar()->value();
+        const QString now = filled(text);
+        if (now != m_shownText) {
+            m_shownText = now;
+            m_text->setMarkdown(now);
+            m_text->verticalScrollBar()->setValue(scroll);
+        }
+    }
+    if (calloutVisible() && m_calloutSource.contains(QLatin1String("{{")))
+        m_calloutText->setText(filled(m_calloutSource));
 }
 
 QString LessonPlayer::counterText() const {
@@ -295,7 +323,8 @@ bool LessonPlayer::notesVisible() const {
 }
 
 void LessonPlayer::showCallout(const QString& markdown, bool resumable) {
-    m_calloutText->setText(markdown);
+    m_calloutSource = markdown;
+    m_calloutText->setText(filled(markdown));
     m_continue->setVisible(resumable);
     m_callout->show();
     fitCallout();

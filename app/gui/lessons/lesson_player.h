@@ -10,6 +10,7 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <optional>
 
 #include "qklab/lesson.h"
@@ -61,6 +62,13 @@ class LessonPlayer : public QWidget {
     void setNotesVisible(bool visible);
     // A line under the step's text: what the step's action did or why it could not.
     void setStatus(const QString& text);
+    // Fills the step text's and callout's {{…}} placeholders (qklab/lesson_values.h) again
+    // from the rows the filler reads now; cheap when the text has none.
+    void refreshValues();
+
+  public:
+    // Turns Markdown with placeholders into Markdown with numbers (LessonStage's).
+    void setValueFiller(std::function<QString(const QString&)> filler);
 
   signals:
     void stepEntered(int index);
@@ -78,6 +86,7 @@ class LessonPlayer : public QWidget {
     void buildCallout(QVBoxLayout* layout);
     void buildNotes(QVBoxLayout* layout);
     void refresh();
+    QString filled(const QString& markdown) const;
 
     std::optional<Lesson> m_lesson;
     int m_index = -1;
@@ -96,6 +105,9 @@ class LessonPlayer : public QWidget {
     QPushButton* m_next = nullptr;
     QToolButton* m_notesToggle = nullptr;
     QTextBrowser* m_notes = nullptr;
+    std::function<QString(const QString&)> m_filler;
+    QString m_calloutSource;  // the callout as written, placeholders and all
+    QString m_shownText;      // the step text as last filled
 };
 
 }  // namespace qklab::gui

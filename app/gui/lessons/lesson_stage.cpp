@@ -4,6 +4,8 @@
 #include <qcustomplot.h>
 
 #include <QStringList>
+#include <QTimer>
+#include <map>
 #include <memory>
 
 #include "common/lab_window.h"
@@ -12,6 +14,7 @@
 #include "lessons/lesson_player.h"
 #include "lessons/plot_highlight.h"
 #include "lessons/replay_player.h"
+#include "qklab/lesson_values.h"
 #include "qklab/names.h"
 #include "qklab/run_store.h"
 
@@ -39,6 +42,15 @@ QStringList assignments(const nlohmann::json& set) {
 LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* replay)
     : QObject(window), m_window(window), m_player(player), m_replay(replay) {
     RunController* c = m_window->controller();
+    m_player->setValueFiller([this](const QString& markdown) { return fillValues(markdown); });
+    // The numbers in the text follow the run as it trains or replays, a few times a second.
+    m_valuesTimer = new QTimer(this);
+    m_valuesTimer->setSingleShot(true);
+    m_valuesTimer->setInterval(300);
+    connect(m_valuesTimer, &QTimer::timeout, m_player, &LessonPlayer::refreshValues);
+    connect(m_replay, &ReplayPlayer::positionChanged, this, [this] {
+        if (m_replaying && !m_valuesTimer->isActive()) m_valuesTimer->start();
+    });
     connect(m_player, &LessonPlayer::stepEntered, this, &LessonStage::enterStep);
     connect(m_player, &LessonPlayer::resumeRequested, this, &LessonStage::resumeSource);
     connect(m_player, &LessonPlayer::replayInsteadRequested, this, [this] {
@@ -70,8 +82,9 @@ LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* 
     // How far the lesson's run has come, as the views know it: an intervention for a step
     // already past applies now rather than never.
     connect(c, &RunController::batchReady, this, [this](const LiveBatch& batch) {
-        if (batch.runId == m_lessonRun && !batch.steps.isEmpty())
-            m_lessonRunStep = batch.steps.back().step;
+        if (batch.runId != m_lessonRun) return;
+        if (!batch.steps.isEmpty()) m_lessonRunStep = batch.steps.back().step;
+        if (!m_valuesTimer->isActive()) m_valuesTimer->start();
     });
     connect(c, &RunController::finished, this,
             [this](qint64 runId, const QString& status, const QString& message) {
@@ -251,6 +264,56 @@ void LessonStage::intervene(const LessonStep& step) {
                 .arg(label)
                 .arg(reached + 1)
                 .arg(atStep));
+}
+
+// The step's {{…}} placeholders, filled from the run each names: the live views' rows when
+// they show it (the numbers on screen), else its stored rows.
+QString LessonStage::fillValues(const QString& markdown) {
+    std::map<int64_t, std::pair<std::vector<StepMetrics>, std::vector<ProbeStats>>> stored;
+    const auto rows = [&](const std::string& run) -> std::optional<LessonRunRows> {
+        const int64_t id = run.empty() ? ownRunId() : runIdQuietly(qs(run));
+        if (id == 0) return std::nullopt;
+        const RunSnapshot& shown = m_window->shownLiveRun();
+        if (shown.runId == id) return LessonRunRows{&shown.steps, &shown.probes};
+        auto found = stored.find(id);
+        if (found == stored.end()) {
+            try {
+                RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
+                found = stored
+                            .emplace(
+                                id, std::make_pair(store.stepMetrics(id), store.probeStats(id, -1)))
+                            .first;
+            } catch (const std::exception&) {
+                return std::nullopt;
+            }
+        }
+        return LessonRunRows{&found->second.first, &found->second.second};
+    };
+    return qs(fillLessonValues(markdown.toStdString(), rows));
+}
+
+// The run a placeholder without run= reads: the replay's, else the run of the latest
+// start_preset step up to this one (this playing's, else the newest stored one).
+int64_t LessonStage::ownRunId() {
+    if (m_replaying) return m_replay->runId();
+    const Lesson* lesson = m_player->lesson();
+    for (int i = m_player->currentIndex(); lesson && i >= 0; --i)
+        if (lesson->steps[size_t(i)].actionKind() == "start_preset")
+            return runIdQuietly(qs(lessonRunName(*lesson, size_t(i))));
+    return 0;
+}
+
+// findRun without a word in the lesson when there is none (yet): 0.
+int64_t LessonStage::runIdQuietly(const QString& name) {
+    if (m_started.contains(name)) return m_started.value(name);
+    int64_t id = 0;
+    try {
+        RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
+        for (const RunInfo& r : store.listRuns())
+            if (numberInSeries(r.name, name.toStdString()) > 0) id = std::max(id, r.id);
+    } catch (const std::exception&) {
+    }
+    return id;
 }
 
 // The names of the runs stored now (none when the database is new).

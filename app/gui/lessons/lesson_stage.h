@@ -18,6 +18,7 @@
 
 #include "common/gui_types.h"
 
+class QTimer;
 class QWidget;
 
 namespace qklab::gui {
@@ -60,6 +61,9 @@ class LessonStage : public QObject {
     void armConditions(const LessonStep& step);
     bool findRun(const QString& idOrName, int64_t* id);
     std::vector<std::string> storedRunNames() const;
+    QString fillValues(const QString& markdown);
+    int64_t ownRunId();
+    int64_t runIdQuietly(const QString& name);
     void onCallout(const Callout& callout, bool live);
     void resumeSource();
     bool sourcePaused() const;
@@ -75,6 +79,7 @@ class LessonStage : public QObject {
     int m_layer = -1, m_head = -1;
     QHash<QString, int64_t> m_started;  // runs this lesson trained, by name
     QPointer<PlotHighlight> m_highlight;
+    QTimer* m_valuesTimer = nullptr;
 };
 
 }  // namespace qklab::gui

@@ -12,6 +12,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
+#include <tuple>
 
 #include "common/plot_cursor.h"
 #include "common/plot_export.h"
@@ -180,7 +181,8 @@ void LivePlotsPanel::buildProbePlots() {
     m_logits = makePlot(tr("Logits per layer: max, p99 (light), capped (dark)"), tr("logit"),
                         tr("Logits per layer"));
     setLogAxis(m_logits->yAxis, true);
-    m_norms = makePlot(tr("q, k (light) norm p90 per layer"), tr("L2 norm"), tr("q, k norm p90"));
+    m_norms = makePlot(tr("q, k (light) norm p90 per layer; normed (dark)"), tr("L2 norm"),
+                       tr("q, k norm p90"));
     setLogAxis(m_norms->yAxis, true);
     m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"),
                          tr("Entropy (→ 0: one-hot)"));
@@ -238,8 +240,12 @@ QCPGraph* LivePlotsPanel::stepGraph(QCustomPlot* plot, const char* column, QCPAx
     return g;
 }
 
+QString LivePlotsPanel::layerKey(QCustomPlot* plot, const QString& metric, int layer) {
+    return QStringLiteral("%1/%2/%3").arg(quintptr(plot)).arg(metric).arg(layer);
+}
+
 QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer) {
-    const QString key = QStringLiteral("%1/%2/%3").arg(quintptr(plot)).arg(metric).arg(layer);
+    const QString key = layerKey(plot, metric, layer);
     if (QCPGraph* g = m_layerGraphs.value(key)) return g;
     QCPGraph* g = plot->addGraph();
     // Solid pens only: QPainter dashes a 10k-point polyline ~10x slower than it draws it solid
@@ -248,7 +254,9 @@ QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, i
     QColor color = layerColor(layer);
     if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k"))
         color = color.lighter(160);
-    if (metric == QLatin1String("max_capped")) color = color.darker(170);
+    if (metric == QLatin1String("max_capped") || metric.endsWith(QLatin1String("_normed")))
+        color = color.darker(170);
+    if (metric == QLatin1String("k_normed")) color = color.lighter(130);
     g->setPen(QPen(color,
                    metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
     QString name = QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' '));
@@ -406,6 +414,15 @@ void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t fro
             add(m_logits, "max_capped", p.logitMaxCapped);
         add(m_norms, "q", p.qRawNormP90);
         add(m_norms, "k", p.kRawNormP90);
+        // Under QK-norm the vectors the dot product sees have other lengths than the
+        // projections' (RMS norm: exactly sqrt(d_head)); those lanes appear, dark, once they
+        // differ, and stay for the rest of the run (a switch-off shows them rejoin).
+        for (const auto& [metric, normed, raw] :
+             {std::tuple{"q_normed", p.qNormP90, p.qRawNormP90},
+              std::tuple{"k_normed", p.kNormP90, p.kRawNormP90}})
+            if (std::fabs(normed - raw) > 1e-6 * std::max(1.0, std::fabs(raw)) ||
+                m_layerGraphs.contains(layerKey(m_norms, QString::fromLatin1(metric), l)))
+                add(m_norms, metric, normed);
         add(m_entropy, "entropy", p.entropy);
     }
 }

@@ -83,6 +83,7 @@ class LivePlotsPanel : public QWidget {
     void buildProbePlots();
     QCustomPlot* makePlot(const QString& title, const QString& yLabel, const QString& shortTitle);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
+    static QString layerKey(QCustomPlot* plot, const QString& metric, int layer);
     // A graph of `plot` (on `valueAxis`, else the left axis) that draws a step-metric column.
     QCPGraph* stepGraph(QCustomPlot* plot, const char* column, QCPAxis* valueAxis = nullptr);
     void addSteps(const std::vector<StepMetrics>& steps, size_t from);

@@ -404,6 +404,10 @@ QWidget* MainWindow::livePlotOf(const QString& metric) const {
     return m_live->plotForMetric(metric);
 }
 
+const RunSnapshot& MainWindow::shownLiveRun() const {
+    return m_live->run();
+}
+
 void MainWindow::setLessonPlots(const QStringList& metrics) {
     m_live->setLessonMetrics(metrics);
 }

@@ -52,6 +52,7 @@ class MainWindow : public LabWindow {
     void selectLayerHead(int layer, int head) override;
     QWidget* livePlotOf(const QString& metric) const override;
     void setLessonPlots(const QStringList& metrics) override;
+    const RunSnapshot& shownLiveRun() const override;
     bool loadPreset(const QString& pathOrName) override;
     bool applyOverrides(const QStringList& assignments, QString* error) override;
     RunConfig formConfig(QStringList* problems) override;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "qklab/error.h"
 #include "qklab/events.h"
 #include "qklab/input_file.h"
+#include "qklab/lesson_values.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_config.h"
 #include "qklab/run_store.h"
@@ -516,8 +518,8 @@ std::string lessonRunName(const Lesson& lesson, size_t stepIndex) {
 namespace {
 
 // One start_preset step as the app would start it: found, loaded, overridden, validated.
-void checkStartPreset(const Lesson& lesson, size_t index, const std::string& where,
-                      const LessonPresetLookup& presets) {
+RunConfig checkStartPreset(const Lesson& lesson, size_t index, const std::string& where,
+                           const LessonPresetLookup& presets) {
     const json& a = lesson.steps[index].action;
     const auto fail = [&where](const std::string& field, const std::string& what) {
         throw Error(ErrorCode::InvalidConfig, where + field + ": " + what);
@@ -556,16 +558,19 @@ void checkStartPreset(const Lesson& lesson, size_t index, const std::string& whe
     } catch (const Error& e) {
         fail("action.name", e.what() + std::string(" (the run name of this step)"));
     }
+    return c;
 }
 
 }  // namespace
 
 void checkLessonPlayable(const Lesson& lesson, const std::string& origin,
                          const LessonPresetLookup& presets) {
+    std::map<std::string, RunConfig> configs;  // the runs the lesson trains, by name
     for (size_t i = 0; i < lesson.steps.size(); ++i)
         if (lesson.steps[i].actionKind() == "start_preset")
-            checkStartPreset(lesson, i, origin + ": " + stepLabel(i, lesson.steps[i].title) + ": ",
-                             presets);
+            configs[lessonRunName(lesson, i)] = checkStartPreset(
+                lesson, i, origin + ": " + stepLabel(i, lesson.steps[i].title) + ": ", presets);
+    checkLessonValues(lesson, origin, configs);
 }
 
 Lesson parsePlayableLesson(const std::string& text, const std::string& origin,

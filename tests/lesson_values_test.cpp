@@ -1,0 +1,162 @@
+// lesson_values_test.cpp — numbers in lesson text filled from the run on screen: each kind of
+// placeholder against hand-computed rows, "…" until the run gets there, and the checker's
+// refusals (a metric, step, probe step, layer or run the lesson cannot read).
+#include "qklab/lesson_values.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "qklab/error.h"
+#include "qklab/lesson.h"
+
+using namespace qklab;
+
+namespace {
+
+// Two layers probed every 5 steps: layer 0's raw max 10*(s/5+1) (10, 20, 30, 40), layer 1's 25;
+// entropy 3 - s/10 in layer 0, 2.5 in layer 1; loss 5 - s/10 every step.
+struct Rows {
+    std::vector<StepMetrics> steps;
+    std::vector<ProbeStats> probes;
+    Rows(int n) {
+        for (int s = 0; s < n; ++s) {
+            StepMetrics m;
+            m.step = s;
+            m.loss = 5 - s / 10.0;
+            steps.push_back(m);
+            if (s % 5) continue;
+            for (int layer = 0; layer < 2; ++layer) {
+                ProbeStats p;
+                p.step = s;
+                p.layer = layer;
+                p.head = -1;
+                p.logitMaxRaw = layer == 0 ? 10.0 * (s / 5 + 1) : 25;
+                p.entropy = layer == 0 ? 3 - s / 10.0 : 2.5;
+                probes.push_back(p);
+                p.head = 0;  // a head row: never read
+                p.logitMaxRaw = 1e6;
+                probes.push_back(p);
+            }
+        }
+    }
+    LessonRowsLookup lookup() const {
+        return [this](const std::string& run) -> std::optional<LessonRunRows> {
+            if (!run.empty() && run != "other") return std::nullopt;
+            return LessonRunRows{&steps, &probes};
+        };
+    }
+};
+
+std::string fill(const std::string& text, int steps = 16) {
+    const Rows rows(steps);
+    return fillLessonValues(text, rows.lookup());
+}
+
+}  // namespace
+
+TEST(LessonValues, EachKindReadsTheWorstLayerOrTheOneNamed) {
+    EXPECT_EQ(fill("{{logit_max_raw at=0}}"), "25");  // layer 1's 25 beats layer 0's 10
+    EXPECT_EQ(fill("{{logit_max_raw at=15}}"), "40");
+    EXPECT_EQ(fill("{{logit_max_raw at=5 layer=0}}"), "20");
+    // Over the run's steps, each at its worst layer: the lowest of those is step 0's 25.
+    EXPECT_EQ(fill("{{logit_max_raw max}} {{logit_max_raw min}}"), "40 25");
+    EXPECT_EQ(fill("{{logit_max_raw min layer=0}}"), "10");
+    EXPECT_EQ(fill("{{entropy at=10}}"), "2");  // entropy: the lowest layer is the worst
+    EXPECT_EQ(fill("{{entropy last layer=1}}"), "2.5");
+    EXPECT_EQ(fill("past 30 at {{logit_max_raw first_above=30}}"), "past 30 at step 15");
+    EXPECT_EQ(fill("{{entropy first_below=2.2}}"), "step 10");  // 3 - 1.0 = 2.0 < 2.2
+    EXPECT_EQ(fill("{{loss at=3}}, last {{loss last}}"), "4.7, last 3.5");
+    EXPECT_EQ(fill("{{logit_max_raw at=0 run=other}}"), "25");
+    EXPECT_EQ(fill("**{{logit_max_raw at=10}}** in layer 0"), "**30** in layer 0");
+    EXPECT_EQ(fill("no placeholder {single} or {{unclosed"), "no placeholder {single} or {{unclosed");
+    // Large values round to whole numbers, small ones keep three digits.
+    Rows big(1);
+    big.probes[0].logitMaxRaw = 1088.3;
+    big.probes[2].logitMaxRaw = 0.0243;
+    EXPECT_EQ(fillLessonValues("{{logit_max_raw max}} {{logit_max_raw min layer=1}}",
+                               big.lookup()),
+              "1088 0.0243");
+}
+
+TEST(LessonValues, NotThereYetShowsAnEllipsis) {
+    EXPECT_EQ(fill("{{logit_max_raw at=15}}", 12), "…");       // probes reached step 10
+    EXPECT_EQ(fill("{{logit_max_raw first_above=35}}", 12), "not yet");
+    EXPECT_EQ(fill("{{logit_max_raw max run=missing}}"), "…");  // that run has not started
+    EXPECT_EQ(fill("{{logit_max_raw last}}", 0), "…");
+}
+
+TEST(LessonValues, MalformedPlaceholdersNameThemselves) {
+    const auto error = [](const std::string& text) {
+        try {
+            lessonValuesIn(text);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(error("{{max_logit at=10}}").find("is not a metric"), std::string::npos);
+    EXPECT_NE(error("{{logit_max_rav at=10}}").find("did you mean \"logit_max_raw\""),
+              std::string::npos);
+    EXPECT_NE(error("{{logit_max_raw at=ten}}").find("at=ten is not a number"), std::string::npos);
+    EXPECT_NE(error("{{logit_max_raw at=-1}}").find("not a step or layer"), std::string::npos);
+    EXPECT_NE(error("{{logit_max_raw peak}}").find("\"peak\" is not max, min, last"),
+              std::string::npos);
+    EXPECT_NE(error("{{logit_max_raw when=3}}").find("\"when=\""), std::string::npos);
+    EXPECT_NE(error("{{}}").find("names no metric"), std::string::npos);
+    EXPECT_EQ(lessonValuesIn("{{entropy at=95 layer=0}} {{val_loss last}}").size(), 2u);
+}
+
+// A placeholder in a step before any run is trained reads nothing.
+TEST(LessonValues, TheCheckerRefusesAPlaceholderBeforeAnyRun) {
+    nlohmann::json lesson = {
+        {"title", "t"},
+        {"steps", {{{"text", "Intro {{logit_max_raw at=5}}"}}}}};
+    try {
+        parsePlayableLesson(lesson.dump(), "l.json",
+                            [](const std::string&) { return std::optional<std::string>(); });
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("step 1: text: {{logit_max_raw at=5}}: reads no run"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(LessonValues, TheCheckerReadsEachPlaceholderAgainstItsRun) {
+    const auto errorOf = [](const std::string& text, const std::string& callout = "ok") {
+        nlohmann::json lesson = {
+            {"title", "t"},
+            {"steps",
+             {{{"text", "Train."},
+               {"action", {{"kind", "start_preset"}, {"preset", "p"}, {"name", "main"}}}},
+              {{"text", text}, {"pause", {{{"kind", "step"}, {"step", 3}, {"callout", callout}}}}}}}};
+        const LessonPresetLookup presets = [](const std::string&) -> std::optional<std::string> {
+            return R"({"schedule": {"steps": 100}, "probes": {"every": 5}, "eval": {"every": 50},
+                       "model": {"n_layers": 2}})";
+        };
+        try {
+            parsePlayableLesson(lesson.dump(), "l.json", presets);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(errorOf("{{logit_max_raw at=95}} {{entropy at=10 layer=1}} {{val_loss at=49}} "
+                      "{{val_loss at=99}} {{loss at=7}} {{logit_max_raw first_above=30}} "
+                      "{{loss max run=main}}"),
+              "");
+    EXPECT_NE(errorOf("{{logit_max_raw at=100}}").find("step 100: the run ends at step 99"),
+              std::string::npos);
+    EXPECT_NE(errorOf("{{logit_max_raw at=12}}").find("step 12 is not probed (probes.every = 5)"),
+              std::string::npos);
+    EXPECT_NE(errorOf("{{val_loss at=60}}").find("no validation loss"), std::string::npos);
+    EXPECT_NE(errorOf("{{entropy at=10 layer=2}}").find("layer 2: the run has 2 layers"),
+              std::string::npos);
+    EXPECT_NE(errorOf("{{loss max run=healthy}}")
+                  .find("run=healthy is not a run this lesson trains (it trains: main)"),
+              std::string::npos);
+    EXPECT_NE(errorOf("ok", "{{loss at=100}}").find("step 2: pause[0].callout: {{loss at=100}}"),
+              std::string::npos);
+    EXPECT_NE(errorOf("{{max_logit at=5}}").find("l.json: step 2: text: "), std::string::npos);
+}
