@@ -381,6 +381,38 @@ class LessonPlayerTest : public QObject {
         QCOMPARE(store.findRun("twice").id, firstIds[0]);
     }
 
+    // Numbers in the text are the run's own: the callout's {{loss at=3}} is step 3's stored
+    // loss, and the step text's {{loss at=0}} fills in once step 0 has trained.
+    void placeholdersShowTheRunOnScreen() {
+        nlohmann::json lesson = {
+            {"title", "Values"},
+            {"steps",
+             {{{"text", "Loss at the start: {{loss at=0}}."},
+               {"action",
+                {{"kind", "start_preset"},
+                 {"preset", "default"},
+                 {"name", "values"},
+                 {"set", tinySet()}}},
+               {"pause",
+                {{{"kind", "step"}, {"step", 5}, {"callout", "Step 3 had {{loss at=3}}."}}}}}}}};
+        auto w = window();
+        QVERIFY(w);
+        QSignalSpy shown(w->part<LessonStage>(), &LessonStage::calloutShown);
+        QVERIFY(w->openLesson(writeFile(QStringLiteral("values.json"), lesson.dump())));
+        QVERIFY(shown.wait(60000));
+        const int64_t run = w->controller()->activeRunId();
+        w->controller()->stopAll();
+        QTRY_VERIFY_WITH_TIMEOUT(!w->controller()->isBusy(), 30000);
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        const auto steps = store.stepMetrics(run);
+        QVERIFY(steps.size() > 3);
+        LessonPlayer* p = w->part<LessonPlayer>();
+        QCOMPARE(p->calloutText(),
+                 QStringLiteral("Step 3 had %1.").arg(QString::number(steps[3].loss, 'g', 3)));
+        QTRY_VERIFY(p->shownText().contains(
+            QStringLiteral("Loss at the start: %1.").arg(QString::number(steps[0].loss, 'g', 3))));
+    }
+
     // File > Fresh class database: one click, a new empty database beside the open one; the
     // old one and its runs stay.
     void aClassStartsFromAFreshDatabaseInOneClick() {
