@@ -69,18 +69,18 @@ TEST(LessonValues, EachKindReadsTheWorstLayerOrTheOneNamed) {
     EXPECT_EQ(fill("{{loss at=3}}, last {{loss last}}"), "4.7, last 3.5");
     EXPECT_EQ(fill("{{logit_max_raw at=0 run=other}}"), "25");
     EXPECT_EQ(fill("**{{logit_max_raw at=10}}** in layer 0"), "**30** in layer 0");
-    EXPECT_EQ(fill("no placeholder {single} or {{unclosed"), "no placeholder {single} or {{unclosed");
+    EXPECT_EQ(fill("no placeholder {single} or {{unclosed"),
+              "no placeholder {single} or {{unclosed");
     // Large values round to whole numbers, small ones keep three digits.
     Rows big(1);
     big.probes[0].logitMaxRaw = 1088.3;
     big.probes[2].logitMaxRaw = 0.0243;
-    EXPECT_EQ(fillLessonValues("{{logit_max_raw max}} {{logit_max_raw min layer=1}}",
-                               big.lookup()),
+    EXPECT_EQ(fillLessonValues("{{logit_max_raw max}} {{logit_max_raw min layer=1}}", big.lookup()),
               "1088 0.0243");
 }
 
 TEST(LessonValues, NotThereYetShowsAnEllipsis) {
-    EXPECT_EQ(fill("{{logit_max_raw at=15}}", 12), "…");       // probes reached step 10
+    EXPECT_EQ(fill("{{logit_max_raw at=15}}", 12), "…");  // probes reached step 10
     EXPECT_EQ(fill("{{logit_max_raw first_above=35}}", 12), "not yet");
     EXPECT_EQ(fill("{{logit_max_raw max run=missing}}"), "…");  // that run has not started
     EXPECT_EQ(fill("{{logit_max_raw last}}", 0), "…");
@@ -109,9 +109,8 @@ TEST(LessonValues, MalformedPlaceholdersNameThemselves) {
 
 // A placeholder in a step before any run is trained reads nothing.
 TEST(LessonValues, TheCheckerRefusesAPlaceholderBeforeAnyRun) {
-    nlohmann::json lesson = {
-        {"title", "t"},
-        {"steps", {{{"text", "Intro {{logit_max_raw at=5}}"}}}}};
+    nlohmann::json lesson = {{"title", "t"},
+                             {"steps", {{{"text", "Intro {{logit_max_raw at=5}}"}}}}};
     try {
         parsePlayableLesson(lesson.dump(), "l.json",
                             [](const std::string&) { return std::optional<std::string>(); });
@@ -130,7 +129,8 @@ TEST(LessonValues, TheCheckerReadsEachPlaceholderAgainstItsRun) {
             {"steps",
              {{{"text", "Train."},
                {"action", {{"kind", "start_preset"}, {"preset", "p"}, {"name", "main"}}}},
-              {{"text", text}, {"pause", {{{"kind", "step"}, {"step", 3}, {"callout", callout}}}}}}}};
+              {{"text", text},
+               {"pause", {{{"kind", "step"}, {"step", 3}, {"callout", callout}}}}}}}};
         const LessonPresetLookup presets = [](const std::string&) -> std::optional<std::string> {
             return R"({"schedule": {"steps": 100}, "probes": {"every": 5}, "eval": {"every": 50},
                        "model": {"n_layers": 2}})";

@@ -4,6 +4,7 @@
 #include <qcustomplot.h>
 
 #include <QFile>
+#include <QLabel>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -74,11 +75,20 @@ class PanelsTest : public QObject {
         QCPGraph* loss = panel.lossPlot()->graph(0);
         QCOMPARE(loss->dataCount(), 1);
         QVERIFY(!loss->scatterStyle().isNone());
+        auto* header = panel.findChild<QLabel*>(QStringLiteral("liveHeader"));
+        QVERIFY(header->text().contains(QStringLiteral("qk_norm=rms")));
+        QVERIFY(!header->text().contains(QStringLiteral("then")));
         batch.probes.clear();
         batch.steps[0].step = 1;
+        // Switch QK-norm off mid-run: the header says so instead of keeping "qk_norm=rms".
+        batch.events << EventRecord{1, "qk_norm", R"({"variant":"none"})", "user"};
         panel.appendBatch(batch);
         panel.replotNow();
         QVERIFY(loss->scatterStyle().isNone());
+        QVERIFY2(header->text().contains(QStringLiteral(" · then ")) &&
+                     header->text().endsWith(QStringLiteral("@1")),
+                 qPrintable(header->text()));
+        QVERIFY2(header->text().contains(QStringLiteral("none")), qPrintable(header->text()));
 
         panel.setLessonMetrics({QStringLiteral("loss"), QStringLiteral("entropy")});
         QCOMPARE(panel.shownPlots().size(), 6);  // not presenting: all

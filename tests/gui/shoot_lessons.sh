@@ -2,16 +2,17 @@
 # Screenshots of the lessons' key moments for docs/screenshots/lessons/ (the lessons issue):
 # each lesson of resources/lessons/ opens in presenter mode on a 1920x1080 virtual screen at
 # its first step with a pause condition, trains live until that condition's callout shows,
-# and the window is saved as docs/screenshots/lessons/NN-name.png (a fresh database each).
+# and the window is saved as docs/screenshots/lessons/NN-name-WxH.png (a fresh database each).
 #   tests/gui/shoot_lessons.sh [BUILD_DIR] [LESSON_ID...]     (default: build, every lesson)
-# SIZE=1280x720 checks the projector size (files get a -720p suffix). Needs xvfb-run.
+# SIZE=1280x720 or SIZE=1024x768 checks a projector size; every file is named NN-name-WxH.png.
+# Needs xvfb-run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
 shift || true
 app=$build/app/gui/qklab
 size=${SIZE:-1920x1080}
-suffix=$([ "$size" = 1920x1080 ] && echo "" || echo "-${size##*x}p")
+suffix="-$size"
 out=docs/screenshots/lessons
 mkdir -p "$out"
 ids=("$@")

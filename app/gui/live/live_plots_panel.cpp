@@ -316,11 +316,8 @@ void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     clear();
     m_run = std::move(snapshot);
     resetXMap();
-    m_header->setText(tr("Run %1 “%2” — %3 · %4")
-                          .arg(m_run.runId)
-                          .arg(QString::fromStdString(m_run.info.name),
-                               QString::fromLatin1(toString(m_run.info.status)),
-                               keySettings(m_run.config)));
+    m_status = QString::fromLatin1(toString(m_run.info.status));
+    refreshHeader();
     m_stepLimit = m_run.steps.empty() ? -1 : m_run.steps.back().step;
     for (const ProbeStats& p : m_run.probes) m_probeLimit = std::max(m_probeLimit, p.step);
     addSteps(m_run.steps, 0);
@@ -340,10 +337,8 @@ void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QSt
     m_run.info.id = runId;
     m_run.info.name = name.toStdString();
     resetXMap();
-    m_header->setText(
-        tr("Run %1 “%2” — training · %3")
-            .arg(runId)
-            .arg(name.isEmpty() ? QStringLiteral("run-%1").arg(runId) : name, keySettings(config)));
+    m_status = tr("training");
+    refreshHeader();
     setupThresholds();
     m_markersDirty = true;
     replotNow();
@@ -373,6 +368,7 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
     if (!batch.events.isEmpty()) {
         m_run.events.insert(m_run.events.end(), batch.events.begin(), batch.events.end());
         m_markersDirty = true;
+        refreshHeader();
     }
     scheduleReplot();
 }
@@ -574,12 +570,29 @@ void LivePlotsPanel::fitValueAxis(QCPAxis* axis, const QCPRange& keys) {
 
 void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status) {
     if (runId != m_run.runId) return;
-    m_header->setText(tr("Run %1 “%2” — %3 · %4")
-                          .arg(runId)
-                          .arg(QString::fromStdString(m_run.info.name).isEmpty()
-                                   ? QStringLiteral("run-%1").arg(runId)
-                                   : QString::fromStdString(m_run.info.name),
-                               status, keySettings(m_run.config)));
+    m_status = status;
+    refreshHeader();
+}
+
+// "Run 3 “x” — training · qk_norm=none, lr 0.03, … · then qk_norm rms @150": the settings the
+// run started with, and every change since (an intervention, a config event), the latest
+// last, so the header never claims a setting the run has left.
+void LivePlotsPanel::refreshHeader() {
+    const QString name = m_run.info.name.empty() ? QStringLiteral("run-%1").arg(m_run.runId)
+                                                 : QString::fromStdString(m_run.info.name);
+    QString text =
+        tr("Run %1 “%2” — %3 · %4").arg(m_run.runId).arg(name, m_status, keySettings(m_run.config));
+    QStringList changes;
+    for (const EventRecord& e : m_run.events)
+        changes << tr("%1 @%2").arg(eventLabel(e)).arg(e.step);
+    constexpr int kShown = 3;  // a long schedule of events would fill the header
+    if (changes.size() > kShown) {
+        const int hidden = int(changes.size()) - kShown;
+        changes = changes.mid(hidden);
+        changes.prepend(tr("%n earlier change(s)", nullptr, hidden));
+    }
+    if (!changes.isEmpty()) text += tr(" · then ") + changes.join(QStringLiteral(", "));
+    m_header->setText(text);
 }
 
 void LivePlotsPanel::syncXRanges(QCustomPlot* source) {

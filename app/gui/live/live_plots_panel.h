@@ -89,6 +89,7 @@ class LivePlotsPanel : public QWidget {
     void addSteps(const std::vector<StepMetrics>& steps, size_t from);
     void addProbes(const std::vector<ProbeStats>& probes, size_t from);
     void refreshSpikes();
+    void refreshHeader();
     void refreshMarkers();
     void setupThresholds();
     void scheduleReplot();
@@ -104,6 +105,7 @@ class LivePlotsPanel : public QWidget {
 
     RunSnapshot m_run;
     QString m_title;
+    QString m_status;  // "training", "finished", "replay", …
     QLabel* m_header = nullptr;
     QCheckBox* m_follow = nullptr;
     QPoint m_pressPos;                     // where the last mouse press on a plot was
