@@ -231,3 +231,20 @@ TEST(Lesson, RunsAgainUnderTheNextNumberedName) {
          {"x (1)", "x (02)", "x ()", "x (2", "x (2) ", "y (2)", "x (-2)", "x (1234567)"})
         EXPECT_EQ(numberInSeries(other, "x"), 0) << other;
 }
+
+// The lessons table of docs/LESSONS.md says each lesson's "minutes" as the chooser does.
+TEST(Lesson, TheDocsTableStatesEachLessonsMinutes) {
+    std::ifstream in(std::string(QKLAB_SOURCE_DIR) + "/docs/LESSONS.md", std::ios::binary);
+    const std::string doc((std::istreambuf_iterator<char>(in)), {});
+    int checked = 0;
+    for (const auto& entry :
+         fs::directory_iterator(std::string(QKLAB_SOURCE_DIR) + "/resources/lessons")) {
+        const Lesson l = loadLessonFile(entry.path().string());
+        const std::string number = std::to_string(std::stoi(l.id.substr(0, 2)));
+        const std::string row =
+            "| " + number + " | " + l.title + " | ~" + std::to_string(l.minutes) + " min |";
+        EXPECT_NE(doc.find(row), std::string::npos) << "docs/LESSONS.md lacks the row " << row;
+        ++checked;
+    }
+    EXPECT_EQ(checked, 7);
+}

@@ -366,8 +366,12 @@ class LessonPlayerTest : public QObject {
                                      60000);
             QVERIFY(!c->isBusy());
         };
+        auto* replayInstead =
+            player->findChild<QPushButton*>(QStringLiteral("lessonReplayInstead"));
         for (int playing = 1; playing <= 2; ++playing) {
             QVERIFY2(w->openLesson(path), qPrintable(player->errorText()));
+            // The rehearsal's run is there to replay on the second playing.
+            QCOMPARE(replayInstead->isVisibleTo(player), playing == 2);
             trainedBoth();
             player->next();
             QTRY_COMPARE(w->part<ComparePanel>()->runIds().size(), size_t(2));
@@ -379,6 +383,13 @@ class LessonPlayerTest : public QObject {
         QCOMPARE(store.findRun("twice-b (2)").id, again[1]);
         QVERIFY(again[0] > firstIds[1]);
         QCOMPARE(store.findRun("twice").id, firstIds[0]);
+        // Too slow on the day: the step's run stops and the newest recorded one replays.
+        player->goTo(0);
+        QVERIFY(replayInstead->isVisibleTo(player));
+        replayInstead->click();
+        QTRY_VERIFY(w->part<ReplayPlayer>()->hasRun());
+        QCOMPARE(w->part<ReplayPlayer>()->runId(), again[0]);
+        QTRY_VERIFY_WITH_TIMEOUT(!c->isBusy(), 30000);
     }
 
     // Numbers in the text are the run's own: the callout's {{loss at=3}} is step 3's stored

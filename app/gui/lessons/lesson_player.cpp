@@ -268,8 +268,15 @@ void LessonPlayer::refresh() {
     m_back->setEnabled(step && m_index > 0);
     m_next->setEnabled(step && m_index + 1 < count);
     m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
-                                step->action.contains("fallback_run"));
+                                (step->action.contains("fallback_run") || m_recordedAvailable));
     m_notesToggle->setVisible(m_lesson && !m_lesson->teacherNotes.empty());
+}
+
+void LessonPlayer::setRecordedRunAvailable(bool available) {
+    m_recordedAvailable = available;
+    const LessonStep* step = currentStep();
+    m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
+                                (step->action.contains("fallback_run") || available));
 }
 
 void LessonPlayer::setValueFiller(std::function<QString(const QString&)> filler) {

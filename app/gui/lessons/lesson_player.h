@@ -65,6 +65,9 @@ class LessonPlayer : public QWidget {
     // Fills the step text's and callout's {{…}} placeholders (qklab/lesson_values.h) again
     // from the rows the filler reads now; cheap when the text has none.
     void refreshValues();
+    // A finished run of this step's name is stored (a rehearsal): "Replay the recorded run
+    // instead" is offered even without a fallback_run.
+    void setRecordedRunAvailable(bool available);
 
   public:
     // Turns Markdown with placeholders into Markdown with numbers (LessonStage's).
@@ -108,6 +111,7 @@ class LessonPlayer : public QWidget {
     std::function<QString(const QString&)> m_filler;
     QString m_calloutSource;  // the callout as written, placeholders and all
     QString m_shownText;      // the step text as last filled
+    bool m_recordedAvailable = false;
 };
 
 }  // namespace qklab::gui

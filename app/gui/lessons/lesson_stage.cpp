@@ -58,7 +58,9 @@ LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* 
         if (!step) return;
         if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun)
             m_window->controller()->stop();
-        this->replay(textOf(step->action, "fallback_run"), nlohmann::json(), *step);
+        const QString fallback = textOf(step->action, "fallback_run");
+        this->replay(fallback.isEmpty() ? QStringLiteral("id:%1").arg(m_recordedRun) : fallback,
+                     nlohmann::json(), *step);
     });
     connect(c, &RunController::calloutFired, this, [this](qint64 runId, const Callout& callout) {
         if (runId == m_lessonRun) onCallout(callout, true);
@@ -191,6 +193,22 @@ void LessonStage::armConditions(const LessonStep& step) {
         resumeSource();
 }
 
+// The newest finished run of this step's name series stored before this playing (a rehearsal
+// the day before): what "Replay the recorded run instead" plays when the step has no
+// fallback_run. 0: none.
+int64_t LessonStage::recordedRun(const QString& stepName) const {
+    int64_t id = 0;
+    try {
+        RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
+        for (const RunInfo& r : store.listRuns())
+            if (r.status == RunStatus::Finished &&
+                numberInSeries(r.name, stepName.toStdString()) > 0)
+                id = std::max(id, r.id);
+    } catch (const std::exception&) {
+    }
+    return id;
+}
+
 void LessonStage::startPreset(const LessonStep& step) {
     // "blowup_no_qknorm.json" names a shipped preset as well as "blowup_no_qknorm"; found the
     // way the lesson's check found it when the lesson was opened.
@@ -211,6 +229,8 @@ void LessonStage::startPreset(const LessonStep& step) {
     // step's name through m_started.
     const QString stepName =
         qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
+    m_recordedRun = recordedRun(stepName);
+    m_player->setRecordedRunAvailable(m_recordedRun > 0);
     request.name = qs(numberedName(stepName.toStdString(), storedRunNames()));
     request.pauses = step.pauses;
     m_window->stopReplay();

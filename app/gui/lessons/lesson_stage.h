@@ -64,6 +64,7 @@ class LessonStage : public QObject {
     QString fillValues(const QString& markdown);
     int64_t ownRunId();
     int64_t runIdQuietly(const QString& name);
+    int64_t recordedRun(const QString& stepName) const;
     void onCallout(const Callout& callout, bool live);
     void resumeSource();
     bool sourcePaused() const;
@@ -80,6 +81,7 @@ class LessonStage : public QObject {
     QHash<QString, int64_t> m_started;  // runs this lesson trained, by name
     QPointer<PlotHighlight> m_highlight;
     QTimer* m_valuesTimer = nullptr;
+    int64_t m_recordedRun = 0;  // recordedRun() of the step that trains now
 };
 
 }  // namespace qklab::gui
