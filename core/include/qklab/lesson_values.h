@@ -33,12 +33,12 @@ struct Lesson;
 
 struct LessonValue {
     enum class What { At, Max, Min, Last, FirstAbove, FirstBelow };
-    std::string metric;     // a lessonMetrics() name
+    std::string metric;  // a lessonMetrics() name
     What what = What::Last;
-    double arg = 0;         // the step (At) or the line (FirstAbove, FirstBelow)
+    double arg = 0;  // the step (At) or the line (FirstAbove, FirstBelow)
     std::optional<int> layer;
-    std::string run;        // "" = the run the step is about
-    std::string source;     // the placeholder as written, "{{…}}"
+    std::string run;     // "" = the run the step is about
+    std::string source;  // the placeholder as written, "{{…}}"
 };
 
 // The placeholders of one text, in order. Throws Error{InvalidConfig} naming the placeholder

@@ -70,8 +70,9 @@ void applyToken(LessonValue& v, const std::string& token) {
     } else if (key == "first_below") {
         v.what = What::FirstBelow;
     } else {
-        refuse(v.source, "\"" + clipped(key, 20) + "=\" is not at=, first_above=, first_below=, "
-                                                    "layer= or run=");
+        refuse(v.source, "\"" + clipped(key, 20) +
+                             "=\" is not at=, first_above=, first_below=, "
+                             "layer= or run=");
     }
     v.arg = number;
 }
@@ -180,13 +181,14 @@ std::string unreadable(const LessonValue& v, const RunConfig& config) {
                std::to_string(steps - 1);
     const int64_t every = config.probes.every;
     if (probeColumnOf(v.metric) && (every <= 0 || step % every != 0))
-        return "step " + std::to_string(step) + " is not probed (probes.every = " +
-               std::to_string(every) + ")";
-    const bool evaluated = step == steps - 1 || (config.eval.every > 0 &&
-                                                 (step + 1) % config.eval.every == 0);
+        return "step " + std::to_string(step) +
+               " is not probed (probes.every = " + std::to_string(every) + ")";
+    const bool evaluated =
+        step == steps - 1 || (config.eval.every > 0 && (step + 1) % config.eval.every == 0);
     if (v.metric == "val_loss" && !evaluated)
-        return "step " + std::to_string(step) + " has no validation loss (eval.every = " +
-               std::to_string(config.eval.every) + ", and the last step)";
+        return "step " + std::to_string(step) +
+               " has no validation loss (eval.every = " + std::to_string(config.eval.every) +
+               ", and the last step)";
     return {};
 }
 
@@ -234,28 +236,28 @@ void checkLessonValues(const Lesson& lesson, const std::string& origin,
 
 std::vector<LessonValue> lessonValuesIn(const std::string& text) {
     std::vector<LessonValue> out;
-    forEachPlaceholder(text, [&out](size_t, size_t, const std::string& source,
-                                    const std::string& inside) {
-        out.push_back(parseOne(source, inside));
-    });
+    forEachPlaceholder(
+        text, [&out](size_t, size_t, const std::string& source, const std::string& inside) {
+            out.push_back(parseOne(source, inside));
+        });
     return out;
 }
 
 std::string fillLessonValues(const std::string& text, const LessonRowsLookup& rows) {
     std::string out;
     size_t copied = 0;
-    forEachPlaceholder(text, [&](size_t start, size_t end, const std::string& source,
-                                 const std::string& inside) {
-        out += text.substr(copied, start - copied);
-        copied = end;
-        try {
-            const LessonValue v = parseOne(source, inside);
-            const auto r = rows(v.run);
-            out += r ? valueText(v, *r) : "…";
-        } catch (const Error&) {
-            out += source;
-        }
-    });
+    forEachPlaceholder(
+        text, [&](size_t start, size_t end, const std::string& source, const std::string& inside) {
+            out += text.substr(copied, start - copied);
+            copied = end;
+            try {
+                const LessonValue v = parseOne(source, inside);
+                const auto r = rows(v.run);
+                out += r ? valueText(v, *r) : "…";
+            } catch (const Error&) {
+                out += source;
+            }
+        });
     return out + text.substr(copied);
 }
 
