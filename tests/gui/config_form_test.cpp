@@ -99,6 +99,28 @@ class ConfigFormTest : public QObject {
         QCOMPARE(preview.plot()->graph(0)->dataCount(), 0);
     }
 
+    // "abc" (does not parse) and -1 (parses, breaks the rule) in a positive field are both red;
+    // the neighbour whose name starts the same ("optim.lr" / "schedule.lr_min"…) is not.
+    void aRuleBreakMarksItsEditorRed() {
+        ConfigForm form;
+        auto* lr = form.editorFor(QStringLiteral("optim.lr"));
+        auto* steps = form.editorFor(QStringLiteral("schedule.steps"));
+        RunConfig c;
+        c.optim.lr = -1;
+        form.setConfig(c);
+        QVERIFY(lr->property("invalid").toBool());
+        QVERIFY(!steps->property("invalid").toBool());
+        c.optim.lr = 1e-3;
+        c.schedule.steps = -1;
+        form.setConfig(c);
+        QVERIFY(!lr->property("invalid").toBool());
+        QVERIFY(steps->property("invalid").toBool());
+        int red = 0;
+        for (const FieldInfo& f : configFields())
+            red += form.editorFor(QString::fromStdString(f.key))->property("invalid").toBool();
+        QVERIFY2(red <= 2, "only schedule.steps and what its rule names");
+    }
+
     void everyFieldHasAnEditor() {
         ConfigForm form;
         for (const FieldInfo& f : configFields())

@@ -145,6 +145,14 @@ class MainWindowTest : public QObject {
         w.showTab(QStringLiteral("config"));
         QVERIFY(!setup->isHidden());
     }
+
+    // An alarm's "step 10" link on the Spikes tab goes to the plots, not only moves them.
+    void anAlarmLinkShowsThePlots() {
+        MainWindow w;
+        w.showTab(QStringLiteral("spikes"));
+        emit w.part<SpikesPanel>()->plotsRequested(10);
+        QCOMPARE(w.currentTab(), QStringLiteral("live"));
+    }
 };
 
 QTEST_MAIN(MainWindowTest)

@@ -207,7 +207,7 @@ class PanelsTest : public QObject {
         QVERIFY(panel.alarmsText().contains(QStringLiteral("Q/K length runaway")));
         auto* summary = panel.findChild<QLabel*>(QStringLiteral("spikeSummary"));
         QVERIFY(summary && summary->text().contains(QStringLiteral("1 logit alarm")));
-        QSignalSpy jumped(&panel, &SpikesPanel::stepSelected);
+        QSignalSpy jumped(&panel, &SpikesPanel::plotsRequested);
         auto* list = panel.findChild<QLabel*>(QStringLiteral("logitAlarms"));
         emit list->linkActivated(QStringLiteral("step:10"));
         QCOMPARE(jumped.count(), 1);

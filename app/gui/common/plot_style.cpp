@@ -90,7 +90,16 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
     text->position->setCoords(0.995, y);
     text->setPositionAlignment(Qt::AlignRight | (labelBelow ? Qt::AlignTop : Qt::AlignBottom));
     text->setText(label);
-    text->setColor(color);
+    // Dark red on the dark theme's near-black was barely readable: the label is lightened
+    // there, and sits on a box of the plot's own background so that curves under it do not
+    // cross the letters.
+    text->setColor(currentTheme() == Theme::Dark ? color.lighter(170) : color);
+    QColor box = plot->axisRect()->backgroundBrush().color();
+    if (plot->axisRect()->backgroundBrush().style() == Qt::NoBrush)
+        box = currentTheme() == Theme::Dark ? QColor(30, 30, 30) : QColor(Qt::white);
+    box.setAlpha(210);
+    text->setBrush(QBrush(box));
+    text->setPadding(QMargins(3, 0, 3, 0));
     QFont f = plot->font();
     f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
     text->setFont(f);

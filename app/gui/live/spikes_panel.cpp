@@ -66,9 +66,10 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     m_alarmList->setWordWrap(true);
     m_alarmList->setTextFormat(Qt::RichText);
     layout->addWidget(m_alarmList);
-    // "step:N" links move every plot to the alarm's probe.
+    // "step:N" links show the alarm's probe in the plots: a link goes somewhere, so the view
+    // switches to them (a row picked in the table only moves the other views' cursors).
     connect(m_alarmList, &QLabel::linkActivated, this, [this](const QString& link) {
-        if (link.startsWith(QStringLiteral("step:"))) emit stepSelected(link.mid(5).toLongLong());
+        if (link.startsWith(QStringLiteral("step:"))) emit plotsRequested(link.mid(5).toLongLong());
     });
     auto* splitter = new QSplitter(Qt::Vertical);
     layout->addWidget(splitter, 1);

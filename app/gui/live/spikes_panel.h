@@ -37,6 +37,8 @@ class SpikesPanel : public QWidget {
 
   signals:
     void stepSelected(qint64 step);
+    // An alarm's "step N" link: show the live plots at that step.
+    void plotsRequested(qint64 step);
 
   private:
     void addRow(const Spike& s);

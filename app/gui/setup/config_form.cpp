@@ -400,17 +400,23 @@ void ConfigForm::revalidateNow() {
     QStringList problems;
     const RunConfig c = config(&problems);
     const RunConfig defaults;
-    // Highlight the editors a parse error names; bold the labels of non-default fields.
+    // Rule breaks ("optim.lr = -1: must be in (0, 1]") as well as text that does not parse
+    // ("abc"): both mark their editor red.
+    for (const auto& p : validationProblems(c)) problems << QString::fromStdString(p);
+    // Highlight the editors a problem names; bold the labels of non-default fields.
     for (const FieldInfo& f : configFields()) {
         const QString key = QString::fromStdString(f.key);
+        // The key as a whole word: "optim.lr" is not named by "optim.lr_min".
+        const QRegularExpression named(QStringLiteral("(^|[^a-z_.])") +
+                                       QRegularExpression::escape(key) +
+                                       QStringLiteral("($|[^a-z_])"));
         bool bad = false;
-        for (const QString& p : problems) bad = bad || p.contains(key);
+        for (const QString& p : problems) bad = bad || p.contains(named);
         markInvalid(m_editors[key], bad);
         QFont font = m_labels[key]->font();
         font.setBold(f.get(c) != f.get(defaults));
         m_labels[key]->setFont(font);
     }
-    for (const auto& p : validationProblems(c)) problems << QString::fromStdString(p);
     // What would fail only once the run is built block Start the same way: a data.source that
     // is no readable text file (a FIFO would hang the worker) and a run this machine's memory
     // (or run.max_memory) cannot hold. Both are a stat and some arithmetic: no allocation.

@@ -251,6 +251,10 @@ void MainWindow::connectPanels() {
     });
     connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
+    connect(m_spikes, &SpikesPanel::plotsRequested, this, [this](qint64 step) {
+        m_tabs->setCurrentWidget(m_live);
+        jumpAll(step);
+    });
     connect(m_histograms, &HistogramPanel::stepSelected, this, &MainWindow::jumpAll);
 }
 
