@@ -16,6 +16,7 @@
 #include "common/hist_bins.h"
 #include "common/plot_cursor.h"
 #include "common/plot_export.h"
+#include "common/plot_style.h"
 #include "common/run_data.h"
 #include "common/theme.h"
 #include "gui_test_util.h"
@@ -40,6 +41,30 @@ class PanelsTest : public QObject {
     RunConfig m_config;
 
   private slots:
+    // Log axes tick at decades, or at 1-2-5 on a short range: never at 10^(k/2) (a sweep's LR
+    // axis read 0.001, 0.0032, 0.01, 0.032).
+    void logAxesTickAtNameableValues() {
+        QCustomPlot plot;
+        plot.resize(400, 300);
+        setLogAxis(plot.xAxis, true);
+        const auto ticksFor = [&plot](double lo, double hi) {
+            plot.xAxis->setRange(lo, hi);
+            plot.replot();
+            return plot.xAxis->tickVector();
+        };
+        const auto near = [](const QVector<double>& got, const QVector<double>& want) {
+            if (got.size() != want.size()) return false;
+            for (int i = 0; i < got.size(); ++i)
+                if (std::abs(got[i] / want[i] - 1) > 1e-9) return false;
+            return true;
+        };
+        QVector<double> lr = ticksFor(0.001 / 1.6, 0.03 * 1.6);
+        QVERIFY2(near(lr, {0.001, 0.002, 0.005, 0.01, 0.02}),
+                 qPrintable(QString::number(lr.size())));
+        QVector<double> logits = ticksFor(0.1, 2000);
+        QVERIFY(near(logits, {0.1, 1, 10, 100, 1000}));
+    }
+
     // Under QK-norm the norm plot has the lanes the dot product sees (lesson 4's "exactly
     // 5.66"); a series with one point is drawn as a dot (lesson 4's callout at step 0); in
     // presenter mode only a lesson step's plots are laid out.

@@ -205,6 +205,32 @@ class SweepViewTest : public QObject {
         QCOMPARE(plots->meanGraph(0)->data()->at(2)->value, (4.0 + kInitialLoss) / 2);
     }
 
+    // A running sweep refreshes its plots: a view the user zoomed stays; a double-click fits
+    // it again. The LR axis ticks at decades and 1-2-5, not at the grid's LRs.
+    void aZoomSurvivesARefresh() {
+        SweepPanel panel;
+        panel.setDatabase(m_db);
+        waitForReport(panel, m_sweepId);
+        const SweepReport report = expectedReport(m_db, m_sweepId, panel.margin());
+        SweepPlots* plots = panel.plots();
+        QCustomPlot* loss = plots->lossPlot();
+        const QCPRange fitted = loss->xAxis->range();
+        emit loss->mouseWheel(nullptr);
+        loss->xAxis->setRange(0.02, 0.05);
+        plots->setReport(report, false);  // the refresh a running sweep makes
+        QCOMPARE(loss->xAxis->range().lower, 0.02);
+        QCOMPARE(plots->logitPlot()->xAxis->range().lower, fitted.lower);  // not zoomed
+        emit loss->mouseDoubleClick(nullptr);
+        QCOMPARE(loss->xAxis->range().lower, fitted.lower);
+        loss->replot();
+        for (double tick : loss->xAxis->tickVector()) {
+            const double mantissa = tick / std::pow(10.0, std::floor(std::log10(tick) + 1e-9));
+            QVERIFY2(std::abs(mantissa - 1) < 1e-6 || std::abs(mantissa - 2) < 1e-6 ||
+                         std::abs(mantissa - 5) < 1e-6,
+                     qPrintable(QString::number(tick)));
+        }
+    }
+
     void divergedSeedsAreDrawnAtTheInitialLoss() {
         SweepPanel panel;
         panel.setDatabase(m_db);

@@ -57,10 +57,47 @@ void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignm
     themePlot(plot);  // born in the current theme
 }
 
+namespace {
+
+// Ticks a reader can name on a log axis: the decades (0.001, 0.01, 0.1), and 1-2-5 inside
+// them when the range spans under 2.5 decades. QCPAxisTickerLog put ticks at 10^(k/2) on
+// short ranges: an LR axis read 0.001, 0.0032, 0.01, 0.032.
+class DecadeTicker : public QCPAxisTickerLog {
+  protected:
+    QVector<double> createTickVector(double, const QCPRange& range) override {
+        QVector<double> ticks;
+        if (!(range.lower > 0) || !(range.upper > range.lower)) return ticks;
+        const int lo = int(std::floor(std::log10(range.lower)));
+        const int hi = int(std::ceil(std::log10(range.upper)));
+        m_fine = std::log10(range.upper / range.lower) < 2.5;
+        // At most about eight decades labelled: a 1e-8..1e8 axis labels every other one.
+        const int every = std::max(1, (hi - lo + 7) / 8);
+        static const double kFine[] = {1, 2, 5};
+        const int mantissas = m_fine ? 3 : 1;
+        for (int e = lo; e <= hi; ++e) {
+            if (!m_fine && (e - lo) % every != 0) continue;
+            for (int i = 0; i < mantissas; ++i) ticks << kFine[i] * std::pow(10.0, e);
+        }
+        return ticks;
+    }
+    QVector<double> createSubTickVector(int, const QVector<double>& ticks) override {
+        QVector<double> sub;
+        if (m_fine) return sub;  // 1-2-5 is dense enough
+        for (double t : ticks)
+            for (int m = 2; m <= 9; ++m) sub << t * m;
+        return sub;
+    }
+
+  private:
+    bool m_fine = false;
+};
+
+}  // namespace
+
 void setLogAxis(QCPAxis* axis, bool log) {
     if (log) {
         axis->setScaleType(QCPAxis::stLogarithmic);
-        QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+        QSharedPointer<QCPAxisTickerLog> ticker(new DecadeTicker);
         ticker->setLogBase(10);
         axis->setTicker(ticker);
         ticker->setSubTickCount(8);

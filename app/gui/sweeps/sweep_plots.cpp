@@ -101,6 +101,19 @@ QCustomPlot* SweepPlots::makePlot(const QString& title, const QString& yLabel, b
     plot->xAxis->setLabel(tr("learning rate (log scale)"));
     if (logY) setLogAxis(plot->yAxis, true);
     installExportMenu(plot);
+    // The user's own view: a wheel zoom or a drag (iRangeZoom, iRangeDrag) keeps it; a
+    // double-click gives the fitted view back.
+    connect(plot, &QCustomPlot::mouseWheel, this, [this, plot] { m_userView.insert(plot); });
+    connect(plot, &QCustomPlot::mousePress, this,
+            [this, plot](QMouseEvent* e) { m_pressAt = e->pos(); });
+    connect(plot, &QCustomPlot::mouseRelease, this, [this, plot](QMouseEvent* e) {
+        if ((e->pos() - m_pressAt).manhattanLength() > 4) m_userView.insert(plot);
+    });
+    connect(plot, &QCustomPlot::mouseDoubleClick, this, [this, plot] {
+        m_userView.remove(plot);
+        fitRanges(m_report);
+        plot->replot();
+    });
     connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* e) {
         if (m_graphs.empty()) return;
         const QString tip = pointTip(plot, m_report, e->pos(), plot == m_logit);
@@ -145,6 +158,9 @@ void SweepPlots::clear() {
 }
 
 void SweepPlots::setReport(const SweepReport& report, bool validation) {
+    // The same sweep, refreshed while it runs, keeps the view the user zoomed to; another
+    // sweep gets its own fitted view.
+    if (report.sweep.id != m_report.sweep.id) m_userView.clear();
     clear();
     m_report = report;  // what the tooltips read
     m_loss->yAxis->setLabel(validation ? tr("final validation loss") : tr("final training loss"));
@@ -251,39 +267,21 @@ void SweepPlots::fitRanges(const SweepReport& report) {
                                    .arg(report.initialLoss, 0, 'f', 2)
                              : tr("LR sensitivity: final loss vs learning rate"));
     const double pad = std::max(0.05, 0.06 * (lossHi - lossLo));
-    // Ticks at the grid's LRs (a log ticker labels only the decades: 0.003 had no label).
-    std::vector<double> lrs;
-    for (const SweepConfiguration& c : report.configurations)
-        for (const LrCurve::Point& p : c.curve.points) lrs.push_back(p.lr);
-    std::sort(lrs.begin(), lrs.end());
-    lrs.erase(std::unique(lrs.begin(), lrs.end()), lrs.end());
-    m_lrs = lrs;
-    for (QCustomPlot* plot : {m_loss, m_logit}) {
-        setLogAxis(plot->xAxis, true);
-        setLrTicks(plot);
-        plot->xAxis->setRange(lrLo / 1.6, lrHi * 1.6);
+    // A plot the user zoomed or dragged keeps its view while a running sweep refreshes it;
+    // a double-click fits it again.
+    if (!m_userView.contains(m_loss)) {
+        m_loss->xAxis->setRange(lrLo / 1.6, lrHi * 1.6);
+        m_loss->yAxis->setRange(lossLo - pad, lossHi + pad);
     }
-    m_loss->yAxis->setRange(lossLo - pad, lossHi + pad);
-    m_logit->yAxis->setRange(std::min(logitLo, kHealthyMaxLogit) / 1.6, logitHi * 1.6);
-}
-
-// Ticks at the grid's LRs, as many as the axis has room for (a log ticker labels only the
-// decades, and 0.003 had no label); none of them when the grid is not a short list.
-void SweepPlots::setLrTicks(QCustomPlot* plot) {
-    if (m_lrs.empty() || m_lrs.size() > 24) return;
-    const int width =
-        plot->axisRect()->width() > 50 ? plot->axisRect()->width() : plot->width() - 80;
-    const size_t room = size_t(std::max(2, width / 52));
-    const size_t step = (m_lrs.size() + room - 1) / room;
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    for (size_t i = 0; i < m_lrs.size(); i += step) ticker->addTick(m_lrs[i], lrText(m_lrs[i]));
-    plot->xAxis->setTicker(ticker);
+    if (!m_userView.contains(m_logit)) {
+        m_logit->xAxis->setRange(lrLo / 1.6, lrHi * 1.6);
+        m_logit->yAxis->setRange(std::min(logitLo, kHealthyMaxLogit) / 1.6, logitHi * 1.6);
+    }
 }
 
 void SweepPlots::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     for (QCustomPlot* plot : {m_loss, m_logit}) {
-        setLrTicks(plot);
         fitLegendColumns(plot);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }

@@ -8,6 +8,8 @@
 // A configuration has the same colour in both plots (compareColor(index)).
 #pragma once
 
+#include <QPoint>
+#include <QSet>
 #include <QWidget>
 #include <vector>
 
@@ -52,7 +54,6 @@ class SweepPlots : public QWidget {
     QCustomPlot* makePlot(const QString& title, const QString& yLabel, bool logY);
     void drawConfiguration(size_t k, const SweepConfiguration& c, double initialLoss);
     void fitRanges(const SweepReport& report);
-    void setLrTicks(QCustomPlot* plot);
 
     struct Graphs {
         QCPGraph* mean = nullptr;
@@ -64,8 +65,9 @@ class SweepPlots : public QWidget {
     QCustomPlot* m_logit = nullptr;
     QCPTextElement* m_lossTitle = nullptr;
     std::vector<Graphs> m_graphs;
-    SweepReport m_report;       // the one drawn
-    std::vector<double> m_lrs;  // the grid's LRs with a result, ascending
+    SweepReport m_report;           // the one drawn
+    QSet<QCustomPlot*> m_userView;  // plots the user zoomed or dragged
+    QPoint m_pressAt;
 };
 
 }  // namespace qklab::gui
