@@ -37,13 +37,18 @@ class CompareViewTest : public QObject {
     // 30 steps; loss = base - step/100 (step 20 NaN when `diverge`), probes every 5 on two
     // layers: layer 0 max = step, layer 1 max = 2 x step; entropy 3 - layer.
     // Histograms (layer 0, every probe): bin step % bins holds 100 + step, the others 1, all
-    // times `histScale`; run c counts into 16 bins instead of 32.
+    // times `histScale`; run c counts into 16 symlog bins instead of 32 linear ones.
     int64_t writeRun(const std::string& name, int64_t seed, double lr, double base, bool diverge,
                      bool intervene, int histScale = 1) {
         RunConfig c = test::tinyConfig(30);
         c.run.seed = seed;
         c.optim.lr = lr;
-        if (diverge) c.probes.histBins = 16;
+        if (diverge) {  // other bins: 16 symlog ones from -4 to 4 (logits to about ±10^4)
+            c.probes.histBins = 16;
+            c.probes.histScale = HistScale::Symlog;
+            c.probes.histMin = -4;
+            c.probes.histMax = 4;
+        }
         NewRun nr;
         nr.name = name;
         nr.configJson = configToJson(c).dump();
@@ -288,6 +293,12 @@ class CompareViewTest : public QObject {
         QCOMPARE(shown, 3);
         // All side-by-side plots share one count scale: the largest bin, c's (16 bins).
         QCOMPARE(h->plots()[0]->yAxis->range().upper, h->plots()[2]->yAxis->range().upper);
+        // But each keeps its own x axis: a's linear ±64, c's symlog ±4 (not c squeezed into
+        // a's range, nor a's into a union).
+        QCOMPARE(h->plots()[0]->xAxis->range().lower, -64.0);
+        QCOMPARE(h->plots()[0]->xAxis->range().upper, 64.0);
+        QCOMPARE(h->plots()[2]->xAxis->range().lower, -4.0);
+        QCOMPARE(h->plots()[2]->xAxis->range().upper, 4.0);
 
         // a and b only: same bins, so the difference b - a works bin by bin.
         panel.setRuns(m_db, {m_ids[0], m_ids[1]});

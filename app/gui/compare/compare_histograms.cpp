@@ -198,19 +198,18 @@ void CompareHistograms::redraw() {
     m_note->setText(note);
 }
 
-// One plot per run; the x range and the count scale are shared, so heights compare.
+// One plot per run, on one count scale (every run counts the same logits). Runs on the same
+// bins share the x range too; runs on different bins (symlog-64 beside linear-128) each keep
+// their own x axis, with symlog ticks for symlog bins: on a shared linear +-1e4 axis a symlog
+// run was one spike.
 void CompareHistograms::drawSideBySide() {
     const size_t n = m_comparison->runs.size();
     const int columns = n <= 4 ? int(n) : (n <= 6 ? 3 : 4);
     double lo = 0, hi = 1, top = 1;
-    bool first = true;
     for (size_t r = 0; r < n; ++r) {
-        const HistBins& b = m_bins[r];
-        lo = first ? b.lo() : std::min(lo, b.lo());
-        hi = first ? b.hi() : std::max(hi, b.hi());
-        first = false;
-        if (const LogitHistogram* h = histogramOf(r))
-            for (int64_t c : h->counts) top = std::max(top, double(c));
+        lo = r == 0 ? m_bins[r].lo() : std::min(lo, m_bins[r].lo());
+        hi = r == 0 ? m_bins[r].hi() : std::max(hi, m_bins[r].hi());
+        top = std::max(top, countTop(r));
     }
     for (size_t r = 0; r < n; ++r) {
         QCustomPlot* plot = plotAt(int(r));
@@ -229,10 +228,21 @@ void CompareHistograms::drawSideBySide() {
         plot->xAxis->setLabel(
             QStringLiteral("%1 · %2").arg(m_comparison->runs[r].label(),
                                           h ? tr("step %1").arg(h->step) : tr("no histogram yet")));
-        plot->xAxis->setRange(lo, hi);
+        if (m_binsAgree)
+            plot->xAxis->setRange(lo, hi);
+        else
+            plot->xAxis->setRange(m_bins[r].lo(), m_bins[r].hi());
         plot->yAxis->setRange(0, top * 1.05);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
+}
+
+// The highest bin of run r's shown histogram (1 when it has none).
+double CompareHistograms::countTop(size_t r) const {
+    double top = 1;
+    if (const LogitHistogram* h = histogramOf(r))
+        for (int64_t c : h->counts) top = std::max(top, double(c));
+    return top;
 }
 
 // One plot: every run's outline on the shared bins, or each run minus the first run.

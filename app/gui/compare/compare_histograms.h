@@ -51,6 +51,7 @@ class CompareHistograms : public QWidget {
     QCustomPlot* plotAt(int index);
     // Run r's histogram at the shown step: the latest one at or before it.
     const LogitHistogram* histogramOf(size_t run) const;
+    double countTop(size_t run) const;
 
     QString m_dbPath;
     const Comparison* m_comparison = nullptr;
