@@ -41,6 +41,26 @@ class PanelsTest : public QObject {
     RunConfig m_config;
 
   private slots:
+    // With no run, every plot's axis rect spans its widget: the per-layer plots (legend
+    // hidden until their first probe) were drawn at a fraction of their cell's width.
+    void emptyPlotsUseTheirWholeCell() {
+        LivePlotsPanel panel;
+        panel.resize(1500, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.resize(1900, 1000);
+        QTest::qWait(100);
+        panel.replotNow();
+        for (QCustomPlot* p : panel.plots()) {
+            p->replot();
+            QVERIFY2(p->axisRect()->outerRect().width() >= p->width() - 40,
+                     qPrintable(QStringLiteral("%1: rect %2 of %3")
+                                    .arg(p->plotLayout()->elementCount())
+                                    .arg(p->axisRect()->outerRect().width())
+                                    .arg(p->width())));
+        }
+    }
+
     // Log axes tick at decades, or at 1-2-5 on a short range: never at 10^(k/2) (a sweep's LR
     // axis read 0.001, 0.0032, 0.01, 0.032).
     void logAxesTickAtNameableValues() {

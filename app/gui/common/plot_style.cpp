@@ -242,6 +242,11 @@ void placeLegendOutside(QCustomPlot* plot, int row) {
     plot->legend->setBrush(Qt::NoBrush);
     plot->legend->setMargins(QMargins(4, 0, 4, 0));
     plot->legend->setColumnSpacing(12);
+    // An empty legend (a per-layer plot before its first probe) is a grid without columns,
+    // whose maximum width is its margins: it capped the whole layout column, and the axis
+    // rect stayed at its minimum width in a wide cell. A width whose sum with the margins
+    // stays below QWIDGETSIZE_MAX is taken as an explicit maximum instead of that hint.
+    plot->legend->setMaximumSize(QWIDGETSIZE_MAX / 2, QWIDGETSIZE_MAX);
 }
 
 void fitLegendColumns(QCustomPlot* plot) {

@@ -483,6 +483,10 @@ void LivePlotsPanel::relayoutPlots() {
         shown[i]->show();
     }
     for (int r = 0; r < 3; ++r) m_grid->setRowStretch(r, r < (shown.size() + 1) / columns ? 1 : 0);
+    // Equal columns: left to size hints, the per-layer plots (no legend before their first
+    // probe) were drawn at a fraction of their cell beside the full-width loss plots.
+    m_grid->setColumnStretch(0, 1);
+    m_grid->setColumnStretch(1, columns == 2 ? 1 : 0);
 }
 
 int LivePlotsPanel::lossPointCount() const {

@@ -548,8 +548,12 @@ void MainWindow::restoreLayout() {
     // The first start fits the screen: a fixed 1560x960 ran off a 1280x720 projector. A
     // geometry saved on a bigger screen is fitted the same way.
     const QRect available = screen()->availableGeometry();
-    if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray()))
-        resize(std::min(1560, available.width()), std::min(960, available.height()));
+    if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray())) {
+        // The first start uses the screen: maximized (and that size asked for too, for a
+        // session without a window manager, where maximized is only a state).
+        setGeometry(available);
+        setWindowState(windowState() | Qt::WindowMaximized);
+    }
     if (width() > available.width() || height() > available.height()) {
         resize(std::min(width(), available.width()), std::min(height(), available.height()));
         move(available.topLeft());
