@@ -12,6 +12,7 @@
 #include <QTest>
 
 #include "common/gui_types.h"
+#include "common/run_controller.h"
 #include "gui_test_util.h"
 #include "live/sample_view.h"
 #include "qklab/run_session.h"
@@ -159,6 +160,26 @@ class SamplePanelTest : public QObject {
         QVERIFY(w->close());
         delete w;
         QTest::qWait(100);
+    }
+
+    // A run trained in the window: once it has finished, the dock names it finished and
+    // offers its final checkpoint, not "no checkpoint … running".
+    void aFinishedLiveRunIsNoLongerCalledRunning() {
+        MainWindow w;
+        w.setQuiet(true);
+        QVERIFY(w.openDatabase(m_db));
+        RunRequest request;
+        request.config = test::tinyConfig(20);
+        request.dbPath = m_db;
+        request.name = QStringLiteral("sample-live");
+        QSignalSpy finished(w.controller(), &RunController::finished);
+        w.controller()->enqueue(request);
+        QVERIFY(finished.wait(60000));
+        SamplePanel* panel = w.part<SamplePanel>();
+        QTRY_VERIFY_WITH_TIMEOUT(panel->canGenerate(), 10000);
+        QVERIFY2(panel->notice().isEmpty(), qPrintable(panel->notice()));
+        QTRY_VERIFY2(panel->currentView()->title().contains(QStringLiteral("finished")),
+                     qPrintable(panel->currentView()->title()));
     }
 
     void runWithoutCheckpointSaysSo() {
