@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "cli_run.h"
+#include "qklab/compare.h"
 #include "qklab/environment.h"
 #include "qklab/run_store.h"
 
@@ -649,4 +651,44 @@ TEST_F(CliTest, SlurmJobArrayWritesOneShardPerPointAndMergesIdempotently) {
     const Result again = cli("merge " + shards + " --into " + merged);
     EXPECT_NE(again.err.find("0 runs imported, 2 skipped"), std::string::npos) << again.err;
     EXPECT_EQ(json::parse(cli("list --json --db " + merged).out).size(), 2u);
+}
+
+// `lesson --record`: each start_preset step's run, trained as the app trains it (the step's
+// "set", an intervene step's event), under the step's name; recorded again, numbered. The
+// recorded run is the same run a `run` of that preset and set gives (bit for bit here).
+TEST_F(CliTest, LessonRecordTrainsTheLessonsRunsUnderTheirStepNames) {
+    const std::string lesson = m_dir + "/l.json";
+    std::ofstream(lesson) << R"({"title": "Rec", "steps": [
+        {"text": "a", "action": {"kind": "start_preset", "preset": ")" +
+                                 m_preset + R"(",
+                                  "name": "rec-a", "set": {"optim.lr": 0.01}}},
+        {"text": "b", "action": {"kind": "start_preset", "preset": ")" +
+                                 m_preset + R"(",
+                                  "name": "rec-b"}},
+        {"text": "halve", "action": {"kind": "intervene", "at_step": 5,
+                                      "event": {"kind": "lr_multiplier", "factor": 0.5}}}]})";
+    for (int time = 1; time <= 2; ++time) {
+        const Result r = cli("lesson " + lesson + " --record --db " + m_db);
+        ASSERT_EQ(r.status, 0) << r.err;
+    }
+    qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
+    std::vector<std::string> names;
+    for (const qklab::RunInfo& info : store.listRuns()) {
+        names.push_back(info.name);
+        EXPECT_EQ(info.status, qklab::RunStatus::Finished) << info.name;
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"rec-a", "rec-a (2)", "rec-b", "rec-b (2)"}));
+    const qklab::RunConfig a = qklab::configAsTrained(store.findRun("rec-a"));
+    EXPECT_EQ(a.optim.lr, 0.01);
+    const qklab::RunConfig b = qklab::configAsTrained(store.findRun("rec-b (2)"));
+    ASSERT_EQ(b.events.size(), 1u);
+    EXPECT_EQ(b.events[0].step, 5);
+    // The same preset and set trained by `run`: the same losses.
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " --name plain --set optim.lr=0.01").status,
+              0);
+    const auto recorded = store.stepMetrics(store.findRun("rec-a").id);
+    const auto plain = store.stepMetrics(store.findRun("plain").id);
+    ASSERT_EQ(recorded.size(), plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(recorded[i].loss, plain[i].loss) << i;
 }

@@ -150,6 +150,8 @@ int cmdRecommend(const RecommendArgs& args);
 struct LessonArgs {
     std::vector<std::string> files, presetDirs;
     bool reference = false;
+    bool record = false;  // train each lesson's runs into dbPath
+    std::string dbPath;
 };
 void addLessonOptions(CLI::App& cmd, LessonArgs& args, Database& db);
 int cmdLesson(const LessonArgs& args);
