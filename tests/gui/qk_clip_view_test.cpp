@@ -243,6 +243,7 @@ class QkClipViewTest : public QObject {
         QVERIFY(marks.aggregated());
         QVERIFY2(marks.marks().size() <= 150, qPrintable(QString::number(marks.marks().size())));
         QCOMPARE(marks.graph()->dataCount(), 0);  // no markers: the strip says it
+        QVERIFY(marks.graph()->name().contains(QStringLiteral("strip")));
         int steps = 0, heads = 0;
         for (const ClipMark& m : marks.marks()) steps += m.steps, heads += m.summary.heads;
         QCOMPARE(steps, 763);  // every clip in exactly one bucket
@@ -268,6 +269,7 @@ class QkClipViewTest : public QObject {
         plot.replot(QCustomPlot::rpImmediateRefresh);
         QVERIFY(!marks.aggregated());
         QCOMPARE(int(marks.marks().size()), 763);
+        QCOMPARE(marks.graph()->name(), QStringLiteral("QK-Clip (hover)"));
         QCOMPARE(marks.graph()->dataCount(), 763);
         QCOMPARE(marks.hit(marks.graph()->coordsToPixels(6, 107).toPoint())->summary.step,
                  int64_t(6));

@@ -152,11 +152,22 @@ const ClipMark* QkClipMarks::hit(const QPoint& pos, double pixels) const {
 void QkClipMarks::ensureGraph() {
     if (m_graph) return;
     m_graph = m_plot->addGraph();
-    m_graph->setName(QObject::tr("QK-Clip (hover)"));
     m_graph->setLineStyle(QCPGraph::lsNone);
-    m_graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, kClipColor,
-                                             kClipColor.lighter(150), 8));
     excludeFromReadout(m_graph);  // the readout says it in words (clipText)
+    showModeInLegend();
+}
+
+// The legend shows what is drawn: a marker, or a cell of the strip.
+void QkClipMarks::showModeInLegend() {
+    if (m_aggregated) {
+        m_graph->setName(QObject::tr("QK-Clip (strip, hover)"));
+        m_graph->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssSquare, kClipColor, kClipColor, 7));
+    } else {
+        m_graph->setName(QObject::tr("QK-Clip (hover)"));
+        m_graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, kClipColor,
+                                                 kClipColor.lighter(150), 8));
+    }
 }
 
 void QkClipMarks::relayout() {
@@ -176,6 +187,7 @@ void QkClipMarks::relayout() {
                          [this](double v, const ClipStep& s) { return v < m_x(double(s.step)); });
     const bool wasAggregated = m_aggregated;
     m_aggregated = g.rect.width() > 0 && (last - first) * kClipBucketPixels > g.rect.width();
+    if (m_aggregated != wasAggregated) showModeInLegend();
     if (m_aggregated)
         markBuckets(g);
     else if (wasAggregated || stepsChanged)

@@ -105,6 +105,7 @@ class QkClipMarks {
         }
     };
     void ensureGraph();
+    void showModeInLegend();
     void markEachStep();
     void markBuckets(const Geometry& g);
     void drawStrip(const Geometry& g);

@@ -261,7 +261,7 @@ void SweepSetEditor::check() {
     try {
         applyOverride(c, m_field.key + "=" + m_value->text().trimmed().toStdString());
     } catch (const std::exception& e) {
-        m_problem = tr("set %1: %2").arg(key(), QString::fromStdString(e.what()));
+        m_problem = tr("Fixed value: %1").arg(QString::fromStdString(e.what()));
     }
     markInvalid(m_value, isInvalid());
     m_value->setToolTip(
