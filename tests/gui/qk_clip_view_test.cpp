@@ -1,7 +1,9 @@
 // qk_clip_view_test.cpp — QK-Clip in the app (issue 15): the clips of a stored run and of live
 // batches are marked on the max-logit plot, one marker per clipped step at its largest S_max,
-// and say what happened on hover; a replay carries them; the comparison marks each run's clips
-// and counts them in its summary. The run is written with RunWriter so the data are known.
+// and say what happened on hover; dense clips (763 of 1000 steps) are gathered into 4-px
+// buckets drawn as a strip whose cells count their clips; a replay carries them; the
+// comparison marks each run's clips and counts them in its summary. The run is written with
+// RunWriter so the data are known.
 #include <qcustomplot.h>
 
 #include <QSignalSpy>
@@ -217,6 +219,109 @@ class QkClipViewTest : public QObject {
         QCOMPARE(panel.clipMarks().atStep(90)->heads, 1);
         QCOMPARE(panel.clipMarks().atStep(95)->maxSMax, 300.0);
         QCOMPARE(panel.clipMarks().graph()->dataCount(), 4);
+    }
+
+    // 763 clipped steps of 1000 (a low tau) on a 600 px axis rect: buckets of 4 px, 150 of
+    // them at most, drawn as a strip; each counts the clips it covers. Zoomed in, markers again.
+    void denseClipsAreAggregatedIntoBuckets() {
+        QCustomPlot plot;
+        plot.resize(600, 300);
+        plot.axisRect()->setAutoMargins(QCP::msNone);
+        plot.axisRect()->setMargins(QMargins(0, 0, 0, 0));
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        std::vector<QkClip> clips;
+        for (int64_t s = 0; s < 1000; ++s)  // evenly spread: step s when floor(0.763 s) grows
+            if ((s + 1) * 763 / 1000 > s * 763 / 1000) clips.push_back(clip(s, 0, 0, 101 + s % 7));
+        QCOMPARE(int(clips.size()), 763);
+        QkClipMarks marks(&plot);
+        const auto x = [](double step) { return step; };
+        marks.set(clips, x);
+        plot.xAxis->setRange(0, 1000);
+        plot.replot(QCustomPlot::rpImmediateRefresh);
+        QCOMPARE(plot.axisRect()->width(), 600);
+        QVERIFY(marks.aggregated());
+        QVERIFY2(marks.marks().size() <= 150, qPrintable(QString::number(marks.marks().size())));
+        QCOMPARE(marks.graph()->dataCount(), 0);  // no markers: the strip says it
+        QVERIFY(marks.graph()->name().contains(QStringLiteral("strip")));
+        int steps = 0, heads = 0;
+        for (const ClipMark& m : marks.marks()) steps += m.steps, heads += m.summary.heads;
+        QCOMPARE(steps, 763);  // every clip in exactly one bucket
+        QCOMPARE(heads, 763);
+        // Bucket 0 is x in [0, 6.67): steps 1, 2, 3, 5, 6 clipped (not 0 or 4); S_max 102, 103,
+        // 104, 106, 107; the largest at step 6.
+        const int bottom = plot.axisRect()->rect().bottom();
+        const ClipMark* first = marks.hit(QPoint(int(plot.xAxis->coordToPixel(3.3)), bottom - 2));
+        QVERIFY(first);
+        QCOMPARE(first->steps, 5);
+        QCOMPARE(first->firstStep, int64_t(1));
+        QCOMPARE(first->lastStep, int64_t(6));
+        QCOMPARE(first->summary.step, int64_t(6));
+        const QString html = clipMarkHtml(*first);
+        QVERIFY2(html.contains(QStringLiteral("QK-Clip at 5 steps, 1–6")) &&
+                     html.contains(QStringLiteral("5 head clips")) &&
+                     html.contains(QStringLiteral("S_max up to 107 at step 6")),
+                 qPrintable(html));
+        // The strip sits at the bottom: the middle of the plot is no mark.
+        QVERIFY(!marks.hit(QPoint(int(plot.xAxis->coordToPixel(3.3)), 150)));
+        // Zoomed to 100 steps (77 clipped, < 600 / 4): one marker per step, as before.
+        plot.xAxis->setRange(0, 100);
+        plot.replot(QCustomPlot::rpImmediateRefresh);
+        QVERIFY(!marks.aggregated());
+        QCOMPARE(int(marks.marks().size()), 763);
+        QCOMPARE(marks.graph()->name(), QStringLiteral("QK-Clip (hover)"));
+        QCOMPARE(marks.graph()->dataCount(), 763);
+        QCOMPARE(marks.hit(marks.graph()->coordsToPixels(6, 107).toPoint())->summary.step,
+                 int64_t(6));
+    }
+
+    // A few clips are drawn one marker each; the live plot's strip cell answers a hover and
+    // a click like a marker does.
+    void sparseClipsKeepTheirMarkersAndDenseOnesHoverInThePanel() {
+        QCustomPlot plot;
+        plot.resize(600, 300);
+        QkClipMarks few(&plot);
+        few.set({clip(10, 0, 0, 120), clip(200, 0, 0, 130), clip(400, 1, 0, 140),
+                 clip(600, 0, 1, 150), clip(990, 0, 0, 160)},
+                [](double step) { return step; });
+        plot.xAxis->setRange(0, 1000);
+        plot.replot(QCustomPlot::rpImmediateRefresh);
+        QVERIFY(!few.aggregated());
+        QCOMPARE(few.graph()->dataCount(), 5);
+        QCOMPARE(int(few.marks().size()), 5);
+
+        LivePlotsPanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.startLive(78, test::tinyConfig(1000), QStringLiteral("dense"));
+        LiveBatch batch;
+        batch.runId = 78;
+        for (int s = 0; s < 1000; ++s) {
+            StepMetrics m;
+            m.step = s;
+            m.loss = 3;
+            m.gradNorm = 1;
+            batch.steps << m;
+            batch.clips << clip(s, 0, 0, 110);
+        }
+        panel.appendBatch(batch);
+        QCustomPlot* logits = panel.logitPlot();
+        QTRY_VERIFY(panel.clipMarks().aggregated());
+        const int width = logits->axisRect()->width();
+        QVERIFY(int(panel.clipMarks().marks().size()) <= width / kClipBucketPixels + 1);
+        const ClipMark& mark = panel.clipMarks().marks()[10];
+        const double middle = (mark.xLo + mark.xHi) / 2;
+        const QPoint at(int(logits->xAxis->coordToPixel(middle)),
+                        logits->axisRect()->rect().bottom() - 2);
+        QSignalSpy jumped(&panel, &LivePlotsPanel::stepSelected);
+        QTest::mouseMove(logits, at);
+        QTRY_VERIFY_WITH_TIMEOUT(QToolTip::isVisible(), 2000);
+        QVERIFY2(QToolTip::text().contains(QStringLiteral("QK-Clip at %1 steps").arg(mark.steps)),
+                 qPrintable(QToolTip::text()));
+        QTest::mouseClick(logits, Qt::LeftButton, {}, at);
+        QCOMPARE(jumped.count(), 1);
+        QCOMPARE(jumped.at(0).at(0).toLongLong(), qint64(mark.summary.step));
     }
 
     // A replay brings each step's clips with that step's frame.

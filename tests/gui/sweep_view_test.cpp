@@ -1,12 +1,14 @@
 // sweep_view_test.cpp — the Sweeps tab against a hand-made store: one table row per point,
 // plot data equal to the report's means with min–max bars, diverged seeds drawn at the loss at
 // initialisation, the margin moving the max stable LR in the legend, "Compare" on selected
-// rows, the run browser's "sweep:NAME" filter, the sweep dialog's point count, its
-// validation error and the file it writes, and, with the real qklab-cli, a sweep started from
-// the dialog filling in and an interrupted sweep resumed from the panel's button.
+// rows, the run browser's "sweep:NAME" filter, the sweep dialog's point count (with zipped
+// axes and fixed values), its validation errors and the file it writes, and, with the real
+// qklab-cli, a sweep started from the dialog filling in and an interrupted sweep resumed from
+// the panel's button.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <QCheckBox>
 #include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
@@ -18,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
+#include <map>
 
 #include "common/gui_types.h"
 #include "gui_test_util.h"
@@ -373,6 +376,106 @@ class SweepViewTest : public QObject {
         QCOMPARE(int(expandSweep(d).size()), 4);
         QCOMPARE(d.seeds, (std::vector<int64_t>{4, 5}));
         QCOMPARE(dialog.startedName(), QStringLiteral("from dialog"));
+    }
+
+    // A zip of two 3-value axes (one dimension of 3) times a 2-value LR grid, one seed: 6
+    // points; the file the dialog writes reads back (core parser) with that zip, grid and set.
+    void dialogZipsAxesAndFixesValues() {
+        SweepDialog dialog(test::tinyConfig(10), m_db);
+        dialog.nameEdit()->setText(QStringLiteral("zipped"));
+        dialog.seedsEdit()->setText(QStringLiteral("7"));
+        dialog.axis(QStringLiteral("optim.lr"))->setGrid(SweepAxisEditor::Mode::Log, 1e-3, 1e-2, 2);
+        dialog.addAxis(QStringLiteral("optim.weight_decay"))
+            ->setList(QStringLiteral("0, 0.05, 0.1"));
+        SweepAxisEditor* qk = dialog.addAxis(QStringLiteral("attention.qk_norm"));
+        qk->setList(QStringLiteral("none, rms, rms"));  // a choice key listed with a repeat
+        qk->setZipWithPrevious(true);
+        QVERIFY(!dialog.axis(QStringLiteral("optim.lr"))->zipBox()->isEnabled());  // first row
+        dialog.addSetValue(QStringLiteral("schedule.steps"))->setValueText(QStringLiteral("12"));
+        SweepSetEditor* cap = dialog.addSetValue(QStringLiteral("attention.softcap.c"));
+        cap->setValueText(QStringLiteral("30"));
+        dialog.revalidate();
+        QVERIFY2(dialog.errorText().isEmpty(), qPrintable(dialog.errorText()));
+        QCOMPARE(dialog.pointCount(), 6);  // 3 (zip) x 2 (lr) x 1 seed
+        QCOMPARE(
+            dialog.zipGroups(),
+            (std::vector<std::vector<std::string>>{{"optim.weight_decay", "attention.qk_norm"}}));
+        // A fixed value the override parser refuses is red, named, and blocks Start.
+        cap->setValueText(QStringLiteral("thirty"));
+        QVERIFY(cap->isInvalid());
+        QVERIFY(cap->valueEdit()->property("invalid").toBool());
+        dialog.revalidate();
+        QCOMPARE(dialog.pointCount(), -1);
+        QVERIFY2(dialog.errorText().contains("attention.softcap.c") &&
+                     dialog.errorText().contains("thirty"),
+                 qPrintable(dialog.errorText()));
+        QVERIFY(!dialog.startButton()->isEnabled());
+        cap->setValueText(QStringLiteral("30"));
+        QVERIFY(!cap->valueEdit()->property("invalid").toBool());
+        dialog.setLauncher([](const QStringList&, const QString&, QString*) { return qint64(1); });
+        QString error;
+        QVERIFY2(dialog.start(&error), qPrintable(error));
+        const SweepDefinition d = loadSweepFile(dialog.sweepFilePath().toStdString());
+        QCOMPARE(
+            d.zips,
+            (std::vector<std::vector<std::string>>{{"optim.weight_decay", "attention.qk_norm"}}));
+        QCOMPARE(d.set, (json{{"schedule.steps", 12}, {"attention.softcap.c", 30}}));
+        QCOMPARE(d.seeds, (std::vector<int64_t>{7}));
+        std::map<std::string, size_t> sizes;
+        for (const SweepAxis& a : d.axes) sizes[a.key] = a.values.size();
+        QCOMPARE(sizes, (std::map<std::string, size_t>{
+                            {"attention.qk_norm", 3}, {"optim.lr", 2}, {"optim.weight_decay", 3}}));
+        const std::vector<SweepPoint> points = expandSweep(d);
+        QCOMPARE(int(points.size()), dialog.pointCount());
+        // Zipped values move together: weight decay 0 only ever meets qk_norm none, and
+        // every point has the fixed values.
+        for (const SweepPoint& p : points) {
+            QCOMPARE(p.coords["optim.weight_decay"] == json(0),
+                     p.coords["attention.qk_norm"] == json("none"));
+            QCOMPARE(p.config.schedule.steps, int64_t(12));
+            QCOMPARE(p.config.attention.softcap.c, 30.0);
+        }
+    }
+
+    // The core's zip check, shown: zipped axes of 3 and 2 values are refused, naming both.
+    void dialogRefusesZippedAxesOfDifferentLengths() {
+        SweepDialog dialog(test::tinyConfig(10), m_db);
+        dialog.seedsEdit()->setText(QStringLiteral("1"));
+        dialog.axis(QStringLiteral("optim.lr"))->setList(QStringLiteral("0.001, 0.01"));
+        dialog.addAxis(QStringLiteral("optim.weight_decay"))
+            ->setList(QStringLiteral("0, 0.05, 0.1"));
+        SweepAxisEditor* qk = dialog.addAxis(QStringLiteral("attention.qk_norm"));
+        qk->setChecked({QStringLiteral("none"), QStringLiteral("rms")});
+        qk->zipBox()->click();
+        dialog.revalidate();
+        QCOMPARE(dialog.pointCount(), -1);
+        const QString error = dialog.errorText();
+        QVERIFY2(error.contains("optim.weight_decay") && error.contains("attention.qk_norm") &&
+                     error.contains("3 vs 2"),
+                 qPrintable(error));
+        QVERIFY(!dialog.startButton()->isEnabled());
+        QString why;
+        QVERIFY(!dialog.start(&why));
+        QVERIFY(!QFileInfo::exists(dialog.sweepFilePath()));
+        // Without the zip, every combination: 2 x 3 x 2.
+        qk->zipBox()->click();
+        dialog.revalidate();
+        QCOMPARE(dialog.pointCount(), 12);
+        // With weight decay gone, qk_norm zips with the row now above it, the 2 LRs: 2 points.
+        qk->setZipWithPrevious(true);
+        dialog.removeAxis(QStringLiteral("optim.weight_decay"));
+        dialog.revalidate();
+        QCOMPARE(dialog.pointCount(), 2);
+        QCOMPARE(dialog.zipGroups(),
+                 (std::vector<std::vector<std::string>>{{"optim.lr", "attention.qk_norm"}}));
+        // A key that is both an axis and a fixed value is refused (the axis would win).
+        dialog.addSetValue(QStringLiteral("optim.lr"))->setValueText(QStringLiteral("0.003"));
+        dialog.revalidate();
+        QCOMPARE(dialog.pointCount(), -1);
+        QVERIFY2(dialog.errorText().contains("optim.lr"), qPrintable(dialog.errorText()));
+        dialog.removeSetValue(QStringLiteral("optim.lr"));
+        dialog.revalidate();
+        QCOMPARE(dialog.pointCount(), 2);
     }
 
     // `qklab --sweep NAME` (screenshots) and Run > Show sweeps: the tab opens on the sweep.

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QPalette>
 #include <QSettings>
+#include <QStyle>
 #include <QStyleFactory>
 #include <QToolTip>
 
@@ -149,6 +150,14 @@ void themePlot(QCustomPlot* plot) {
             scale->axis()->setLabelColor(ink);
         }
     }
+}
+
+// Re-polish to apply a change of the property.
+void markInvalid(QWidget* w, bool invalid) {
+    if (w->property("invalid").toBool() == invalid) return;
+    w->setProperty("invalid", invalid);
+    w->style()->unpolish(w);
+    w->style()->polish(w);
 }
 
 QColor severityTint(int severity) {

@@ -25,6 +25,9 @@ void setBaseStyleSheet(const QString& css);
 
 // Background, axes, ticks, grid, legend and text elements of one plot.
 void themePlot(QCustomPlot* plot);
+// Marks an editor as holding text its field refuses: the stylesheet's *[invalid="true"] rule
+// (resources/qklab.qss, the dark theme's override) paints it red.
+void markInvalid(QWidget* w, bool invalid);
 // A row tint that keeps the palette's text readable: severity 0 (fine) to 2 (bad).
 QColor severityTint(int severity);
 

@@ -631,10 +631,10 @@ void LivePlotsPanel::jumpToStep(qint64 step) {
 
 bool LivePlotsPanel::showSpikeTip(QCustomPlot* plot, const QPoint& pos, bool click) {
     if (plot == m_logits) {  // QK-Clip markers
-        const ClipStep* c = m_clips->hit(pos, xOfStep());
+        const ClipMark* c = m_clips->hit(pos);
         if (c) {
-            QToolTip::showText(plot->mapToGlobal(pos), clipHtml(*c), plot);
-            if (click) emit stepSelected(c->step);
+            QToolTip::showText(plot->mapToGlobal(pos), clipMarkHtml(*c), plot);
+            if (click) emit stepSelected(c->summary.step);
         } else if (!click) {
             QToolTip::hideText();
         }

@@ -13,12 +13,12 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QStackedWidget>
-#include <QStyle>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <climits>
 #include <cmath>
 
+#include "common/theme.h"
 #include "qklab/corpus.h"
 #include "qklab/error.h"
 #include "qklab/resources.h"
@@ -39,14 +39,6 @@ bool parseDouble(const QString& text, double* out) {
     if (!ok || !std::isfinite(v)) return false;
     *out = v;
     return true;
-}
-
-// The "invalid" property is styled by resources/qklab.qss; re-polish to apply a change.
-void markInvalid(QWidget* w, bool invalid) {
-    if (w->property("invalid").toBool() == invalid) return;
-    w->setProperty("invalid", invalid);
-    w->style()->unpolish(w);
-    w->style()->polish(w);
 }
 
 // The estimate's parts, for the status line's tooltip.

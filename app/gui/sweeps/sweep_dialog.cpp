@@ -1,7 +1,6 @@
 // sweep_dialog.cpp — defining a sweep from the form, checking it, writing and starting it.
 #include "sweeps/sweep_dialog.h"
 
-#include <QCheckBox>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDialogButtonBox>
@@ -14,13 +13,11 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QScrollArea>
 #include <QSpinBox>
 #include <QThread>
 #include <QTimer>
-#include <QToolButton>
 #include <QVBoxLayout>
-#include <cmath>
+#include <set>
 
 #include "qklab/run_store.h"
 #include "qklab/sweep.h"
@@ -30,168 +27,6 @@ namespace qklab::gui {
 
 using nlohmann::json;
 
-namespace {
-
-bool numeric(const FieldInfo& f) {
-    return f.type == FieldType::Float || f.type == FieldType::Int;
-}
-
-// A typed value: JSON when it parses (3e-4, 30, "x", [1,2]), else the bare text.
-json parseValue(const QString& text) {
-    const std::string s = text.trimmed().toStdString();
-    const json parsed = json::parse(s, nullptr, /*allow_exceptions=*/false);
-    return parsed.is_discarded() ? json(s) : parsed;
-}
-
-QString valueText(const json& v) {
-    return v.is_string() ? QString::fromStdString(v.get<std::string>())
-                         : QString::fromStdString(v.dump());
-}
-
-}  // namespace
-
-// ---- one axis ------------------------------------------------------------------------------
-
-SweepAxisEditor::SweepAxisEditor(const FieldInfo& field, const json& current, QWidget* parent)
-    : QWidget(parent), m_field(field) {
-    auto* row = new QHBoxLayout(this);
-    row->setContentsMargins(0, 0, 0, 0);
-    auto* name = new QLabel(QStringLiteral("<b>%1</b>").arg(key()));
-    name->setToolTip(QString::fromStdString(field.label + ": " + field.help));
-    name->setMinimumWidth(150);
-    row->addWidget(name);
-    auto* remove = new QToolButton;
-    remove->setText(QStringLiteral("✕"));
-    remove->setToolTip(tr("Remove this axis"));
-    connect(remove, &QToolButton::clicked, this, &SweepAxisEditor::removeRequested);
-    if (field.type == FieldType::Choice || field.type == FieldType::Bool) {
-        const std::vector<std::string> names = field.type == FieldType::Bool
-                                                   ? std::vector<std::string>{"false", "true"}
-                                                   : field.choices;
-        for (const std::string& c : names) {
-            auto* box = new QCheckBox(QString::fromStdString(c));
-            box->setChecked(valueText(current) == box->text());
-            connect(box, &QCheckBox::toggled, this, &SweepAxisEditor::changed);
-            m_choices.push_back(box);
-            row->addWidget(box);
-        }
-        row->addStretch(1);
-        row->addWidget(remove);
-        return;
-    }
-    m_mode = new QComboBox;
-    if (numeric(field)) m_mode->addItems({tr("log grid"), tr("linear grid")});
-    m_mode->addItem(tr("list"));
-    row->addWidget(m_mode);
-    m_gridBox = new QWidget;
-    auto* grid = new QHBoxLayout(m_gridBox);
-    grid->setContentsMargins(0, 0, 0, 0);
-    m_lo = new QLineEdit;
-    m_hi = new QLineEdit;
-    m_count = new QSpinBox;
-    m_count->setRange(1, int(kMaxSweepPoints));
-    for (QLineEdit* e : {m_lo, m_hi}) e->setMaximumWidth(90);
-    grid->addWidget(new QLabel(tr("from")));
-    grid->addWidget(m_lo);
-    grid->addWidget(new QLabel(tr("to")));
-    grid->addWidget(m_hi);
-    grid->addWidget(m_count);
-    grid->addWidget(new QLabel(tr("points")));
-    row->addWidget(m_gridBox);
-    m_list = new QLineEdit(valueText(current));
-    m_list->setPlaceholderText(tr("values, comma separated"));
-    row->addWidget(m_list, 1);
-    row->addWidget(remove);
-    const double v = current.is_number() ? current.get<double>() : 0;
-    if (field.type == FieldType::Float && v > 0)
-        setGrid(Mode::Log, v / 10, v * 10, 5);
-    else
-        m_mode->setCurrentIndex(m_mode->count() - 1);  // a list, starting with the form's value
-    for (QLineEdit* e : {m_lo, m_hi, m_list})
-        connect(e, &QLineEdit::textChanged, this, &SweepAxisEditor::changed);
-    connect(m_count, &QSpinBox::valueChanged, this, &SweepAxisEditor::changed);
-    connect(m_mode, &QComboBox::currentIndexChanged, this, [this] {
-        showMode();
-        emit changed();
-    });
-    showMode();
-}
-
-SweepAxisEditor::Mode SweepAxisEditor::mode() const {
-    if (!m_mode) return Mode::Choices;
-    if (m_mode->currentIndex() == m_mode->count() - 1) return Mode::List;
-    return m_mode->currentIndex() == 0 ? Mode::Log : Mode::Linear;
-}
-
-void SweepAxisEditor::showMode() {
-    if (!m_mode) return;
-    const bool list = mode() == Mode::List;
-    m_gridBox->setVisible(!list);
-    m_list->setVisible(list);
-}
-
-void SweepAxisEditor::setGrid(Mode mode, double lo, double hi, int points) {
-    if (!m_mode || !numeric(m_field)) return;
-    m_mode->setCurrentIndex(mode == Mode::Log ? 0 : 1);
-    m_lo->setText(QString::number(lo, 'g', 6));
-    m_hi->setText(QString::number(hi, 'g', 6));
-    m_count->setValue(points);
-    showMode();
-}
-
-void SweepAxisEditor::setList(const QString& commaSeparated) {
-    if (!m_mode) return;
-    m_mode->setCurrentIndex(m_mode->count() - 1);
-    m_list->setText(commaSeparated);
-    showMode();
-}
-
-void SweepAxisEditor::setChecked(const QStringList& choices) {
-    for (QCheckBox* box : m_choices) box->setChecked(choices.contains(box->text()));
-}
-
-json SweepAxisEditor::spec(QString* problem) const {
-    json values = json::array();
-    switch (mode()) {
-        case Mode::Choices:
-            for (QCheckBox* box : m_choices)
-                if (box->isChecked()) values.push_back(parseValue(box->text()));
-            if (values.empty() && problem) *problem = tr("axis %1: tick at least one").arg(key());
-            return values;
-        case Mode::List: {
-            const QString text = m_list->text().trimmed();
-            // A JSON list as it is ([[0.9, 0.95], [0.8, 0.9]] for a pair); else commas.
-            if (text.startsWith(QLatin1Char('['))) {
-                const json parsed = parseValue(text);
-                if (parsed.is_array()) return parsed;
-            }
-            for (const QString& part : text.split(QLatin1Char(','), Qt::SkipEmptyParts))
-                values.push_back(parseValue(part));
-            if (values.empty() && problem) *problem = tr("axis %1: give some values").arg(key());
-            return values;
-        }
-        case Mode::Log:
-        case Mode::Linear: {
-            bool okLo = false, okHi = false;
-            const double lo = m_lo->text().toDouble(&okLo), hi = m_hi->text().toDouble(&okHi);
-            if ((!okLo || !okHi) && problem)
-                *problem = tr("axis %1: “from” and “to” must be numbers").arg(key());
-            const char* kind = mode() == Mode::Log ? "log" : "linear";
-            return {{kind,
-                     {okLo ? json(lo) : json(m_lo->text().toStdString()),
-                      okHi ? json(hi) : json(m_hi->text().toStdString())}},
-                    {"points", m_count->value()}};
-        }
-    }
-    return values;
-}
-
-}  // namespace qklab::gui
-
-// ---- the dialog ----------------------------------------------------------------------------
-
-namespace qklab::gui {
-
 SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* parent)
     : QDialog(parent), m_base(base), m_db(QFileInfo(dbPath).absoluteFilePath()) {
     setWindowTitle(tr("New sweep from the form"));
@@ -200,12 +35,14 @@ SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* 
     auto* intro =
         new QLabel(tr("The set-up form's config is the base of every point. Pick the "
                       "keys to vary; the grid is every combination of their values "
-                      "and the seeds. The sweep runs in the background "
+                      "and the seeds, except that zipped axes move together. Fixed "
+                      "values apply to every point. The sweep runs in the background "
                       "(qklab-cli) and keeps running when the app closes."));
     intro->setWordWrap(true);
     v->addWidget(intro);
     v->addLayout(buildDetails());
     v->addWidget(buildAxesBox());
+    v->addWidget(buildSetBox());
     buildFooter(v);
     m_timer = new QTimer(this);
     m_timer->setSingleShot(true);
@@ -217,7 +54,7 @@ SweepDialog::SweepDialog(const RunConfig& base, const QString& dbPath, QWidget* 
     if (SweepAxisEditor* lr = addAxis(QStringLiteral("optim.lr")))
         lr->setGrid(SweepAxisEditor::Mode::Log, 3e-4, 3e-1, 7);
     revalidate();
-    resize(760, 520);
+    resize(860, 600);
 }
 
 // Name, why, seeds and parallel jobs: what the sweep is, beside its axes.
@@ -242,20 +79,26 @@ QFormLayout* SweepDialog::buildDetails() {
     return form;
 }
 
+// A picker of the config keys a sweep may vary or fix (seeds and why have their own fields).
+QComboBox* SweepDialog::keyPicker(const QString& objectName, const QString& current) const {
+    auto* keys = new QComboBox;
+    keys->setObjectName(objectName);
+    for (const FieldInfo& f : configFields()) {
+        if (f.key == "run.seed" || f.key == "why") continue;  // seeds above; why is a note
+        keys->addItem(QStringLiteral("%1 — %2").arg(QString::fromStdString(f.key),
+                                                    QString::fromStdString(f.label)),
+                      QString::fromStdString(f.key));
+    }
+    keys->setCurrentIndex(std::max(0, keys->findData(current)));
+    return keys;
+}
+
 // The axes: a key picker and Add, then one editor per axis.
 QGroupBox* SweepDialog::buildAxesBox() {
     auto* axesBox = new QGroupBox(tr("Axes"));
     auto* axesV = new QVBoxLayout(axesBox);
     auto* pick = new QHBoxLayout;
-    m_keys = new QComboBox;
-    m_keys->setObjectName(QStringLiteral("sweepKeyPicker"));
-    for (const FieldInfo& f : configFields()) {
-        if (f.key == "run.seed" || f.key == "why") continue;  // seeds above; why is a note
-        m_keys->addItem(QStringLiteral("%1 — %2").arg(QString::fromStdString(f.key),
-                                                      QString::fromStdString(f.label)),
-                        QString::fromStdString(f.key));
-    }
-    m_keys->setCurrentIndex(std::max(0, m_keys->findData(QStringLiteral("attention.qk_norm"))));
+    m_keys = keyPicker(QStringLiteral("sweepKeyPicker"), QStringLiteral("attention.qk_norm"));
     auto* add = new QPushButton(tr("Add axis"));
     connect(add, &QPushButton::clicked, this, &SweepDialog::addChosenAxis);
     pick->addWidget(m_keys, 1);
@@ -264,6 +107,23 @@ QGroupBox* SweepDialog::buildAxesBox() {
     m_axesLayout = new QVBoxLayout;
     axesV->addLayout(m_axesLayout);
     return axesBox;
+}
+
+// Fixed values ("set"): a key picker and Add, then one key = value row per key.
+QGroupBox* SweepDialog::buildSetBox() {
+    auto* box = new QGroupBox(tr("Fixed values (the same on every point)"));
+    auto* boxV = new QVBoxLayout(box);
+    auto* pick = new QHBoxLayout;
+    m_setKeys = keyPicker(QStringLiteral("sweepSetKeyPicker"), QStringLiteral("schedule.steps"));
+    auto* add = new QPushButton(tr("Add fixed value"));
+    connect(add, &QPushButton::clicked, this,
+            [this] { addSetValue(m_setKeys->currentData().toString()); });
+    pick->addWidget(m_setKeys, 1);
+    pick->addWidget(add);
+    boxV->addLayout(pick);
+    m_setLayout = new QVBoxLayout;
+    boxV->addLayout(m_setLayout);
+    return box;
 }
 
 // The point count, the problem (if any), the sweep file's path, and Start / Cancel.
@@ -316,6 +176,7 @@ SweepAxisEditor* SweepDialog::addAxis(const QString& key) {
     m_axesLayout->addWidget(editor);
     connect(editor, &SweepAxisEditor::changed, this, &SweepDialog::scheduleRevalidate);
     connect(editor, &SweepAxisEditor::removeRequested, this, [this, key] { removeAxis(key); });
+    allowZipBelowTheFirstRow();
     scheduleRevalidate();
     return editor;
 }
@@ -324,6 +185,53 @@ void SweepDialog::removeAxis(const QString& key) {
     SweepAxisEditor* editor = axis(key);
     if (!editor) return;
     m_axes.erase(std::find(m_axes.begin(), m_axes.end(), editor));
+    editor->deleteLater();
+    allowZipBelowTheFirstRow();
+    scheduleRevalidate();
+}
+
+// The first row has no axis above it to zip with.
+void SweepDialog::allowZipBelowTheFirstRow() {
+    for (size_t i = 0; i < m_axes.size(); ++i) m_axes[i]->setZipAllowed(i > 0);
+}
+
+std::vector<std::vector<std::string>> SweepDialog::zipGroups() const {
+    std::vector<std::vector<std::string>> groups;
+    std::vector<std::string> run;
+    for (SweepAxisEditor* a : m_axes) {
+        if (!a->zipWithPrevious()) {
+            if (run.size() > 1) groups.push_back(run);
+            run.clear();
+        }
+        run.push_back(a->key().toStdString());
+    }
+    if (run.size() > 1) groups.push_back(run);
+    return groups;
+}
+
+SweepSetEditor* SweepDialog::setValue(const QString& key) const {
+    for (SweepSetEditor* s : m_sets)
+        if (s->key() == key) return s;
+    return nullptr;
+}
+
+SweepSetEditor* SweepDialog::addSetValue(const QString& key) {
+    if (SweepSetEditor* existing = setValue(key)) return existing;
+    const FieldInfo* field = findField(key.toStdString());
+    if (!field) return nullptr;
+    auto* editor = new SweepSetEditor(*field, m_base);
+    m_sets.push_back(editor);
+    m_setLayout->addWidget(editor);
+    connect(editor, &SweepSetEditor::changed, this, &SweepDialog::scheduleRevalidate);
+    connect(editor, &SweepSetEditor::removeRequested, this, [this, key] { removeSetValue(key); });
+    scheduleRevalidate();
+    return editor;
+}
+
+void SweepDialog::removeSetValue(const QString& key) {
+    SweepSetEditor* editor = setValue(key);
+    if (!editor) return;
+    m_sets.erase(std::find(m_sets.begin(), m_sets.end(), editor));
     editor->deleteLater();
     scheduleRevalidate();
 }
@@ -341,9 +249,13 @@ json SweepDialog::sweepJson() const {
     json axes = json::object();
     for (SweepAxisEditor* a : m_axes) axes[a->key().toStdString()] = a->spec(nullptr);
     j["axes"] = axes;
+    if (const auto zips = zipGroups(); !zips.empty()) j["zip"] = zips;
+    json set = json::object();
+    for (SweepSetEditor* s : m_sets) set[s->key().toStdString()] = s->value();
+    if (!set.empty()) j["set"] = set;
     json seeds = json::array();
     for (const QString& part : m_seeds->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
-        seeds.push_back(parseValue(part));
+        seeds.push_back(parseSweepValue(part));
     if (!seeds.empty()) j["seeds"] = seeds;
     return j;
 }
@@ -375,23 +287,52 @@ QString SweepDialog::checkName() const {
     return {};
 }
 
+// "3 × (weight_decay, qk_norm zipped) · 2 × lr · 1 seed": one part per dimension.
 QString SweepDialog::describeGrid(const json& definition) const {
+    const auto shortKey = [](const std::string& key) {
+        return QString::fromStdString(key).section(QLatin1Char('.'), -1);
+    };
     QStringList parts;
+    std::set<std::string> zipped;
+    for (const json& group : definition.value("zip", json::array())) {
+        QStringList names;
+        for (const json& key : group) {
+            names << shortKey(key.get<std::string>());
+            zipped.insert(key.get<std::string>());
+        }
+        parts << tr("%1 × (%2 zipped)")
+                     .arg(definition["axes"][group[0].get<std::string>()].size())
+                     .arg(names.join(QStringLiteral(", ")));
+    }
     for (const auto& [key, values] : definition["axes"].items())
-        parts << tr("%1 × %2")
-                     .arg(values.size())
-                     .arg(QString::fromStdString(key).section(QLatin1Char('.'), -1));
+        if (!zipped.count(key)) parts << tr("%1 × %2").arg(values.size()).arg(shortKey(key));
     if (definition.contains("seeds"))
         parts << tr("%n seed(s)", nullptr, int(definition["seeds"].size()));
+    if (!definition.value("set", json::object()).empty())
+        parts << tr("%n fixed value(s)", nullptr, int(definition["set"].size()));
     return parts.join(QStringLiteral(" · "));
+}
+
+// What the rows themselves say is wrong: an axis without values, a fixed value the override
+// parser refuses, a key that is both an axis and fixed (the axis would silently win).
+QString SweepDialog::rowProblem() const {
+    QString problem;
+    for (SweepAxisEditor* a : m_axes)
+        if (problem.isEmpty()) a->spec(&problem);
+    for (SweepSetEditor* s : m_sets) {
+        if (!problem.isEmpty()) break;
+        if (s->isInvalid())
+            problem = s->problem();
+        else if (axis(s->key()))
+            problem = tr("%1 is both an axis and a fixed value: remove one of them").arg(s->key());
+    }
+    return problem;
 }
 
 void SweepDialog::revalidate() {
     m_points = -1;
     m_error.clear();
-    QString problem;
-    for (SweepAxisEditor* a : m_axes)
-        if (problem.isEmpty()) a->spec(&problem);
+    QString problem = rowProblem();
     if (problem.isEmpty()) problem = checkName();
     if (problem.isEmpty()) {
         try {

@@ -2,7 +2,9 @@
 //
 // The form's config is the base; the user picks config keys (configFields()) as axes — a
 // numeric key as a log or linear grid (lo, hi, points) or a comma-separated list, a choice
-// key as a checklist of its choices — plus seeds, a name and the number of parallel jobs.
+// key as a checklist of its choices (or a list, with repeats) — plus seeds, a name and the
+// number of parallel jobs. An axis may be zipped with the axis above ("zip" in the file: they
+// move together, one dimension), and fixed values ("set") give keys one value on every point.
 // Every edit rebuilds the sweep JSON and runs it through parseSweep and expandSweep, the
 // CLI's own checks, so the point count shown is the CLI's and an invalid grid point is named
 // (axis, value, point) before anything starts. Start writes <db>.sweeps/<name>.json and runs
@@ -16,8 +18,8 @@
 #include <vector>
 
 #include "qklab/run_config.h"
+#include "sweeps/sweep_editors.h"
 
-class QCheckBox;
 class QComboBox;
 class QFormLayout;
 class QGroupBox;
@@ -30,8 +32,6 @@ class QVBoxLayout;
 
 namespace qklab::gui {
 
-class SweepAxisEditor;
-
 class SweepDialog : public QDialog {
     Q_OBJECT
   public:
@@ -42,6 +42,12 @@ class SweepDialog : public QDialog {
     SweepAxisEditor* addAxis(const QString& key);
     void removeAxis(const QString& key);
     SweepAxisEditor* axis(const QString& key) const;
+    // The zip groups the "zip ↑" ticks make, as the file writes them: axis keys in row order.
+    std::vector<std::vector<std::string>> zipGroups() const;
+    // Adds (or returns the existing) fixed value for a dotted key; null for an unknown key.
+    SweepSetEditor* addSetValue(const QString& key);
+    void removeSetValue(const QString& key);
+    SweepSetEditor* setValue(const QString& key) const;
     QLineEdit* nameEdit() const { return m_name; }
     QLineEdit* seedsEdit() const { return m_seeds; }
     QSpinBox* jobsBox() const { return m_jobs; }
@@ -64,6 +70,10 @@ class SweepDialog : public QDialog {
   private:
     QFormLayout* buildDetails();
     QGroupBox* buildAxesBox();
+    QGroupBox* buildSetBox();
+    QComboBox* keyPicker(const QString& objectName, const QString& current) const;
+    void allowZipBelowTheFirstRow();
+    QString rowProblem() const;
     void buildFooter(QVBoxLayout* v);
     void addChosenAxis();
     void scheduleRevalidate();
@@ -79,6 +89,9 @@ class SweepDialog : public QDialog {
     QComboBox* m_keys = nullptr;
     QVBoxLayout* m_axesLayout = nullptr;
     std::vector<SweepAxisEditor*> m_axes;
+    QComboBox* m_setKeys = nullptr;
+    QVBoxLayout* m_setLayout = nullptr;
+    std::vector<SweepSetEditor*> m_sets;
     QLabel* m_count = nullptr;
     QLabel* m_errorLabel = nullptr;
     QLabel* m_file = nullptr;
@@ -88,40 +101,6 @@ class SweepDialog : public QDialog {
     QString m_error;
     QString m_startedName;
     Launcher m_launch;
-};
-
-// One axis: its key and how its values are given.
-class SweepAxisEditor : public QWidget {
-    Q_OBJECT
-  public:
-    enum class Mode { Log, Linear, List, Choices };
-    SweepAxisEditor(const FieldInfo& field, const nlohmann::json& current,
-                    QWidget* parent = nullptr);
-
-    QString key() const { return QString::fromStdString(m_field.key); }
-    Mode mode() const;
-    void setGrid(Mode mode, double lo, double hi, int points);  // Log or Linear
-    void setList(const QString& commaSeparated);                // List
-    void setChecked(const QStringList& choices);                // Choices
-    // The axis as the sweep file writes it; a value that does not parse is kept as text, so
-    // that parseSweep/expandSweep name it.
-    nlohmann::json spec(QString* problem) const;
-
-  signals:
-    void changed();
-    void removeRequested();
-
-  private:
-    void showMode();
-
-    FieldInfo m_field;
-    QComboBox* m_mode = nullptr;
-    QLineEdit* m_lo = nullptr;
-    QLineEdit* m_hi = nullptr;
-    QSpinBox* m_count = nullptr;
-    QLineEdit* m_list = nullptr;
-    QWidget* m_gridBox = nullptr;
-    std::vector<QCheckBox*> m_choices;
 };
 
 }  // namespace qklab::gui
