@@ -424,6 +424,29 @@ class LessonPlayerTest : public QObject {
             QStringLiteral("Loss at the start: %1.").arg(QString::number(steps[0].loss, 'g', 3))));
     }
 
+    // Opened at a step that trains nothing (a lesson begun mid-way, a recorded database), the
+    // views show the stored run of the step that trained it, not an empty view.
+    void aLaterStepShowsItsRunFromTheStore() {
+        const int64_t stored = test::writeKnownRun(m_db, "own-run", 30);
+        nlohmann::json lesson = {
+            {"title", "Own"},
+            {"steps",
+             {{{"text", "Train."},
+               {"action",
+                {{"kind", "start_preset"},
+                 {"preset", "default"},
+                 {"name", "own-run"},
+                 {"set", tinySet()}}}},
+              {{"text", "Its histogram."}, {"view", "histograms"}, {"layer", 0}}}}};
+        auto w = window();
+        QVERIFY(w);
+        QVERIFY(w->openLesson(writeFile(QStringLiteral("own.json"), lesson.dump()), 1));
+        QTRY_COMPARE(w->part<LivePlotsPanel>()->runId(), stored);
+        QCOMPARE(w->findChild<QTabWidget*>()->currentWidget(),
+                 static_cast<QWidget*>(w->part<HistogramPanel>()));
+        QVERIFY(!w->controller()->isBusy());  // nothing trained
+    }
+
     // File > Fresh class database: one click, a new empty database beside the open one; the
     // old one and its runs stay.
     void aClassStartsFromAFreshDatabaseInOneClick() {

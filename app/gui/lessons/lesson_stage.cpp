@@ -179,7 +179,21 @@ void LessonStage::runAction(const LessonStep& step) {
         return replay(textOf(step.action, "run"),
                       step.action.value("steps_per_second", nlohmann::json()), step);
     if (kind != "none") say(tr("This app does not know the action “%1”.").arg(qs(kind)));
+    showOwnRun(step);
     armConditions(step);
+}
+
+// A step that runs nothing talks about the run of the step that trained it. Opened at that
+// step (a lesson begun mid-way, a recorded database), the views would show no run: they show
+// that run's stored rows instead.
+void LessonStage::showOwnRun(const LessonStep& step) {
+    if (m_replaying || step.view == "compare" || step.view == "sweeps" || step.view == "config")
+        return;
+    const int64_t own = ownRunId();
+    if (own == 0 || m_window->shownLiveRun().runId == own) return;
+    if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun) return;
+    m_window->openRun(own);
+    m_window->showTab(qs(step.view));
 }
 
 // The step's conditions go to whatever runs now: the lesson's live run or its replay.

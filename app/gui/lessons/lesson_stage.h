@@ -59,6 +59,7 @@ class LessonStage : public QObject {
     void compare(const LessonStep& step);
     void replay(const QString& run, const nlohmann::json& speed, const LessonStep& step);
     void armConditions(const LessonStep& step);
+    void showOwnRun(const LessonStep& step);
     bool findRun(const QString& idOrName, int64_t* id);
     std::vector<std::string> storedRunNames() const;
     QString fillValues(const QString& markdown);
