@@ -27,6 +27,13 @@
 using namespace qklab;
 using namespace qklab::gui;
 
+namespace {
+// Run c's `why`: a paragraph, as presets have.
+const char* const kLongWhy =
+    "A learning rate ten times the default: the max logit grows past 30 within a few steps, "
+    "the loss spikes at step 20 and the run diverges; QK-norm at step 12 comes too late.";
+}  // namespace
+
 class CompareViewTest : public QObject {
     Q_OBJECT
   private:
@@ -44,6 +51,7 @@ class CompareViewTest : public QObject {
         c.run.seed = seed;
         c.optim.lr = lr;
         if (diverge) c.probes.histBins = 16;
+        if (diverge) c.why = kLongWhy;
         NewRun nr;
         nr.name = name;
         nr.configJson = configToJson(c).dump();
@@ -266,6 +274,32 @@ class CompareViewTest : public QObject {
         panel.plots()->hoverCursor()->hover(
             loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
         QVERIFY(panel.plots()->hoverCursor()->lastText().contains(QStringLiteral("mean of 2")));
+    }
+
+    // c's long `why` wraps in a column of ~40 characters, its row taller; short rows stay one
+    // line and the tooltip holds the whole text.
+    void diffWrapsALongWhy() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        panel.setComparison(loadComparison(store, m_ids));
+        QTableWidget* d = panel.diffTable();
+        int why = -1, lr = -1;
+        for (int r = 0; r < d->rowCount(); ++r) {
+            if (d->verticalHeaderItem(r)->text() == QStringLiteral("why")) why = r;
+            if (d->verticalHeaderItem(r)->text() == QStringLiteral("optim.lr")) lr = r;
+        }
+        QVERIFY(why >= 0 && lr >= 0);
+        const QFontMetrics fm = d->fontMetrics();
+        const int widest = fm.averageCharWidth() * ComparePanel::kDiffCellChars;
+        QCOMPARE(d->columnWidth(2), widest);  // c's: capped
+        QVERIFY(fm.horizontalAdvance(QString::fromLatin1(kLongWhy)) > 2 * widest);
+        QVERIFY2(d->columnWidth(0) < widest, qPrintable(QString::number(d->columnWidth(0))));
+        QVERIFY2(d->rowHeight(why) >= 3 * fm.lineSpacing(),
+                 qPrintable(QString::number(d->rowHeight(why))));
+        QVERIFY(d->rowHeight(lr) < 2 * fm.lineSpacing());
+        QCOMPARE(d->item(why, 2)->toolTip(), QString::fromLatin1(kLongWhy));
     }
 
     // Histograms of the same layer and step, on the stored bins: side by side always; overlay

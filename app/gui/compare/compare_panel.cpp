@@ -84,6 +84,8 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     m_diff = new QTableWidget;
     m_diff->setObjectName(QStringLiteral("compareDiff"));
     m_diff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_diff->setWordWrap(true);
+    m_diff->setTextElideMode(Qt::ElideRight);  // a row at its 8-line cap ends in "…"
     diffLayout->addWidget(m_diff, 1);
     tabs->addTab(diffPage, tr("Config diff"));
     m_events = new QTextBrowser;
@@ -357,6 +359,15 @@ void ComparePanel::fillDiff() {
     }
     m_diff->setVerticalHeaderLabels(keys);
     m_diff->resizeColumnsToContents();
+    // A long value (a preset's `why`) made its column as wide as the text: it wraps in at
+    // most ~40 characters instead, its row up to 8 lines tall; the tooltip has it whole.
+    const QFontMetrics fm = m_diff->fontMetrics();
+    const int widest = fm.averageCharWidth() * kDiffCellChars;
+    for (int c = 0; c < m_diff->columnCount(); ++c)
+        m_diff->setColumnWidth(c, std::min(m_diff->columnWidth(c), widest));
+    m_diff->resizeRowsToContents();
+    for (int r = 0; r < m_diff->rowCount(); ++r)
+        m_diff->setRowHeight(r, std::min(m_diff->rowHeight(r), fm.lineSpacing() * 8 + 6));
 }
 
 void ComparePanel::fillEvents() {

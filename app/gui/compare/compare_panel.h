@@ -33,6 +33,8 @@ class ComparePanel : public QWidget {
     Q_OBJECT
   public:
     static constexpr int kMaxRuns = 12;
+    // The config diff's columns wrap at about this many characters.
+    static constexpr int kDiffCellChars = 40;
 
     explicit ComparePanel(QWidget* parent = nullptr);
 
