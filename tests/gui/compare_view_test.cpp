@@ -3,6 +3,8 @@
 // readout, the summary table's best cells and the CSV export.
 #include <QComboBox>
 #include <QFile>
+#include <QImage>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -12,6 +14,7 @@
 
 #include "common/gui_types.h"
 #include "common/plot_cursor.h"
+#include "common/plot_style.h"
 #include "common/x_axis.h"
 #include "compare/compare_attention.h"
 #include "compare/compare_data.h"
@@ -300,6 +303,54 @@ class CompareViewTest : public QObject {
                  qPrintable(QString::number(d->rowHeight(why))));
         QVERIFY(d->rowHeight(lr) < 2 * fm.lineSpacing());
         QCOMPARE(d->item(why, 2)->toolTip(), QString::fromLatin1(kLongWhy));
+    }
+
+    // Seeds as groups: the legends (the tab's and the figure's) list the groups in the group's
+    // colour, and b's curves and swatches take its group's colour; b's own is gone.
+    void groupLegendsListGroupsInTheirColours() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        auto* legend = panel.findChild<QLabel*>(QStringLiteral("compareLegend"));
+        QVERIFY(legend);
+        QCOMPARE(int(panel.legendEntries().size()), 3);
+        QCOMPARE(panel.legendEntries()[1].color, compareColor(1));
+        QVERIFY(legend->text().contains(compareColor(1).name()));
+        const QColor bOwn = compareColor(1);
+        auto pixelsOf = [&](const QColor& color) {
+            const QString path = m_dir.filePath(QStringLiteral("legend.png"));
+            QString error;
+            if (!panel.saveFigure(path, &error)) return -1;
+            const QImage image = QImage(path).convertToFormat(QImage::Format_RGB32);
+            int n = 0;
+            for (int y = 0; y < image.height(); ++y)
+                for (int x = 0; x < image.width(); ++x)
+                    n += image.pixel(x, y) == color.rgb() ? 1 : 0;
+            return n;
+        };
+        QVERIFY(pixelsOf(bOwn) > 20);  // b's swatch in the legend, its curves
+
+        panel.setGroupSeeds(true);
+        const auto entries = panel.legendEntries();
+        QCOMPARE(int(entries.size()), 2);
+        QCOMPARE(entries[0].label, QStringLiteral("1 a + 2 b (2 seeds)"));
+        QCOMPARE(entries[0].color, compareColor(0));
+        QCOMPARE(entries[1].label, QStringLiteral("3 c"));
+        QCOMPARE(entries[1].color, compareColor(2));
+        QVERIFY2(legend->text().contains(QStringLiteral("1 a + 2 b (2 seeds)")),
+                 qPrintable(legend->text()));
+        QVERIFY(!legend->text().contains(bOwn.name()));
+        QCOMPARE(panel.plots()->runColor(1), compareColor(0));
+        for (int r = 0; r < 3; ++r)
+            if (panel.summaryTable()->item(r, 0)->text() == QStringLiteral("2 b"))
+                QCOMPARE(panel.summaryTable()->item(r, 0)->data(Qt::DecorationRole).value<QColor>(),
+                         compareColor(0));
+        QCOMPARE(pixelsOf(bOwn), 0);  // nowhere in the figure: legend, curves, diff header
+        panel.setGroupSeeds(false);
+        QCOMPARE(int(panel.legendEntries().size()), 3);
     }
 
     // Histograms of the same layer and step, on the stored bins: side by side always; overlay

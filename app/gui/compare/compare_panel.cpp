@@ -175,7 +175,7 @@ void ComparePanel::connectViewControls() {
         m_smoothingLabel->setText(tr("smoothing %1").arg(v / 100.0, 0, 'f', 2));
         m_plots->setSmoothing(v / 100.0);
     });
-    connect(m_groups, &QCheckBox::toggled, this, [this](bool on) { m_plots->setGroupSeeds(on); });
+    connect(m_groups, &QCheckBox::toggled, this, &ComparePanel::groupingChanged);
     auto multiples = [this] {
         m_plots->setSmallMultiples(
             m_multiples->isChecked(),
@@ -259,11 +259,20 @@ void ComparePanel::reloadIfLive() {
     if (!m_dbPath.isEmpty() && !m_runIds.empty()) setRuns(m_dbPath, m_runIds);
 }
 
+std::vector<ComparePanel::LegendEntry> ComparePanel::legendEntries() const {
+    std::vector<LegendEntry> entries;
+    for (const CurveGroup& g : m_plots->groups())
+        entries.push_back({m_plots->runColor(g.members.front()), g.label});
+    if (!entries.empty()) return entries;
+    for (size_t i = 0; i < m_comparison.runs.size(); ++i)
+        entries.push_back({compareColor(i), m_comparison.runs[i].label()});
+    return entries;
+}
+
 void ComparePanel::fillLegend() {
     QStringList parts;
-    for (size_t i = 0; i < m_comparison.runs.size(); ++i)
-        parts << swatch(compareColor(i)) + QLatin1Char(' ') +
-                     m_comparison.runs[i].label().toHtmlEscaped();
+    for (const LegendEntry& e : legendEntries())
+        parts << swatch(e.color) + QLatin1Char(' ') + e.label.toHtmlEscaped();
     QString text = tr("<b>Comparing %n run(s):</b> ", nullptr, int(m_comparison.runs.size())) +
                    parts.join(QStringLiteral(" &nbsp; "));
     if (!m_comparison.missing.empty()) {
@@ -273,6 +282,16 @@ void ComparePanel::fillLegend() {
                     .arg(ids.join(QStringLiteral(", ")));
     }
     m_legend->setText(text);
+}
+
+// The curves regroup; the legend and every run's swatch (summary, diff, events) take the
+// colours the curves now have.
+void ComparePanel::groupingChanged() {
+    m_plots->setGroupBy(m_groups->isChecked() ? QString::fromLatin1(kGroupBySeed) : QString());
+    fillLegend();
+    fillSummary();
+    fillDiff();
+    fillEvents();
 }
 
 void ComparePanel::fillSummary() {
@@ -288,7 +307,7 @@ void ComparePanel::fillSummary() {
     for (size_t r = 0; r < runs.size(); ++r) {
         auto* name = new NumberItem(runs[r].label());
         name->setData(Qt::UserRole, double(runs[r].summary.runId));
-        name->setData(Qt::DecorationRole, compareColor(r));
+        name->setData(Qt::DecorationRole, m_plots->runColor(r));
         m_summary->setItem(int(r), 0, name);
         for (size_t c = 0; c < columns.size(); ++c) {
             auto* item = new NumberItem(QString::fromStdString(columns[c].text(runs[r].summary)));
@@ -344,7 +363,7 @@ void ComparePanel::fillDiff() {
     m_diff->setRowCount(int(rows.size()));
     for (size_t r = 0; r < m_comparison.runs.size(); ++r) {
         auto* header = new QTableWidgetItem(m_comparison.runs[r].label());
-        header->setData(Qt::DecorationRole, compareColor(r));
+        header->setData(Qt::DecorationRole, m_plots->runColor(r));
         m_diff->setHorizontalHeaderItem(int(r), header);
     }
     QStringList keys;
@@ -375,7 +394,7 @@ void ComparePanel::fillEvents() {
     for (size_t i = 0; i < m_comparison.runs.size(); ++i) {
         const CompareRun& run = m_comparison.runs[i];
         html += QStringLiteral("<p>%1 <b>%2</b><br>")
-                    .arg(swatch(compareColor(i)), run.label().toHtmlEscaped());
+                    .arg(swatch(m_plots->runColor(i)), run.label().toHtmlEscaped());
         if (run.snap.events.empty()) html += tr("no events");
         for (const EventRecord& e : run.snap.events)
             html += tr("step %1: %2 %3 (%4)<br>")

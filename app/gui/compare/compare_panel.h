@@ -54,6 +54,14 @@ class ComparePanel : public QWidget {
     void setSmoothing(double weight);
     void setGroupSeeds(bool on);
 
+    // The legend's entries, in the tab and in the figure: one per group (its colour and label)
+    // when grouped, else one per run.
+    struct LegendEntry {
+        QColor color;
+        QString label;
+    };
+    std::vector<LegendEntry> legendEntries() const;
+
     // Saved comparisons (the store's comparisons table): the runs and every view setting.
     bool saveAs(const QString& name, QString* error);
     void openSaved(const QString& name);  // reopens exactly as saved (async)
@@ -80,6 +88,7 @@ class ComparePanel : public QWidget {
     void fillDiff();
     void fillEvents();
     void fillLegend();
+    void groupingChanged();
     void reloadIfLive();
     void exportAs(const QString& what);
     void refreshSaved();

@@ -167,7 +167,7 @@ int ComparePanel::paintDiff(QPainter* p, const QFontMetrics& fm, int width) cons
     const QColor ink = palette().color(QPalette::Text);
     text(0, 0, keyWidth, tr("config key"), ink);
     for (int r = 0; r < runs; ++r)
-        text(keyWidth + r * cell, 0, cell, m_comparison.runs[r].label(), compareColor(r));
+        text(keyWidth + r * cell, 0, cell, m_comparison.runs[r].label(), m_plots->runColor(r));
     for (size_t i = 0; i < rows.size(); ++i) {
         const int y = line * int(i + 1);
         p->setPen(palette().color(QPalette::Mid));
@@ -199,10 +199,7 @@ int ComparePanel::paintLegend(QPainter* p, const QFontMetrics& fm, int width) co
         x += w;
     };
     place(tr("Comparing %n run(s):", nullptr, int(m_comparison.runs.size())), nullptr);
-    for (size_t i = 0; i < m_comparison.runs.size(); ++i) {
-        const QColor color = compareColor(i);
-        place(m_comparison.runs[i].label(), &color);
-    }
+    for (const LegendEntry& e : legendEntries()) place(e.label, &e.color);
     if (!m_comparison.missing.empty()) {
         QStringList ids;
         for (int64_t id : m_comparison.missing) ids << QString::number(id);

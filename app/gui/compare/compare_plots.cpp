@@ -127,7 +127,7 @@ void ComparePlots::drawMultiples() {
         if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
             title->setText(
                 QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label()));
-            title->setTextColor(compareColor(r));
+            title->setTextColor(runColor(r));
         }
         drawRun(plot, info, r, false);
         drawMarkers(plot, info, r);
@@ -174,8 +174,8 @@ void ComparePlots::setSmoothing(double weight) {
     redraw();
 }
 
-void ComparePlots::setGroupSeeds(bool on) {
-    m_groupSeeds = on;
+void ComparePlots::setGroupBy(const QString& groupBy) {
+    m_groupBy = groupBy;
     redraw();
 }
 
@@ -192,6 +192,8 @@ void ComparePlots::redraw() {
     m_hover->hide();
     m_x.clear();
     m_bands.clear();  // their graphs go with clearGraphs() below
+    // Again with the data: a reload may have lost a deleted run, and the indices with it.
+    m_groups = m_comparison ? curveGroups(*m_comparison, m_groupBy) : std::vector<CurveGroup>();
     if (m_comparison)
         for (const CompareRun& run : m_comparison->runs) {
             StepToX map(m_xKind, run.snap.config.data.batchSize, run.snap.config.model.seqLen);
@@ -218,12 +220,11 @@ void ComparePlots::redraw() {
 
 void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) {
     std::vector<bool> grouped(m_comparison->runs.size(), false);
-    if (m_groupSeeds)
-        for (const auto& members : m_comparison->seedGroups) {
-            if (members.size() < 2) continue;
-            drawGroup(plot, info, members);
-            for (size_t m : members) grouped[m] = true;
-        }
+    for (const CurveGroup& group : m_groups) {
+        if (group.members.size() < 2) continue;
+        drawGroup(plot, info, group);
+        for (size_t m : group.members) grouped[m] = true;
+    }
     for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
         drawRun(plot, info, r, grouped[r]);
         drawMarkers(plot, info, r);
@@ -237,7 +238,7 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
     const CompareRun& run = m_comparison->runs[index];
     const Series s = seriesOf(run, info.metric, m_layer);
     if (s.steps.isEmpty()) return;
-    const QColor color = compareColor(index);
+    const QColor color = runColor(index);
     const bool smooth = m_smoothing > 0;
     QColor faint = color;
     faint.setAlpha(smooth || inGroup ? 60 : 255);
@@ -254,7 +255,8 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
 }
 
 void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
-                             const std::vector<size_t>& members) {
+                             const CurveGroup& group) {
+    const std::vector<size_t>& members = group.members;
     std::vector<Series> series;
     for (size_t m : members)
         series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
@@ -263,7 +265,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     if (band.steps.isEmpty()) return;
     const size_t first = members.front();
     const QVector<double> x = xs(first, band.steps);
-    QColor color = compareColor(first);
+    QColor color = runColor(first);
     // Whole here (rescaleAxes sees every point); fitBands thins them for drawing.
     QCPGraph* low = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
     low->setData(x, band.low, true);
@@ -283,7 +285,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     QCPGraph* mean = addRunGraph(plot, first,
                                  tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
                                      .arg(m_comparison->runs[first].label()),
-                                 QPen(compareColor(first), 2.0));
+                                 QPen(runColor(first), 2.0));
     mean->setData(x, band.mean, true);
     thinIfDense(mean);
     thinIfDense(low);
@@ -294,7 +296,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
 // logit (the layer shown, or all); interventions as lines.
 void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index) {
     const CompareRun& run = m_comparison->runs[index];
-    const QColor color = compareColor(index);
+    const QColor color = runColor(index);
     if (info.metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
         QCPGraph* clips = addRunGraph(plot, index, QString(), QPen(color));
         clips->setLineStyle(QCPGraph::lsNone);

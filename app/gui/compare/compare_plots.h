@@ -31,7 +31,11 @@ class ComparePlots : public QWidget {
     void setXAxis(XAxisKind kind);
     void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
-    void setGroupSeeds(bool on);
+    // "" draws every run alone; kGroupBySeed (or, later, a config key) as curveGroups() says.
+    void setGroupBy(const QString& groupBy);
+    // The groups drawn now (empty when ungrouped) and a run's colour under them.
+    const std::vector<CurveGroup>& groups() const { return m_groups; }
+    QColor runColor(size_t run) const { return curveColor(m_groups, run); }
     // One plot per run for `metric`, linked axes, instead of the overlay.
     void setSmallMultiples(bool on, CompareMetric metric);
     void redraw();
@@ -48,8 +52,7 @@ class ComparePlots : public QWidget {
     void drawMultiples();
     void drawMetric(QCustomPlot* plot, const CompareMetricInfo& info);
     void drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index, bool inGroup);
-    void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
-                   const std::vector<size_t>& members);
+    void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info, const CurveGroup& group);
     void drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index);
     QString readout(QCustomPlot* plot, double x) const;
     void fitBands(QCustomPlot* plot);
@@ -71,7 +74,8 @@ class ComparePlots : public QWidget {
     XAxisKind m_xKind = XAxisKind::Step;
     int m_layer = -1;
     double m_smoothing = 0;
-    bool m_groupSeeds = false;
+    QString m_groupBy;
+    std::vector<CurveGroup> m_groups;  // of m_groupBy, made again at each redraw
     QList<QCustomPlot*> m_plots;       // in compareMetrics() order
     QList<QCustomPlot*> m_multiPlots;  // small multiples: one per run, made on demand
     bool m_multiples = false;
