@@ -6,12 +6,14 @@
 #include <QImage>
 #include <QLabel>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
 
+#include "common/figure_size.h"
 #include "common/gui_types.h"
 #include "common/plot_cursor.h"
 #include "common/plot_style.h"
@@ -26,6 +28,7 @@
 #include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
+#include "shell/automation.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -351,6 +354,97 @@ class CompareViewTest : public QObject {
         QCOMPARE(pixelsOf(bOwn), 0);  // nowhere in the figure: legend, curves, diff header
         panel.setGroupSeeds(false);
         QCOMPARE(int(panel.legendEntries().size()), 3);
+    }
+
+    // Presets fill the fields; editing a number makes it custom.
+    void figureSizeDialogPresets() {
+        FigureSizeDialog d;
+        QCOMPARE(d.size(), (FigureSize{1920, 1080, 144}));  // a slide by default
+        QCOMPARE(d.presetChoice()->currentIndex(), 0);
+        d.choosePreset(1);
+        QCOMPARE(d.size(), (FigureSize{1050, 0, 300}));  // 3.5 in, as tall as needed
+        d.choosePreset(2);
+        QCOMPARE(d.size(), (FigureSize{2100, 0, 300}));
+        auto* dpi = d.findChild<QSpinBox*>(QStringLiteral("figureDpi"));
+        QVERIFY(dpi);
+        dpi->setValue(600);
+        QCOMPARE(d.presetChoice()->currentIndex(), d.presetChoice()->count() - 1);  // custom
+        QCOMPARE(d.size(), (FigureSize{2100, 0, 600}));
+        dpi->setValue(300);
+        QCOMPARE(d.presetChoice()->currentIndex(), 2);  // the preset's numbers again
+    }
+
+    // --figure-size: a preset's name or WIDTHxHEIGHT@DPI; anything else exits 2 naming it.
+    void figureSizeOption() {
+        QCOMPARE(parseFigureSize(QStringLiteral("slide")), (FigureSize{1920, 1080, 144}));
+        QCOMPARE(parseFigureSize(QStringLiteral("column")), (FigureSize{1050, 0, 300}));
+        QCOMPARE(parseFigureSize(QStringLiteral("1600x900@96")), (FigureSize{1600, 900, 96}));
+        QCOMPARE(parseFigureSize(QStringLiteral("2100xauto@300")), (FigureSize{2100, 0, 300}));
+        for (const char* bad : {"1600x900", "x@3", "1600x900@0", "99x900@96", "1e3x900@96",
+                                "20000x900@96", "1600x900@5000", "huge"})
+            QVERIFY2(!parseFigureSize(QString::fromLatin1(bad)), bad);
+        LaunchOptions o;
+        int exitCode = -1;
+        QVERIFY(parseLaunchOptions({"qklab", "--figure-size", "1050x700@300"}, &o, &exitCode));
+        QCOMPARE(o.figureSize, (FigureSize{1050, 700, 300}));
+        QVERIFY(!parseLaunchOptions({"qklab", "--figure-size", "1050x700"}, &o, &exitCode));
+        QCOMPARE(exitCode, 2);
+    }
+
+    // The figure at a chosen size has exactly those pixels and the dpi in the file, whatever
+    // the window's size; its text scales with the dpi: the figure at 3x the screen's dpi and
+    // 3x the pixels, shrunk 3x, looks like the one at the screen's dpi, where a 3x canvas at
+    // the screen's dpi (tiny text, thin lines) does not.
+    void figureAtAChosenSizeAndDpi() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1129, 473);  // the size the teacher's figure used to have
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        QString error;
+        auto save = [&](const FigureSize& size) {
+            const QString path = m_dir.filePath(QStringLiteral("sized.png"));
+            if (!panel.saveFigure(path, &error, size)) return QImage();
+            return QImage(path);
+        };
+        for (const FigureSize& size : {FigureSize{1920, 1080, 144}, FigureSize{1050, 700, 300}}) {
+            const QImage image = save(size);
+            QVERIFY2(!image.isNull(), qPrintable(error));
+            QCOMPARE(image.size(), QSize(size.width, size.height));
+            QCOMPARE(image.dotsPerMeterX(), qRound(size.dpi / 0.0254));
+            QCOMPARE(image.dotsPerMeterY(), qRound(size.dpi / 0.0254));
+        }
+        // A paper column: one or two columns of plots (not four squeezed ones), as tall as
+        // they need.
+        const QFontMetrics fm(panel.font());
+        const auto column = panel.figureLayout({1050, 0, 300}, fm);
+        QVERIFY(column.plots.size() >= 11);
+        QVERIFY(column.plots[0].second.width() >= ComparePanel::kMinPlotWidth);
+        const QImage tall = save({1050, 0, 300});
+        QCOMPARE(tall.width(), 1050);
+        QVERIFY2(tall.height() > 1050, qPrintable(QString::number(tall.height())));
+
+        const int screen = panel.logicalDpiX();
+        const QImage base = save({600, 500, screen}).convertToFormat(QImage::Format_RGB32);
+        auto differenceFromBase = [&](const QImage& big) {
+            const QImage small =
+                big.scaled(base.size(), Qt::IgnoreAspectRatio, Qt::SmoothTransformation)
+                    .convertToFormat(QImage::Format_RGB32);
+            double sum = 0;
+            for (int y = 0; y < base.height(); ++y)
+                for (int x = 0; x < base.width(); ++x) {
+                    const QRgb a = base.pixel(x, y), b = small.pixel(x, y);
+                    sum += std::abs(qRed(a) - qRed(b)) + std::abs(qGreen(a) - qGreen(b)) +
+                           std::abs(qBlue(a) - qBlue(b));
+                }
+            return sum / (3.0 * base.width() * base.height());
+        };
+        const double scaled = differenceFromBase(save({1800, 1500, 3 * screen}));
+        const double bigCanvas = differenceFromBase(save({1800, 1500, screen}));
+        qInfo("mean difference per channel: dpi-scaled %.2f, big canvas %.2f", scaled, bigCanvas);
+        QVERIFY2(scaled < 6 && bigCanvas > 2 * scaled,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(scaled).arg(bigCanvas)));
     }
 
     // Histograms of the same layer and step, on the stored bins: side by side always; overlay

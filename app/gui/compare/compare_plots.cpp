@@ -17,6 +17,12 @@ namespace qklab::gui {
 namespace {
 
 const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
+constexpr int kOverlayColumns = 4;
+
+// Small multiples of n runs: one row up to 4, then 3 columns up to 9, then 4.
+int multiplesColumns(size_t n) {
+    return n <= 4 ? std::max<int>(1, int(n)) : (n <= 9 ? 3 : 4);
+}
 
 QCPGraph* addRunGraph(QCustomPlot* plot, size_t run, const QString& name, const QPen& pen) {
     QCPGraph* g = plot->addGraph();
@@ -53,7 +59,7 @@ ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
     int i = 0;
     for (const CompareMetricInfo& info : compareMetrics()) {
         QCustomPlot* plot = makePlot(info.title, info.logScale, &m_plots);
-        grid->addWidget(plot, i / 4, i % 4);
+        grid->addWidget(plot, i / kOverlayColumns, i % kOverlayColumns);
         ++i;
     }
     m_stack->addWidget(overlay);
@@ -110,7 +116,7 @@ void ComparePlots::setSmallMultiples(bool on, CompareMetric metric) {
 void ComparePlots::drawMultiples() {
     const CompareMetricInfo& info = compareMetricInfo(m_multiMetric);
     const size_t n = m_comparison ? m_comparison->runs.size() : 0;
-    const int columns = n <= 4 ? std::max<int>(1, int(n)) : (n <= 9 ? 3 : 4);
+    const int columns = multiplesColumns(n);
     QCPRange xs, ys;
     bool found = false;
     for (size_t r = 0; r < size_t(m_multiPlots.size()) || r < n; ++r) {
@@ -142,6 +148,11 @@ void ComparePlots::drawMultiples() {
         m_multiPlots[int(r)]->yAxis->setRange(ys);
         m_multiPlots[int(r)]->replot(QCustomPlot::rpQueuedReplot);
     }
+}
+
+int ComparePlots::gridColumns() const {
+    if (!m_multiples) return kOverlayColumns;
+    return multiplesColumns(m_comparison ? m_comparison->runs.size() : 0);
 }
 
 QCustomPlot* ComparePlots::plotOf(CompareMetric metric) const {

@@ -44,6 +44,8 @@ class ComparePlots : public QWidget {
     QCustomPlot* plotOf(CompareMetric metric) const;
     QList<QCustomPlot*> multiplePlots() const { return m_multiPlots; }
     bool smallMultiples() const { return m_multiples; }
+    // The columns of the grid shown now (the overlay's, or the small multiples').
+    int gridColumns() const;
     HoverCursor* hoverCursor() const { return m_hover; }
     double lastRedrawMs() const { return m_lastRedrawMs; }
 
