@@ -356,6 +356,63 @@ class CompareViewTest : public QObject {
         QCOMPARE(int(panel.legendEntries().size()), 3);
     }
 
+    // Group by any differing key: its runs' mean in one colour, the legend "K=value (n runs)".
+    // Runs a and b share optim.lr (3e-3), a and c run.seed (1).
+    void groupByAnyDifferingKey() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1400, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        auto* choice = panel.findChild<QComboBox*>(QStringLiteral("compareGroupBy"));
+        QVERIFY(choice);
+        QCOMPARE(choice->currentIndex(), 0);  // none
+        QCOMPARE(choice->itemData(1).toString(), QString::fromLatin1(kGroupBySeed));
+        QStringList offered;
+        for (int i = 2; i < choice->count(); ++i) offered << choice->itemData(i).toString();
+        QVERIFY2(offered.contains(QStringLiteral("optim.lr")), qPrintable(offered.join(',')));
+        QVERIFY(offered.contains(QStringLiteral("run.seed")));
+        QVERIFY(!offered.contains(QStringLiteral("model.d_model")));  // equal in all runs
+
+        choice->setCurrentIndex(choice->findData(QStringLiteral("optim.lr")));
+        auto entries = panel.legendEntries();
+        QCOMPARE(int(entries.size()), 2);
+        QCOMPARE(entries[0].label, QStringLiteral("optim.lr=0.003 (2 runs)"));
+        QCOMPARE(entries[0].color, compareColor(0));
+        QCOMPARE(entries[1].label, QStringLiteral("optim.lr=0.03 (1 run)"));
+        QCOMPARE(entries[1].color, compareColor(2));
+        QCustomPlot* loss = panel.plots()->plotOf(CompareMetric::TrainLoss);
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        panel.plots()->hoverCursor()->hover(
+            loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
+        // Step 10: the mean of a (4.9) and b (3.9).
+        const QString text = panel.plots()->hoverCursor()->lastText();
+        QVERIFY2(text.contains(QStringLiteral("mean of optim.lr=0.003 (2 runs): <b>4.4</b>")),
+                 qPrintable(text));
+
+        panel.setGroupBy(QStringLiteral("run.seed"));
+        entries = panel.legendEntries();
+        QCOMPARE(int(entries.size()), 2);
+        QCOMPARE(entries[0].label, QStringLiteral("run.seed=1 (2 runs)"));
+        QCOMPARE(panel.plots()->runColor(2), compareColor(0));  // c joins a
+        QCOMPARE(panel.plots()->runColor(1), compareColor(1));
+        QVERIFY(panel.settingsJson().contains(QStringLiteral("\"group_by\":\"run.seed\"")));
+
+        // A key the runs do not differ in (a saved comparison of other runs): no groups.
+        panel.setGroupBy(QStringLiteral("model.d_model"));
+        QCOMPARE(panel.groupBy(), QString());
+        QCOMPARE(int(panel.legendEntries().size()), 3);
+        // Saved before "Group by": seeds as groups on is group by seed, off is none.
+        panel.applySettings(QStringLiteral(R"({"seed_groups":true})"));
+        QCOMPARE(panel.groupBy(), QString::fromLatin1(kGroupBySeed));
+        QCOMPARE(panel.legendEntries()[0].label, QStringLiteral("1 a + 2 b (2 seeds)"));
+        panel.applySettings(QStringLiteral(R"({"seed_groups":false})"));
+        QCOMPARE(panel.groupBy(), QString());
+        panel.applySettings(QStringLiteral(R"({"group_by":"optim.lr","seed_groups":false})"));
+        QCOMPARE(panel.groupBy(), QStringLiteral("optim.lr"));
+    }
+
     // Presets fill the fields; editing a number makes it custom.
     void figureSizeDialogPresets() {
         FigureSizeDialog d;

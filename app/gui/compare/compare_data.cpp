@@ -86,6 +86,13 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
 std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy) {
     std::vector<CurveGroup> groups;
     if (groupBy.isEmpty()) return groups;
+    if (groupBy != QLatin1String(kGroupBySeed)) {
+        std::vector<RunConfig> configs;
+        for (const CompareRun& r : c.runs) configs.push_back(r.snap.config);
+        for (const RunGroup& g : groupByKey(configs, groupBy.toStdString()))
+            groups.push_back({g.members, QString::fromStdString(g.label)});
+        return groups;
+    }
     for (const std::vector<size_t>& members : c.seedGroups) {
         QStringList names;
         for (size_t m : members) names << c.runs[m].label();
@@ -96,6 +103,13 @@ std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy)
         groups.push_back({members, label});
     }
     return groups;
+}
+
+QStringList groupByKeys(const Comparison& c) {
+    QStringList keys;
+    for (const ConfigDiffRow& row : c.diff)
+        if (row.differs) keys << QString::fromStdString(row.key);
+    return keys;
 }
 
 QColor curveColor(const std::vector<CurveGroup>& groups, size_t run) {

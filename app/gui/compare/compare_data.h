@@ -9,6 +9,7 @@
 
 #include <QColor>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <vector>
 
@@ -44,8 +45,13 @@ struct CurveGroup {
 // "Group by" seeds: runs whose configs differ only in run.seed (Comparison::seedGroups).
 inline const char* const kGroupBySeed = "seed";
 
-// The groups for a "Group by" choice: "" none (empty result), kGroupBySeed.
+// The groups for a "Group by" choice: "" none (empty result), kGroupBySeed, or a config key
+// (groupByKey: "optim.lr=0.003 (2 runs)").
 std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy);
+
+// The keys a comparison can be grouped by: those whose values differ among its runs (the
+// config diff's differing rows, in its order).
+QStringList groupByKeys(const Comparison& c);
 
 // A run's colour in the curves and legends: its own (compareColor(run)) ungrouped, its group's
 // when grouped.

@@ -3,6 +3,7 @@
 
 #include <qcustomplot.h>
 
+#include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -148,19 +149,29 @@ void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout
     for (const CompareMetricInfo& info : compareMetrics())
         m_multiMetric->addItem(info.title, int(info.metric));
     m_multiMetric->setCurrentIndex(m_multiMetric->findData(int(CompareMetric::MaxLogit)));
-    m_groups = new QCheckBox(tr("Seeds as groups"));
-    m_groups->setToolTip(tr("Runs that differ only in run.seed: their mean in a min-max band"));
+    // Group by any differing key, as TensorBoard and W&B do; seeds first, the usual case.
+    auto* groupLabel = new QLabel(tr("Group by"));
+    m_groupBy = new QComboBox;
+    m_groupBy->setObjectName(QStringLiteral("compareGroupBy"));
+    m_groupBy->setToolTip(
+        tr("Runs with the same value of a key are drawn as their mean in a min-max band, in "
+           "one colour. Seed: runs that differ only in run.seed"));
+    groupLabel->setBuddy(m_groupBy);
+    fillGroupChoices();
     row->addWidget(m_xChoice);
     row->addWidget(m_layer);
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
     row->addStretch(1);
-    groupRow->addWidget(m_groups);
+    groupRow->addWidget(groupLabel);
+    groupRow->addWidget(m_groupBy);
     groupRow->addWidget(m_multiples);
     groupRow->addWidget(m_multiMetric);
     groupRow->addStretch(1);
     m_multiMetric->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_multiMetric->setMinimumContentsLength(12);
+    m_groupBy->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_groupBy->setMinimumContentsLength(10);  // presenter mode's 1.5x font fits 1024 px
     m_xChoice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_xChoice->setMinimumContentsLength(10);
     m_smoothing->setMaximumWidth(120);
@@ -175,7 +186,8 @@ void ComparePanel::connectViewControls() {
         m_smoothingLabel->setText(tr("smoothing %1").arg(v / 100.0, 0, 'f', 2));
         m_plots->setSmoothing(v / 100.0);
     });
-    connect(m_groups, &QCheckBox::toggled, this, &ComparePanel::groupingChanged);
+    connect(m_groupBy, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            &ComparePanel::groupingChanged);
     auto multiples = [this] {
         m_plots->setSmallMultiples(
             m_multiples->isChecked(),
@@ -232,6 +244,9 @@ void ComparePanel::setComparison(Comparison comparison) {
         for (int l = 0; l < layers; ++l) m_layer->addItem(tr("layer %1").arg(l), l);
         m_layer->setCurrentIndex(std::max(0, m_layer->findData(chosen)));
     }
+    const QString grouped = groupBy();
+    fillGroupChoices();
+    if (groupBy() != grouped) m_plots->setGroupBy(groupBy());  // its key no longer differs
     m_plots->setComparison(&m_comparison, m_layer->currentData().toInt());
     if (!m_dbPath.isEmpty()) {
         m_histograms->setComparison(m_dbPath, &m_comparison);
@@ -287,7 +302,7 @@ void ComparePanel::fillLegend() {
 // The curves regroup; the legend and every run's swatch (summary, diff, events) take the
 // colours the curves now have.
 void ComparePanel::groupingChanged() {
-    m_plots->setGroupBy(m_groups->isChecked() ? QString::fromLatin1(kGroupBySeed) : QString());
+    m_plots->setGroupBy(groupBy());
     fillLegend();
     fillSummary();
     fillDiff();
@@ -412,7 +427,29 @@ void ComparePanel::setSmoothing(double weight) {
 }
 
 void ComparePanel::setGroupSeeds(bool on) {
-    m_groups->setChecked(on);
+    setGroupBy(on ? QString::fromLatin1(kGroupBySeed) : QString());
+}
+
+void ComparePanel::setGroupBy(const QString& groupBy) {
+    m_groupBy->setCurrentIndex(std::max(0, m_groupBy->findData(groupBy)));
+}
+
+QString ComparePanel::groupBy() const {
+    return m_groupBy->currentData().toString();
+}
+
+// None, seed, then the keys that differ in this comparison; the choice stays when it still
+// applies. The popup is as wide as its longest entry (the box itself is kept narrow).
+void ComparePanel::fillGroupChoices() {
+    const QString chosen = m_groupBy->count() > 0 ? groupBy() : QString();
+    QSignalBlocker block(m_groupBy);
+    m_groupBy->clear();
+    m_groupBy->addItem(tr("none"), QString());
+    m_groupBy->addItem(tr("seed (runs that differ only in run.seed)"),
+                       QString::fromLatin1(kGroupBySeed));
+    for (const QString& key : groupByKeys(m_comparison)) m_groupBy->addItem(key, key);
+    m_groupBy->setCurrentIndex(std::max(0, m_groupBy->findData(chosen)));
+    m_groupBy->view()->setMinimumWidth(m_groupBy->view()->sizeHintForColumn(0) + 24);
 }
 
 }  // namespace qklab::gui

@@ -57,7 +57,11 @@ class ComparePanel : public QWidget {
     QTableWidget* diffTable() const { return m_diff; }
     void setDifferencesOnly(bool on);
     void setSmoothing(double weight);
-    void setGroupSeeds(bool on);
+    void setGroupSeeds(bool on);  // group by seed, or not at all
+    // "" (none), kGroupBySeed or a config key that differs among the runs (the "Group by"
+    // choice); a key not offered leaves the runs ungrouped.
+    void setGroupBy(const QString& groupBy);
+    QString groupBy() const;
 
     // The legend's entries, in the tab and in the figure: one per group (its colour and label)
     // when grouped, else one per run.
@@ -108,6 +112,7 @@ class ComparePanel : public QWidget {
     void fillEvents();
     void fillLegend();
     void groupingChanged();
+    void fillGroupChoices();
     void reloadIfLive();
     void exportAs(const QString& what);
     void refreshSaved();
@@ -133,7 +138,7 @@ class ComparePanel : public QWidget {
     QComboBox* m_layer = nullptr;
     QSlider* m_smoothing = nullptr;
     QLabel* m_smoothingLabel = nullptr;
-    QCheckBox* m_groups = nullptr;
+    QComboBox* m_groupBy = nullptr;
     QCheckBox* m_multiples = nullptr;
     QComboBox* m_multiMetric = nullptr;
     QCheckBox* m_diffOnly = nullptr;

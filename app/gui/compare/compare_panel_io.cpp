@@ -42,7 +42,9 @@ QString ComparePanel::settingsJson() const {
     o[QStringLiteral("x_axis")] = int(xAxisKindOf(m_xChoice));
     o[QStringLiteral("layer")] = m_layer->currentData().toInt();
     o[QStringLiteral("smoothing")] = m_smoothing->value() / 100.0;
-    o[QStringLiteral("seed_groups")] = m_groups->isChecked();
+    o[QStringLiteral("group_by")] = groupBy();
+    // For builds from before "Group by", which read this alone.
+    o[QStringLiteral("seed_groups")] = groupBy() == QLatin1String(kGroupBySeed);
     o[QStringLiteral("differences_only")] = m_diffOnly->isChecked();
     o[QStringLiteral("view")] = m_views->currentIndex();
     o[QStringLiteral("small_multiples")] = m_multiples->isChecked();
@@ -61,8 +63,11 @@ void ComparePanel::applySettings(const QString& json) {
             std::max(0, m_layer->findData(o[QStringLiteral("layer")].toInt())));
     if (o.contains(QStringLiteral("smoothing")))
         setSmoothing(o[QStringLiteral("smoothing")].toDouble());
-    if (o.contains(QStringLiteral("seed_groups")))
-        m_groups->setChecked(o[QStringLiteral("seed_groups")].toBool());
+    // A comparison saved before "Group by" has only seed_groups: on is group by seed.
+    if (o.contains(QStringLiteral("group_by")))
+        setGroupBy(o[QStringLiteral("group_by")].toString());
+    else if (o.contains(QStringLiteral("seed_groups")))
+        setGroupSeeds(o[QStringLiteral("seed_groups")].toBool());
     if (o.contains(QStringLiteral("differences_only")))
         setDifferencesOnly(o[QStringLiteral("differences_only")].toBool());
     if (o.contains(QStringLiteral("small_multiples_metric")))

@@ -293,10 +293,11 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     color.setAlpha(50);
     high->setBrush(color);
     high->setChannelFillGraph(low);
-    QCPGraph* mean = addRunGraph(plot, first,
-                                 tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
-                                     .arg(m_comparison->runs[first].label()),
-                                 QPen(runColor(first), 2.0));
+    const QString name = m_groupBy == QLatin1String(kGroupBySeed)
+                             ? tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
+                                   .arg(m_comparison->runs[first].label())
+                             : tr("mean of %1").arg(group.label);
+    QCPGraph* mean = addRunGraph(plot, first, name, QPen(runColor(first), 2.0));
     mean->setData(x, band.mean, true);
     thinIfDense(mean);
     thinIfDense(low);

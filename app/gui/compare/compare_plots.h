@@ -31,7 +31,7 @@ class ComparePlots : public QWidget {
     void setXAxis(XAxisKind kind);
     void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
-    // "" draws every run alone; kGroupBySeed (or, later, a config key) as curveGroups() says.
+    // "" draws every run alone; kGroupBySeed or a config key as curveGroups() says.
     void setGroupBy(const QString& groupBy);
     // The groups drawn now (empty when ungrouped) and a run's colour under them.
     const std::vector<CurveGroup>& groups() const { return m_groups; }
