@@ -467,6 +467,27 @@ TEST_F(CliTest, CompareWrapsLongCellsAt40Columns) {
     EXPECT_EQ(j["diff"]["why"], json::array({"tiny", why}));
 }
 
+// --group-by KEY lists the runs by their value of KEY, in text and JSON; an unknown key is bad
+// input naming it.
+TEST_F(CliTest, CompareGroupsRunsByAnyKey) {
+    for (const char* run : {"--name a --set optim.lr=0.001", "--name b --set optim.lr=0.003",
+                            "--name c --set optim.lr=0.001 --set run.seed=5"})
+        ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " " + run).status, 0);
+    const Result text = cli("compare a b c --group-by optim.lr --db " + m_db);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("groups by optim.lr:\n  optim.lr=0.001 (2 runs): a, c\n"
+                            "  optim.lr=0.003 (1 run): b\n"),
+              std::string::npos)
+        << text.out;
+    const json j = json::parse(cli("compare a b c --group-by optim.lr --json --db " + m_db).out);
+    EXPECT_EQ(j["groups"], json::parse(R"j([
+        {"value": "0.001", "label": "optim.lr=0.001 (2 runs)", "runs": [1, 3]},
+        {"value": "0.003", "label": "optim.lr=0.003 (1 run)", "runs": [2]}])j"));
+    const Result bad = cli("compare a b --group-by optim.nope --db " + m_db);
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("'optim.nope'"), std::string::npos) << bad.err;
+}
+
 // ---- sweeps -------------------------------------------------------------------------------
 
 namespace {

@@ -101,8 +101,20 @@ nlohmann::json valueAt(const RunConfig& c, const std::string& dottedKey) {
     return j.contains(p) ? j.at(p) : nlohmann::json(nullptr);
 }
 
+// --group-by KEY in JSON: each group's value, label and run ids.
+nlohmann::ordered_json groupsJson(const std::vector<RunInfo>& runs,
+                                  const std::vector<RunConfig>& configs, const std::string& key) {
+    auto out = nlohmann::ordered_json::array();
+    for (const RunGroup& g : groupByKey(configs, key)) {
+        auto ids = nlohmann::ordered_json::array();
+        for (size_t i : g.members) ids.push_back(runs[i].id);
+        out.push_back({{"value", g.value}, {"label", g.label}, {"runs", ids}});
+    }
+    return out;
+}
+
 void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
-               const std::vector<RunSummary>& summaries) {
+               const std::vector<RunSummary>& summaries, const std::string& groupBy) {
     nlohmann::ordered_json out;
     out["runs"] = nlohmann::ordered_json::array();
     for (const auto& r : runs) out["runs"].push_back({{"id", r.id}, {"name", r.name}});
@@ -122,6 +134,7 @@ void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& c
         for (size_t i : group) ids.push_back(runs[i].id);
         out["seed_groups"].push_back(ids);
     }
+    if (!groupBy.empty()) out["groups"] = groupsJson(runs, configs, groupBy);
     std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
@@ -163,6 +176,18 @@ void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<RunConf
     }
 }
 
+// --group-by KEY: the runs by their value of KEY, one line a group.
+void printGroups(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+                 const std::string& key) {
+    std::cout << "\ngroups by " << printableText(key) << ":\n";
+    for (const RunGroup& g : groupByKey(configs, key)) {
+        std::string names;
+        for (size_t i : g.members)
+            names += (names.empty() ? "" : ", ") + printableText(runs[i].name);
+        std::cout << "  " << printableText(g.label) << ": " << names << "\n";
+    }
+}
+
 // What the run trained with. An unreadable config or intervention is compared as the
 // defaults / left out, and said: a silent fallback would show a difference that is not there.
 RunConfig trainedConfig(const RunInfo& info) {
@@ -180,6 +205,8 @@ void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db) {
     cmd.add_option("runs", args.runRefs, "run ids or names (at least two)")->required();
     cmd.add_flag("--json", args.asJson, "machine-readable output");
     cmd.add_flag("--all", args.allKeys, "every config key, not only the differences");
+    cmd.add_option("--group-by", args.groupBy,
+                   "list the runs grouped by their value of this config key (optim.lr)");
     db.addOption(cmd, args.dbPath);
 }
 
@@ -207,12 +234,14 @@ int cmdCompare(const CompareArgs& o) {
         configs.push_back(trainedConfig(runs.back()));
         summaries.push_back(summarizeRun(store, runs.back().id));
     }
+    if (!o.groupBy.empty()) groupByKey(configs, o.groupBy);  // an unknown key: exit 2 first
     if (o.asJson) {
-        printJson(runs, configs, summaries);
+        printJson(runs, configs, summaries, o.groupBy);
         return 0;
     }
     printDiff(runs, configs, o.allKeys);
     printSeedGroups(runs, configs);
+    if (!o.groupBy.empty()) printGroups(runs, configs, o.groupBy);
     printSummary(summaries);
     return 0;
 }
