@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "cli_run.h"
@@ -439,6 +440,54 @@ TEST_F(CliTest, CompareDiffsConfigsAndSummarizesRuns) {
     const Result missing = cli("compare 1 2 --db " + m_dir + "/missing.db");
     EXPECT_EQ(missing.status, 2);
     EXPECT_FALSE(fs::exists(m_dir + "/missing.db"));
+}
+
+// A long config value (a preset's `why`) wraps at 40 columns in the text table instead of
+// widening every column; the JSON keeps it whole.
+TEST_F(CliTest, CompareWrapsLongCellsAt40Columns) {
+    const std::string why =
+        "Shows how the max logit grows without QK-norm, until the loss spikes at step 9";
+    ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " --name short").status, 0);
+    ASSERT_EQ(
+        cli("run " + m_preset + " --db " + m_db + " --name long --set 'why=" + why + "'").status,
+        0);
+    const Result text = cli("compare short long --db " + m_db);
+    ASSERT_EQ(text.status, 0) << text.err;
+    // key column (3) + 2 + "tiny" (5: the header "short") + 2 + at most 40.
+    std::istringstream lines(text.out.substr(0, text.out.find("\nsummary:")));
+    std::string line, joined;
+    while (std::getline(lines, line)) {
+        EXPECT_LE(line.size(), 3u + 2 + 5 + 2 + 40) << line;
+        if (line.rfind("why  ", 0) == 0 || line.rfind(std::string(12, ' '), 0) == 0)
+            joined += (joined.empty() ? "" : " ") + line.substr(12);  // the why cell's lines
+    }
+    EXPECT_NE(text.out.find("why  tiny   Shows how the max logit grows without\n"),
+              std::string::npos)
+        << text.out;
+    EXPECT_EQ(joined, why) << text.out;  // every word, in order, once
+    const json j = json::parse(cli("compare short long --json --db " + m_db).out);
+    EXPECT_EQ(j["diff"]["why"], json::array({"tiny", why}));
+}
+
+// --group-by KEY lists the runs by their value of KEY, in text and JSON; an unknown key is bad
+// input naming it.
+TEST_F(CliTest, CompareGroupsRunsByAnyKey) {
+    for (const char* run : {"--name a --set optim.lr=0.001", "--name b --set optim.lr=0.003",
+                            "--name c --set optim.lr=0.001 --set run.seed=5"})
+        ASSERT_EQ(cli("run " + m_preset + " --db " + m_db + " " + run).status, 0);
+    const Result text = cli("compare a b c --group-by optim.lr --db " + m_db);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("groups by optim.lr:\n  optim.lr=0.001 (2 runs): a, c\n"
+                            "  optim.lr=0.003 (1 run): b\n"),
+              std::string::npos)
+        << text.out;
+    const json j = json::parse(cli("compare a b c --group-by optim.lr --json --db " + m_db).out);
+    EXPECT_EQ(j["groups"], json::parse(R"j([
+        {"value": "0.001", "label": "optim.lr=0.001 (2 runs)", "runs": [1, 3]},
+        {"value": "0.003", "label": "optim.lr=0.003 (1 run)", "runs": [2]}])j"));
+    const Result bad = cli("compare a b --group-by optim.nope --db " + m_db);
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("'optim.nope'"), std::string::npos) << bad.err;
 }
 
 // ---- sweeps -------------------------------------------------------------------------------

@@ -194,6 +194,58 @@ TEST(SeedGroupsTest, EventsCountAndEveryRunHasAGroup) {
     EXPECT_TRUE(seedGroups({}).empty());
 }
 
+// Group by any key: runs with the same value together, groups in order of their first run.
+TEST(GroupByKeyTest, RunsWithTheSameValueShareAGroup) {
+    std::vector<RunConfig> c(5);
+    c[0].optim.lr = 1e-3;
+    c[1].optim.lr = 3e-3;
+    c[2].optim.lr = 1e-3;
+    c[3].optim.lr = 3e-3;
+    c[3].run.seed = 9;  // other keys do not matter
+    c[4].optim.lr = 1e-2;
+    c[1].attention.qkNorm = QkNormVariant::Rms;
+    const auto byLr = groupByKey(c, "optim.lr");
+    ASSERT_EQ(byLr.size(), 3u);
+    EXPECT_EQ(byLr[0].members, (std::vector<size_t>{0, 2}));
+    EXPECT_EQ(byLr[1].members, (std::vector<size_t>{1, 3}));
+    EXPECT_EQ(byLr[2].members, (std::vector<size_t>{4}));
+    EXPECT_EQ(byLr[0].value, "0.001");
+    EXPECT_EQ(byLr[0].label, "optim.lr=0.001 (2 runs)");
+    EXPECT_EQ(byLr[1].label, "optim.lr=0.003 (2 runs)");
+    EXPECT_EQ(byLr[2].label, "optim.lr=0.01 (1 run)");
+    const auto byNorm = groupByKey(c, "attention.qk_norm");
+    ASSERT_EQ(byNorm.size(), 2u);
+    EXPECT_EQ(byNorm[0].members, (std::vector<size_t>{0, 2, 3, 4}));
+    EXPECT_EQ(byNorm[1].label, "attention.qk_norm=rms (1 run)");  // strings bare
+    // A key equal everywhere: one group; every seed different: every run alone.
+    EXPECT_EQ(groupByKey(c, "model.d_model").size(), 1u);
+    c[0].run.seed = 1;
+    c[1].run.seed = 2;
+    c[2].run.seed = 3;
+    c[4].run.seed = 4;
+    EXPECT_EQ(groupByKey(c, "run.seed").size(), 5u);
+    EXPECT_TRUE(groupByKey({}, "optim.lr").empty());
+}
+
+TEST(GroupByKeyTest, EventsGroupWithALabelCutShortAndUnknownKeysAreRefused) {
+    std::vector<RunConfig> c(3);
+    c[0].events = {lrEvent(5, 0.5), lrEvent(10, 0.5)};
+    c[2].events = c[0].events;
+    const auto byEvents = groupByKey(c, "events");
+    ASSERT_EQ(byEvents.size(), 2u);
+    EXPECT_EQ(byEvents[0].members, (std::vector<size_t>{0, 2}));
+    // 37 characters of the JSON, then "...": a label, not the whole list.
+    EXPECT_EQ(byEvents[0].label, R"(events=[{"factor":0.5,"kind":"lr_multiplier"... (2 runs))");
+    EXPECT_EQ(byEvents[1].label, "events=[] (1 run)");
+    try {
+        groupByKey(c, "optim.nope");
+        FAIL() << "an unknown key was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::InvalidConfig);
+        EXPECT_NE(std::string(e.what()).find("'optim.nope'"), std::string::npos) << e.what();
+    }
+}
+
 TEST_F(CompareStoreTest, SummaryIsReadWithHandComputedValues) {
     const int64_t id = writeRun("a");
     RunStore store(m_path, StoreAccess::ReadOnly);  // a reader: never writes

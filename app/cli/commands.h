@@ -55,6 +55,7 @@ struct CompareArgs {
     std::vector<std::string> runRefs;  // id, name, id:N or name:N; at least two
     bool asJson = false;
     bool allKeys = false;  // the whole config, not only the keys that differ
+    std::string groupBy;   // a config key: runs with equal values listed as groups
     std::string dbPath;
 };
 void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db);

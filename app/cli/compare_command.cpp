@@ -14,28 +14,80 @@ namespace {
 
 using Table = std::vector<std::vector<std::string>>;
 
-// Columns padded to their widest cell; the first left-aligned, the rest as `rightAlign` says
-// (numbers line up on the right). Cells are names and config values from the database, so
-// control characters are escaped (a name holding ESC[2J must not clear the terminal).
-void printTable(const Table& cells, bool rightAlign) {
-    Table rows = cells;
-    for (auto& row : rows)
-        for (auto& cell : row) cell = printableText(cell);
-    std::vector<size_t> width;
-    for (const auto& row : rows)
-        for (size_t c = 0; c < row.size(); ++c) {
-            if (width.size() <= c) width.push_back(0);
-            width[c] = std::max(width[c], row[c].size());
+// A cell wider than this wraps onto more lines: a preset's `why` is a paragraph, and on one
+// line it made the diff wider than any terminal (and every other column with it).
+constexpr size_t kMaxCellWidth = 40;
+
+// Columns the terminal gives the text: UTF-8 continuation bytes take none.
+size_t displayWidth(const std::string& s) {
+    return size_t(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+}
+
+// The byte offset after the first `columns` characters of `s`.
+size_t offsetAfter(const std::string& s, size_t columns) {
+    size_t i = 0;
+    for (size_t seen = 0; i < s.size(); ++i)
+        if ((s[i] & 0xC0) != 0x80 && seen++ == columns) break;
+    return i;
+}
+
+// Lines of at most `width` columns, broken at the last space (dropped) or after the last comma
+// that fits (JSON has no spaces), else mid-word; never inside a UTF-8 character.
+std::vector<std::string> wrapCell(std::string rest, size_t width) {
+    std::vector<std::string> lines;
+    while (displayWidth(rest) > width) {
+        const size_t cut = offsetAfter(rest, width);  // < rest.size(): the text is wider
+        size_t end = cut, next = cut;
+        for (size_t i = cut; i > 0; --i) {
+            if (rest[i] == ' ') {
+                end = i;
+                next = i + 1;
+                break;
+            }
+            if (rest[i - 1] == ',') {
+                end = next = i;
+                break;
+            }
         }
-    for (const auto& row : rows) {
-        std::string line;
-        for (size_t c = 0; c < row.size(); ++c) {
-            const std::string pad(width[c] - row[c].size(), ' ');
-            if (c > 0) line += "  ";
-            line += c > 0 && rightAlign ? pad + row[c] : row[c] + pad;
-        }
+        std::string line = rest.substr(0, end);
         while (!line.empty() && line.back() == ' ') line.pop_back();
-        std::cout << line << "\n";
+        lines.push_back(line);
+        rest.erase(0, next);
+    }
+    lines.push_back(rest);
+    return lines;
+}
+
+// Columns padded to their widest line; the first left-aligned, the rest as `rightAlign` says
+// (numbers line up on the right). A long cell wraps (wrapCell) and its row takes as many
+// lines. Cells are names and config values from the database, so control characters are
+// escaped (a name holding ESC[2J must not clear the terminal).
+void printTable(const Table& cells, bool rightAlign) {
+    std::vector<std::vector<std::vector<std::string>>> rows;  // row, cell, line
+    std::vector<size_t> width;
+    for (const auto& row : cells) {
+        rows.emplace_back();
+        for (size_t c = 0; c < row.size(); ++c) {
+            rows.back().push_back(wrapCell(printableText(row[c]), kMaxCellWidth));
+            if (width.size() <= c) width.push_back(0);
+            for (const auto& line : rows.back().back())
+                width[c] = std::max(width[c], displayWidth(line));
+        }
+    }
+    for (const auto& row : rows) {
+        size_t height = 0;
+        for (const auto& cell : row) height = std::max(height, cell.size());
+        for (size_t l = 0; l < height; ++l) {
+            std::string line;
+            for (size_t c = 0; c < row.size(); ++c) {
+                const std::string text = l < row[c].size() ? row[c][l] : std::string();
+                const std::string pad(width[c] - displayWidth(text), ' ');
+                if (c > 0) line += "  ";
+                line += c > 0 && rightAlign ? pad + text : text + pad;
+            }
+            while (!line.empty() && line.back() == ' ') line.pop_back();
+            std::cout << line << "\n";
+        }
     }
 }
 
@@ -49,8 +101,20 @@ nlohmann::json valueAt(const RunConfig& c, const std::string& dottedKey) {
     return j.contains(p) ? j.at(p) : nlohmann::json(nullptr);
 }
 
+// --group-by KEY in JSON: each group's value, label and run ids.
+nlohmann::ordered_json groupsJson(const std::vector<RunInfo>& runs,
+                                  const std::vector<RunConfig>& configs, const std::string& key) {
+    auto out = nlohmann::ordered_json::array();
+    for (const RunGroup& g : groupByKey(configs, key)) {
+        auto ids = nlohmann::ordered_json::array();
+        for (size_t i : g.members) ids.push_back(runs[i].id);
+        out.push_back({{"value", g.value}, {"label", g.label}, {"runs", ids}});
+    }
+    return out;
+}
+
 void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
-               const std::vector<RunSummary>& summaries) {
+               const std::vector<RunSummary>& summaries, const std::string& groupBy) {
     nlohmann::ordered_json out;
     out["runs"] = nlohmann::ordered_json::array();
     for (const auto& r : runs) out["runs"].push_back({{"id", r.id}, {"name", r.name}});
@@ -70,6 +134,7 @@ void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& c
         for (size_t i : group) ids.push_back(runs[i].id);
         out["seed_groups"].push_back(ids);
     }
+    if (!groupBy.empty()) out["groups"] = groupsJson(runs, configs, groupBy);
     std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
@@ -111,6 +176,18 @@ void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<RunConf
     }
 }
 
+// --group-by KEY: the runs by their value of KEY, one line a group.
+void printGroups(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+                 const std::string& key) {
+    std::cout << "\ngroups by " << printableText(key) << ":\n";
+    for (const RunGroup& g : groupByKey(configs, key)) {
+        std::string names;
+        for (size_t i : g.members)
+            names += (names.empty() ? "" : ", ") + printableText(runs[i].name);
+        std::cout << "  " << printableText(g.label) << ": " << names << "\n";
+    }
+}
+
 // What the run trained with. An unreadable config or intervention is compared as the
 // defaults / left out, and said: a silent fallback would show a difference that is not there.
 RunConfig trainedConfig(const RunInfo& info) {
@@ -128,6 +205,8 @@ void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db) {
     cmd.add_option("runs", args.runRefs, "run ids or names (at least two)")->required();
     cmd.add_flag("--json", args.asJson, "machine-readable output");
     cmd.add_flag("--all", args.allKeys, "every config key, not only the differences");
+    cmd.add_option("--group-by", args.groupBy,
+                   "list the runs grouped by their value of this config key (optim.lr)");
     db.addOption(cmd, args.dbPath);
 }
 
@@ -155,12 +234,14 @@ int cmdCompare(const CompareArgs& o) {
         configs.push_back(trainedConfig(runs.back()));
         summaries.push_back(summarizeRun(store, runs.back().id));
     }
+    if (!o.groupBy.empty()) groupByKey(configs, o.groupBy);  // an unknown key: exit 2 first
     if (o.asJson) {
-        printJson(runs, configs, summaries);
+        printJson(runs, configs, summaries, o.groupBy);
         return 0;
     }
     printDiff(runs, configs, o.allKeys);
     printSeedGroups(runs, configs);
+    if (!o.groupBy.empty()) printGroups(runs, configs, o.groupBy);
     printSummary(summaries);
     return 0;
 }

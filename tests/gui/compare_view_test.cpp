@@ -3,15 +3,20 @@
 // readout, the summary table's best cells and the CSV export.
 #include <QComboBox>
 #include <QFile>
+#include <QImage>
+#include <QLabel>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
 
+#include "common/figure_size.h"
 #include "common/gui_types.h"
 #include "common/plot_cursor.h"
+#include "common/plot_style.h"
 #include "common/x_axis.h"
 #include "compare/compare_attention.h"
 #include "compare/compare_data.h"
@@ -23,9 +28,17 @@
 #include "qklab/attention_stats.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
+#include "shell/automation.h"
 
 using namespace qklab;
 using namespace qklab::gui;
+
+namespace {
+// Run c's `why`: a paragraph, as presets have.
+const char* const kLongWhy =
+    "A learning rate ten times the default: the max logit grows past 30 within a few steps, "
+    "the loss spikes at step 20 and the run diverges; QK-norm at step 12 comes too late.";
+}  // namespace
 
 class CompareViewTest : public QObject {
     Q_OBJECT
@@ -48,6 +61,7 @@ class CompareViewTest : public QObject {
             c.probes.histScale = HistScale::Symlog;
             c.probes.histMin = -4;
             c.probes.histMax = 4;
+            c.why = kLongWhy;
         }
         NewRun nr;
         nr.name = name;
@@ -271,6 +285,228 @@ class CompareViewTest : public QObject {
         panel.plots()->hoverCursor()->hover(
             loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
         QVERIFY(panel.plots()->hoverCursor()->lastText().contains(QStringLiteral("mean of 2")));
+    }
+
+    // c's long `why` wraps in a column of ~40 characters, its row taller; short rows stay one
+    // line and the tooltip holds the whole text.
+    void diffWrapsALongWhy() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        panel.setComparison(loadComparison(store, m_ids));
+        QTableWidget* d = panel.diffTable();
+        int why = -1, lr = -1;
+        for (int r = 0; r < d->rowCount(); ++r) {
+            if (d->verticalHeaderItem(r)->text() == QStringLiteral("why")) why = r;
+            if (d->verticalHeaderItem(r)->text() == QStringLiteral("optim.lr")) lr = r;
+        }
+        QVERIFY(why >= 0 && lr >= 0);
+        const QFontMetrics fm = d->fontMetrics();
+        const int widest = fm.averageCharWidth() * ComparePanel::kDiffCellChars;
+        QCOMPARE(d->columnWidth(2), widest);  // c's: capped
+        QVERIFY(fm.horizontalAdvance(QString::fromLatin1(kLongWhy)) > 2 * widest);
+        QVERIFY2(d->columnWidth(0) < widest, qPrintable(QString::number(d->columnWidth(0))));
+        QVERIFY2(d->rowHeight(why) >= 3 * fm.lineSpacing(),
+                 qPrintable(QString::number(d->rowHeight(why))));
+        QVERIFY(d->rowHeight(lr) < 2 * fm.lineSpacing());
+        QCOMPARE(d->item(why, 2)->toolTip(), QString::fromLatin1(kLongWhy));
+    }
+
+    // Seeds as groups: the legends (the tab's and the figure's) list the groups in the group's
+    // colour, and b's curves and swatches take its group's colour; b's own is gone.
+    void groupLegendsListGroupsInTheirColours() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1200, 800);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        auto* legend = panel.findChild<QLabel*>(QStringLiteral("compareLegend"));
+        QVERIFY(legend);
+        QCOMPARE(int(panel.legendEntries().size()), 3);
+        QCOMPARE(panel.legendEntries()[1].color, compareColor(1));
+        QVERIFY(legend->text().contains(compareColor(1).name()));
+        const QColor bOwn = compareColor(1);
+        auto pixelsOf = [&](const QColor& color) {
+            const QString path = m_dir.filePath(QStringLiteral("legend.png"));
+            QString error;
+            if (!panel.saveFigure(path, &error)) return -1;
+            const QImage image = QImage(path).convertToFormat(QImage::Format_RGB32);
+            int n = 0;
+            for (int y = 0; y < image.height(); ++y)
+                for (int x = 0; x < image.width(); ++x)
+                    n += image.pixel(x, y) == color.rgb() ? 1 : 0;
+            return n;
+        };
+        QVERIFY(pixelsOf(bOwn) > 20);  // b's swatch in the legend, its curves
+
+        panel.setGroupSeeds(true);
+        const auto entries = panel.legendEntries();
+        QCOMPARE(int(entries.size()), 2);
+        QCOMPARE(entries[0].label, QStringLiteral("1 a + 2 b (2 seeds)"));
+        QCOMPARE(entries[0].color, compareColor(0));
+        QCOMPARE(entries[1].label, QStringLiteral("3 c"));
+        QCOMPARE(entries[1].color, compareColor(2));
+        QVERIFY2(legend->text().contains(QStringLiteral("1 a + 2 b (2 seeds)")),
+                 qPrintable(legend->text()));
+        QVERIFY(!legend->text().contains(bOwn.name()));
+        QCOMPARE(panel.plots()->runColor(1), compareColor(0));
+        for (int r = 0; r < 3; ++r)
+            if (panel.summaryTable()->item(r, 0)->text() == QStringLiteral("2 b"))
+                QCOMPARE(panel.summaryTable()->item(r, 0)->data(Qt::DecorationRole).value<QColor>(),
+                         compareColor(0));
+        QCOMPARE(pixelsOf(bOwn), 0);  // nowhere in the figure: legend, curves, diff header
+        panel.setGroupSeeds(false);
+        QCOMPARE(int(panel.legendEntries().size()), 3);
+    }
+
+    // Group by any differing key: its runs' mean in one colour, the legend "K=value (n runs)".
+    // Runs a and b share optim.lr (3e-3), a and c run.seed (1).
+    void groupByAnyDifferingKey() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1400, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        auto* choice = panel.findChild<QComboBox*>(QStringLiteral("compareGroupBy"));
+        QVERIFY(choice);
+        QCOMPARE(choice->currentIndex(), 0);  // none
+        QCOMPARE(choice->itemData(1).toString(), QString::fromLatin1(kGroupBySeed));
+        QStringList offered;
+        for (int i = 2; i < choice->count(); ++i) offered << choice->itemData(i).toString();
+        QVERIFY2(offered.contains(QStringLiteral("optim.lr")), qPrintable(offered.join(',')));
+        QVERIFY(offered.contains(QStringLiteral("run.seed")));
+        QVERIFY(!offered.contains(QStringLiteral("model.d_model")));  // equal in all runs
+
+        choice->setCurrentIndex(choice->findData(QStringLiteral("optim.lr")));
+        auto entries = panel.legendEntries();
+        QCOMPARE(int(entries.size()), 2);
+        QCOMPARE(entries[0].label, QStringLiteral("optim.lr=0.003 (2 runs)"));
+        QCOMPARE(entries[0].color, compareColor(0));
+        QCOMPARE(entries[1].label, QStringLiteral("optim.lr=0.03 (1 run)"));
+        QCOMPARE(entries[1].color, compareColor(2));
+        QCustomPlot* loss = panel.plots()->plotOf(CompareMetric::TrainLoss);
+        loss->replot(QCustomPlot::rpImmediateRefresh);
+        panel.plots()->hoverCursor()->hover(
+            loss, QPoint(int(loss->xAxis->coordToPixel(10)), loss->axisRect()->center().y()));
+        // Step 10: the mean of a (4.9) and b (3.9).
+        const QString text = panel.plots()->hoverCursor()->lastText();
+        QVERIFY2(text.contains(QStringLiteral("mean of optim.lr=0.003 (2 runs): <b>4.4</b>")),
+                 qPrintable(text));
+
+        panel.setGroupBy(QStringLiteral("run.seed"));
+        entries = panel.legendEntries();
+        QCOMPARE(int(entries.size()), 2);
+        QCOMPARE(entries[0].label, QStringLiteral("run.seed=1 (2 runs)"));
+        QCOMPARE(panel.plots()->runColor(2), compareColor(0));  // c joins a
+        QCOMPARE(panel.plots()->runColor(1), compareColor(1));
+        QVERIFY(panel.settingsJson().contains(QStringLiteral("\"group_by\":\"run.seed\"")));
+
+        // A key the runs do not differ in (a saved comparison of other runs): no groups.
+        panel.setGroupBy(QStringLiteral("model.d_model"));
+        QCOMPARE(panel.groupBy(), QString());
+        QCOMPARE(int(panel.legendEntries().size()), 3);
+        // Saved before "Group by": seeds as groups on is group by seed, off is none.
+        panel.applySettings(QStringLiteral(R"({"seed_groups":true})"));
+        QCOMPARE(panel.groupBy(), QString::fromLatin1(kGroupBySeed));
+        QCOMPARE(panel.legendEntries()[0].label, QStringLiteral("1 a + 2 b (2 seeds)"));
+        panel.applySettings(QStringLiteral(R"({"seed_groups":false})"));
+        QCOMPARE(panel.groupBy(), QString());
+        panel.applySettings(QStringLiteral(R"({"group_by":"optim.lr","seed_groups":false})"));
+        QCOMPARE(panel.groupBy(), QStringLiteral("optim.lr"));
+    }
+
+    // Presets fill the fields; editing a number makes it custom.
+    void figureSizeDialogPresets() {
+        FigureSizeDialog d;
+        QCOMPARE(d.size(), (FigureSize{1920, 1080, 144}));  // a slide by default
+        QCOMPARE(d.presetChoice()->currentIndex(), 0);
+        d.choosePreset(1);
+        QCOMPARE(d.size(), (FigureSize{1050, 0, 300}));  // 3.5 in, as tall as needed
+        d.choosePreset(2);
+        QCOMPARE(d.size(), (FigureSize{2100, 0, 300}));
+        auto* dpi = d.findChild<QSpinBox*>(QStringLiteral("figureDpi"));
+        QVERIFY(dpi);
+        dpi->setValue(600);
+        QCOMPARE(d.presetChoice()->currentIndex(), d.presetChoice()->count() - 1);  // custom
+        QCOMPARE(d.size(), (FigureSize{2100, 0, 600}));
+        dpi->setValue(300);
+        QCOMPARE(d.presetChoice()->currentIndex(), 2);  // the preset's numbers again
+    }
+
+    // --figure-size: a preset's name or WIDTHxHEIGHT@DPI; anything else exits 2 naming it.
+    void figureSizeOption() {
+        QCOMPARE(parseFigureSize(QStringLiteral("slide")), (FigureSize{1920, 1080, 144}));
+        QCOMPARE(parseFigureSize(QStringLiteral("column")), (FigureSize{1050, 0, 300}));
+        QCOMPARE(parseFigureSize(QStringLiteral("1600x900@96")), (FigureSize{1600, 900, 96}));
+        QCOMPARE(parseFigureSize(QStringLiteral("2100xauto@300")), (FigureSize{2100, 0, 300}));
+        for (const char* bad : {"1600x900", "x@3", "1600x900@0", "99x900@96", "1e3x900@96",
+                                "20000x900@96", "1600x900@5000", "huge"})
+            QVERIFY2(!parseFigureSize(QString::fromLatin1(bad)), bad);
+        LaunchOptions o;
+        int exitCode = -1;
+        QVERIFY(parseLaunchOptions({"qklab", "--figure-size", "1050x700@300"}, &o, &exitCode));
+        QCOMPARE(o.figureSize, (FigureSize{1050, 700, 300}));
+        QVERIFY(!parseLaunchOptions({"qklab", "--figure-size", "1050x700"}, &o, &exitCode));
+        QCOMPARE(exitCode, 2);
+    }
+
+    // The figure at a chosen size has exactly those pixels and the dpi in the file, whatever
+    // the window's size; its text scales with the dpi: the figure at 3x the screen's dpi and
+    // 3x the pixels, shrunk 3x, looks like the one at the screen's dpi, where a 3x canvas at
+    // the screen's dpi (tiny text, thin lines) does not.
+    void figureAtAChosenSizeAndDpi() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.resize(1129, 473);  // the size the teacher's figure used to have
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setComparison(loadComparison(store, m_ids));
+        QString error;
+        auto save = [&](const FigureSize& size) {
+            const QString path = m_dir.filePath(QStringLiteral("sized.png"));
+            if (!panel.saveFigure(path, &error, size)) return QImage();
+            return QImage(path);
+        };
+        for (const FigureSize& size : {FigureSize{1920, 1080, 144}, FigureSize{1050, 700, 300}}) {
+            const QImage image = save(size);
+            QVERIFY2(!image.isNull(), qPrintable(error));
+            QCOMPARE(image.size(), QSize(size.width, size.height));
+            QCOMPARE(image.dotsPerMeterX(), qRound(size.dpi / 0.0254));
+            QCOMPARE(image.dotsPerMeterY(), qRound(size.dpi / 0.0254));
+        }
+        // A paper column: one or two columns of plots (not four squeezed ones), as tall as
+        // they need.
+        const QFontMetrics fm(panel.font());
+        const auto column = panel.figureLayout({1050, 0, 300}, fm);
+        QVERIFY(column.plots.size() >= 11);
+        QVERIFY(column.plots[0].second.width() >= ComparePanel::kMinPlotWidth);
+        const QImage tall = save({1050, 0, 300});
+        QCOMPARE(tall.width(), 1050);
+        QVERIFY2(tall.height() > 1050, qPrintable(QString::number(tall.height())));
+
+        const int screen = panel.logicalDpiX();
+        const QImage base = save({600, 500, screen}).convertToFormat(QImage::Format_RGB32);
+        auto differenceFromBase = [&](const QImage& big) {
+            const QImage small =
+                big.scaled(base.size(), Qt::IgnoreAspectRatio, Qt::SmoothTransformation)
+                    .convertToFormat(QImage::Format_RGB32);
+            double sum = 0;
+            for (int y = 0; y < base.height(); ++y)
+                for (int x = 0; x < base.width(); ++x) {
+                    const QRgb a = base.pixel(x, y), b = small.pixel(x, y);
+                    sum += std::abs(qRed(a) - qRed(b)) + std::abs(qGreen(a) - qGreen(b)) +
+                           std::abs(qBlue(a) - qBlue(b));
+                }
+            return sum / (3.0 * base.width() * base.height());
+        };
+        const double scaled = differenceFromBase(save({1800, 1500, 3 * screen}));
+        const double bigCanvas = differenceFromBase(save({1800, 1500, screen}));
+        qInfo("mean difference per channel: dpi-scaled %.2f, big canvas %.2f", scaled, bigCanvas);
+        QVERIFY2(scaled < 6 && bigCanvas > 2 * scaled,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(scaled).arg(bigCanvas)));
     }
 
     // Histograms of the same layer and step, on the stored bins: side by side always; overlay

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "common/plot_style.h"
 #include "qklab/error.h"
 #include "qklab/record_columns.h"
 
@@ -80,6 +81,42 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
     c.seedGroups = seedGroups(configs);
     c.loadSeconds = timer.nsecsElapsed() / 1e9;
     return c;
+}
+
+std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy) {
+    std::vector<CurveGroup> groups;
+    if (groupBy.isEmpty()) return groups;
+    if (groupBy != QLatin1String(kGroupBySeed)) {
+        std::vector<RunConfig> configs;
+        for (const CompareRun& r : c.runs) configs.push_back(r.snap.config);
+        for (const RunGroup& g : groupByKey(configs, groupBy.toStdString()))
+            groups.push_back({g.members, QString::fromStdString(g.label)});
+        return groups;
+    }
+    for (const std::vector<size_t>& members : c.seedGroups) {
+        QStringList names;
+        for (size_t m : members) names << c.runs[m].label();
+        const QString label = members.size() < 2 ? names.front()
+                                                 : QObject::tr("%1 (%2 seeds)")
+                                                       .arg(names.join(QStringLiteral(" + ")))
+                                                       .arg(members.size());
+        groups.push_back({members, label});
+    }
+    return groups;
+}
+
+QStringList groupByKeys(const Comparison& c) {
+    QStringList keys;
+    for (const ConfigDiffRow& row : c.diff)
+        if (row.differs) keys << QString::fromStdString(row.key);
+    return keys;
+}
+
+QColor curveColor(const std::vector<CurveGroup>& groups, size_t run) {
+    for (const CurveGroup& g : groups)
+        if (std::find(g.members.begin(), g.members.end(), run) != g.members.end())
+            return compareColor(g.members.front());
+    return compareColor(run);
 }
 
 const std::vector<CompareMetricInfo>& compareMetrics() {

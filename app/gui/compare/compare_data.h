@@ -7,7 +7,9 @@
 // the GUI thread.
 #pragma once
 
+#include <QColor>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <vector>
 
@@ -32,6 +34,28 @@ struct Comparison {
 
 // Reads every run (a reader: never writes). Runs not found are listed in `missing`.
 Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds);
+
+// Runs drawn as one: their mean in a min-max band, one colour (the first member's) and one
+// entry in the legends. Every run is in exactly one group; a group may hold one run.
+struct CurveGroup {
+    std::vector<size_t> members;  // indices into Comparison::runs, ascending
+    QString label;                // the legend's text, e.g. "1 a + 2 b (2 seeds)"
+};
+
+// "Group by" seeds: runs whose configs differ only in run.seed (Comparison::seedGroups).
+inline const char* const kGroupBySeed = "seed";
+
+// The groups for a "Group by" choice: "" none (empty result), kGroupBySeed, or a config key
+// (groupByKey: "optim.lr=0.003 (2 runs)").
+std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy);
+
+// The keys a comparison can be grouped by: those whose values differ among its runs (the
+// config diff's differing rows, in its order).
+QStringList groupByKeys(const Comparison& c);
+
+// A run's colour in the curves and legends: its own (compareColor(run)) ungrouped, its group's
+// when grouped.
+QColor curveColor(const std::vector<CurveGroup>& groups, size_t run);
 
 enum class CompareMetric {
     TrainLoss,

@@ -3,6 +3,7 @@
 
 #include <qcustomplot.h>
 
+#include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -84,6 +85,8 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     m_diff = new QTableWidget;
     m_diff->setObjectName(QStringLiteral("compareDiff"));
     m_diff->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_diff->setWordWrap(true);
+    m_diff->setTextElideMode(Qt::ElideRight);  // a row at its 8-line cap ends in "…"
     diffLayout->addWidget(m_diff, 1);
     tabs->addTab(diffPage, tr("Config diff"));
     m_events = new QTextBrowser;
@@ -146,19 +149,29 @@ void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout
     for (const CompareMetricInfo& info : compareMetrics())
         m_multiMetric->addItem(info.title, int(info.metric));
     m_multiMetric->setCurrentIndex(m_multiMetric->findData(int(CompareMetric::MaxLogit)));
-    m_groups = new QCheckBox(tr("Seeds as groups"));
-    m_groups->setToolTip(tr("Runs that differ only in run.seed: their mean in a min-max band"));
+    // Group by any differing key, as TensorBoard and W&B do; seeds first, the usual case.
+    auto* groupLabel = new QLabel(tr("Group by"));
+    m_groupBy = new QComboBox;
+    m_groupBy->setObjectName(QStringLiteral("compareGroupBy"));
+    m_groupBy->setToolTip(
+        tr("Runs with the same value of a key are drawn as their mean in a min-max band, in "
+           "one colour. Seed: runs that differ only in run.seed"));
+    groupLabel->setBuddy(m_groupBy);
+    fillGroupChoices();
     row->addWidget(m_xChoice);
     row->addWidget(m_layer);
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
     row->addStretch(1);
-    groupRow->addWidget(m_groups);
+    groupRow->addWidget(groupLabel);
+    groupRow->addWidget(m_groupBy);
     groupRow->addWidget(m_multiples);
     groupRow->addWidget(m_multiMetric);
     groupRow->addStretch(1);
     m_multiMetric->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_multiMetric->setMinimumContentsLength(12);
+    m_groupBy->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_groupBy->setMinimumContentsLength(10);  // presenter mode's 1.5x font fits 1024 px
     m_xChoice->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_xChoice->setMinimumContentsLength(10);
     m_smoothing->setMaximumWidth(120);
@@ -173,7 +186,8 @@ void ComparePanel::connectViewControls() {
         m_smoothingLabel->setText(tr("smoothing %1").arg(v / 100.0, 0, 'f', 2));
         m_plots->setSmoothing(v / 100.0);
     });
-    connect(m_groups, &QCheckBox::toggled, this, [this](bool on) { m_plots->setGroupSeeds(on); });
+    connect(m_groupBy, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            &ComparePanel::groupingChanged);
     auto multiples = [this] {
         m_plots->setSmallMultiples(
             m_multiples->isChecked(),
@@ -230,6 +244,9 @@ void ComparePanel::setComparison(Comparison comparison) {
         for (int l = 0; l < layers; ++l) m_layer->addItem(tr("layer %1").arg(l), l);
         m_layer->setCurrentIndex(std::max(0, m_layer->findData(chosen)));
     }
+    const QString grouped = groupBy();
+    fillGroupChoices();
+    if (groupBy() != grouped) m_plots->setGroupBy(groupBy());  // its key no longer differs
     m_plots->setComparison(&m_comparison, m_layer->currentData().toInt());
     if (!m_dbPath.isEmpty()) {
         m_histograms->setComparison(m_dbPath, &m_comparison);
@@ -257,11 +274,20 @@ void ComparePanel::reloadIfLive() {
     if (!m_dbPath.isEmpty() && !m_runIds.empty()) setRuns(m_dbPath, m_runIds);
 }
 
+std::vector<ComparePanel::LegendEntry> ComparePanel::legendEntries() const {
+    std::vector<LegendEntry> entries;
+    for (const CurveGroup& g : m_plots->groups())
+        entries.push_back({m_plots->runColor(g.members.front()), g.label});
+    if (!entries.empty()) return entries;
+    for (size_t i = 0; i < m_comparison.runs.size(); ++i)
+        entries.push_back({compareColor(i), m_comparison.runs[i].label()});
+    return entries;
+}
+
 void ComparePanel::fillLegend() {
     QStringList parts;
-    for (size_t i = 0; i < m_comparison.runs.size(); ++i)
-        parts << swatch(compareColor(i)) + QLatin1Char(' ') +
-                     m_comparison.runs[i].label().toHtmlEscaped();
+    for (const LegendEntry& e : legendEntries())
+        parts << swatch(e.color) + QLatin1Char(' ') + e.label.toHtmlEscaped();
     QString text = tr("<b>Comparing %n run(s):</b> ", nullptr, int(m_comparison.runs.size())) +
                    parts.join(QStringLiteral(" &nbsp; "));
     if (!m_comparison.missing.empty()) {
@@ -271,6 +297,16 @@ void ComparePanel::fillLegend() {
                     .arg(ids.join(QStringLiteral(", ")));
     }
     m_legend->setText(text);
+}
+
+// The curves regroup; the legend and every run's swatch (summary, diff, events) take the
+// colours the curves now have.
+void ComparePanel::groupingChanged() {
+    m_plots->setGroupBy(groupBy());
+    fillLegend();
+    fillSummary();
+    fillDiff();
+    fillEvents();
 }
 
 void ComparePanel::fillSummary() {
@@ -286,7 +322,7 @@ void ComparePanel::fillSummary() {
     for (size_t r = 0; r < runs.size(); ++r) {
         auto* name = new NumberItem(runs[r].label());
         name->setData(Qt::UserRole, double(runs[r].summary.runId));
-        name->setData(Qt::DecorationRole, compareColor(r));
+        name->setData(Qt::DecorationRole, m_plots->runColor(r));
         m_summary->setItem(int(r), 0, name);
         for (size_t c = 0; c < columns.size(); ++c) {
             auto* item = new NumberItem(QString::fromStdString(columns[c].text(runs[r].summary)));
@@ -342,7 +378,7 @@ void ComparePanel::fillDiff() {
     m_diff->setRowCount(int(rows.size()));
     for (size_t r = 0; r < m_comparison.runs.size(); ++r) {
         auto* header = new QTableWidgetItem(m_comparison.runs[r].label());
-        header->setData(Qt::DecorationRole, compareColor(r));
+        header->setData(Qt::DecorationRole, m_plots->runColor(r));
         m_diff->setHorizontalHeaderItem(int(r), header);
     }
     QStringList keys;
@@ -357,6 +393,15 @@ void ComparePanel::fillDiff() {
     }
     m_diff->setVerticalHeaderLabels(keys);
     m_diff->resizeColumnsToContents();
+    // A long value (a preset's `why`) made its column as wide as the text: it wraps in at
+    // most ~40 characters instead, its row up to 8 lines tall; the tooltip has it whole.
+    const QFontMetrics fm = m_diff->fontMetrics();
+    const int widest = fm.averageCharWidth() * kDiffCellChars;
+    for (int c = 0; c < m_diff->columnCount(); ++c)
+        m_diff->setColumnWidth(c, std::min(m_diff->columnWidth(c), widest));
+    m_diff->resizeRowsToContents();
+    for (int r = 0; r < m_diff->rowCount(); ++r)
+        m_diff->setRowHeight(r, std::min(m_diff->rowHeight(r), fm.lineSpacing() * 8 + 6));
 }
 
 void ComparePanel::fillEvents() {
@@ -364,7 +409,7 @@ void ComparePanel::fillEvents() {
     for (size_t i = 0; i < m_comparison.runs.size(); ++i) {
         const CompareRun& run = m_comparison.runs[i];
         html += QStringLiteral("<p>%1 <b>%2</b><br>")
-                    .arg(swatch(compareColor(i)), run.label().toHtmlEscaped());
+                    .arg(swatch(m_plots->runColor(i)), run.label().toHtmlEscaped());
         if (run.snap.events.empty()) html += tr("no events");
         for (const EventRecord& e : run.snap.events)
             html += tr("step %1: %2 %3 (%4)<br>")
@@ -382,7 +427,29 @@ void ComparePanel::setSmoothing(double weight) {
 }
 
 void ComparePanel::setGroupSeeds(bool on) {
-    m_groups->setChecked(on);
+    setGroupBy(on ? QString::fromLatin1(kGroupBySeed) : QString());
+}
+
+void ComparePanel::setGroupBy(const QString& groupBy) {
+    m_groupBy->setCurrentIndex(std::max(0, m_groupBy->findData(groupBy)));
+}
+
+QString ComparePanel::groupBy() const {
+    return m_groupBy->currentData().toString();
+}
+
+// None, seed, then the keys that differ in this comparison; the choice stays when it still
+// applies. The popup is as wide as its longest entry (the box itself is kept narrow).
+void ComparePanel::fillGroupChoices() {
+    const QString chosen = m_groupBy->count() > 0 ? groupBy() : QString();
+    QSignalBlocker block(m_groupBy);
+    m_groupBy->clear();
+    m_groupBy->addItem(tr("none"), QString());
+    m_groupBy->addItem(tr("seed (runs that differ only in run.seed)"),
+                       QString::fromLatin1(kGroupBySeed));
+    for (const QString& key : groupByKeys(m_comparison)) m_groupBy->addItem(key, key);
+    m_groupBy->setCurrentIndex(std::max(0, m_groupBy->findData(chosen)));
+    m_groupBy->view()->setMinimumWidth(m_groupBy->view()->sizeHintForColumn(0) + 24);
 }
 
 }  // namespace qklab::gui

@@ -6,12 +6,17 @@
 // extending; a run deleted meanwhile leaves with a note.
 #pragma once
 
+#include <QRect>
 #include <QWidget>
+#include <utility>
 #include <vector>
 
+#include "common/figure_size.h"
 #include "compare/compare_data.h"
 
 class QCheckBox;
+class QCPPainter;
+class QCustomPlot;
 class QComboBox;
 class QFontMetrics;
 class QHBoxLayout;
@@ -33,6 +38,8 @@ class ComparePanel : public QWidget {
     Q_OBJECT
   public:
     static constexpr int kMaxRuns = 12;
+    // The config diff's columns wrap at about this many characters.
+    static constexpr int kDiffCellChars = 40;
 
     explicit ComparePanel(QWidget* parent = nullptr);
 
@@ -50,7 +57,19 @@ class ComparePanel : public QWidget {
     QTableWidget* diffTable() const { return m_diff; }
     void setDifferencesOnly(bool on);
     void setSmoothing(double weight);
-    void setGroupSeeds(bool on);
+    void setGroupSeeds(bool on);  // group by seed, or not at all
+    // "" (none), kGroupBySeed or a config key that differs among the runs (the "Group by"
+    // choice); a key not offered leaves the runs ungrouped.
+    void setGroupBy(const QString& groupBy);
+    QString groupBy() const;
+
+    // The legend's entries, in the tab and in the figure: one per group (its colour and label)
+    // when grouped, else one per run.
+    struct LegendEntry {
+        QColor color;
+        QString label;
+    };
+    std::vector<LegendEntry> legendEntries() const;
 
     // Saved comparisons (the store's comparisons table): the runs and every view setting.
     bool saveAs(const QString& name, QString* error);
@@ -61,9 +80,23 @@ class ComparePanel : public QWidget {
 
     bool saveSeriesCsv(const QString& path, QString* error) const;
     bool saveSummaryCsv(const QString& path, QString* error) const;
-    // The curves above the config diff, as one PNG or PDF (by the file's suffix). The PDF is
-    // vector (curves, axes and text as paths and text), the PNG a grab of the screen.
-    bool saveFigure(const QString& path, QString* error);
+    // The legend, the curves and the differing config keys as one PNG or PDF (by the file's
+    // suffix), at `size` whatever the window's size: the PNG exactly that many pixels with its
+    // dpi in the file, the PDF vector (paths and text) on a page of size / dpi inches.
+    bool saveFigure(const QString& path, QString* error, const FigureSize& size = {});
+
+    // Where the figure's parts go, in layout pixels (the screen's; `scale` to the file's).
+    struct FigureLayout {
+        double scale = 1;
+        QSize logical, device;
+        int legendHeight = 0, diffTop = 0;
+        bool withDiff = true;  // left out when a fixed height leaves the plots too little
+        std::vector<std::pair<QCustomPlot*, QRect>> plots;
+    };
+    // A plot in a figure is at least this wide (layout pixels): a paper column gets fewer
+    // columns of plots rather than unreadable ones.
+    static constexpr int kMinPlotWidth = 160;
+    FigureLayout figureLayout(const FigureSize& size, const QFontMetrics& fm) const;
 
   signals:
     void loaded(int runs, double seconds);
@@ -78,11 +111,14 @@ class ComparePanel : public QWidget {
     void fillDiff();
     void fillEvents();
     void fillLegend();
+    void groupingChanged();
+    void fillGroupChoices();
     void reloadIfLive();
     void exportAs(const QString& what);
     void refreshSaved();
     void askSaveName();
-    bool saveFigurePdf(const QString& path, QString* error);
+    bool saveFigurePdf(const QString& path, const FigureSize& size, QString* error);
+    void paintFigure(QCPPainter& p, const FigureLayout& f, const QFontMetrics& fm, bool vector);
     // Lay out (and paint, when p is given) the figure's legend line and its table of the
     // differing config keys at `width`, in the font metrics of the device; return the height.
     int paintLegend(QPainter* p, const QFontMetrics& fm, int width) const;
@@ -102,7 +138,7 @@ class ComparePanel : public QWidget {
     QComboBox* m_layer = nullptr;
     QSlider* m_smoothing = nullptr;
     QLabel* m_smoothingLabel = nullptr;
-    QCheckBox* m_groups = nullptr;
+    QComboBox* m_groupBy = nullptr;
     QCheckBox* m_multiples = nullptr;
     QComboBox* m_multiMetric = nullptr;
     QCheckBox* m_diffOnly = nullptr;
@@ -111,6 +147,7 @@ class ComparePanel : public QWidget {
     QTextBrowser* m_events = nullptr;
     QTimer* m_liveTimer = nullptr;
     QComboBox* m_saved = nullptr;
+    FigureSize m_figureSize;    // the last one chosen for an export
     QString m_pendingSettings;  // applied once the saved comparison's runs are loaded
 };
 

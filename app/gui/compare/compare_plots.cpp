@@ -17,6 +17,12 @@ namespace qklab::gui {
 namespace {
 
 const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
+constexpr int kOverlayColumns = 4;
+
+// Small multiples of n runs: one row up to 4, then 3 columns up to 9, then 4.
+int multiplesColumns(size_t n) {
+    return n <= 4 ? std::max<int>(1, int(n)) : (n <= 9 ? 3 : 4);
+}
 
 QCPGraph* addRunGraph(QCustomPlot* plot, size_t run, const QString& name, const QPen& pen) {
     QCPGraph* g = plot->addGraph();
@@ -53,7 +59,7 @@ ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
     int i = 0;
     for (const CompareMetricInfo& info : compareMetrics()) {
         QCustomPlot* plot = makePlot(info.title, info.logScale, &m_plots);
-        grid->addWidget(plot, i / 4, i % 4);
+        grid->addWidget(plot, i / kOverlayColumns, i % kOverlayColumns);
         ++i;
     }
     m_stack->addWidget(overlay);
@@ -110,7 +116,7 @@ void ComparePlots::setSmallMultiples(bool on, CompareMetric metric) {
 void ComparePlots::drawMultiples() {
     const CompareMetricInfo& info = compareMetricInfo(m_multiMetric);
     const size_t n = m_comparison ? m_comparison->runs.size() : 0;
-    const int columns = n <= 4 ? std::max<int>(1, int(n)) : (n <= 9 ? 3 : 4);
+    const int columns = multiplesColumns(n);
     QCPRange xs, ys;
     bool found = false;
     for (size_t r = 0; r < size_t(m_multiPlots.size()) || r < n; ++r) {
@@ -127,7 +133,7 @@ void ComparePlots::drawMultiples() {
         if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
             title->setText(
                 QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label()));
-            title->setTextColor(compareColor(r));
+            title->setTextColor(runColor(r));
         }
         drawRun(plot, info, r, false);
         drawMarkers(plot, info, r);
@@ -142,6 +148,11 @@ void ComparePlots::drawMultiples() {
         m_multiPlots[int(r)]->yAxis->setRange(ys);
         m_multiPlots[int(r)]->replot(QCustomPlot::rpQueuedReplot);
     }
+}
+
+int ComparePlots::gridColumns() const {
+    if (!m_multiples) return kOverlayColumns;
+    return multiplesColumns(m_comparison ? m_comparison->runs.size() : 0);
 }
 
 QCustomPlot* ComparePlots::plotOf(CompareMetric metric) const {
@@ -174,8 +185,8 @@ void ComparePlots::setSmoothing(double weight) {
     redraw();
 }
 
-void ComparePlots::setGroupSeeds(bool on) {
-    m_groupSeeds = on;
+void ComparePlots::setGroupBy(const QString& groupBy) {
+    m_groupBy = groupBy;
     redraw();
 }
 
@@ -192,6 +203,8 @@ void ComparePlots::redraw() {
     m_hover->hide();
     m_x.clear();
     m_bands.clear();  // their graphs go with clearGraphs() below
+    // Again with the data: a reload may have lost a deleted run, and the indices with it.
+    m_groups = m_comparison ? curveGroups(*m_comparison, m_groupBy) : std::vector<CurveGroup>();
     if (m_comparison)
         for (const CompareRun& run : m_comparison->runs) {
             StepToX map(m_xKind, run.snap.config.data.batchSize, run.snap.config.model.seqLen);
@@ -218,12 +231,11 @@ void ComparePlots::redraw() {
 
 void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) {
     std::vector<bool> grouped(m_comparison->runs.size(), false);
-    if (m_groupSeeds)
-        for (const auto& members : m_comparison->seedGroups) {
-            if (members.size() < 2) continue;
-            drawGroup(plot, info, members);
-            for (size_t m : members) grouped[m] = true;
-        }
+    for (const CurveGroup& group : m_groups) {
+        if (group.members.size() < 2) continue;
+        drawGroup(plot, info, group);
+        for (size_t m : group.members) grouped[m] = true;
+    }
     for (size_t r = 0; r < m_comparison->runs.size(); ++r) {
         drawRun(plot, info, r, grouped[r]);
         drawMarkers(plot, info, r);
@@ -237,7 +249,7 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
     const CompareRun& run = m_comparison->runs[index];
     const Series s = seriesOf(run, info.metric, m_layer);
     if (s.steps.isEmpty()) return;
-    const QColor color = compareColor(index);
+    const QColor color = runColor(index);
     const bool smooth = m_smoothing > 0;
     QColor faint = color;
     faint.setAlpha(smooth || inGroup ? 60 : 255);
@@ -254,7 +266,8 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
 }
 
 void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
-                             const std::vector<size_t>& members) {
+                             const CurveGroup& group) {
+    const std::vector<size_t>& members = group.members;
     std::vector<Series> series;
     for (size_t m : members)
         series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
@@ -263,7 +276,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     if (band.steps.isEmpty()) return;
     const size_t first = members.front();
     const QVector<double> x = xs(first, band.steps);
-    QColor color = compareColor(first);
+    QColor color = runColor(first);
     // Whole here (rescaleAxes sees every point); fitBands thins them for drawing.
     QCPGraph* low = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
     low->setData(x, band.low, true);
@@ -280,10 +293,11 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
     color.setAlpha(50);
     high->setBrush(color);
     high->setChannelFillGraph(low);
-    QCPGraph* mean = addRunGraph(plot, first,
-                                 tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
-                                     .arg(m_comparison->runs[first].label()),
-                                 QPen(compareColor(first), 2.0));
+    const QString name = m_groupBy == QLatin1String(kGroupBySeed)
+                             ? tr("mean of %n seed(s) like %1", nullptr, int(members.size()))
+                                   .arg(m_comparison->runs[first].label())
+                             : tr("mean of %1").arg(group.label);
+    QCPGraph* mean = addRunGraph(plot, first, name, QPen(runColor(first), 2.0));
     mean->setData(x, band.mean, true);
     thinIfDense(mean);
     thinIfDense(low);
@@ -294,7 +308,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
 // logit (the layer shown, or all); interventions as lines.
 void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index) {
     const CompareRun& run = m_comparison->runs[index];
-    const QColor color = compareColor(index);
+    const QColor color = runColor(index);
     if (info.metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
         QCPGraph* clips = addRunGraph(plot, index, QString(), QPen(color));
         clips->setLineStyle(QCPGraph::lsNone);

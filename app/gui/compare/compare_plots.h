@@ -31,7 +31,11 @@ class ComparePlots : public QWidget {
     void setXAxis(XAxisKind kind);
     void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
-    void setGroupSeeds(bool on);
+    // "" draws every run alone; kGroupBySeed or a config key as curveGroups() says.
+    void setGroupBy(const QString& groupBy);
+    // The groups drawn now (empty when ungrouped) and a run's colour under them.
+    const std::vector<CurveGroup>& groups() const { return m_groups; }
+    QColor runColor(size_t run) const { return curveColor(m_groups, run); }
     // One plot per run for `metric`, linked axes, instead of the overlay.
     void setSmallMultiples(bool on, CompareMetric metric);
     void redraw();
@@ -40,6 +44,8 @@ class ComparePlots : public QWidget {
     QCustomPlot* plotOf(CompareMetric metric) const;
     QList<QCustomPlot*> multiplePlots() const { return m_multiPlots; }
     bool smallMultiples() const { return m_multiples; }
+    // The columns of the grid shown now (the overlay's, or the small multiples').
+    int gridColumns() const;
     HoverCursor* hoverCursor() const { return m_hover; }
     double lastRedrawMs() const { return m_lastRedrawMs; }
 
@@ -48,8 +54,7 @@ class ComparePlots : public QWidget {
     void drawMultiples();
     void drawMetric(QCustomPlot* plot, const CompareMetricInfo& info);
     void drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index, bool inGroup);
-    void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
-                   const std::vector<size_t>& members);
+    void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info, const CurveGroup& group);
     void drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index);
     QString readout(QCustomPlot* plot, double x) const;
     void fitBands(QCustomPlot* plot);
@@ -71,7 +76,8 @@ class ComparePlots : public QWidget {
     XAxisKind m_xKind = XAxisKind::Step;
     int m_layer = -1;
     double m_smoothing = 0;
-    bool m_groupSeeds = false;
+    QString m_groupBy;
+    std::vector<CurveGroup> m_groups;  // of m_groupBy, made again at each redraw
     QList<QCustomPlot*> m_plots;       // in compareMetrics() order
     QList<QCustomPlot*> m_multiPlots;  // small multiples: one per run, made on demand
     bool m_multiples = false;

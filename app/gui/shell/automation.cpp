@@ -56,6 +56,10 @@ const OptionSpec kOptions[] = {
     {"compare", "Compare these stored runs (2-12 ids, comma separated) in the Compare tab.", "IDS"},
     {"compare-figure", "With --compare: save the comparison's figure (PNG or PDF), then quit.",
      "FILE"},
+    {"figure-size",
+     "With --compare-figure: slide (1920x1080@144, the default), column (1050xauto@300), full "
+     "(2100xauto@300) or WIDTHxHEIGHT@DPI; HEIGHT auto fits the figure.",
+     "SIZE"},
     {"sweep", "Open the Sweeps tab on this sweep (name or id).", "NAME"},
     {"sweep-table-share",
      "With --sweep: the point table's share of the tab's height (0.05-0.95; screenshots).",
@@ -146,6 +150,18 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
         return false;
     }
     fillOptions(p, o);
+    if (p.isSet(QStringLiteral("figure-size"))) {
+        const QString text = p.value(QStringLiteral("figure-size"));
+        const std::optional<FigureSize> size = parseFigureSize(text);
+        if (!size) {
+            std::cerr << "qklab: --figure-size '" << text.left(40).toStdString()
+                      << "': expected slide, column, full or WIDTHxHEIGHT@DPI (e.g. "
+                         "1600x900@144, 2100xauto@300)\n";
+            *exitCode = 2;
+            return false;
+        }
+        o->figureSize = *size;
+    }
     if (!o->theme.isEmpty() && o->theme != QLatin1String("light") &&
         o->theme != QLatin1String("dark")) {
         std::cerr << "qklab: --theme '" << o->theme.left(40).toStdString()
@@ -250,7 +266,8 @@ void AutomationDriver::beginComparison() {
             // One event-loop turn later the plots have their size and data.
             QTimer::singleShot(300, this, [this] {
                 QString error;
-                if (!m_window->part<ComparePanel>()->saveFigure(m_options.compareFigure, &error)) {
+                if (!m_window->part<ComparePanel>()->saveFigure(m_options.compareFigure, &error,
+                                                                m_options.figureSize)) {
                     std::cerr << "qklab: " << error.toStdString() << "\n";
                     m_exitCode = 1;
                 }

@@ -16,6 +16,7 @@
 #include <QString>
 #include <QStringList>
 
+#include "common/figure_size.h"
 #include "shell/latency_monitor.h"
 
 namespace qklab::gui {
@@ -36,6 +37,7 @@ struct LaunchOptions {
     qint64 openRunId = 0;         // show this stored run (after autostart, if both)
     QList<qint64> compareIds;     // open the Compare tab on these stored runs
     QString compareFigure;        // then save its figure (PNG or PDF) here and quit
+    FigureSize figureSize;        // at this size (--figure-size; a slide by default)
     QString sweep;                // open the Sweeps tab on this sweep (name or id)
     double sweepTableShare = -1;  // with --sweep: the point table's share of the tab's height
     QString latencyReport;        // write LatencyMonitor stats here at quit

@@ -1,5 +1,5 @@
 // compare.h — what comparing stored runs needs, shared by `qklab-cli compare` and the app's
-// comparison view: the config diff, seed groups and one summary row per run.
+// comparison view: the config diff, seed groups, groups by any key and one summary row per run.
 //
 // The summary's columns are one table (summaryColumns()): the CLI's text and JSON, the app's
 // sortable table, its best-per-column highlight and the CSV export all iterate it, so a new
@@ -40,6 +40,18 @@ std::vector<ConfigDiffRow> configDiff(const std::vector<RunConfig>& configs);
 // Returns groups of indices into `configs`, each in input order, groups ordered by their first
 // member; a run with no twin is a group of one.
 std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& configs);
+
+// Runs with equal values of one config key form a group: the comparison's "Group by", as
+// TensorBoard and W&B group runs. key: a dotted key as configDiff() names it, or "events";
+// values are equal as JSON (1 and "1" differ), a key a config lacks is a value of its own.
+struct RunGroup {
+    std::vector<size_t> members;  // indices into the configs, ascending
+    std::string value;            // the key's value as configDiff() shows it; "" when missing
+    std::string label;            // "optim.lr=0.003 (2 runs)"; a long value ends in "..."
+};
+// Groups ordered by their first member; every config in exactly one. Throws
+// Error{InvalidConfig} naming `key` when no config has it.
+std::vector<RunGroup> groupByKey(const std::vector<RunConfig>& configs, const std::string& key);
 
 struct RunSummary {
     int64_t runId = 0;

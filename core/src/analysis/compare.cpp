@@ -22,6 +22,9 @@ using nlohmann::json;
 // blown up (the blow-up preset's raw max passes it within ~10 steps, then heads for 1000+).
 constexpr double kBlownUpMaxLogit = 100.0;
 
+// A group label's value is cut here: an events list or a preset's `why` is a paragraph.
+constexpr size_t kGroupValueChars = 40;
+
 // ---- config diff ----------------------------------------------------------------------------
 
 using FlatConfig = std::vector<std::pair<std::string, json>>;
@@ -297,6 +300,40 @@ std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& config
                 placed[k] = true;
                 groups.back().push_back(k);
             }
+    }
+    return groups;
+}
+
+std::vector<RunGroup> groupByKey(const std::vector<RunConfig>& configs, const std::string& key) {
+    std::vector<std::optional<json>> values;
+    for (const auto& c : configs) {
+        values.emplace_back();
+        for (auto& [k, v] : flatConfig(c))
+            if (k == key) values.back() = std::move(v);
+    }
+    if (!configs.empty() &&
+        std::none_of(values.begin(), values.end(), [](const auto& v) { return v.has_value(); }))
+        throw Error(ErrorCode::InvalidConfig,
+                    "group by '" + key + "': not a config key (see qklab-cli keys)");
+    std::vector<RunGroup> groups;
+    std::vector<bool> placed(configs.size(), false);
+    for (size_t i = 0; i < configs.size(); ++i) {
+        if (placed[i]) continue;
+        RunGroup g{{i}, values[i] ? diffText(*values[i]) : std::string(), {}};
+        for (size_t k = i + 1; k < configs.size(); ++k)
+            if (!placed[k] && values[k] == values[i]) {
+                placed[k] = true;
+                g.members.push_back(k);
+            }
+        std::string shown = values[i] ? g.value : std::string("(missing)");
+        if (shown.size() > kGroupValueChars) {
+            size_t cut = kGroupValueChars - 3;
+            while (cut > 0 && (shown[cut] & 0xC0) == 0x80) --cut;  // not inside a UTF-8 char
+            shown = shown.substr(0, cut) + "...";
+        }
+        const size_t n = g.members.size();
+        g.label = key + "=" + shown + " (" + std::to_string(n) + (n == 1 ? " run)" : " runs)");
+        groups.push_back(std::move(g));
     }
     return groups;
 }
