@@ -63,6 +63,21 @@ class PanelsTest : public QObject {
 
     // Log axes tick at decades, or at 1-2-5 on a short range: never at 10^(k/2) (a sweep's LR
     // axis read 0.001, 0.0032, 0.01, 0.032).
+    // A narrow plot asks for fewer x ticks: compare's small multiples ran "0 25 5075100125".
+    void narrowPlotsAskForFewerTicks() {
+        QCustomPlot plot;
+        stylePlot(&plot, QStringLiteral("y"), false);
+        plot.resize(220, 150);
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        QVERIFY(plot.xAxis->ticker()->tickCount() <= 3);
+        plot.xAxis->setRange(0, 125);
+        plot.replot();
+        QVERIFY(plot.xAxis->tickVector().size() <= 4);
+        plot.resize(1000, 150);
+        QTRY_VERIFY(plot.xAxis->ticker()->tickCount() >= 6);
+    }
+
     void logAxesTickAtNameableValues() {
         QCustomPlot plot;
         plot.resize(400, 300);

@@ -3,6 +3,8 @@
 
 #include <qcustomplot.h>
 
+#include <QApplication>
+#include <QEvent>
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -22,6 +24,29 @@ void removeItemsWithRole(QCustomPlot* plot, const QString& role) {
         if (item->property(kRole).toString() == role) plot->removeItem(item);
     }
 }
+// As many x ticks as the axis has room for: QCPAxisTicker asks for about five whatever the
+// width, and a narrow plot (compare's small multiples, a projector) ran them together
+// ("0 25 5075100125"). Log and text tickers keep their own rules.
+class TickFitter : public QObject {
+  public:
+    using QObject::QObject;
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (event->type() == QEvent::Resize)
+            if (auto* plot = qobject_cast<QCustomPlot*>(watched)) fit(plot);
+        return false;
+    }
+    static void fit(QCustomPlot* plot) {
+        const QSharedPointer<QCPAxisTicker> ticker = plot->xAxis->ticker();
+        if (!ticker || ticker.dynamicCast<QCPAxisTickerLog>() ||
+            ticker.dynamicCast<QCPAxisTickerText>())
+            return;
+        const int labelWidth =
+            QFontMetrics(plot->xAxis->tickLabelFont()).horizontalAdvance(QStringLiteral("00000")) +
+            12;
+        ticker->setTickCount(std::clamp(plot->width() / std::max(1, labelWidth) - 1, 2, 8));
+    }
+};
+
 }  // namespace
 
 void setItemRole(QCPAbstractItem* item, const QString& role) {
@@ -54,6 +79,8 @@ void stylePlot(QCustomPlot* plot, const QString& yLabel, bool legend, Qt::Alignm
     // columns of those made the window wider than a 1280x720 screen. Titles clip instead;
     // legends re-flow to fewer entries per row (fitLegendColumns).
     plot->setMinimumSize(200, 120);
+    static auto* fitter = new TickFitter(qApp);
+    plot->installEventFilter(fitter);
     themePlot(plot);  // born in the current theme
 }
 
