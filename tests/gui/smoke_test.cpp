@@ -48,7 +48,8 @@ class SmokeTest : public QObject {
         QVERIFY2(m.captured(1).toInt() >= 50, qPrintable(out));
         QVERIFY(QFileInfo(shot).size() > 10000);
         const QImage image(shot);
-        QVERIFY(image.width() >= 800 && image.height() >= 500);
+        QVERIFY2(image.width() >= 800 && image.height() >= 500,
+                 qPrintable(QStringLiteral("%1x%2").arg(image.width()).arg(image.height())));
     }
 
     // An installed app has no source tree next to it: the presets come from inside the binary.

@@ -550,9 +550,15 @@ void MainWindow::restoreLayout() {
     const QRect available = screen()->availableGeometry();
     if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray())) {
         // The first start uses the screen: maximized (and that size asked for too, for a
-        // session without a window manager, where maximized is only a state).
-        setGeometry(available);
-        setWindowState(windowState() | Qt::WindowMaximized);
+        // session without a window manager, where maximized is only a state), when the
+        // window fits it; a maximized window below its minimum size would be cut off.
+        const QSize least = minimumSizeHint();
+        if (available.width() >= least.width() && available.height() >= least.height()) {
+            setGeometry(available);
+            setWindowState(windowState() | Qt::WindowMaximized);
+        } else {
+            resize(std::min(1560, available.width()), std::min(960, available.height()));
+        }
     }
     if (width() > available.width() || height() > available.height()) {
         resize(std::min(width(), available.width()), std::min(height(), available.height()));
