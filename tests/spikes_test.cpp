@@ -133,7 +133,7 @@ std::vector<ProbeSummary> noisyHistory(double baseMax, double baseNorm, double l
 }
 Spike diagnoseWith(const std::vector<ProbeSummary>& h, DiagnosisContext ctx) {
     Spike s;
-    s.step = h.back().step + 5;
+    s.step = h.back().step - 3;  // the probe read is the first after the spike
     diagnoseSpike(s, h, ctx);
     return s;
 }
@@ -178,13 +178,20 @@ TEST(SpikeDiagnosis, LogitLevelsFollowTheBrief) {
 // 20.4 against a baseline of 18.7. Past 20, but no jump: a data problem, not a token spike.
 TEST(SpikeDiagnosis, HighButSteadyLogitsAreNotATokenSpike) {
     const auto h = noisyHistory(18.7, 3.0, 20.4, 3.02);
-    DiagnosisContext ctx{false, 1, 176, {"step 175, Dirty batch: dirty batch"}};
+    DiagnosisContext ctx{
+        false,
+        1,
+        176,
+        {{175, ChangeEffect::Data, ChangedFuse::None, "step 175, Dirty batch: dirty batch"}}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 1);
     EXPECT_TRUE(says(s, ": no jump")) << s.diagnosis;
     EXPECT_TRUE(says(s, "above the healthy line, below the intervention line")) << s.diagnosis;
-    EXPECT_TRUE(says(s, "Just before it: step 175, Dirty batch")) << s.diagnosis;
+    EXPECT_TRUE(says(s,
+                     "The run changed just before this spike: step 175, Dirty batch: dirty "
+                     "batch. That is the likeliest cause"))
+        << s.diagnosis;
     expectTextMatchesEvidence(s, h, ctx);
 }
 
@@ -192,7 +199,11 @@ TEST(SpikeDiagnosis, HighButSteadyLogitsAreNotATokenSpike) {
 // claim that logits jumped.
 TEST(SpikeDiagnosis, AFallingMaxIsNeverCalledAJump) {
     const auto h = noisyHistory(23.9, 4.0, 23.1, 4.1);
-    DiagnosisContext ctx{false, 1, 301, {"step 300, Context length: ctx 256"}};
+    DiagnosisContext ctx{false,
+                         1,
+                         301,
+                         {{300, ChangeEffect::Data, ChangedFuse::None,
+                           "step 300, Context length: ctx 64\u2192256"}}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_NE(s.kind, SpikeKind::TokenSpike);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);

@@ -14,15 +14,24 @@ constexpr double kMaxTickSeconds = 0.5;  // a stalled event loop does not dump t
 constexpr double kEpsilon = 1e-9;
 
 template <class Row>
+int64_t stepOf(const Row& r) {
+    return r.step;
+}
+// A spike joins the frame the live run reported it in: that of the probe it waited for.
+int64_t stepOf(const Spike& s) {
+    return spikeReportStep(s);
+}
+
+template <class Row>
 void sortByStep(std::vector<Row>& rows) {
     std::stable_sort(rows.begin(), rows.end(),
-                     [](const Row& a, const Row& b) { return a.step < b.step; });
+                     [](const Row& a, const Row& b) { return stepOf(a) < stepOf(b); });
 }
 
 template <class Row>
 size_t endOfStep(const std::vector<Row>& rows, int64_t step) {
     return size_t(std::upper_bound(rows.begin(), rows.end(), step,
-                                   [](int64_t s, const Row& r) { return s < r.step; }) -
+                                   [](int64_t s, const Row& r) { return s < stepOf(r); }) -
                   rows.begin());
 }
 

@@ -118,14 +118,16 @@ struct AttentionMap {
 
 // The diagnosis's verdicts (see spikes.h). The name is stored; the title is what views show.
 // Unknown, as for RunStatus: a stored kind this build has no name for, read as "unknown".
-enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits, Unknown };
+// RunChange: a change the run made to itself just before (an event, an anneal; see
+// spike_causes.h) is the likeliest cause, whatever the probes look like.
+enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits, RunChange, Unknown };
 template <>
 struct Choices<SpikeKind> {  // Unknown has no name
-    static constexpr std::array<const char*, 4> names{"qk_runaway", "token_spike",
-                                                      "data_or_accumulation", "high_logits"};
-    static constexpr std::array<const char*, 4> titles{"Q/K length runaway", "token/position spike",
-                                                       "data or accumulation bug",
-                                                       "logits high, no jump"};
+    static constexpr std::array<const char*, 5> names{
+        "qk_runaway", "token_spike", "data_or_accumulation", "high_logits", "run_change"};
+    static constexpr std::array<const char*, 5> titles{
+        "Q/K length runaway", "token/position spike", "data or accumulation bug",
+        "logits high, no jump", "a change in the run"};
 };
 const char* toString(SpikeKind k);
 const char* spikeKindTitle(SpikeKind k);
@@ -143,6 +145,11 @@ struct Spike {
     double probeQkNorm = 0, baselineQkNorm = 0;
     std::string diagnosis;  // one paragraph a user can read
 };
+
+// The step whose report carries a spike: the first probe at or after it, which the trainer
+// waits for to diagnose it, or its own step when it read an older probe (or none). A replay
+// hands a spike to a lesson at this step, as the live run did.
+int64_t spikeReportStep(const Spike& s);
 
 // The first probe at which one layer's raw logits passed one of the domain brief's
 // intervention lines (max > 30, p99 > 15), diagnosed with the spike rules. A blow-up is a

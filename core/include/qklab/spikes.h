@@ -1,11 +1,14 @@
 // qklab/spikes.h — spike detection and diagnosis.
 //
 // Detection follows llm.c's OutlierDetector: a rolling window of the last N values, and the
-// z-score of the newest value against it. Diagnosis reads the probes recorded *before* the
-// spike and applies the domain brief's three cases and four prescription tiers (section 4):
-// a case is decided by the latest probe's change against the run's own recent baseline (in
-// ratio and in z-score), with the brief's absolute thresholds as a second condition, and the
-// text is written from exactly the numbers that decided it.
+// z-score of the newest value against it. Diagnosis first reads the run's own timeline: a
+// change the run made to itself in the steps before the spike (an event, an intervention, an
+// anneal lowering QK-norm's alpha; spike_causes.h) is named as the likeliest cause. It then
+// reads the first probe at or after the spike (the trainer holds a spike back until that
+// probe comes) and applies the domain brief's three cases and four prescription tiers
+// (section 4): a case is decided by that probe's change against the run's own recent baseline
+// (in ratio and in z-score), with the brief's absolute thresholds as a second condition, and
+// the text is written from exactly the numbers that decided it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "qklab/records.h"
+#include "qklab/spike_causes.h"
 
 namespace qklab {
 
@@ -68,6 +72,8 @@ struct Change {
     double ratio = 1;  // value / baseline (1 when the baseline is 0)
     double z = 0;      // (value - baseline mean) / baseline spread (spread floored at 5%)
 };
+// `value` against the median and spread of `baseline` (no baseline: ratio 1, z 0).
+Change changeAgainst(double value, const std::vector<double>& baseline);
 
 // Everything the classification is decided on, kept for the text and for tests.
 struct SpikeEvidence {
@@ -87,16 +93,16 @@ struct DiagnosisContext {
     bool qkNormActive = false;  // QK-norm on (alpha > 0) when the spike happened
     int64_t spikesSoFar = 0;    // including this one
     int64_t stepsSoFar = 0;
-    // Config events and interventions that took effect shortly before or at the spike, as
-    // "step N: label" (e.g. "step 450: dirty batch").
-    std::vector<std::string> recentEvents;
+    // What the run changed in the spike's window (changesBefore(config, spike step)): events,
+    // interventions and anneals. A cause among them decides the verdict.
+    std::vector<RunChange> changes;
 };
 
 SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx);
 
-// Classify a spike from the probe history (oldest first: the first entry is the run's first
-// probe, the last the probe nearest before the spike). Fills kind, tier, probe fields and the
-// diagnosis text of `spike`.
+// Classify a spike from the run's changes and its probe history (oldest first: the first entry
+// is the run's first probe, the last the first probe at or after the spike, or the latest
+// before it when none came). Fills kind, tier, probe fields and the diagnosis text of `spike`.
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
                    const DiagnosisContext& ctx);
 
@@ -108,12 +114,24 @@ struct LogitAlarmRule {
 };
 const std::vector<LogitAlarmRule>& logitAlarmRules();
 
-// The alarm for a layer row that crossed `rule`, diagnosed as the spike diagnosis reads a
-// chronic case: q/k norms >= kChronicNormGrowth x the layer's first probe mean the lengths ran
-// away (tier 3, QK-norm), otherwise the logits are high with stable norms (tier 2, softcap);
-// tier 4 when QK-norm is on already.
+// What an alarm is read against besides its row: the layer's first probe, the layer's q/k norm
+// p90 (max of q and k, raw projections) at up to kBaselineProbes probes before this one, and
+// what the run changed in the window before it.
+struct AlarmContext {
+    ProbeStats firstRow;
+    std::vector<double> recentQkNorms;
+    bool qkNormActive = false;
+    std::vector<RunChange> changes;
+};
+
+// The alarm for a layer row that crossed `rule`, stating only what its numbers show. A cause
+// among the run's changes decides it (run_change, or data for a dirty batch / context switch).
+// Otherwise the q/k norms against the layer's recent probes: rising (>= kNormRiseRatio and
+// z >= kNormRiseZ) is a runaway in progress (tier 3); flat but >= kChronicNormGrowth x the
+// layer's first probe means the lengths grew earlier (tier 3, said so); neither, the logits
+// are high with stable norms (tier 2). Tier 4 when QK-norm is on already.
 LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
-                          const ProbeStats& firstRow, bool qkNormActive);
+                          const AlarmContext& ctx);
 
 // Numbers as the diagnosis text writes them (3 significant digits), for tests and views.
 std::string diagnosisNumber(double v);

@@ -28,19 +28,6 @@ double spreadAround(const std::vector<double>& v, double centre) {
     return std::max({sd, 0.05 * std::fabs(centre), 1e-9});
 }
 
-Change changeAgainst(double value, const std::vector<double>& baseline) {
-    Change c;
-    c.value = value;
-    if (baseline.empty()) {
-        c.baseline = value;
-        return c;
-    }
-    c.baseline = median(baseline);
-    c.ratio = c.baseline != 0 ? value / c.baseline : 1.0;
-    c.z = (value - c.baseline) / spreadAround(baseline, c.baseline);
-    return c;
-}
-
 // "20.4 = 1.09x its baseline 18.7 (z 1.2)"
 std::string changeText(const Change& c, bool relative) {
     if (!relative) return fmt(c.value);
@@ -61,6 +48,19 @@ std::string levelText(LogitLevel level) {
 }
 
 }  // namespace
+
+Change changeAgainst(double value, const std::vector<double>& baseline) {
+    Change c;
+    c.value = value;
+    if (baseline.empty()) {
+        c.baseline = value;
+        return c;
+    }
+    c.baseline = median(baseline);
+    c.ratio = c.baseline != 0 ? value / c.baseline : 1.0;
+    c.z = (value - c.baseline) / spreadAround(baseline, c.baseline);
+    return c;
+}
 
 std::string diagnosisNumber(double v) {
     // Three significant digits, but whole numbers from 100 on (1450, not 1.45e+03).
@@ -166,8 +166,15 @@ int tierOf(SpikeKind kind, const SpikeEvidence& e, bool qkNormActive) {
 }
 
 // The sentences that state the numbers: probe, logits against baseline and thresholds, norms.
-void writeEvidence(std::ostringstream& why, const SpikeEvidence& e) {
-    why << "Latest probe at or before the spike: step " << e.probeStep;
+void writeEvidence(std::ostringstream& why, const SpikeEvidence& e, int64_t spikeStep) {
+    if (e.probeStep == spikeStep)
+        why << "Probe read: step " << e.probeStep << ", the spike's own step";
+    else if (e.probeStep > spikeStep)
+        why << "Probe read: step " << e.probeStep << ", the first at or after the spike";
+    else
+        why << "No probe at or after the spike was recorded (the run ended first); probe read: "
+               "step "
+            << e.probeStep << ", the latest before it";
     if (e.relative)
         why << "; baseline = median of the " << e.baselineProbes << " probes before it. ";
     else
@@ -253,52 +260,64 @@ void writeTier(std::ostringstream& why, int tier, SpikeKind kind) {
 
 }  // namespace
 
-const std::vector<LogitAlarmRule>& logitAlarmRules() {
-    static const std::vector<LogitAlarmRule> rules{
-        {"logit_max_raw", kInterveneMaxLogit, &ProbeStats::logitMaxRaw},
-        {"logit_p99_raw", kInterveneP99Logit, &ProbeStats::logitP99Raw},
-    };
-    return rules;
+namespace {
+
+// "The run changed just before this spike: <cause>. That is the likeliest cause." and the
+// other causes in the window.
+void writeCause(std::ostringstream& why, const RunChange& cause,
+                const std::vector<RunChange>& changes) {
+    why << "The run changed just before this spike: " << cause.text
+        << ". That is the likeliest cause";
+    bool first = true;
+    for (const RunChange& c : changes)
+        if (c.isCause() && &c != &cause) {
+            why << (first ? "; also in the window: " : "; ") << c.text;
+            first = false;
+        }
+    why << ". ";
 }
 
-LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
-                          const ProbeStats& firstRow, bool qkNormActive) {
-    LogitAlarm a;
-    a.step = row.step;
-    a.layer = row.layer;
-    a.metric = rule.column;
-    a.value = row.*rule.field;
-    a.threshold = rule.threshold;
-    const double norm = std::max(row.qRawNormP90, row.kRawNormP90);
-    const double first = std::max(firstRow.qRawNormP90, firstRow.kRawNormP90);
-    const bool grown = first > 0 && norm >= kChronicNormGrowth * first;
-    a.kind = grown ? SpikeKind::QkRunaway : SpikeKind::HighLogits;
-    a.tier = qkNormActive ? 4 : grown ? 3 : 2;
-    std::ostringstream t;
-    t << "Layer " << row.layer << ", step " << row.step << ": " << rule.column << " "
-      << fmt(a.value) << " passed the intervention line (" << fmt(rule.threshold)
-      << "); q/k norm p90 " << fmt(norm) << " is " << fmt(first > 0 ? norm / first : 1.0)
-      << "x the layer's first probe (step " << firstRow.step << ", " << fmt(first) << "). ";
-    if (grown)
-        t << "The Q/K lengths are running away. ";
+// What the probe shows, when a change of the run is the cause: observations, no second cause.
+void writeProbeUnderCause(std::ostringstream& why, const RunChange& cause, const SpikeEvidence& e) {
+    if (e.logitJump)
+        why << (e.normsRising ? "Logits jumped and q/k lengths rose with them after the change. "
+                              : "Logits jumped while q/k norms stayed flat: the lengths did not "
+                                "cause it, the change did. ");
+    else if (e.level == LogitLevel::Intervene)
+        why << "Logits are beyond the intervention line without a jump at this spike. ";
     else
-        t << "The q/k lengths have not grown " << fmt(kChronicNormGrowth)
-          << "x: the logits are high with stable norms. ";
-    if (qkNormActive)
-        t << "Tier 4: QK-norm is on already; look at init, LR, batch size and schedule.";
-    else if (grown)
-        t << "Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give it 1000 steps before "
-             "judging.";
-    else
-        t << "Tier 2: add a tanh softcap with C = 50, then C = 30 and/or grad clip 1.0.";
-    a.text = t.str();
-    return a;
+        why << "Attention shows no jump and the logits are not beyond the intervention line. ";
+    const bool normCause = cause.fuse == ChangedFuse::QkNorm;
+    if (!normCause && e.level == LogitLevel::Intervene && e.normsGrownSinceStart)
+        why << "Apart from this spike, q/k norms are " << fmt(e.qkNorm.value / e.firstQkNorm)
+            << "x the run's first probe with logits beyond the intervention line: the Q/K "
+               "lengths ran away earlier, which tier 3 (QK-norm) addresses. ";
 }
+
+void writeFrequency(std::ostringstream& why, const SpikeEvidence& e, const DiagnosisContext& ctx) {
+    why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar << " steps: ";
+    if (e.rare)
+        why << "spikes are rare so far (at most one every " << fmt(kRareSpikeSteps) << " steps). ";
+    else
+        why << "about one every " << std::llround(double(ctx.stepsSoFar) / ctx.spikesSoFar)
+            << " steps, more often than once every " << fmt(kRareSpikeSteps) << " steps. ";
+    bool first = true;  // events in the window that are not causes (an LR lowered, ...)
+    for (const RunChange& c : ctx.changes)
+        if (!c.isCause()) {
+            why << (first ? "Also in the window: " : "; ") << c.text;
+            first = false;
+        }
+    if (!first) why << ". ";
+}
+
+}  // namespace
 
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
                    const DiagnosisContext& ctx) {
     const SpikeEvidence e = spikeEvidence(history, ctx);
+    const RunChange* cause = likeliestCause(ctx.changes);
     std::ostringstream why;
+    if (cause) writeCause(why, *cause, ctx.changes);
     if (history.empty()) {
         spike.kind = SpikeKind::DataOrAccumulation;
         spike.tier = 1;  // nothing says attention is involved: start with the data
@@ -313,22 +332,22 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         spike.baselineMaxLogit = e.maxLogit.baseline;
         spike.probeQkNorm = e.qkNorm.value;
         spike.baselineQkNorm = e.qkNorm.baseline;
-        writeEvidence(why, e);
-        writeVerdict(why, spike.kind, e);
+        writeEvidence(why, e, spike.step);
+        if (cause)
+            writeProbeUnderCause(why, *cause, e);
+        else
+            writeVerdict(why, spike.kind, e);
     }
-    why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar << " steps: ";
-    if (e.rare)
-        why << "spikes are rare so far (at most one every " << fmt(kRareSpikeSteps) << " steps). ";
-    else
-        why << "about one every " << std::llround(double(ctx.stepsSoFar) / ctx.spikesSoFar)
-            << " steps, more often than once every " << fmt(kRareSpikeSteps) << " steps. ";
-    if (!ctx.recentEvents.empty()) {
-        why << "Just before it:";
-        for (size_t i = 0; i < ctx.recentEvents.size(); ++i)
-            why << (i ? "; " : " ") << ctx.recentEvents[i];
-        why << ". ";
+    writeFrequency(why, e, ctx);
+    if (cause) {
+        const CauseAdvice advice = adviceFor(*cause);
+        spike.kind = cause->effect == ChangeEffect::Data ? SpikeKind::DataOrAccumulation
+                                                         : SpikeKind::RunChange;
+        spike.tier = advice.tier;
+        why << advice.text;
+    } else {
+        writeTier(why, spike.tier, spike.kind);
     }
-    writeTier(why, spike.tier, spike.kind);
     spike.diagnosis = why.str();
 }
 

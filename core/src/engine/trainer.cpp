@@ -106,6 +106,10 @@ struct LoopState {
     RollingZScore lossZ, gradZ;
     std::vector<ProbeSummary> probeHistory;         // the run's first probe and the latest 63
     std::map<int32_t, ProbeStats> firstLayerProbe;  // per layer, for the logit alarms
+    // Per layer, the q/k norm p90 of the latest kBaselineProbes probes (the alarms' baseline).
+    std::map<int32_t, std::deque<double>> recentLayerQkNorms;
+    // Spikes detected between probes wait for the first probe at or after their step.
+    std::vector<std::pair<Spike, DiagnosisContext>> undiagnosed;
     std::set<std::pair<int32_t, std::string>> alarmsRaised;  // (layer, probe column)
     int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
     std::vector<PendingStep> pending;
@@ -180,11 +184,14 @@ struct Trainer::Impl {
                                                const StepSettings& after);
     bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    void trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void runLoop(TrainingObserver& observer, RunOutcome& outcome);
     void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
     void raiseLogitAlarms(const PendingStep& p, LoopState& st, TrainingObserver& observer);
     void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
                      TrainingObserver& observer);
+    bool probeComesAtOrAfter(int64_t step) const;
+    void diagnoseWaitingSpikes(LoopState& st, TrainingObserver& observer);
 };
 
 namespace {
@@ -418,6 +425,14 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const 
     return p;
 }
 
+// True when a regular probe at or after `step` is still to come in this run.
+bool Trainer::Impl::probeComesAtOrAfter(int64_t step) const {
+    const int64_t every = config.probes.every;
+    if (every <= 0) return false;
+    const int64_t next = (step + every - 1) / every * every;
+    return next < config.schedule.steps;
+}
+
 void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
                                 TrainingObserver& observer) {
     const auto& c = config.spikes;
@@ -436,15 +451,20 @@ void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopSta
     ctx.qkNormActive = qkNormActive;
     ctx.spikesSoFar = st.spikesSoFar;
     ctx.stepsSoFar = m.step + 1;
-    // Events (config and interventions) in the spike's episode window: a context switch or
-    // a dirty batch a few steps back is the likeliest reason for a loss spike.
-    for (const Event& e : config.events)
-        if (e.step <= m.step && m.step - e.step <= kSpikeRefractorySteps)
-            ctx.recentEvents.push_back("step " + std::to_string(e.step) + ", " +
-                                       eventKindInfo(e.kind).title + ": " +
-                                       eventKindInfo(e.kind).label(e.args));
-    diagnoseSpike(spike, st.probeHistory, ctx);
-    observer.onSpike(spike);
+    ctx.changes = changesBefore(config, m.step);  // events, interventions, anneals
+    st.undiagnosed.emplace_back(spike, ctx);
+    // The diagnosis reads the probe at or after the spike: this step's own, or a later one.
+    const bool probedHere = !st.probeHistory.empty() && st.probeHistory.back().step == m.step;
+    if (probedHere || !probeComesAtOrAfter(m.step)) diagnoseWaitingSpikes(st, observer);
+}
+
+// Diagnoses the spikes waiting for a probe, with the probe history as it is now.
+void Trainer::Impl::diagnoseWaitingSpikes(LoopState& st, TrainingObserver& observer) {
+    for (auto& [spike, ctx] : st.undiagnosed) {
+        diagnoseSpike(spike, st.probeHistory, ctx);
+        observer.onSpike(spike);
+    }
+    st.undiagnosed.clear();
 }
 
 // The first probe at which a layer's raw logits pass an intervention line: once per layer and
@@ -453,12 +473,19 @@ void Trainer::Impl::raiseLogitAlarms(const PendingStep& p, LoopState& st,
                                      TrainingObserver& observer) {
     for (const ProbeStats& row : p.probeStats) {
         if (row.head != -1) continue;
-        const ProbeStats& first = st.firstLayerProbe.emplace(row.layer, row).first->second;
+        auto& recent = st.recentLayerQkNorms[row.layer];
+        AlarmContext ctx;
+        ctx.firstRow = st.firstLayerProbe.emplace(row.layer, row).first->second;
+        ctx.recentQkNorms.assign(recent.begin(), recent.end());
+        ctx.qkNormActive = p.qkNormActive;
         for (const LogitAlarmRule& rule : logitAlarmRules()) {
             if (!(row.*rule.field > rule.threshold)) continue;
             if (!st.alarmsRaised.emplace(row.layer, rule.column).second) continue;
-            observer.onLogitAlarm(makeLogitAlarm(rule, row, first, p.qkNormActive));
+            if (ctx.changes.empty()) ctx.changes = changesBefore(config, row.step);
+            observer.onLogitAlarm(makeLogitAlarm(rule, row, ctx));
         }
+        recent.push_back(std::max(row.qRawNormP90, row.kRawNormP90));
+        if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
     }
 }
 
@@ -473,6 +500,7 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
         raiseLogitAlarms(p, st, observer);
         observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
         if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
+        diagnoseWaitingSpikes(st, observer);  // this is the probe they waited for
     }
     if (!p.clips.empty()) observer.onQkClips(p.metrics.step, p.clips);
     if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
@@ -662,6 +690,16 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
 
 void Trainer::Impl::runLoop(TrainingObserver& observer, RunOutcome& outcome) {
     LoopState st(config.spikes);
+    trainSteps(st, observer, outcome);
+    // A run that ended (stopped, diverged) before the probe a spike waited for: diagnose it with
+    // the latest probe before it, which its text says.
+    if (!st.undiagnosed.empty()) {
+        diagnoseWaitingSpikes(st, observer);
+        observer.onFlushPoint();
+    }
+}
+
+void Trainer::Impl::trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome) {
     model->train();
     lastCheckpointTime = Clock::now();
     for (int64_t step = startStep; step < config.schedule.steps; ++step) {

@@ -3,6 +3,8 @@
 // foreign file, a newer qklab); the strict parsers do.
 #include "qklab/records.h"
 
+#include <algorithm>
+
 #include "qklab/error.h"
 #include "util/text_util.h"
 
@@ -45,6 +47,10 @@ SpikeKind spikeKindFromString(const std::string& s) {
 
 SpikeKind spikeKindOrUnknown(const std::string& s) {
     return parseChoice<SpikeKind>(s).value_or(SpikeKind::Unknown);
+}
+
+int64_t spikeReportStep(const Spike& s) {
+    return std::max(s.step, s.probeStep);
 }
 
 const char* toString(MapReason r) {

@@ -1,0 +1,66 @@
+// qklab/spike_causes.h — what changed in the run just before a spike or a logit alarm.
+//
+// The diagnosis reads the run's own timeline before its probes. A config event or an
+// intervention, or a QK-norm / softcap anneal, that took effect in the few steps before a spike
+// explains it better than any probe signature: switching QK-norm off makes the logits jump with
+// flat q/k norms, which the probes alone read as a token spike (docs/EXPERIMENTS.md, "Spike
+// diagnosis, staged"). Everything here is a pure function of the run's config, so a spike
+// diagnosed live and the same config read back later name the same changes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qklab/run_config.h"
+
+namespace qklab {
+
+// The steps before a spike (and the spike's own) whose changes the diagnosis names. It equals
+// the spike detector's refractory window: one report per episode, and the episode's cause.
+constexpr int64_t kCauseWindowSteps = 10;
+// A QK-norm alpha that moves less than this across the window is not a change worth naming.
+constexpr double kAlphaChange = 0.05;
+
+// What a change does to the run, in the order the diagnosis prefers it as the likeliest cause.
+enum class ChangeEffect {
+    FuseWeakened,   // QK-norm alpha fell or the norm went off, softcap loosened or removed,
+                    // QK-Clip loosened or off: the logits lose their bound
+    LrRaised,       // an LR multiplier above 1
+    Data,           // a dirty batch or a context switch: the batch the model sees changed
+    FuseTightened,  // a fuse switched on or tightened at once: the logits the model relied on
+                    // are reshaped in one step
+    Neutral,        // listed, never named as a cause (the LR lowered, a no-op event)
+};
+
+// Which fuse a FuseWeakened/FuseTightened change is about (its prescription's tier).
+enum class ChangedFuse { None, QkNorm, Softcap, QkClip };
+
+struct RunChange {
+    int64_t step = 0;  // when it took effect (a trajectory: the window's first step)
+    ChangeEffect effect = ChangeEffect::Neutral;
+    ChangedFuse fuse = ChangedFuse::None;
+    // One clause with its numbers, e.g. "step 150, QK-norm: qk_norm rms→none" or "QK-norm alpha
+    // fell from 0.4 to 0.1 over steps 180-190 (the anneal of steps 184-199)".
+    std::string text;
+    bool isCause() const { return effect != ChangeEffect::Neutral; }
+};
+
+// The changes that took effect in [step - kCauseWindowSteps, step], events first (in step
+// order), then the QK-norm alpha and softcap C trajectories across the window when an anneal,
+// not an event, moved them.
+std::vector<RunChange> changesBefore(const RunConfig& config, int64_t step);
+
+// The change the diagnosis names as the likeliest cause (by ChangeEffect order, then the
+// latest), or nullptr when none of `changes` is a cause.
+const RunChange* likeliestCause(const std::vector<RunChange>& changes);
+
+// The prescription for a spike caused by `cause`: its tier (the domain brief's 1..4, read for
+// the fuse or knob that changed) and one "Tier N: ..." paragraph naming the change.
+struct CauseAdvice {
+    int tier = 1;
+    std::string text;
+};
+CauseAdvice adviceFor(const RunChange& cause);
+
+}  // namespace qklab

@@ -1,0 +1,200 @@
+// spike_causes_test.cpp — the run's own timeline read before a spike (changesBefore), the
+// verdict it decides in diagnoseSpike, and logit alarms that state only what their numbers
+// show. Hand-built configs and probe series; tests/diagnosis_test.cpp stages the same cases on
+// real runs with counterfactual controls.
+#include "qklab/spike_causes.h"
+
+#include <gtest/gtest.h>
+
+#include "qklab/events.h"
+#include "qklab/spikes.h"
+
+using namespace qklab;
+
+namespace {
+
+RunConfig withEvents(std::vector<nlohmann::json> events, int64_t steps = 200) {
+    RunConfig c;
+    c.schedule.steps = steps;
+    c.attention.qkNorm = QkNormVariant::Rms;
+    for (const auto& j : events) c.events.push_back(eventFromJson(j, "test"));
+    return c;
+}
+
+bool says(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// Ten flat probes (max 5.4, q/k norm 26) and then `last`: what QK-norm switched off looks
+// like in incident_token_spike.json (max 137 in one step, norms 0.94x).
+std::vector<ProbeSummary> normRemovedHistory() {
+    std::vector<ProbeSummary> h;
+    for (int i = 0; i < 11; ++i) h.push_back({i * 5 + 100, 5.4 + 0.05 * (i % 2), 2.0, 26.0});
+    h.push_back({155, 137, 50.5, 24.8});
+    return h;
+}
+
+}  // namespace
+
+TEST(SpikeCauses, AnEventInTheWindowIsNamedWithWhatItChanged) {
+    const RunConfig c = withEvents({{{"step", 150}, {"kind", "qk_norm"}, {"variant", "none"}}});
+    const auto changes = changesBefore(c, 153);
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0].step, 150);
+    EXPECT_EQ(changes[0].effect, ChangeEffect::FuseWeakened);
+    EXPECT_EQ(changes[0].fuse, ChangedFuse::QkNorm);
+    EXPECT_EQ(changes[0].text, "step 150, QK-norm: qk_norm rms\u2192none");
+    // The window is the spike's step and the 10 before it: step 160 still sees it, 161 not.
+    EXPECT_EQ(changesBefore(c, 160).size(), 1u);
+    EXPECT_TRUE(changesBefore(c, 161).empty());
+    EXPECT_TRUE(changesBefore(c, 149).empty());  // a change after the spike cannot cause it
+}
+
+TEST(SpikeCauses, EachEventKindHasTheEffectItsDirectionImplies) {
+    const auto effectOf = [](const nlohmann::json& e) {
+        const RunConfig c = withEvents({e});
+        return changesBefore(c, 100).at(0);
+    };
+    EXPECT_EQ(effectOf({{"step", 100}, {"kind", "dirty_batch"}}).effect, ChangeEffect::Data);
+    EXPECT_EQ(effectOf({{"step", 95}, {"kind", "lr_multiplier"}, {"factor", 20}}).effect,
+              ChangeEffect::LrRaised);
+    EXPECT_EQ(effectOf({{"step", 95}, {"kind", "lr_multiplier"}, {"factor", 0.5}}).effect,
+              ChangeEffect::Neutral);  // a lower LR is listed, never blamed
+    const RunChange cap = effectOf({{"step", 99}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 30}});
+    EXPECT_EQ(cap.effect, ChangeEffect::FuseTightened);  // none -> C = 30: a bound appears
+    EXPECT_EQ(cap.fuse, ChangedFuse::Softcap);
+    EXPECT_EQ(effectOf({{"step", 99}, {"kind", "qk_clip"}, {"tau", 30}}).effect,
+              ChangeEffect::FuseTightened);
+    // A step-0 event is how the run starts, not a change to it.
+    EXPECT_EQ(withEvents({{{"step", 0}, {"kind", "dirty_batch"}}}).events.size(), 1u);
+    EXPECT_EQ(changesBefore(withEvents({{{"step", 0}, {"kind", "dirty_batch"}}}), 5).at(0).effect,
+              ChangeEffect::Neutral);
+}
+
+// anneal_windows.json at 8 %: window round(0.92 x 200) = 184 .. 199, linear, so alpha at step
+// 189 is 1 - 5/15 = 0.667 and at 179 (the window's first step) still 1.
+TEST(SpikeCauses, AnAnnealLoweringAlphaIsNamedWithItsNumbers) {
+    RunConfig c = withEvents({});
+    c.anneal.qkNorm.start = 0.92;
+    const auto changes = changesBefore(c, 189);
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0].effect, ChangeEffect::FuseWeakened);
+    EXPECT_EQ(changes[0].text,
+              "QK-norm alpha fell from 1 to 0.667 over steps 179-189 (anneal.qk_norm)");
+    EXPECT_TRUE(changesBefore(c, 184).empty());  // alpha is still 1 at the window's start
+    // At 199 the window [189, 199] sees 0.667 -> 0.
+    EXPECT_EQ(changesBefore(c, 199).at(0).text,
+              "QK-norm alpha fell from 0.667 to 0 over steps 189-199 (anneal.qk_norm)");
+}
+
+TEST(SpikeCauses, TheLikeliestCauseWeakensAFuseBeforeItTouchesData) {
+    const RunConfig c = withEvents({{{"step", 150}, {"kind", "dirty_batch"}},
+                                    {{"step", 152}, {"kind", "qk_norm"}, {"variant", "none"}},
+                                    {{"step", 153}, {"kind", "lr_multiplier"}, {"factor", 0.5}}});
+    const auto changes = changesBefore(c, 155);
+    ASSERT_EQ(changes.size(), 3u);
+    const RunChange* cause = likeliestCause(changes);
+    ASSERT_NE(cause, nullptr);
+    EXPECT_EQ(cause->step, 152);
+    EXPECT_EQ(adviceFor(*cause).tier, 3);
+    EXPECT_EQ(likeliestCause({changes[2]}), nullptr);  // the lowered LR alone explains nothing
+}
+
+// incident_token_spike.json: QK-norm off at step 150, logits jump with flat norms. By the
+// probes alone this is a token spike (tier 2, softcap); the timeline names the removed norm.
+TEST(SpikeCauses, TheDiagnosisNamesTheRemovedNormNotATokenSpike) {
+    const auto h = normRemovedHistory();
+    Spike byProbes;
+    byProbes.step = 155;
+    diagnoseSpike(byProbes, h, DiagnosisContext{false, 1, 156, {}});
+    EXPECT_EQ(byProbes.kind, SpikeKind::TokenSpike);  // what the old diagnosis stored
+
+    const RunConfig c = withEvents({{{"step", 150}, {"kind", "qk_norm"}, {"variant", "none"}}});
+    Spike s;
+    s.step = 155;
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 156, changesBefore(c, 155)});
+    EXPECT_EQ(s.kind, SpikeKind::RunChange);
+    EXPECT_EQ(s.tier, 3);
+    EXPECT_TRUE(says(s.diagnosis,
+                     "The run changed just before this spike: step 150, QK-norm: qk_norm "
+                     "rms\u2192none. That is the likeliest cause."))
+        << s.diagnosis;
+    EXPECT_TRUE(says(s.diagnosis, "the lengths did not cause it, the change did")) << s.diagnosis;
+    EXPECT_TRUE(says(s.diagnosis, "Probe read: step 155, the spike's own step")) << s.diagnosis;
+    EXPECT_FALSE(says(s.diagnosis, "token/position")) << s.diagnosis;
+    EXPECT_FALSE(says(s.diagnosis, "softcap")) << s.diagnosis;
+}
+
+TEST(SpikeCauses, ADataEventKeepsTheDataVerdictAndNotesAChronicRunaway) {
+    // blowup_no_qknorm with a dirty batch at 150: logits in the thousands, norms 61x the first
+    // probe but falling at the spike.
+    std::vector<ProbeSummary> h{{0, 3, 1, 1.48}};
+    for (int i = 1; i <= 10; ++i) h.push_back({100 + 5 * i, 1871, 700, 110});
+    h.push_back({150, 1354, 626, 90.6});
+    const RunConfig c = withEvents({{{"step", 150}, {"kind", "dirty_batch"}}});
+    Spike s;
+    s.step = 150;
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 151, changesBefore(c, 150)});
+    EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
+    EXPECT_EQ(s.tier, 1);
+    EXPECT_TRUE(says(s.diagnosis, "step 150, Dirty batch: dirty batch. That is the likeliest"))
+        << s.diagnosis;
+    EXPECT_TRUE(says(s.diagnosis, "Apart from this spike, q/k norms are " +
+                                      diagnosisNumber(90.6 / 1.48) + "x the run's first probe"))
+        << s.diagnosis;
+    EXPECT_FALSE(says(s.diagnosis, "this spike is a symptom")) << s.diagnosis;
+}
+
+TEST(SpikeCauses, AProbeBeforeTheSpikeIsReadOnlyWhenNoneCameAfter) {
+    auto h = normRemovedHistory();
+    Spike s;
+    s.step = 158;  // the last probe (155) is older: the run ended before the next
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 159, {}});
+    EXPECT_TRUE(says(s.diagnosis,
+                     "No probe at or after the spike was recorded (the run ended "
+                     "first); probe read: step 155, the latest before it"))
+        << s.diagnosis;
+    s.step = 152;
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 153, {}});
+    EXPECT_TRUE(says(s.diagnosis, "Probe read: step 155, the first at or after the spike"))
+        << s.diagnosis;
+    EXPECT_EQ(spikeReportStep(s), 155);  // a replay hands it over where the live run did
+}
+
+// The live alarm of incident_token_spike.json said "The Q/K lengths are running away" with
+// norms at 0.94x their recent probes. Flat recent norms are flat, whatever the first probe.
+TEST(LogitAlarmText, FlatNormsAreNeverCalledRunningAway) {
+    ProbeStats first, row;
+    first.step = 0;
+    first.qRawNormP90 = 1.48;
+    row.step = 150;
+    row.layer = 1;
+    row.logitMaxRaw = 137;
+    row.qRawNormP90 = 24.8;
+    AlarmContext ctx;
+    ctx.firstRow = first;
+    ctx.recentQkNorms = {26.3, 26.1, 26.5, 26.3, 26.2};
+    const LogitAlarmRule& rule = logitAlarmRules().at(0);
+    const LogitAlarm plain = makeLogitAlarm(rule, row, ctx);
+    EXPECT_FALSE(says(plain.text, "running away")) << plain.text;
+    EXPECT_TRUE(says(plain.text, "q/k norm p90 24.8: " + diagnosisNumber(24.8 / 26.3) +
+                                     "x its median over the 5 probes before (26.3"))
+        << plain.text;
+    EXPECT_TRUE(says(plain.text, "flat over the recent probes but have grown")) << plain.text;
+    EXPECT_EQ(plain.kind, SpikeKind::QkRunaway);  // grown 16.8x since step 0: said as such
+
+    ctx.changes =
+        changesBefore(withEvents({{{"step", 150}, {"kind", "qk_norm"}, {"variant", "none"}}}), 150);
+    const LogitAlarm caused = makeLogitAlarm(rule, row, ctx);
+    EXPECT_EQ(caused.kind, SpikeKind::RunChange);
+    EXPECT_EQ(caused.tier, 3);
+    EXPECT_TRUE(says(caused.text,
+                     "The run changed just before: step 150, QK-norm: qk_norm "
+                     "rms\u2192none. That is the likeliest cause, not a change in "
+                     "the q/k lengths."))
+        << caused.text;
+
+    ctx.changes.clear();
+    ctx.recentQkNorms = {10, 10.2, 9.9, 10.1, 10};  // 24.8 is 2.5x these: rising
+    EXPECT_TRUE(says(makeLogitAlarm(rule, row, ctx).text, "are rising"));
+}
