@@ -137,6 +137,13 @@ Spike diagnoseWith(const std::vector<ProbeSummary>& h, DiagnosisContext ctx) {
     diagnoseSpike(s, h, ctx);
     return s;
 }
+RunChange dataChange(int64_t step, const std::string& text) {
+    RunChange c;
+    c.step = step;
+    c.effect = ChangeEffect::Data;
+    c.text = text;
+    return c;
+}
 bool says(const Spike& s, const std::string& text) {
     return s.diagnosis.find(text) != std::string::npos;
 }
@@ -178,11 +185,7 @@ TEST(SpikeDiagnosis, LogitLevelsFollowTheBrief) {
 // 20.4 against a baseline of 18.7. Past 20, but no jump: a data problem, not a token spike.
 TEST(SpikeDiagnosis, HighButSteadyLogitsAreNotATokenSpike) {
     const auto h = noisyHistory(18.7, 3.0, 20.4, 3.02);
-    DiagnosisContext ctx{
-        false,
-        1,
-        176,
-        {{175, ChangeEffect::Data, ChangedFuse::None, "step 175, Dirty batch: dirty batch"}}};
+    DiagnosisContext ctx{false, 1, 176, {dataChange(175, "step 175, Dirty batch: dirty batch")}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 1);
@@ -199,11 +202,8 @@ TEST(SpikeDiagnosis, HighButSteadyLogitsAreNotATokenSpike) {
 // claim that logits jumped.
 TEST(SpikeDiagnosis, AFallingMaxIsNeverCalledAJump) {
     const auto h = noisyHistory(23.9, 4.0, 23.1, 4.1);
-    DiagnosisContext ctx{false,
-                         1,
-                         301,
-                         {{300, ChangeEffect::Data, ChangedFuse::None,
-                           "step 300, Context length: ctx 64\u2192256"}}};
+    DiagnosisContext ctx{false, 1, 301,
+                         {dataChange(300, "step 300, Context length: ctx 64\u2192256")}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_NE(s.kind, SpikeKind::TokenSpike);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "qklab/events.h"
 #include "qklab/run_config.h"
 
 namespace qklab {
@@ -40,6 +42,7 @@ struct RunChange {
     int64_t step = 0;  // when it took effect (a trajectory: the window's first step)
     ChangeEffect effect = ChangeEffect::Neutral;
     ChangedFuse fuse = ChangedFuse::None;
+    std::optional<EventKind> event;  // the event that made it; none for an anneal's trajectory
     // One clause with its numbers, e.g. "step 150, QK-norm: qk_norm rms→none" or "QK-norm alpha
     // fell from 0.4 to 0.1 over steps 180-190 (the anneal of steps 184-199)".
     std::string text;

@@ -47,6 +47,7 @@ RunChange eventChange(const RunConfig& config, const Event& e, int64_t spikeStep
     const StepSettings at = settingsAt(config, e.step), now = settingsAt(config, spikeStep);
     RunChange c;
     c.step = e.step;
+    c.event = e.kind;
     c.text =
         "step " + std::to_string(e.step) + ", " + info.title + ": " + info.change(before, e.args);
     if (e.step == 0) return c;  // part of the run's start, not a change to it
@@ -176,9 +177,14 @@ CauseAdvice adviceFor(const RunChange& cause) {
             return {4, "Tier 4: the LR was raised by " + what +
                            ". Lower it again, or raise it over a warmup instead of at once."};
         case ChangeEffect::Data:
-            return {1, "Tier 1: the batch the model sees changed with " + what +
-                           ". Change nothing in attention: check that data (and expect a "
-                           "transient after a context switch). Do not touch QK-norm."};
+            if (cause.event == EventKind::ContextLength)
+                return {1, "Tier 1: the context length changed (the change named above), not "
+                           "attention: a transient is expected while the model meets positions "
+                           "it has not trained on. Ramp the length over steps next time. Do not "
+                           "touch QK-norm."};
+            return {1, "Tier 1: the data changed (the change named above), not attention. "
+                       "Check that batch, the sampler and the data pipeline. Do not touch "
+                       "QK-norm."};
         case ChangeEffect::FuseTightened:
             return {1, "Tier 1: " + what +
                            " reshaped the logits the model had learned in one step; a "

@@ -228,7 +228,8 @@ void writeVerdict(std::ostringstream& why, SpikeKind kind, const SpikeEvidence& 
                    "line: the cause is more likely the data or the loss/gradient accumulation "
                    "than attention. ";
             break;
-        case SpikeKind::Unknown:  // only ever read from a file, never diagnosed
+        case SpikeKind::RunChange:  // decided by the timeline: writeProbeUnderCause
+        case SpikeKind::Unknown:    // only ever read from a file, never diagnosed
             break;
     }
 }
