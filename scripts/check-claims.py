@@ -3,7 +3,7 @@
 
     scripts/check-claims.py [--fast] [--threads N] [--db FILE] [--only ID ...] [--markdown]
 
-The claims live in one table, experiments/claims.json (its "about" says what a row holds).
+The claims live in one table, experiments/claims/claims.json (its "about" says what a row holds).
 For each claim the checker
 
   1. finds the claim's exact text in its file (whitespace runs count as one space; in a JSON
@@ -31,7 +31,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TABLE = os.path.join(ROOT, "experiments", "claims.json")
+TABLE = os.path.join(ROOT, "experiments", "claims", "claims.json")
 
 
 def strings_of(node):
