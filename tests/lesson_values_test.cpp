@@ -160,3 +160,28 @@ TEST(LessonValues, TheCheckerReadsEachPlaceholderAgainstItsRun) {
               std::string::npos);
     EXPECT_NE(errorOf("{{max_logit at=5}}").find("l.json: step 2: text: "), std::string::npos);
 }
+
+// The unrounded number behind each kind (what `qklab-cli value` prints): the value, or the step
+// for a crossing; nothing for a step not reached or a line never crossed.
+TEST(LessonValues, NumbersAreTheUnroundedValuesOrTheCrossingStep) {
+    Rows rows(16);
+    rows.probes[6].logitMaxRaw = 1088.3;  // layer 1 at step 5 (rows: step, layer, head 0 row)
+    const LessonRunRows r{&rows.steps, &rows.probes};
+    const auto number = [&](const std::string& text) {
+        return lessonValueNumber(lessonValuesIn(text).at(0), r);
+    };
+    EXPECT_EQ(number("{{logit_max_raw max}}"), 1088.3);  // fillLessonValues says "1088"
+    EXPECT_EQ(number("{{logit_max_raw at=5 layer=0}}"), 20.0);
+    EXPECT_EQ(number("{{logit_max_raw min}}"), 25.0);
+    EXPECT_EQ(number("{{loss at=3}}"), 5 - 0.3);
+    EXPECT_EQ(number("{{logit_max_raw first_above=30}}"), 5.0);  // 1088.3 at step 5
+    EXPECT_EQ(number("{{logit_max_raw first_above=30 layer=0}}"), 15.0);
+    EXPECT_EQ(number("{{entropy first_below=2.2}}"), 10.0);
+    EXPECT_EQ(number("{{logit_max_raw first_above=5000}}"), std::nullopt);
+    EXPECT_EQ(number("{{logit_max_raw at=20}}"), std::nullopt);  // not reached
+    EXPECT_EQ(fillLessonValues("{{logit_max_raw first_above=5000}}", rows.lookup()), "not yet");
+    const Rows none(0);
+    EXPECT_EQ(lessonValueNumber(lessonValuesIn("{{loss last}}").at(0),
+                                LessonRunRows{&none.steps, &none.probes}),
+              std::nullopt);
+}

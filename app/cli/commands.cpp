@@ -12,6 +12,10 @@ std::vector<Command> commandTable() {
         command("list", "list stored runs", addListOptions, cmdList),
         command("show", "config and summary of one run", addShowOptions, cmdShow),
         command("export", "all recorded data of one run", addExportOptions, cmdExport),
+        command("value",
+                "numbers from one run in the lessons' placeholder syntax (\"logit_max_raw max\"): "
+                "what scripts check stated numbers with",
+                addValueOptions, cmdValue),
         command("compare", "config differences and a summary table of two or more runs",
                 addCompareOptions, cmdCompare),
         command("generate",

@@ -157,6 +157,15 @@ struct LessonArgs {
 void addLessonOptions(CLI::App& cmd, LessonArgs& args, Database& db);
 int cmdLesson(const LessonArgs& args);
 
+struct ValueArgs {
+    std::string runRef;
+    std::vector<std::string> expressions;  // lesson placeholders without braces
+    bool asJson = false;
+    std::string dbPath;
+};
+void addValueOptions(CLI::App& cmd, ValueArgs& args, Database& db);
+int cmdValue(const ValueArgs& args);
+
 struct CheckBlasArgs {};
 void addCheckBlasOptions(CLI::App& cmd, CheckBlasArgs& args, Database& db);
 int cmdCheckBlas(const CheckBlasArgs& args);

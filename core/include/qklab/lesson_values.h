@@ -53,6 +53,11 @@ struct LessonRunRows {
 // The rows of `run` ("" = the step's own run), or nullopt when there is no such run (yet).
 using LessonRowsLookup = std::function<std::optional<LessonRunRows>(const std::string& run)>;
 
+// The number a placeholder stands for, unrounded: the value (At, Max, Min, Last) or the step
+// (FirstAbove, FirstBelow); nullopt when the run has no such value (yet), or never crossed the
+// line. What `qklab-cli value` prints and the claim checker (scripts/check-claims.py) reads.
+std::optional<double> lessonValueNumber(const LessonValue& v, const LessonRunRows& rows);
+
 // The text with every placeholder replaced by its value ("122", "0.196", "step 10"): what the
 // player shows. Unparsable placeholders stay as written (the checker refused them already).
 std::string fillLessonValues(const std::string& text, const LessonRowsLookup& rows);

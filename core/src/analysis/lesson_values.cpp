@@ -141,31 +141,10 @@ std::vector<std::pair<int64_t, double>> seriesOf(const LessonValue& v, const Les
 }
 
 std::string valueText(const LessonValue& v, const LessonRunRows& rows) {
-    const auto series = seriesOf(v, rows);
-    const char* pending = "…";
-    switch (v.what) {
-        case What::At:
-            for (const auto& [step, x] : series)
-                if (step == int64_t(v.arg)) return numberText(x);
-            return pending;
-        case What::Max:
-        case What::Min: {
-            if (series.empty()) return pending;
-            double best = series.front().second;
-            for (const auto& [step, x] : series)
-                best = v.what == What::Max ? std::max(best, x) : std::min(best, x);
-            return numberText(best);
-        }
-        case What::Last:
-            return series.empty() ? pending : numberText(series.back().second);
-        case What::FirstAbove:
-        case What::FirstBelow:
-            for (const auto& [step, x] : series)
-                if (v.what == What::FirstAbove ? x > v.arg : x < v.arg)
-                    return "step " + std::to_string(step);
-            return "not yet";
-    }
-    return pending;
+    const std::optional<double> x = lessonValueNumber(v, rows);
+    if (v.what == What::FirstAbove || v.what == What::FirstBelow)
+        return x ? "step " + std::to_string(int64_t(*x)) : "not yet";
+    return x ? numberText(*x) : "…";
 }
 
 // Why the run of `config` never records `v` (empty: it does).
@@ -232,6 +211,33 @@ void checkLessonValues(const Lesson& lesson, const std::string& origin,
             checkText(step.pauses[p].callout,
                       where + "pause[" + std::to_string(p) + "].callout: ", ownRun, configs);
     }
+}
+
+std::optional<double> lessonValueNumber(const LessonValue& v, const LessonRunRows& rows) {
+    const auto series = seriesOf(v, rows);
+    switch (v.what) {
+        case What::At:
+            for (const auto& [step, x] : series)
+                if (step == int64_t(v.arg)) return x;
+            return std::nullopt;
+        case What::Max:
+        case What::Min: {
+            if (series.empty()) return std::nullopt;
+            double best = series.front().second;
+            for (const auto& [step, x] : series)
+                best = v.what == What::Max ? std::max(best, x) : std::min(best, x);
+            return best;
+        }
+        case What::Last:
+            if (series.empty()) return std::nullopt;
+            return series.back().second;
+        case What::FirstAbove:
+        case What::FirstBelow:
+            for (const auto& [step, x] : series)
+                if (v.what == What::FirstAbove ? x > v.arg : x < v.arg) return double(step);
+            return std::nullopt;
+    }
+    return std::nullopt;
 }
 
 std::vector<LessonValue> lessonValuesIn(const std::string& text) {
