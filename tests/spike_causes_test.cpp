@@ -197,4 +197,14 @@ TEST(LogitAlarmText, FlatNormsAreNeverCalledRunningAway) {
     ctx.changes.clear();
     ctx.recentQkNorms = {10, 10.2, 9.9, 10.1, 10};  // 24.8 is 2.5x these: rising
     EXPECT_TRUE(says(makeLogitAlarm(rule, row, ctx).text, "are rising"));
+    // blowup_no_qknorm's alarm at step 10 has two probes before it: too few to call the norms
+    // flat or rising; it says what it can, the growth since the first probe.
+    ctx.recentQkNorms = {1.48, 6.0};
+    const LogitAlarm early = makeLogitAlarm(rule, row, ctx);
+    EXPECT_FALSE(says(early.text, "flat")) << early.text;
+    EXPECT_FALSE(says(early.text, "rising")) << early.text;
+    EXPECT_TRUE(says(early.text, "have grown 2x or more since the layer's first probe"))
+        << early.text;
+    EXPECT_EQ(early.kind, SpikeKind::QkRunaway);
+    EXPECT_EQ(early.tier, 3);
 }

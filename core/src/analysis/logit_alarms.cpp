@@ -30,9 +30,13 @@ void writeNorms(std::ostringstream& t, const ProbeStats& row, const AlarmContext
 }
 
 // The verdict from the norms alone (no change of the run explains the alarm).
-void writeNormVerdict(std::ostringstream& t, LogitAlarm& a, bool rising, bool grown,
-                      bool qkNormActive) {
-    if (rising) {
+void writeNormVerdict(std::ostringstream& t, LogitAlarm& a, bool relative, bool rising,
+                      bool grown, bool qkNormActive) {
+    if (grown && !relative) {  // too few probes to call them flat or rising
+        a.kind = SpikeKind::QkRunaway;
+        t << "The q/k lengths have grown " << fmt(kChronicNormGrowth)
+          << "x or more since the layer's first probe: the logits grew with them. ";
+    } else if (rising) {
         a.kind = SpikeKind::QkRunaway;
         t << "The q/k lengths are rising against the layer's recent probes: a Q/K length "
              "runaway in progress. ";
@@ -96,7 +100,7 @@ LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
         a.tier = advice.tier;
         t << advice.text;
     } else {
-        writeNormVerdict(t, a, rising, grown, ctx.qkNormActive);
+        writeNormVerdict(t, a, relative, rising, grown, ctx.qkNormActive);
     }
     a.text = t.str();
     return a;
