@@ -39,7 +39,7 @@ torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
 
 // Per-row quantile q of x (R, N) via kthvalue, as a (R) tensor; on at most `limit` values per
 // row (an evenly strided sample above that).
-torch::Tensor rowQuantile(const torch::Tensor& x, double q, int64_t limit) {
+torch::Tensor sampledRowQuantile(const torch::Tensor& x, double q, int64_t limit) {
     auto s = sampleColumns(x, limit);
     const int64_t n = s.size(1);
     const int64_t k =
@@ -47,8 +47,13 @@ torch::Tensor rowQuantile(const torch::Tensor& x, double q, int64_t limit) {
     return std::get<0>(torch::kthvalue(s, k, 1));
 }
 
-torch::Tensor wholeQuantile(const torch::Tensor& x, double q, int64_t limit) {
-    return rowQuantile(x.reshape({1, -1}), q, limit).squeeze(0);
+torch::Tensor rowQuantile(const torch::Tensor& x, int64_t percent, int64_t limit) {
+    if (limit == std::numeric_limits<int64_t>::max()) return rowPercentile(x, percent);
+    return sampledRowQuantile(x, static_cast<double>(percent) / 100.0, limit);
+}
+
+torch::Tensor wholeQuantile(const torch::Tensor& x, int64_t percent, int64_t limit) {
+    return rowQuantile(x.reshape({1, -1}), percent, limit).squeeze(0);
 }
 
 // (B, H, T, T) -> (H, B * T(T+1)/2): the valid logits of each head.
@@ -105,11 +110,11 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
     const bool hasCap = settings.softcap != SoftcapKind::None;
     const int64_t limit =
         settings.exactPercentiles ? std::numeric_limits<int64_t>::max() : kMaxQuantileSamples;
-    const auto rowQ = [limit](const torch::Tensor& x, double q) {
-        return rowQuantile(x, q, limit);
+    const auto rowQ = [limit](const torch::Tensor& x, int64_t percent) {
+        return rowQuantile(x, percent, limit);
     };
-    const auto wholeQ = [limit](const torch::Tensor& x, double q) {
-        return wholeQuantile(x, q, limit);
+    const auto wholeQ = [limit](const torch::Tensor& x, int64_t percent) {
+        return wholeQuantile(x, percent, limit);
     };
     auto capped = hasCap ? validByHead(cap.capped, causalIndices(cap.raw.size(2), cap.raw.device()))
                          : raw;  // (H, N)
@@ -120,19 +125,19 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
     auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
     auto frac = hasCap ? (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1)
                        : torch::zeros({H}, raw.options());
-    auto rawMax = raw.amax(1), rawP99 = rowQ(raw, 0.99), rawMean = raw.mean(1);
-    auto rawWholeP99 = wholeQ(raw, 0.99);
+    auto rawMax = raw.amax(1), rawP99 = rowQ(raw, 99), rawMean = raw.mean(1);
+    auto rawWholeP99 = wholeQ(raw, 99);
     // Without a cap the capped statistics equal the raw ones: do not compute them twice.
     auto perHead = torch::stack(
         std::vector<torch::Tensor>{rawMax, rawP99, rawMean, hasCap ? capped.amax(1) : rawMax,
-                                   hasCap ? rowQ(capped, 0.99) : rawP99,
-                                   hasCap ? capped.mean(1) : rawMean, rowQ(qn, 0.9), rowQ(kn, 0.9),
-                                   rowQ(qrn, 0.9), rowQ(krn, 0.9), entropy, frac},
+                                   hasCap ? rowQ(capped, 99) : rawP99,
+                                   hasCap ? capped.mean(1) : rawMean, rowQ(qn, 90), rowQ(kn, 90),
+                                   rowQ(qrn, 90), rowQ(krn, 90), entropy, frac},
         1);  // (H, kColumns)
     auto layer = torch::stack(std::vector<torch::Tensor>{
         rawMax.max(), rawWholeP99, rawMean.mean(), hasCap ? capped.max() : rawMax.max(),
-        hasCap ? wholeQ(capped, 0.99) : rawWholeP99, hasCap ? capped.mean() : rawMean.mean(),
-        wholeQ(qn, 0.9), wholeQ(kn, 0.9), wholeQ(qrn, 0.9), wholeQ(krn, 0.9), entropy.mean(),
+        hasCap ? wholeQ(capped, 99) : rawWholeP99, hasCap ? capped.mean() : rawMean.mean(),
+        wholeQ(qn, 90), wholeQ(kn, 90), wholeQ(qrn, 90), wholeQ(krn, 90), entropy.mean(),
         frac.mean()});
     return torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0);
 }
@@ -180,6 +185,18 @@ void unpack(int64_t step, const torch::Tensor& table, const torch::Tensor& hist,
 }
 
 }  // namespace
+
+torch::Tensor rowPercentile(const torch::Tensor& x, int64_t percent) {
+    TORCH_CHECK(x.dim() == 2 && x.size(1) > 0, "rowPercentile needs (R, N > 0) values");
+    TORCH_CHECK(percent > 0 && percent <= 100, "rowPercentile: percent must be in (0, 100]");
+    const int64_t n = x.size(1);
+    const int64_t rank = (percent * n + 99) / 100;  // ceil(percent * n / 100), in integers
+    const int64_t fromTop = n - rank + 1;           // p99: about 1 % of the row
+    // Sorted descending (NaN first, as kthvalue and sort order it), so the last kept column
+    // is the rank-th smallest value.
+    auto top = std::get<0>(torch::topk(x, fromTop, 1, /*largest=*/true, /*sorted=*/true));
+    return top.select(1, fromTop - 1);
+}
 
 void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
                    const ProbeSettings& settings, std::vector<ProbeStats>& stats,

@@ -17,6 +17,12 @@ struct ProbeSettings {
     bool exactPercentiles = false;  // false: percentiles on at most kMaxQuantileSamples per row
 };
 
+// The nearest-rank percentile of each row of x (R, N > 0), as an (R) tensor: the k-th smallest
+// value with k = ceil(percent * N / 100), i.e. the smallest value that at least `percent` % of
+// the row is <= to (NaN counts as the largest value). Exact: torch::topk keeps the N - k + 1
+// largest values (about 1 % of the row for p99) and the last of them is the k-th smallest.
+torch::Tensor rowPercentile(const torch::Tensor& x, int64_t percent);
+
 // Per layer and head (+ head = -1 for the whole layer): logit max/p99/mean raw and capped,
 // q/k norm p90 (effective and raw), entropy, share at the cap, and raw-logit histograms.
 // Percentiles use kthvalue (torch::quantile fails above 2^24 elements and is slow) on at most
