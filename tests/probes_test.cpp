@@ -101,6 +101,27 @@ TEST(Percentiles, EveryRowMatchesASortedReferenceAboveTheOldSampleLimit) {
     }
 }
 
+TEST(Percentiles, TheWholeIsExactWhenOneRowHoldsAllTheTopValues) {
+    // Row 2 holds every value above 1000, 3 % of all 15,000: the whole p99 is row 2's 151st
+    // largest value, deeper than the 51 largest its own p99 needs.
+    torch::manual_seed(9);
+    const int64_t n = 5000;
+    auto x = torch::rand({3, n});
+    x[2].narrow(0, 0, 450).copy_(torch::arange(450, torch::kFloat32) + 1001);  // 1001 .. 1450
+    const auto got = percentiles(x, 99);
+    std::vector<double> all = asDoubles(x.reshape({-1}));
+    EXPECT_EQ(got.whole.item<double>(), sortedReference(all, 99));
+    EXPECT_EQ(got.whole.item<double>(), 1300.0);  // 1450 is the largest, 1300 the 151st
+    for (int64_t r = 0; r < 3; ++r)
+        EXPECT_EQ(got.rows[r].item<double>(), sortedReference(asDoubles(x[r]), 99));
+    // Ties straddling the whole's rank, spread over the rows.
+    auto tied = torch::zeros({4, 250});
+    tied.narrow(1, 0, 6).fill_(2.0f);                            // 24 twos: ranks 977..1000 of 1000
+    EXPECT_EQ(percentiles(tied, 99).whole.item<double>(), 2.0);  // rank 990
+    EXPECT_EQ(percentiles(tied, 97).whole.item<double>(), 0.0);  // rank 970
+    EXPECT_TRUE(torch::equal(percentiles(tied, 99).rows, torch::full({4}, 2.0f)));
+}
+
 TEST(Percentiles, AgreeWithTorchQuantileAtTheSameRank) {
     // torch::quantile reads position q (N - 1) of the sorted row; at q = (k - 1) / (N - 1)
     // that is the nearest rank k, whatever the interpolation.
@@ -137,7 +158,6 @@ TEST(Percentiles, ProbeRowsAreExactPercentilesOfTheCausalLogits) {
     cap.q = cap.k = cap.qRaw = cap.kRaw = torch::randn({1, H, T, 4});
     ProbeSettings s;
     s.bins = histogramBinsOf(ProbeConfig{});
-    s.exactPercentiles = true;
     std::vector<ProbeStats> stats;
     std::vector<LogitHistogram> hists;
     computeProbes(0, {cap}, s, stats, hists);
