@@ -77,6 +77,23 @@ TEST(Config, UnknownKeyIsNamedWithASuggestion) {
     EXPECT_NE(errorFor({{"colour", "red"}}).find("colour"), std::string::npos);
 }
 
+TEST(Config, RetiredKeyIsSkippedWhenReadAndRefusedWhenSet) {
+    // Runs stored before issue 25 carry probes.exact_percentiles in their config: they open.
+    const RunConfig old =
+        configFromJson({{"probes", {{"every", 5}, {"exact_percentiles", false}}}});
+    EXPECT_EQ(old.probes.every, 5);
+    EXPECT_EQ(configToJson(old)["probes"].count("exact_percentiles"), 0u);
+    // Setting it is bad input that names the key and the value and says why it went.
+    RunConfig c;
+    const auto msg = configError([&] { applyOverride(c, "probes.exact_percentiles=true"); });
+    EXPECT_NE(msg.find("probes.exact_percentiles=true"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("was retired: probe percentiles are always exact"), std::string::npos)
+        << msg;
+    // A misspelt key is still an unknown key.
+    EXPECT_NE(errorFor({{"probes", {{"exact_percentile", true}}}}).find("unknown config key"),
+              std::string::npos);
+}
+
 TEST(Config, EveryUnknownKeyIsNamedAtOnce) {
     // Two typos in one preset: both are named, so fixing one does not reveal the next.
     const auto msg = errorFor({{"optim", {{"lrr", 0.1}}}, {"model", {{"n_layerz", 2}}}});

@@ -29,31 +29,24 @@ TEST(RecordsTest, StatusAndSpikeKindNamesRoundTrip) {
     EXPECT_EQ(errorCodeOf([] { spikeKindFromString("Token_Spike"); }), ErrorCode::Unsupported);
 }
 
-// Percentile columns are named "_sampled" exactly when a layer has more values than the
-// sample: the default model's logits (16 x 4 x 128*129/2 = 528,384) but not its q/k vectors
-// (16 x 4 x 128 = 8,192), and nothing once probes.exact_percentiles is on.
-TEST(RunExportTest, SampledPercentilesAreNamedInTheCsv) {
+// Percentiles are exact (issue 25): the CSV names every probe column plainly, per layer, in
+// probeColumns() order, and no column carries the "_sampled" suffix of the sampled estimates.
+TEST(RunExportTest, CsvNamesEveryProbeColumnPerLayer) {
     StepMetrics m;
-    ProbeStats p;
-    const auto header = [&](const RunConfig& c) {
-        const std::string csv = runCsv({m}, {p}, c);
-        return csv.substr(0, csv.find('\n')) + ",";
-    };
-    RunConfig c;
-    EXPECT_NE(header(c).find(",layer0_logit_p99_raw_sampled,"), std::string::npos);
-    EXPECT_NE(header(c).find(",layer0_logit_p99_capped_sampled,"), std::string::npos);
-    EXPECT_NE(header(c).find(",layer0_q_raw_norm_p90,"), std::string::npos);
-    EXPECT_NE(header(c).find(",layer0_logit_max_raw,"), std::string::npos);
-    c.probes.exactPercentiles = true;
-    EXPECT_EQ(header(c).find("_sampled"), std::string::npos);
-    RunConfig tiny;  // 4 x 2 x 32*33/2 = 4,224 logits: every value is used
-    tiny.data.batchSize = 4;
-    tiny.model.nHeads = 2;
-    tiny.model.seqLen = 32;
-    EXPECT_EQ(header(tiny).find("_sampled"), std::string::npos);
-    // A context switch to 256 makes the longest context count.
-    tiny.events = {eventFromJson({{"step", 1}, {"kind", "context_length"}, {"seq_len", 256}}, "t")};
-    EXPECT_NE(header(tiny).find(",layer0_logit_p99_raw_sampled,"), std::string::npos);
+    ProbeStats p0, p1;
+    p1.layer = 1;
+    const std::string csv = runCsv({m}, {p0, p1});
+    const std::string header = csv.substr(0, csv.find('\n')) + ",";
+    size_t at = 0;
+    for (int layer : {0, 1})
+        for (const ProbeColumn& c : probeColumns()) {
+            const std::string name = ",layer" + std::to_string(layer) + "_" + c.name + ",";
+            const size_t found = header.find(name, at);
+            ASSERT_NE(found, std::string::npos) << name << " in " << header;
+            at = found + 1;
+        }
+    EXPECT_NE(header.find(",layer0_logit_p99_raw,"), std::string::npos);
+    EXPECT_EQ(header.find("_sampled"), std::string::npos);
 }
 
 TEST_F(StoreTest, EveryRecordTypeRoundTrips) {

@@ -260,13 +260,6 @@ QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, i
     g->setPen(QPen(color,
                    metric == QLatin1String("max_raw") || metric == QLatin1String("q") ? 1.6 : 1.1));
     QString name = QStringLiteral("L%1 %2").arg(layer).arg(QString(metric).replace('_', ' '));
-    // A percentile estimated from a strided sample says so (p99 is off by about 1%).
-    const char* column = metric == QLatin1String("p99_raw") ? "logit_p99_raw"
-                         : plot == m_norms                  ? "q_raw_norm_p90"
-                                                            : nullptr;
-    for (const ProbeColumn& c : probeColumns())
-        if (column && std::string(c.name) == column && layerPercentileSampled(m_run.config, c))
-            name += tr(" (sampled)");
     g->setName(name);
     m_layerGraphs.insert(key, g);
     plot->legend->setVisible(true);

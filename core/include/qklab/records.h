@@ -64,15 +64,8 @@ struct ProbeColumn {
     const char* title;  // e.g. "raw max logit"
     const char* help;
     double ProbeStats::*field;
-    // A percentile over the causal logits or over the tokens' q/k vectors. Above
-    // kMaxQuantileSamples values it is estimated from an evenly strided sample unless
-    // probes.exact_percentiles (see layerPercentileSampled in run_export.h).
-    enum class Percentile { None, OverLogits, OverTokens } percentile = Percentile::None;
     int since = 1;  // a reader of an older file reads the column as NaN
 };
-// Percentile columns are estimated on at most this many evenly strided values per row unless
-// probes.exact_percentiles is on.
-constexpr int64_t kMaxQuantileSamples = int64_t{1} << 15;
 
 // In store order (the probe_stats table's columns after run_id, step, layer, head).
 const std::vector<ProbeColumn>& probeColumns();

@@ -134,8 +134,7 @@ struct ProbeConfig {
     double histMin = -64.0;  // histogram range of raw logits (after hist_scale)
     double histMax = 64.0;
     HistScale histScale = HistScale::Linear;  // symlog = sign(x)*log10(1+|x|)
-    int64_t attnMapEvery = 0;       // store one softmax map per layer/head every N steps; 0 = off
-    bool exactPercentiles = false;  // p99/p90 from every value instead of a strided sample
+    int64_t attnMapEvery = 0;  // store one softmax map per layer/head every N steps; 0 = off
 };
 
 struct SpikeConfig {

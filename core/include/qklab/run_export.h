@@ -34,16 +34,10 @@ nlohmann::json runConfigJson(RunStore& store, int64_t runId);
 // (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
-// Whether a layer row's percentile column is an estimate in a run of config c: more values
-// than kMaxQuantileSamples in a layer at the longest context, and probes.exact_percentiles
-// off. Views label such columns "(sampled)" and the CSV names them "<name>_sampled".
-bool layerPercentileSampled(const RunConfig& c, const ProbeColumn& column);
-
 // One row per step: the step metrics (stepMetricTable()), then per layer every probe column
-// (probeColumns(), "layer<L>_<name>", "..._sampled" where layerPercentileSampled; empty on steps
+// (probeColumns(), "layer<L>_<name>"; empty on steps
 // without a probe). The GUI and the CLI both write this.
-std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
-                   const RunConfig& config);
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes);
 std::string runExportCsv(RunStore& store, int64_t runId);
 
 }  // namespace qklab

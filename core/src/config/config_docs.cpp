@@ -57,7 +57,12 @@ constexpr const char* kMlaAndClipNotes =
     "its RoPE-query rows by f^2; the shared RoPE key `W_KR`, `W_DKV` and the latent norm are\n"
     "untouched, so the head's logits scale by exactly f^2 = tau / S_max. Each clip is stored\n"
     "(step, layer, head, S_max, f). With QK-norm on, scaling W_q/W_k cannot lower the logits\n"
-    "(the config warns).\n";
+    "(the config warns).\n\n"
+    "A probe at step s runs in that step's forward, before its update and clip: it sees the\n"
+    "weights as clipped at step s - 1 (measured on batch s - 1), on a new batch. Probed maxima\n"
+    "therefore sit at or a little above tau, not below it: in layer 0, whose logits depend only\n"
+    "on the byte pair and their offset, often at exactly tau (the pair that set S_max recurs);\n"
+    "in later layers, on new contexts, up to about 10 % above (docs/EXPERIMENTS.md).\n";
 
 }  // namespace
 

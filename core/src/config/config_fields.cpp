@@ -345,10 +345,6 @@ void probeFields(FieldTable& t) {
         "store the softmax map of one sequence every N steps (0 = off); also at the first "
         "probe past the raw-max line and on both sides of every event",
         [](RunConfig& c) -> int64_t& { return c.probes.attnMapEvery; }, 0, 1e6);
-    t.add("probes.exact_percentiles", "Exact percentiles", "",
-          "p99/p90 from every value (slower) instead of an evenly strided sample of up to "
-          "32768 values per row (off: about 1% error, labelled \"sampled\")",
-          [](RunConfig& c) -> bool& { return c.probes.exactPercentiles; });
     t.add(
         "spikes.window", "Spike window", "steps",
         "rolling window of the spike z-score (llm.c: 128)",

@@ -39,6 +39,24 @@ std::string unknownKeyText(const std::string& key) {
     throw Error(ErrorCode::InvalidConfig, "unknown config key " + unknownKeyText(key));
 }
 
+// Keys that earlier versions wrote into presets and stored runs' configs, and why they went.
+// Reading a JSON config skips them, so that old runs and presets still open; --set on one is
+// an error that says why.
+struct RetiredKey {
+    const char* key;
+    const char* why;
+};
+
+const RetiredKey* findRetiredKey(const std::string& key) {
+    static const RetiredKey kRetired[] = {
+        {"probes.exact_percentiles",
+         "probe percentiles are always exact now (runs stored before issue 25 estimated them "
+         "from a sample of 32768 values per row)"}};
+    for (const RetiredKey& r : kRetired)
+        if (key == r.key) return &r;
+    return nullptr;
+}
+
 // Every unknown key of a preset in one message, so that fixing one typo does not reveal the
 // next. A file with very many lists the first few and counts the rest.
 void refuseUnknownKeys(const std::vector<std::string>& unknown) {
@@ -100,6 +118,8 @@ void readObject(RunConfig& c, const json& j, const std::string& prefix,
         }
         if (const FieldInfo* f = findField(key)) {
             setField(c, *f, it.value());
+        } else if (findRetiredKey(key)) {
+            continue;
         } else if (isSection(key)) {
             readObject(c, it.value(), key, unknown);
         } else {
@@ -418,6 +438,10 @@ void applyOverride(RunConfig& c, const std::string& assignment) {
         c.events = eventsFromJson(overrideValue(key, text, false));
         return;
     }
+    if (const RetiredKey* retired = findRetiredKey(key))
+        throw Error(ErrorCode::InvalidConfig, "--set \"" + clipped(assignment) +
+                                                  "\": config key \"" + key +
+                                                  "\" was retired: " + retired->why);
     const FieldInfo* f = findField(key);
     if (!f) unknownKey(key);
     setField(c, *f, overrideValue(key, text, f->type == FieldType::Text));

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <string>
 
@@ -25,30 +24,6 @@ torch::Tensor causalIndices(int64_t T, const torch::Device& device) {
     auto idx = (rows * T + cols).masked_select(cols <= rows).to(device);
     cache[key] = idx;
     return idx;
-}
-
-// Evenly strided columns so that kthvalue sees at most `limit` values per row.
-torch::Tensor sampleColumns(const torch::Tensor& x, int64_t limit) {
-    const int64_t n = x.size(1);
-    if (n <= limit) return x;
-    auto idx =
-        torch::linspace(0, static_cast<double>(n - 1), limit, x.options().dtype(torch::kFloat64))
-            .to(torch::kInt64);
-    return x.index_select(1, idx);
-}
-
-// Per-row quantile q of x (R, N) via kthvalue, as a (R) tensor; on at most `limit` values per
-// row (an evenly strided sample above that).
-torch::Tensor rowQuantile(const torch::Tensor& x, double q, int64_t limit) {
-    auto s = sampleColumns(x, limit);
-    const int64_t n = s.size(1);
-    const int64_t k =
-        std::max<int64_t>(1, std::min<int64_t>(n, static_cast<int64_t>(std::ceil(q * n))));
-    return std::get<0>(torch::kthvalue(s, k, 1));
-}
-
-torch::Tensor wholeQuantile(const torch::Tensor& x, double q, int64_t limit) {
-    return rowQuantile(x.reshape({1, -1}), q, limit).squeeze(0);
 }
 
 // (B, H, T, T) -> (H, B * T(T+1)/2): the valid logits of each head.
@@ -103,14 +78,6 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
                          const torch::Tensor& raw) {
     const int64_t H = cap.raw.size(1);
     const bool hasCap = settings.softcap != SoftcapKind::None;
-    const int64_t limit =
-        settings.exactPercentiles ? std::numeric_limits<int64_t>::max() : kMaxQuantileSamples;
-    const auto rowQ = [limit](const torch::Tensor& x, double q) {
-        return rowQuantile(x, q, limit);
-    };
-    const auto wholeQ = [limit](const torch::Tensor& x, double q) {
-        return wholeQuantile(x, q, limit);
-    };
     auto capped = hasCap ? validByHead(cap.capped, causalIndices(cap.raw.size(2), cap.raw.device()))
                          : raw;  // (H, N)
     auto qn = normsByHead(cap.q), kn = normsByHead(cap.k);
@@ -120,20 +87,21 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
     auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
     auto frac = hasCap ? (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1)
                        : torch::zeros({H}, raw.options());
-    auto rawMax = raw.amax(1), rawP99 = rowQ(raw, 0.99), rawMean = raw.mean(1);
-    auto rawWholeP99 = wholeQ(raw, 0.99);
+    auto rawMax = raw.amax(1), rawMean = raw.mean(1);
+    const auto rawP99 = percentiles(raw, 99);
     // Without a cap the capped statistics equal the raw ones: do not compute them twice.
+    const auto cappedP99 = hasCap ? percentiles(capped, 99) : rawP99;
+    const auto qP90 = percentiles(qn, 90), kP90 = percentiles(kn, 90);
+    const auto qRawP90 = percentiles(qrn, 90), kRawP90 = percentiles(krn, 90);
     auto perHead = torch::stack(
-        std::vector<torch::Tensor>{rawMax, rawP99, rawMean, hasCap ? capped.amax(1) : rawMax,
-                                   hasCap ? rowQ(capped, 0.99) : rawP99,
-                                   hasCap ? capped.mean(1) : rawMean, rowQ(qn, 0.9), rowQ(kn, 0.9),
-                                   rowQ(qrn, 0.9), rowQ(krn, 0.9), entropy, frac},
+        std::vector<torch::Tensor>{rawMax, rawP99.rows, rawMean, hasCap ? capped.amax(1) : rawMax,
+                                   cappedP99.rows, hasCap ? capped.mean(1) : rawMean, qP90.rows,
+                                   kP90.rows, qRawP90.rows, kRawP90.rows, entropy, frac},
         1);  // (H, kColumns)
     auto layer = torch::stack(std::vector<torch::Tensor>{
-        rawMax.max(), rawWholeP99, rawMean.mean(), hasCap ? capped.max() : rawMax.max(),
-        hasCap ? wholeQ(capped, 0.99) : rawWholeP99, hasCap ? capped.mean() : rawMean.mean(),
-        wholeQ(qn, 0.9), wholeQ(kn, 0.9), wholeQ(qrn, 0.9), wholeQ(krn, 0.9), entropy.mean(),
-        frac.mean()});
+        rawMax.max(), rawP99.whole, rawMean.mean(), hasCap ? capped.max() : rawMax.max(),
+        cappedP99.whole, hasCap ? capped.mean() : rawMean.mean(), qP90.whole, kP90.whole,
+        qRawP90.whole, kRawP90.whole, entropy.mean(), frac.mean()});
     return torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0);
 }
 
@@ -180,6 +148,29 @@ void unpack(int64_t step, const torch::Tensor& table, const torch::Tensor& hist,
 }
 
 }  // namespace
+
+RowPercentiles percentiles(const torch::Tensor& x, int64_t percent) {
+    TORCH_CHECK(x.dim() == 2 && x.size(0) > 0 && x.size(1) > 0,
+                "percentiles need (R > 0, N > 0) values");
+    TORCH_CHECK(percent > 0 && percent <= 100, "percentiles: percent must be in (0, 100]");
+    const int64_t rows = x.size(0), n = x.size(1);
+    const auto fromTop = [percent](int64_t count) {  // count - rank + 1, rank = ceil(p count)
+        return count - (percent * count + 99) / 100 + 1;
+    };
+    const int64_t rowTop = fromTop(n), wholeTop = fromTop(rows * n);
+    // Each of x's wholeTop largest values is among the wholeTop largest of its own row (fewer
+    // than wholeTop values of x, so of that row, are larger), and rowTop <= wholeTop: one
+    // topk per row serves both (for p99 over H heads it keeps about H % of each row).
+    const int64_t keep = std::min(n, wholeTop);
+    auto top = std::get<0>(torch::topk(x, keep, 1, /*largest=*/true, /*sorted=*/false));
+    // kthvalue counts from the smallest, and orders NaN last as topk does.
+    return {std::get<0>(torch::kthvalue(top, keep - rowTop + 1, 1)),
+            std::get<0>(torch::kthvalue(top.reshape({-1}), rows * keep - wholeTop + 1))};
+}
+
+torch::Tensor rowPercentile(const torch::Tensor& x, int64_t percent) {
+    return percentiles(x, percent).rows;
+}
 
 void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
                    const ProbeSettings& settings, std::vector<ProbeStats>& stats,

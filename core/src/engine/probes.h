@@ -14,15 +14,24 @@ struct ProbeSettings {
     HistogramBins bins;  // the histogram's edges and scale
     SoftcapKind softcap = SoftcapKind::None;
     double softcapC = 0;
-    bool exactPercentiles = false;  // false: percentiles on at most kMaxQuantileSamples per row
 };
+
+// The nearest-rank percentile of x's values: the k-th smallest of N values with
+// k = ceil(percent * N / 100), i.e. the smallest value that at least `percent` % of them are
+// <= to (NaN counts as the largest value). Exact, on every value: one torch::topk per row
+// keeps the largest few (about 1 % per head for p99) and kthvalue picks from those.
+struct RowPercentiles {
+    torch::Tensor rows;   // (R): each row's percentile
+    torch::Tensor whole;  // (): the percentile of all R * N values (a layer over its heads)
+};
+RowPercentiles percentiles(const torch::Tensor& x, int64_t percent);   // x: (R > 0, N > 0)
+torch::Tensor rowPercentile(const torch::Tensor& x, int64_t percent);  // percentiles(..).rows
 
 // Per layer and head (+ head = -1 for the whole layer): logit max/p99/mean raw and capped,
 // q/k norm p90 (effective and raw), entropy, share at the cap, and raw-logit histograms.
-// Percentiles use kthvalue (torch::quantile fails above 2^24 elements and is slow) on at most
-// kMaxQuantileSamples values per row; above that on an evenly strided sample (the tiny config
-// has 132k valid logits per head: exact kthvalue on all of them made probes cost ~15% of
-// training at probes.every = 10). Max, mean, histograms and shares always use every value.
+// Percentiles are exact, on every value (rowPercentile; torch::quantile fails above 2^24
+// elements and is slow). Until issue 25 they came from kthvalue on an evenly strided sample of
+// at most 32,768 values per row; docs/BENCHMARKS.md has what exact ones cost.
 void computeProbes(int64_t step, const std::vector<AttentionCapture>& captures,
                    const ProbeSettings& settings, std::vector<ProbeStats>& stats,
                    std::vector<LogitHistogram>& histograms);

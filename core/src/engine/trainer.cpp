@@ -618,7 +618,6 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.gains = d.model->qkGains();
     d.buildOptimizer();
     d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
-    d.probeSettings.exactPercentiles = config.probes.exactPercentiles;
     d.mapMoments = MapMoments(config.probes.every, config.probes.attnMapEvery);
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
 }

@@ -346,27 +346,26 @@ std::vector<const RunColumn*> listedRunColumns() {
 
 const std::vector<ProbeColumn>& probeColumns() {
     using P = ProbeStats;
-    using Pct = ProbeColumn::Percentile;
     static const std::vector<ProbeColumn> columns{
         {"logit_max_raw", "raw max logit", "max attention logit before the softcap",
          &P::logitMaxRaw},
         {"logit_p99_raw", "raw p99 logit", "99th percentile of the logits before the softcap",
-         &P::logitP99Raw, Pct::OverLogits},
+         &P::logitP99Raw},
         {"logit_mean_raw", "raw mean logit", "mean logit before the softcap", &P::logitMeanRaw},
         {"logit_max_capped", "capped max logit", "max logit after the softcap (what softmax sees)",
          &P::logitMaxCapped},
         {"logit_p99_capped", "capped p99 logit", "99th percentile after the softcap",
-         &P::logitP99Capped, Pct::OverLogits},
+         &P::logitP99Capped},
         {"logit_mean_capped", "capped mean logit", "mean logit after the softcap",
          &P::logitMeanCapped},
         {"q_norm_p90", "q norm p90", "90th percentile of |q| as it enters the dot product",
-         &P::qNormP90, Pct::OverTokens},
+         &P::qNormP90},
         {"k_norm_p90", "k norm p90", "90th percentile of |k| as it enters the dot product",
-         &P::kNormP90, Pct::OverTokens},
+         &P::kNormP90},
         {"q_raw_norm_p90", "raw q norm p90",
-         "90th percentile of |q| straight out of the projection", &P::qRawNormP90, Pct::OverTokens},
+         "90th percentile of |q| straight out of the projection", &P::qRawNormP90},
         {"k_raw_norm_p90", "raw k norm p90",
-         "90th percentile of |k| straight out of the projection", &P::kRawNormP90, Pct::OverTokens},
+         "90th percentile of |k| straight out of the projection", &P::kRawNormP90},
         {"entropy", "entropy", "mean attention entropy per query row (nats)", &P::entropy},
         {"frac_at_cap", "share at the cap", "share of raw logits with |logit| >= C", &P::fracAtCap},
     };

@@ -39,16 +39,6 @@ json rowsJson(const RecordTable<Record>& table, const std::vector<Record>& rows)
     return out;
 }
 
-// A stored run's config; an unreadable one counts as the defaults (percentiles sampled, as
-// every run before probes.exact_percentiles).
-RunConfig configOfStoredRun(const std::string& configJson) {
-    try {
-        return configFromJsonText(configJson, "run", false);
-    } catch (const Error&) {
-        return RunConfig{};
-    }
-}
-
 }  // namespace
 
 json logitAlarmsJson(RunStore& store, int64_t runId) {
@@ -87,15 +77,6 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
         probes.push_back(row);
     }
     out["probes"] = probes;
-    // Which columns are estimates, so that a reader never mistakes a sampled p99 for exact.
-    const RunConfig config = configOfStoredRun(store.run(runId).configJson);
-    json sampled = json::array(), exact = json::array();
-    for (const auto& c : probeColumns())
-        if (c.percentile != ProbeColumn::Percentile::None)
-            (layerPercentileSampled(config, c) ? sampled : exact).push_back(c.name);
-    out["percentiles"] = {{"sampled_columns", sampled},
-                          {"exact_columns", exact},
-                          {"max_values_per_row", kMaxQuantileSamples}};
     out["spikes"] = rowsJson(spikeTable(), store.spikes(runId));
     out["alarms"] = logitAlarmsJson(store, runId);
     out["qk_clips"] = qkClipsJson(store, runId);
@@ -114,17 +95,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     return out;
 }
 
-bool layerPercentileSampled(const RunConfig& c, const ProbeColumn& column) {
-    if (column.percentile == ProbeColumn::Percentile::None || c.probes.exactPercentiles)
-        return false;
-    const int64_t T = c.maxSeqLen();
-    const int64_t perSequence =
-        column.percentile == ProbeColumn::Percentile::OverLogits ? T * (T + 1) / 2 : T;
-    return c.data.batchSize * c.model.nHeads * perSequence > kMaxQuantileSamples;
-}
-
-std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
-                   const RunConfig& config) {
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes) {
     int32_t layers = 0;
     std::map<std::pair<int64_t, int32_t>, const ProbeStats*> byStepLayer;
     for (const auto& p : probes) {
@@ -138,9 +109,7 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
     const auto& stepColumns = stepMetricTable().columns;
     for (const auto& c : stepColumns) os << std::exchange(sep, ",") << c.name;
     for (int32_t l = 0; l < layers; ++l)
-        for (const auto& c : columns)
-            os << ",layer" << l << "_" << c.name
-               << (layerPercentileSampled(config, c) ? "_sampled" : "");
+        for (const auto& c : columns) os << ",layer" << l << "_" << c.name;
     os << "\n";
     for (const auto& m : steps) {
         sep.clear();
@@ -157,8 +126,7 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
 }
 
 std::string runExportCsv(RunStore& store, int64_t runId) {
-    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1),
-                  configOfStoredRun(store.run(runId).configJson));
+    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1));
 }
 
 }  // namespace qklab
