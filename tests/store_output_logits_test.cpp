@@ -14,7 +14,10 @@ using namespace qklab::testsupport;
 namespace {
 
 StepMetrics stepWithOutputLogits(int64_t s) {
-    StepMetrics m = StoreTest::step(s, 2.0);
+    StepMetrics m;
+    m.step = s;
+    m.loss = 2.0;
+    m.seqLen = 64;
     m.logZMean = 5.5 + s;
     m.logZMax = 9.25 + s;
     m.outLogitMax = 12.5 + s;
