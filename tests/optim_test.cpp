@@ -399,6 +399,11 @@ TEST(Trainer, DeferredReadbackReportsExactlyWhatEveryStepReadbackReports) {
         EXPECT_EQ(a.steps[i].loss, b.steps[i].loss) << i;
         EXPECT_EQ(a.steps[i].gradNorm, b.steps[i].gradNorm) << i;
         EXPECT_EQ(a.steps[i].valLoss, b.steps[i].valLoss) << i;
+        EXPECT_EQ(a.steps[i].logZMean, b.steps[i].logZMean) << i;
+        EXPECT_EQ(a.steps[i].logZMax, b.steps[i].logZMax) << i;
+        EXPECT_EQ(a.steps[i].outLogitMax, b.steps[i].outLogitMax) << i;
+        EXPECT_EQ(a.steps[i].zLossTerm, b.steps[i].zLossTerm) << i;
+        EXPECT_EQ(a.steps[i].updateNorm, b.steps[i].updateNorm) << i;
         EXPECT_GT(b.steps[i].tokensPerSec, 0) << i;
     }
     ASSERT_EQ(a.probes.size(), b.probes.size());

@@ -151,7 +151,7 @@ class PanelsTest : public QObject {
         QVERIFY2(header->text().contains(QStringLiteral("none")), qPrintable(header->text()));
 
         panel.setLessonMetrics({QStringLiteral("loss"), QStringLiteral("entropy")});
-        QCOMPARE(panel.shownPlots().size(), 6);  // not presenting: all
+        QCOMPARE(panel.shownPlots().size(), 7);  // not presenting: all
         setPresenterActive(true);
         panel.relayoutPlots();
         QCOMPARE(panel.shownPlots(),
@@ -160,7 +160,7 @@ class PanelsTest : public QObject {
                      qobject_cast<QCustomPlot*>(panel.plotForMetric(QStringLiteral("entropy")))}));
         setPresenterActive(false);
         panel.relayoutPlots();
-        QCOMPARE(panel.shownPlots().size(), 6);
+        QCOMPARE(panel.shownPlots().size(), 7);
     }
 
     void initTestCase() {
@@ -181,6 +181,11 @@ class PanelsTest : public QObject {
             m.lr = 3e-3;
             m.softcapC = 0;
             m.seqLen = 32;
+            m.logZMean = 5.5 - s * 0.05;  // drifts below 0, as without z-loss
+            m.logZMax = m.logZMean + 2;
+            m.outLogitMax = 3.0;
+            m.zLossTerm = m.logZMean * m.logZMean;
+            m.updateNorm = 0.5;
             if (s % 10 == 0) m.valLoss = m.loss + 0.1;
             w.addStep(m);
             if (s % 5 == 0) {
@@ -358,6 +363,17 @@ class PanelsTest : public QObject {
         QVERIFY(panel.logitPlot()->graphCount() >= 2);
         QCOMPARE(panel.logitPlot()->graph(0)->dataCount(), 40);
         QVERIFY(panel.logitPlot()->yAxis->scaleType() == QCPAxis::stLogarithmic);
+        // The output-logit statistics and the update norm are drawn from the step rows.
+        auto* outLogits = panel.plotForMetric(QStringLiteral("logz_mean"));
+        QVERIFY(outLogits != panel.logitPlot() && outLogits != panel.lossPlot());
+        QCOMPARE(panel.plotForMetric(QStringLiteral("logz_max")), outLogits);
+        QCOMPARE(panel.plotForMetric(QStringLiteral("out_logit_max")), outLogits);
+        QCOMPARE(panel.plotForMetric(QStringLiteral("z_loss_term")), outLogits);
+        QCOMPARE(panel.plotForMetric(QStringLiteral("update_norm")),
+                 panel.plotForMetric(QStringLiteral("grad_norm")));
+        QCOMPARE(outLogits->graph(0)->dataCount(), 200);
+        QCOMPARE(outLogits->graph(0)->data()->at(199)->value, 5.5 - 199 * 0.05);
+        QCOMPARE(outLogits->graph(3)->valueAxis(), outLogits->yAxis2);  // mean log Z^2
         // One user event: a marker line and label on every plot; thresholds on the logit plot.
         for (QCustomPlot* p : panel.plots()) QVERIFY(p->itemCount() >= 2);
         QVERIFY(panel.logitPlot()->itemCount() >= 6);

@@ -15,8 +15,13 @@
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 
+// Turns a file back into what a schema-9 build wrote (prefix of every older downgrade).
+#define QKLAB_UNDO_SCHEMA_10                                                                  \
+    "ALTER TABLE step_metrics DROP COLUMN logz_mean; ALTER TABLE step_metrics DROP COLUMN "   \
+    "logz_max; ALTER TABLE step_metrics DROP COLUMN out_logit_max; ALTER TABLE step_metrics " \
+    "DROP COLUMN z_loss_term; ALTER TABLE step_metrics DROP COLUMN update_norm; "
 // Turns a file back into what a schema-8 build wrote (prefix of every older downgrade).
-#define QKLAB_UNDO_SCHEMA_9 "DROP TABLE qk_clips; "
+#define QKLAB_UNDO_SCHEMA_9 QKLAB_UNDO_SCHEMA_10 "DROP TABLE qk_clips; "
 // Turns a file back into what a schema-7 build wrote (prefix of every older downgrade).
 #define QKLAB_UNDO_SCHEMA_8                                                                 \
     QKLAB_UNDO_SCHEMA_9                                                                     \
@@ -28,8 +33,9 @@ namespace qklab::testsupport {
 
 namespace fs = std::filesystem;
 
-constexpr int kLatestSchema = 9;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
-                                  // 7: comparisons, 8: sweeps and run UUIDs, 9: qk_clips
+constexpr int kLatestSchema = 10;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
+                                   // 7: comparisons, 8: sweeps and run UUIDs, 9: qk_clips,
+                                   // 10: output-logit statistics and update norm
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

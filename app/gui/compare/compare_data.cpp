@@ -140,6 +140,9 @@ const std::vector<CompareMetricInfo>& compareMetrics() {
         {CompareMetric::Alpha, "alpha", QObject::tr("QK-norm alpha"), "alpha", false, false},
         {CompareMetric::SoftcapC, "softcap_c", QObject::tr("Softcap C (0 = off)"), "softcap_c",
          false, false},
+        // Output-logit divergence (Wortsman et al.): log Z drifting from 0 without z-loss.
+        {CompareMetric::LogZMean, "logz_mean", QObject::tr("Mean log Z (output logits)"),
+         "logz_mean", false, false},
     };
     return metrics;
 }

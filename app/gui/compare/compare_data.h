@@ -68,7 +68,8 @@ enum class CompareMetric {
     GradNorm,
     Lr,
     Alpha,
-    SoftcapC
+    SoftcapC,
+    LogZMean
 };
 
 struct CompareMetricInfo {

@@ -1,4 +1,4 @@
-// live_plots_panel.cpp — building the six plots, appending rows, coalesced replots, spike tips.
+// live_plots_panel.cpp — building the seven plots, appending rows, coalesced replots, spike tips.
 #include "live/live_plots_panel.h"
 
 #include <qcustomplot.h>
@@ -81,6 +81,7 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     buildLossAndGradientPlots();
     buildLanesPlot();
     buildProbePlots();
+    buildOutputLogitPlot();
     relayoutPlots();
 
     m_replotTimer = new QTimer(this);
@@ -141,7 +142,8 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
         QCPScatterStyle(QCPScatterStyle::ssDiamond, QColor(200, 0, 0), QColor(255, 80, 80), 11));
     excludeFromReadout(m_lossSpikes);
 
-    m_grad = makePlot(tr("Gradient norm (before clipping)"), tr("grad norm"), tr("Grad norm"));
+    m_grad = makePlot(tr("Gradient norm (before clipping), update norm"), tr("L2 norm"),
+                      tr("Grad · update norm"));
     setLogAxis(m_grad->yAxis, true);
     QCPGraph* gradNorm = stepGraph(m_grad, "grad_norm");
     gradNorm->setName(tr("grad norm"));
@@ -151,6 +153,11 @@ void LivePlotsPanel::buildLossAndGradientPlots() {
     m_gradSpikes->setLineStyle(QCPGraph::lsNone);
     m_gradSpikes->setScatterStyle(m_lossSpikes->scatterStyle());
     excludeFromReadout(m_gradSpikes);
+    // After the spikes (graph 1). What the optimizer did with the gradient: an update that grows
+    // while the gradient does not is Adam's own instability, ahead of a loss spike.
+    QCPGraph* updateNorm = stepGraph(m_grad, "update_norm");
+    updateNorm->setName(tr("update norm"));
+    updateNorm->setPen(QPen(QColor(255, 127, 14), 1.2));
 }
 
 // Three lanes on one axis rect: LR on the left, alpha and softcap C on two right axes, so an
@@ -187,6 +194,28 @@ void LivePlotsPanel::buildProbePlots() {
     m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"),
                          tr("Entropy (→ 0: one-hot)"));
     m_clips = std::make_unique<QkClipMarks>(m_logits);
+}
+
+// Output-logit divergence (Wortsman et al. 2023): log Z of the LM head drifts away from 0
+// when nothing anchors it (z-loss does); the z-loss term, mean(log Z^2), on the right.
+void LivePlotsPanel::buildOutputLogitPlot() {
+    m_outLogits = makePlot(tr("Output logits: log Z mean, max; max logit; z-loss term (right)"),
+                           tr("log Z, logit"), tr("Output logits"));
+    const std::pair<const char*, QString> lanes[] = {{"logz_mean", tr("log Z mean")},
+                                                     {"logz_max", tr("log Z max")},
+                                                     {"out_logit_max", tr("max logit")}};
+    const QColor colors[] = {QColor(31, 119, 180), QColor(174, 199, 232), QColor(214, 39, 40)};
+    for (size_t i = 0; i < std::size(lanes); ++i) {
+        QCPGraph* g = stepGraph(m_outLogits, lanes[i].first);
+        g->setName(lanes[i].second);
+        g->setPen(QPen(colors[i], 1.2));
+    }
+    m_outLogits->yAxis2->setVisible(true);
+    m_outLogits->yAxis2->setLabel(tr("z-loss term"));
+    QCPGraph* term = stepGraph(m_outLogits, "z_loss_term", m_outLogits->yAxis2);
+    term->setName(tr("mean log Z² (right)"));
+    term->setPen(QPen(QColor(127, 127, 127), 1));
+    themePlot(m_outLogits);  // the right axis shown after makePlot()
 }
 
 QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabel,
@@ -455,7 +484,8 @@ void LivePlotsPanel::setLessonMetrics(const QStringList& metrics) {
 
 QList<QCustomPlot*> LivePlotsPanel::shownPlots() const {
     // Reading order: the loss first, the logits beside it, as the everyday grid has them.
-    const QList<QCustomPlot*> order = {m_loss, m_logits, m_grad, m_norms, m_lanes, m_entropy};
+    const QList<QCustomPlot*> order = {m_loss,  m_logits,  m_grad,     m_norms,
+                                       m_lanes, m_entropy, m_outLogits};
     if (!presenterActive() || m_lessonPlots.isEmpty()) return order;
     QList<QCustomPlot*> shown;
     for (QCustomPlot* plot : order)
@@ -464,18 +494,22 @@ QList<QCustomPlot*> LivePlotsPanel::shownPlots() const {
 }
 
 void LivePlotsPanel::relayoutPlots() {
-    for (QCustomPlot* plot : {m_loss, m_logits, m_grad, m_norms, m_lanes, m_entropy}) {
+    for (QCustomPlot* plot : m_plots) {
         m_grid->removeWidget(plot);
         plot->hide();
     }
     const QList<QCustomPlot*> shown = shownPlots();
-    // One named plot takes the whole width; otherwise two to a row.
+    // One named plot takes the whole width; otherwise two to a row, and a last odd one
+    // spans both columns.
     const int columns = shown.size() == 1 ? 1 : 2;
     for (int i = 0; i < shown.size(); ++i) {
-        m_grid->addWidget(shown[i], i / columns, i % columns);
+        const bool lastOdd = i + 1 == shown.size() && i % columns == 0;
+        m_grid->addWidget(shown[i], i / columns, i % columns, 1, lastOdd ? columns : 1);
         shown[i]->show();
     }
-    for (int r = 0; r < 3; ++r) m_grid->setRowStretch(r, r < (shown.size() + 1) / columns ? 1 : 0);
+    const int rows = (int(shown.size()) + columns - 1) / columns;
+    for (int r = 0; r < std::max(rows, m_grid->rowCount()); ++r)
+        m_grid->setRowStretch(r, r < rows ? 1 : 0);
     // Equal columns: left to size hints, the per-layer plots (no legend before their first
     // probe) were drawn at a fraction of their cell beside the full-width loss plots.
     m_grid->setColumnStretch(0, 1);

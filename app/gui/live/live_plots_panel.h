@@ -58,7 +58,7 @@ class LivePlotsPanel : public QWidget {
     QCustomPlot* plotForMetric(const QString& metric) const;
     // The plots a lesson step names (metric names, as plotForMetric takes them). In presenter
     // mode only those are laid out, two to a row, so that a projector's few pixels go to
-    // them; outside it, or with none named, all six are.
+    // them; outside it, or with none named, all seven are.
     void setLessonMetrics(const QStringList& metrics);
     // Lays the plots out again for presenter mode or the everyday view (PresenterMode calls
     // it on entering and leaving).
@@ -81,6 +81,7 @@ class LivePlotsPanel : public QWidget {
     void buildLossAndGradientPlots();
     void buildLanesPlot();
     void buildProbePlots();
+    void buildOutputLogitPlot();
     QCustomPlot* makePlot(const QString& title, const QString& yLabel, const QString& shortTitle);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
     static QString layerKey(QCustomPlot* plot, const QString& metric, int layer);
@@ -124,6 +125,7 @@ class LivePlotsPanel : public QWidget {
     QCustomPlot* m_logits = nullptr;
     QCustomPlot* m_norms = nullptr;
     QCustomPlot* m_entropy = nullptr;
+    QCustomPlot* m_outLogits = nullptr;  // log Z of the LM head (step metrics)
     QCPGraph* m_trainLoss = nullptr;
     QCPGraph* m_lossSpikes = nullptr;
     QCPGraph* m_gradSpikes = nullptr;

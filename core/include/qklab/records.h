@@ -39,6 +39,13 @@ struct StepMetrics {
     int64_t seqLen = 0;             // context length in effect
     double tokensPerSec = 0;
     std::string attentionPath;  // "fused" or "explicit" kernel; empty = not recorded
+    // Output-logit divergence (Wortsman et al. 2023), from the training forward's logits in
+    // fp32 after the output softcap. log Z = logsumexp over the vocabulary of one token's
+    // logits; the z-loss adds optim.z_loss x zLossTerm to the loss. NaN: an older file.
+    double logZMean = 0, logZMax = 0;  // mean and max of log Z over the step's tokens
+    double outLogitMax = 0;            // the largest output logit
+    double zLossTerm = 0;              // mean(log Z^2), before the z-loss coefficient
+    double updateNorm = 0;             // global L2 norm of the optimizer's parameter update
 };
 
 // Attention statistics of one layer and head at one probed step. head = -1 is the whole layer.

@@ -138,7 +138,8 @@ void optimizerFields(FieldTable& t) {
         [](RunConfig& c) -> double& { return c.optim.gradClip; }, 0, 100);
     t.add(
         "optim.z_loss", "z-loss", "",
-        "z-loss coefficient: adds z * log(Z)^2 (Wortsman et al. 1e-4); 0 = off",
+        "z-loss coefficient: adds z * mean(log(Z)^2), the step metric z_loss_term (Wortsman et "
+        "al. 1e-4); 0 = off",
         [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
     t.add(
         "schedule.steps", "Training steps", "", "optimizer steps in the run",

@@ -32,6 +32,24 @@ void DeviceAdamW::setLr(double lr) {
     m_lr.fill_(lr);
 }
 
+namespace {
+
+// ||theta' - theta||^2 of one parameter whose update is theta' = (1 + decay) theta + adamStep
+// (decay undefined: none), read before theta changes. Three dot products instead of the
+// difference: no copy of the parameter. decay = decayFactor - 1 is exact in the parameters'
+// dtype (Sterbenz), so this is the decay actually applied.
+torch::Tensor squaredUpdateNorm(const torch::Tensor& p, const torch::Tensor& adamStep,
+                                const torch::Tensor& decay) {
+    const auto u = adamStep.reshape({-1}), theta = p.detach().reshape({-1});
+    auto squared = torch::dot(u, u).to(torch::kFloat64);
+    if (!decay.defined()) return squared;
+    const auto d = decay.to(torch::kFloat64);
+    return squared + 2 * d * torch::dot(theta, u).to(torch::kFloat64) +
+           d * d * torch::dot(theta, theta).to(torch::kFloat64);
+}
+
+}  // namespace
+
 torch::Tensor DeviceAdamW::activeMask(const std::vector<bool>& active) {
     auto it = m_masks.find(active);
     if (it != m_masks.end()) return it->second;
@@ -55,18 +73,25 @@ void DeviceAdamW::step() {
     auto sqrtBiasCorrection2 = biasCorrection2.sqrt().to(dtype);
     auto decayFactor = (1 - m_lr * m_decayRates).to(dtype);
 
+    std::vector<torch::Tensor> squaredNorms;  // of each parameter's update, float64
     for (size_t i = 0; i < m_params.size(); ++i) {
         if (!active[i]) continue;
         auto& p = m_params[i];
         const auto& grad = p.grad();
         const auto ii = static_cast<int64_t>(i);
-        if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
         m_expAvg[i].mul_(m_beta1).add_(grad, 1 - m_beta1);
         m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1 - m_beta2);
         auto denom = (m_expAvgSq[i].sqrt() / sqrtBiasCorrection2[ii]).add_(m_eps);
-        // p + (-step_size * m) / denom: addcdiv's operation order.
-        p.add_(m_expAvg[i].mul(negStepSize[ii]).div_(denom));
+        // (-step_size * m) / denom: addcdiv's operation order.
+        auto adamStep = m_expAvg[i].mul(negStepSize[ii]).div_(denom);
+        squaredNorms.push_back(squaredUpdateNorm(
+            p, adamStep, m_weightDecay[i] != 0 ? decayFactor[ii] - 1 : torch::Tensor()));
+        // Decay, then the Adam step: LibTorch's order (the moments do not read p).
+        if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
+        p.add_(adamStep);
     }
+    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_steps.options())
+                                        : torch::stack(squaredNorms).sum().clamp_min(0).sqrt();
 }
 
 void DeviceAdamW::save(torch::serialize::OutputArchive& archive) const {

@@ -31,6 +31,10 @@ class DeviceAdamW {
     // One AdamW step (decoupled weight decay, bias-corrected moments). As in LibTorch's AdamW
     // a parameter without a gradient is left alone: no decay, and its step count stays.
     void step();
+    // Global L2 norm of what the last step() added to the parameters, ||theta' - theta||
+    // (weight decay and the Adam step together), as a 0-dim float64 device tensor: the
+    // observable that leads a loss spike when the update, not the gradient, blows up.
+    const torch::Tensor& lastUpdateNorm() const { return m_updateNorm; }
 
     void save(torch::serialize::OutputArchive& archive) const;
     void load(torch::serialize::InputArchive& archive);
@@ -52,6 +56,7 @@ class DeviceAdamW {
     torch::Tensor m_steps;                               // (P) float64: step count per parameter
     torch::Tensor m_decayRates;                          // (P) float64: weight decay per parameter
     std::map<std::vector<bool>, torch::Tensor> m_masks;  // which parameters step, as 0/1
+    torch::Tensor m_updateNorm;                          // 0-dim float64, of the last step
 };
 
 // Global L2 norm of the gradients, then every gradient scaled by min(1, maxNorm / (norm +

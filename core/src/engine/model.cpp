@@ -178,11 +178,31 @@ ForwardResult TransformerImpl::forward(const torch::Tensor& tokens, const torch:
                                        std::vector<AttentionCapture>* captures) {
     auto logitsOut = logits(tokens, sw, captures);
     auto flat = logitsOut.reshape({-1, logitsOut.size(-1)}).to(torch::kFloat32);
+    const auto target = targets.reshape({-1});
+    // F::cross_entropy is log_softmax then nll_loss (ATen's cross_entropy_loss, class targets,
+    // no smoothing): spelled out here, the same operations, so that log Z comes from the
+    // log-probabilities the loss computes anyway instead of a second pass over the logits.
+    const auto logProbs = torch::log_softmax(flat, 1);
     ForwardResult r;
-    r.ceLoss = F::cross_entropy(flat, targets.reshape({-1}));
+    r.ceLoss = F::nll_loss(logProbs, target);
     r.loss = r.ceLoss;
-    if (m_zLoss > 0) r.loss = r.ceLoss + m_zLoss * torch::logsumexp(flat, -1).pow(2).mean();
+    torch::Tensor logZ;
+    if (m_zLoss > 0) {
+        logZ = torch::logsumexp(flat, -1);  // the z-loss's own, as it always was
+        r.loss = r.ceLoss + m_zLoss * logZ.pow(2).mean();
+    } else {
+        torch::NoGradGuard noGrad;  // log Z = logit - log p, read at each token's target
+        const auto at = target.unsqueeze(1);
+        logZ = (flat.detach().gather(1, at) - logProbs.detach().gather(1, at)).squeeze(1);
+    }
+    r.outputLogitStats = outputLogitStats(flat, logZ);
     return r;
+}
+
+torch::Tensor outputLogitStats(const torch::Tensor& logits, const torch::Tensor& logZ) {
+    torch::NoGradGuard noGrad;
+    const auto z = logZ.detach();
+    return torch::stack({z.mean(), z.max(), logits.detach().max(), z.pow(2).mean()});
 }
 
 DecodeState TransformerImpl::newDecodeState(DecodeCache mode, int64_t batch, int64_t capacity,

@@ -44,7 +44,16 @@ TORCH_MODULE(Block);
 struct ForwardResult {
     torch::Tensor loss;    // scalar: cross-entropy (+ z-loss)
     torch::Tensor ceLoss;  // scalar: cross-entropy alone
+    // (4) fp32, detached: mean and max of log Z over the tokens, the max output logit and
+    // mean(log Z^2) (the z-loss term before its coefficient), in OutputLogitStat's order.
+    torch::Tensor outputLogitStats;
 };
+
+// The entries of ForwardResult::outputLogitStats.
+enum OutputLogitStat : int64_t { kLogZMean, kLogZMax, kOutLogitMax, kZLossTerm, kOutputLogitStats };
+
+// The statistics of ForwardResult::outputLogitStats from `logits` (N, V) and their log Z (N).
+torch::Tensor outputLogitStats(const torch::Tensor& logits, const torch::Tensor& logZ);
 
 class TransformerImpl : public torch::nn::Module {
   public:

@@ -88,8 +88,10 @@ std::string tensorString(const torch::Tensor& t) {
 // until the next readback; everything else the observer hears about that step waits with it,
 // so that deferred and every-step readback report the same calls in the same order.
 struct PendingStep {
-    StepMetrics metrics;           // loss and gradNorm are filled in at readback
+    StepMetrics metrics;           // loss, gradNorm and the output-logit statistics: at readback
     torch::Tensor loss, gradNorm;  // 0-dim, on the device
+    torch::Tensor outputLogits;    // ForwardResult::outputLogitStats, on the device
+    torch::Tensor updateNorm;      // 0-dim, on the device; undefined before the update
     std::optional<std::pair<double, double>> hostValues;  // loss, grad norm, when read already
     double hostSeconds = 0;  // host time of the step, forward to optimizer update
     bool qkNormActive = false;
@@ -401,6 +403,7 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const 
         config.optim.gradClip > 0 ? config.optim.gradClip : std::numeric_limits<double>::infinity();
     p.gradNorm = clipGradNorm(params, clipTo);
     p.loss = result.loss.detach();
+    p.outputLogits = result.outputLogitStats;
 
     if (probing) {
         probeSettings.softcap = sw.softcap;
@@ -513,26 +516,41 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
 // from its weights, are dropped.
 namespace {
 
-// Loss and grad norm of every pending step: those read already, the rest in one transfer.
-std::vector<std::pair<double, double>> pendingValues(const std::vector<PendingStep>& pending) {
+// What the host reads of one pending step.
+struct StepValues {
+    double loss = 0, gradNorm = 0;
+    double outputLogits[kOutputLogitStats] = {};
+    double updateNorm = std::numeric_limits<double>::quiet_NaN();  // NaN: no update ran
+};
+
+constexpr int64_t kValuesPerStep = 2 + kOutputLogitStats + 1;
+
+// The values of every pending step in one transfer (loss and grad norm of a step read
+// already come from the host).
+std::vector<StepValues> pendingValues(const std::vector<PendingStep>& pending) {
     std::vector<torch::Tensor> scalars;
-    for (const auto& p : pending)
-        if (!p.hostValues) {
-            scalars.push_back(p.loss.to(torch::kFloat64).reshape({1}));
-            scalars.push_back(p.gradNorm.to(torch::kFloat64).reshape({1}));
-        }
-    torch::Tensor read;
-    if (!scalars.empty()) read = torch::cat(scalars).cpu();
-    std::vector<std::pair<double, double>> out;
-    int64_t next = 0;
     for (const auto& p : pending) {
-        if (p.hostValues) {
-            out.push_back(*p.hostValues);
-        } else {
-            const double* v = read.data_ptr<double>() + next;
-            out.emplace_back(v[0], v[1]);
-            next += 2;
-        }
+        const auto options = p.loss.options().dtype(torch::kFloat64);
+        const auto nan = std::numeric_limits<double>::quiet_NaN();
+        scalars.push_back(p.loss.to(torch::kFloat64).reshape({1}));
+        scalars.push_back(p.gradNorm.to(torch::kFloat64).reshape({1}));
+        scalars.push_back(p.outputLogits.defined()
+                              ? p.outputLogits.to(torch::kFloat64)
+                              : torch::full({kOutputLogitStats}, nan, options));
+        scalars.push_back(p.updateNorm.defined() ? p.updateNorm.to(torch::kFloat64).reshape({1})
+                                                 : torch::full({1}, nan, options));
+    }
+    std::vector<StepValues> out;
+    if (scalars.empty()) return out;
+    const torch::Tensor read = torch::cat(scalars).cpu();
+    const double* v = read.data_ptr<double>();
+    for (const auto& p : pending) {
+        StepValues s;
+        std::tie(s.loss, s.gradNorm) = p.hostValues.value_or(std::make_pair(v[0], v[1]));
+        std::copy(v + 2, v + 2 + kOutputLogitStats, s.outputLogits);
+        s.updateNorm = v[2 + kOutputLogitStats];
+        out.push_back(s);
+        v += kValuesPerStep;
     }
     return out;
 }
@@ -557,7 +575,14 @@ bool Trainer::Impl::readBack(LoopState& st, TrainingObserver& observer, RunOutco
     for (size_t i = 0; i < st.pending.size() && ok; ++i) {
         PendingStep& p = st.pending[i];
         StepMetrics& m = p.metrics;
-        std::tie(m.loss, m.gradNorm) = values[i];
+        const StepValues& v = values[i];
+        m.loss = v.loss;
+        m.gradNorm = v.gradNorm;
+        m.logZMean = v.outputLogits[kLogZMean];
+        m.logZMax = v.outputLogits[kLogZMax];
+        m.outLogitMax = v.outputLogits[kOutLogitMax];
+        m.zLossTerm = v.outputLogits[kZLossTerm];
+        m.updateNorm = v.updateNorm;
         m.tokensPerSec = deferredReadback ? tokens / trainSeconds
                                           : static_cast<double>(config.data.batchSize * m.seqLen) /
                                                 std::max(p.hostSeconds, 1e-9);
@@ -658,6 +683,7 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     if (s.annealing && config.anneal.qkNorm.freezeGain)
         for (auto& g : gains) g.mutable_grad() = torch::Tensor();
     optimizer->step();
+    current.updateNorm = optimizer->lastUpdateNorm();
     // QK-Clip acts on the updated weights, measured on this step's batch.
     if (s.qkClipTau > 0 && (step + 1) % config.attention.qkClip.every == 0)
         current.clips = model->qkClip(batch.x.to(device), switchesFor(s), s.qkClipTau, step);

@@ -257,6 +257,7 @@ std::vector<RunColumn> makeRunColumns() {
 // abort a long run on a constraint error.
 const RecordTable<StepMetrics>& stepMetricTable() {
     using M = StepMetrics;
+    constexpr int outputLogits = schemaVersionOf(SchemaFeature::OutputLogits);
     static const RecordTable<M> table{
         "step_metrics", 1, "step", RecordTable<M>::Insert::KeepLast,
         built<RecordColumn<M>>({
@@ -272,6 +273,12 @@ const RecordTable<StepMetrics>& stepMetricTable() {
             column("tokens_per_s", "tokens/s", &M::tokensPerSec),
             nullWhenEmpty(column("attention_path", "attention kernel", &M::attentionPath,
                                  schemaVersionOf(SchemaFeature::AttentionPath))),
+            // Output-logit divergence: the loss adds optim.z_loss x z_loss_term.
+            column("logz_mean", "mean log Z", &M::logZMean, outputLogits),
+            column("logz_max", "max log Z", &M::logZMax, outputLogits),
+            column("out_logit_max", "max output logit", &M::outLogitMax, outputLogits),
+            column("z_loss_term", "z-loss term", &M::zLossTerm, outputLogits),
+            column("update_norm", "update norm", &M::updateNorm, outputLogits),
         })};
     return table;
 }

@@ -176,6 +176,16 @@ CREATE TABLE qk_clips(
     s_max REAL, factor REAL,
     PRIMARY KEY(run_id, step, layer, head)) WITHOUT ROWID;
 )sql",
+    // 10: output-logit divergence (Wortsman et al. 2023) and the optimizer's update, per step:
+    // log Z over the vocabulary (mean and max over tokens), the largest output logit, the
+    // z-loss term mean(log Z^2) and the L2 norm of the parameter update. NULL in older rows.
+    R"sql(
+ALTER TABLE step_metrics ADD COLUMN logz_mean REAL;
+ALTER TABLE step_metrics ADD COLUMN logz_max REAL;
+ALTER TABLE step_metrics ADD COLUMN out_logit_max REAL;
+ALTER TABLE step_metrics ADD COLUMN z_loss_term REAL;
+ALTER TABLE step_metrics ADD COLUMN update_norm REAL;
+)sql",
 #ifdef QKLAB_EXTRA_COLUMNS
     kExtraColumnsMigration,  // the test build's (record_columns.cpp)
 #endif

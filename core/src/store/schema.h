@@ -26,6 +26,7 @@ enum class SchemaFeature {
     Comparisons,    // the comparisons table
     Sweeps,         // the sweeps table, run UUIDs and sweep membership
     QkClips,        // the qk_clips table
+    OutputLogits,   // step_metrics.logz_mean, logz_max, out_logit_max, z_loss_term, update_norm
 };
 
 struct SchemaFeatureVersion {
@@ -37,7 +38,7 @@ inline constexpr SchemaFeatureVersion kSchemaFeatures[] = {
     {SchemaFeature::AttentionPath, 2}, {SchemaFeature::HistogramNaN, 4},
     {SchemaFeature::LogitAlarms, 5},   {SchemaFeature::MapReasons, 6},
     {SchemaFeature::Comparisons, 7},   {SchemaFeature::Sweeps, 8},
-    {SchemaFeature::QkClips, 9},
+    {SchemaFeature::QkClips, 9},       {SchemaFeature::OutputLogits, 10},
 };
 
 constexpr int schemaVersionOf(SchemaFeature feature) {
