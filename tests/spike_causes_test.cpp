@@ -106,13 +106,13 @@ TEST(SpikeCauses, TheDiagnosisNamesTheRemovedNormNotATokenSpike) {
     const auto h = normRemovedHistory();
     Spike byProbes;
     byProbes.step = 155;
-    diagnoseSpike(byProbes, h, DiagnosisContext{false, 1, 156, {}});
+    diagnoseSpike(byProbes, h, DiagnosisContext{false, 1, 156, {}, {}});
     EXPECT_EQ(byProbes.kind, SpikeKind::TokenSpike);  // what the old diagnosis stored
 
     const RunConfig c = withEvents({{{"step", 150}, {"kind", "qk_norm"}, {"variant", "none"}}});
     Spike s;
     s.step = 155;
-    diagnoseSpike(s, h, DiagnosisContext{false, 1, 156, changesBefore(c, 155)});
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 156, changesBefore(c, 155), {}});
     EXPECT_EQ(s.kind, SpikeKind::RunChange);
     EXPECT_EQ(s.tier, 3);
     EXPECT_TRUE(says(s.diagnosis,
@@ -134,7 +134,7 @@ TEST(SpikeCauses, ADataEventKeepsTheDataVerdictAndNotesAChronicRunaway) {
     const RunConfig c = withEvents({{{"step", 150}, {"kind", "dirty_batch"}}});
     Spike s;
     s.step = 150;
-    diagnoseSpike(s, h, DiagnosisContext{false, 1, 151, changesBefore(c, 150)});
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 151, changesBefore(c, 150), {}});
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 1);
     EXPECT_TRUE(says(s.diagnosis, "step 150, Dirty batch: dirty batch. That is the likeliest"))
@@ -149,13 +149,13 @@ TEST(SpikeCauses, AProbeBeforeTheSpikeIsReadOnlyWhenNoneCameAfter) {
     auto h = normRemovedHistory();
     Spike s;
     s.step = 158;  // the last probe (155) is older: the run ended before the next
-    diagnoseSpike(s, h, DiagnosisContext{false, 1, 159, {}});
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 159, {}, {}});
     EXPECT_TRUE(says(s.diagnosis,
                      "No probe at or after the spike was recorded (the run ended "
                      "first); probe read: step 155, the latest before it"))
         << s.diagnosis;
     s.step = 152;
-    diagnoseSpike(s, h, DiagnosisContext{false, 1, 153, {}});
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 153, {}, {}});
     EXPECT_TRUE(says(s.diagnosis, "Probe read: step 155, the first at or after the spike"))
         << s.diagnosis;
     EXPECT_EQ(spikeReportStep(s), 155);  // a replay hands it over where the live run did
@@ -207,4 +207,63 @@ TEST(LogitAlarmText, FlatNormsAreNeverCalledRunningAway) {
         << early.text;
     EXPECT_EQ(early.kind, SpikeKind::QkRunaway);
     EXPECT_EQ(early.tier, 3);
+}
+
+namespace {
+
+// 20 steps of a steady LM head: mean log Z 10 +- 0.05, max output logit 20 +- 0.1.
+OutputLogitReading headAt(double logZ, double outMax) {
+    std::vector<double> logZs, outMaxes;
+    for (int i = 0; i < 20; ++i) {
+        logZs.push_back(10 + 0.05 * (i % 3 - 1));
+        outMaxes.push_back(20 + 0.1 * (i % 3 - 1));
+    }
+    return readOutputLogits(logZ, outMax, logZs, outMaxes);
+}
+
+std::vector<ProbeSummary> quietAttention() {
+    std::vector<ProbeSummary> h;
+    for (int i = 0; i < 12; ++i) h.push_back({i * 10, 5.4 + 0.05 * (i % 2), 2.0, 4.0});
+    return h;
+}
+
+}  // namespace
+
+// Wortsman et al.'s second instability: attention quiet, the LM head's log Z up 2 nats.
+TEST(OutputLogitDiagnosis, ALogZJumpWithQuietAttentionIsTheLmHead) {
+    Spike s;
+    s.step = 110;
+    diagnoseSpike(s, quietAttention(), DiagnosisContext{false, 1, 111, {}, headAt(12, 20.1)});
+    EXPECT_EQ(s.kind, SpikeKind::OutputLogits) << s.diagnosis;
+    EXPECT_EQ(s.tier, 2);
+    // Baseline = the median of the 20 steps, 10 (sd 0.041 floored at 5 % = 0.5): z = 4.
+    EXPECT_TRUE(says(s.diagnosis, "mean log Z 12, +2 nats on its baseline 10 (z 4)"))
+        << s.diagnosis;
+    EXPECT_TRUE(says(s.diagnosis, "z-loss 1e-4 (optim.z_loss)")) << s.diagnosis;
+    EXPECT_FALSE(says(s.diagnosis, "QK-norm (RMS")) << s.diagnosis;
+}
+
+TEST(OutputLogitDiagnosis, AttentionThatJumpedKeepsItsVerdict) {
+    auto h = quietAttention();
+    h.push_back({120, 21, 8, 4.05});  // the brief's token spike: max 5 -> 21, norms flat
+    Spike s;
+    s.step = 120;
+    diagnoseSpike(s, h, DiagnosisContext{false, 1, 121, {}, headAt(12, 30)});
+    EXPECT_EQ(s.kind, SpikeKind::TokenSpike) << s.diagnosis;
+    EXPECT_TRUE(says(s.diagnosis, "max output logit 30 = 1.5x its baseline 20")) << s.diagnosis;
+}
+
+TEST(OutputLogitDiagnosis, ASteadyHeadOrMissingMetricsChangeNothing) {
+    Spike steady, missing;
+    steady.step = missing.step = 110;
+    diagnoseSpike(steady, quietAttention(),
+                  DiagnosisContext{false, 1, 111, {}, headAt(10.05, 20.1)});
+    EXPECT_EQ(steady.kind, SpikeKind::DataOrAccumulation);
+    EXPECT_TRUE(says(steady.diagnosis, "(z 0.1): no jump")) << steady.diagnosis;
+    // A file older than the output-logit metrics reads NaN: no reading, no sentence.
+    const OutputLogitReading nan = headAt(std::nan(""), 20);
+    EXPECT_FALSE(nan.available);
+    diagnoseSpike(missing, quietAttention(), DiagnosisContext{false, 1, 111, {}, nan});
+    EXPECT_EQ(missing.kind, SpikeKind::DataOrAccumulation);
+    EXPECT_FALSE(says(missing.diagnosis, "Output logits")) << missing.diagnosis;
 }

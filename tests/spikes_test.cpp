@@ -50,7 +50,7 @@ std::vector<ProbeSummary> history(double baseMax, double baseNorm, double lastMa
 Spike diagnose(const std::vector<ProbeSummary>& h, bool qkNorm = false) {
     Spike s;
     s.step = 85;
-    diagnoseSpike(s, h, DiagnosisContext{qkNorm, 1, 86, {}});
+    diagnoseSpike(s, h, DiagnosisContext{qkNorm, 1, 86, {}, {}});
     return s;
 }
 }  // namespace
@@ -185,7 +185,8 @@ TEST(SpikeDiagnosis, LogitLevelsFollowTheBrief) {
 // 20.4 against a baseline of 18.7. Past 20, but no jump: a data problem, not a token spike.
 TEST(SpikeDiagnosis, HighButSteadyLogitsAreNotATokenSpike) {
     const auto h = noisyHistory(18.7, 3.0, 20.4, 3.02);
-    DiagnosisContext ctx{false, 1, 176, {dataChange(175, "step 175, Dirty batch: dirty batch")}};
+    DiagnosisContext ctx{
+        false, 1, 176, {dataChange(175, "step 175, Dirty batch: dirty batch")}, {}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 1);
@@ -202,8 +203,8 @@ TEST(SpikeDiagnosis, HighButSteadyLogitsAreNotATokenSpike) {
 // claim that logits jumped.
 TEST(SpikeDiagnosis, AFallingMaxIsNeverCalledAJump) {
     const auto h = noisyHistory(23.9, 4.0, 23.1, 4.1);
-    DiagnosisContext ctx{false, 1, 301,
-                         {dataChange(300, "step 300, Context length: ctx 64\u2192256")}};
+    DiagnosisContext ctx{
+        false, 1, 301, {dataChange(300, "step 300, Context length: ctx 64\u2192256")}, {}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_NE(s.kind, SpikeKind::TokenSpike);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
@@ -216,11 +217,11 @@ TEST(SpikeDiagnosis, TierOneNeedsRareSpikes) {
     const auto h = noisyHistory(6, 5, 6.3, 5.0);
     // One spike: at most one per 5000 steps so far (a run shorter than 5000 steps counts as
     // 5000): rare.
-    EXPECT_EQ(diagnoseWith(h, {false, 1, 120, {}}).tier, 1);
+    EXPECT_EQ(diagnoseWith(h, {false, 1, 120, {}, {}}).tier, 1);
     // Two spikes in 12000 steps: 0.83 per 5000, still rare.
-    EXPECT_EQ(diagnoseWith(h, {false, 2, 12000, {}}).tier, 1);
+    EXPECT_EQ(diagnoseWith(h, {false, 2, 12000, {}, {}}).tier, 1);
     // Three spikes in 400 steps: frequent. Attention is still not the cause: tier 4's checks.
-    const DiagnosisContext frequent{false, 3, 400, {}};
+    const DiagnosisContext frequent{false, 3, 400, {}, {}};
     const Spike s = diagnoseWith(h, frequent);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 4);
@@ -233,7 +234,7 @@ TEST(SpikeDiagnosis, TierOneNeedsRareSpikes) {
 
 TEST(SpikeDiagnosis, ARiseWithinTheHealthyRangeIsNotAJump) {
     const auto h = noisyHistory(4, 3, 8, 3);  // 2x, but max 8 and p99 3.2 are healthy
-    const DiagnosisContext ctx{false, 1, 110, {}};
+    const DiagnosisContext ctx{false, 1, 110, {}, {}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_TRUE(says(s, ": up, but still healthy")) << s.diagnosis;
@@ -244,7 +245,7 @@ TEST(SpikeDiagnosis, ARiseWithinTheHealthyRangeIsNotAJump) {
 // model; docs/EXPERIMENTS.md): max normally 4-6 jumps to ~20+, norms flat.
 TEST(SpikeDiagnosis, TokenSpikeFromTheBriefsNumbers) {
     const auto h = noisyHistory(5, 4, 21, 4.05);
-    const DiagnosisContext ctx{false, 1, 110, {}};
+    const DiagnosisContext ctx{false, 1, 110, {}, {}};
     const Spike s = diagnoseWith(h, ctx);
     EXPECT_EQ(s.kind, SpikeKind::TokenSpike);
     EXPECT_EQ(s.tier, 2);
@@ -254,7 +255,7 @@ TEST(SpikeDiagnosis, TokenSpikeFromTheBriefsNumbers) {
 
 TEST(SpikeDiagnosis, TooFewProbesUseThresholdsOnly) {
     std::vector<ProbeSummary> h{{0, 5, 2, 1}, {10, 40, 16, 1.1}};
-    const Spike s = diagnoseWith(h, {false, 1, 15, {}});
+    const Spike s = diagnoseWith(h, {false, 1, 15, {}, {}});
     EXPECT_TRUE(says(s, "too few for a baseline")) << s.diagnosis;
     EXPECT_EQ(s.kind, SpikeKind::HighLogits);  // beyond 30, no relative verdict possible
     EXPECT_EQ(s.diagnosis.find("jumped"), std::string::npos);
@@ -265,7 +266,7 @@ TEST(SpikeDiagnosis, TooFewProbesUseThresholdsOnly) {
 TEST(SpikeDiagnosis, DiagnosisNeverCallsInterveneLevelLogitsNormal) {
     for (double last : {31.0, 45.0, 200.0}) {
         const auto h = noisyHistory(last, 5, last, 5);  // steady, but beyond 30
-        const Spike s = diagnoseWith(h, {false, 1, 200, {}});
+        const Spike s = diagnoseWith(h, {false, 1, 200, {}, {}});
         EXPECT_NE(s.kind, SpikeKind::DataOrAccumulation) << last;
         EXPECT_TRUE(says(s, "beyond the intervention line")) << s.diagnosis;
     }

@@ -138,6 +138,12 @@ class PanelsTest : public QObject {
         auto* header = panel.findChild<QLabel*>(QStringLiteral("liveHeader"));
         QVERIFY(header->text().contains(QStringLiteral("qk_norm=rms")));
         QVERIFY(!header->text().contains(QStringLiteral("then")));
+        // A config event is in the key settings already: it is not listed again after "then".
+        LiveBatch configEvent;
+        configEvent.events << EventRecord{0, "dirty_batch", "{}", "config"};
+        panel.appendBatch(configEvent);
+        panel.replotNow();
+        QVERIFY2(!header->text().contains(QStringLiteral("then")), qPrintable(header->text()));
         batch.probes.clear();
         batch.steps[0].step = 1;
         // Switch QK-norm off mid-run: the header says so instead of keeping "qk_norm=rms".
@@ -277,6 +283,33 @@ class PanelsTest : public QObject {
         emit list->linkActivated(QStringLiteral("step:10"));
         QCOMPARE(jumped.count(), 1);
         QCOMPARE(jumped.at(0).at(0).toLongLong(), qint64(10));
+    }
+
+    // Issue 25: a spike caused by a change of the run (here an anneal) is tier 3, but the
+    // brief's tier-3 text says "q/k norms inflating"; the summary quotes the spike's own advice.
+    void spikesSummaryQuotesTheWorstSpikesOwnAdvice() {
+        Spike annealed, data;
+        annealed.step = 189;
+        annealed.kind = SpikeKind::RunChange;
+        annealed.tier = 3;
+        annealed.diagnosis =
+            "The run changed just before this spike: QK-norm alpha fell. Tier 3: "
+            "keep QK-norm on (alpha > 0).";
+        data.step = 40;
+        data.tier = 1;
+        data.diagnosis = "No jump. Tier 1: check the data.";
+        SpikesPanel panel;
+        panel.setSpikes(m_runId, {data, annealed});
+        auto* summary = panel.findChild<QLabel*>(QStringLiteral("spikeSummary"));
+        QVERIFY(summary);
+        QCOMPARE(summary->text(),
+                 QStringLiteral("2 spike(s); highest prescription tier 3 (step 189). Tier 3: keep "
+                                "QK-norm on (alpha > 0)."));
+        QVERIFY(!summary->text().contains(QStringLiteral("inflating")));
+        // A stored diagnosis without its tier sentence falls back to the brief's text.
+        annealed.diagnosis = "an older text";
+        panel.setSpikes(m_runId, {annealed});
+        QVERIFY(summary->text().endsWith(SpikesPanel::tierText(3)));
     }
 
     void followSurvivesAClickButNotADrag() {

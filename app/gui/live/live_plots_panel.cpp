@@ -606,16 +606,16 @@ void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status) {
 }
 
 // "Run 3 “x” — training · qk_norm=none, lr 0.03, … · then qk_norm rms @150": the settings the
-// run started with, and every change since (an intervention, a config event), the latest
-// last, so the header never claims a setting the run has left.
+// run started with and its config's planned events (keySettings), then every intervention
+// since, the latest last, so the header never claims a setting the run has left.
 void LivePlotsPanel::refreshHeader() {
     const QString name = m_run.info.name.empty() ? QStringLiteral("run-%1").arg(m_run.runId)
                                                  : QString::fromStdString(m_run.info.name);
     QString text =
         tr("Run %1 “%2” — %3 · %4").arg(m_run.runId).arg(name, m_status, keySettings(m_run.config));
-    QStringList changes;
+    QStringList changes;  // interventions: keySettings() names the config's own events
     for (const EventRecord& e : m_run.events)
-        changes << tr("%1 @%2").arg(eventLabel(e)).arg(e.step);
+        if (e.source == "user") changes << tr("%1 @%2").arg(eventLabel(e)).arg(e.step);
     constexpr int kShown = 3;  // a long schedule of events would fill the header
     if (changes.size() > kShown) {
         const int hidden = int(changes.size()) - kShown;

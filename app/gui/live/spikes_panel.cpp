@@ -178,14 +178,24 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes) {
     refreshSummary();
 }
 
+// The prescription a spike's own diagnosis ends with ("Tier 3: ..."): for a change of the run
+// or the LM head it says what to do about that, which the brief's generic tier text does not.
+QString SpikesPanel::adviceOf(const Spike& s) {
+    const QString text = QString::fromStdString(s.diagnosis);
+    const qsizetype at = text.lastIndexOf(QStringLiteral("Tier %1:").arg(s.tier));
+    return at >= 0 ? text.mid(at) : tierText(s.tier);
+}
+
 void SpikesPanel::refreshSummary() {
-    int worst = 0;
-    for (const Spike& s : m_spikes) worst = std::max(worst, s.tier);
-    if (!m_spikes.empty())
-        m_summary->setText(tr("%1 spike(s); highest prescription tier %2. %3")
+    const Spike* worst = nullptr;
+    for (const Spike& s : m_spikes)
+        if (!worst || s.tier > worst->tier) worst = &s;
+    if (worst)
+        m_summary->setText(tr("%1 spike(s); highest prescription tier %2 (step %3). %4")
                                .arg(m_spikes.size())
-                               .arg(worst)
-                               .arg(tierText(worst)));
+                               .arg(worst->tier)
+                               .arg(worst->step)
+                               .arg(adviceOf(*worst)));
     else if (!m_alarms.empty())
         m_summary->setText(tr("No loss or grad-norm spikes, but %1 logit alarm(s): the logits "
                               "passed the intervention line.")

@@ -34,6 +34,7 @@ class SpikesPanel : public QWidget {
 
     // What each tier means, from the domain brief (shown under the table).
     static QString tierText(int tier);
+    static QString adviceOf(const Spike& s);
 
   signals:
     void stepSelected(qint64 step);

@@ -120,14 +120,25 @@ struct AttentionMap {
 // Unknown, as for RunStatus: a stored kind this build has no name for, read as "unknown".
 // RunChange: a change the run made to itself just before (an event, an anneal; see
 // spike_causes.h) is the likeliest cause, whatever the probes look like.
-enum class SpikeKind { QkRunaway, TokenSpike, DataOrAccumulation, HighLogits, RunChange, Unknown };
+// OutputLogits: attention shows nothing while the LM head's log Z or max output logit jumped
+// (Wortsman et al.'s second instability, output-logit divergence).
+enum class SpikeKind {
+    QkRunaway,
+    TokenSpike,
+    DataOrAccumulation,
+    HighLogits,
+    RunChange,
+    OutputLogits,
+    Unknown
+};
 template <>
 struct Choices<SpikeKind> {  // Unknown has no name
-    static constexpr std::array<const char*, 5> names{
-        "qk_runaway", "token_spike", "data_or_accumulation", "high_logits", "run_change"};
-    static constexpr std::array<const char*, 5> titles{
-        "Q/K length runaway", "token/position spike", "data or accumulation bug",
-        "logits high, no jump", "a change in the run"};
+    static constexpr std::array<const char*, 6> names{"qk_runaway",           "token_spike",
+                                                      "data_or_accumulation", "high_logits",
+                                                      "run_change",           "output_logits"};
+    static constexpr std::array<const char*, 6> titles{
+        "Q/K length runaway",   "token/position spike", "data or accumulation bug",
+        "logits high, no jump", "a change in the run",  "output-logit divergence"};
 };
 const char* toString(SpikeKind k);
 const char* spikeKindTitle(SpikeKind k);

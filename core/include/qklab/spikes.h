@@ -75,6 +75,19 @@ struct Change {
 // `value` against the median and spread of `baseline` (no baseline: ratio 1, z 0).
 Change changeAgainst(double value, const std::vector<double>& baseline);
 
+// The LM head at the spike (step metrics logz_mean and out_logit_max): the spike step's values
+// against the median and spread of up to kOutputBaselineSteps steps before it. Output-logit
+// divergence (Wortsman et al.) shows here, not in the attention probes.
+constexpr int kOutputBaselineSteps = 64;
+constexpr double kLogZJumpNats = 1.0;  // a log Z jump: >= this many nats and z >= kJumpZ
+struct OutputLogitReading {
+    bool available = false;  // false: too few steps before it, or values a file lacks (NaN)
+    Change logZMean, outLogitMax;
+};
+// The reading of `logZ` / `outMax` (the spike step) against the earlier steps' values.
+OutputLogitReading readOutputLogits(double logZ, double outMax, const std::vector<double>& logZs,
+                                    const std::vector<double>& outMaxes);
+
 // Everything the classification is decided on, kept for the text and for tests.
 struct SpikeEvidence {
     int64_t probeStep = -1;
@@ -87,6 +100,9 @@ struct SpikeEvidence {
     bool relative = false;  // enough baseline for ratio/z verdicts
     bool logitJump = false, normsRising = false, normsGrownSinceStart = false;
     bool rare = false;  // at most one spike per kRareSpikeSteps steps so far
+    OutputLogitReading output;
+    bool outputJump = false;  // log Z rose >= kLogZJumpNats (z >= kJumpZ), or the max output
+                              // logit jumped (>= kJumpRatio and z >= kJumpZ)
 };
 
 struct DiagnosisContext {
@@ -96,6 +112,7 @@ struct DiagnosisContext {
     // What the run changed in the spike's window (changesBefore(config, spike step)): events,
     // interventions and anneals. A cause among them decides the verdict.
     std::vector<RunChange> changes;
+    OutputLogitReading outputLogits;
 };
 
 SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx);

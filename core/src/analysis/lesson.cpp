@@ -93,7 +93,8 @@ const std::vector<PauseConditionKind>& pauseConditionKinds() {
         {"probe_above", "pause when a metric rises above the threshold", probeFields},
         {"probe_below", "pause when a metric falls below the threshold", probeFields},
         {"spike",
-         "pause at the first detected loss or grad-norm spike; the callout shows its diagnosis",
+         "pause at the first detected loss or grad-norm spike, when the first probe at or after "
+         "it (which its diagnosis reads) comes; the callout shows the diagnosis",
          {{"callout", "text", false, "text before the diagnosis"}}},
         {"logit_alarm",
          "pause at the first logit alarm (raw max > 30 or p99 > 15 in a layer)",

@@ -30,8 +30,8 @@ void writeNorms(std::ostringstream& t, const ProbeStats& row, const AlarmContext
 }
 
 // The verdict from the norms alone (no change of the run explains the alarm).
-void writeNormVerdict(std::ostringstream& t, LogitAlarm& a, bool relative, bool rising,
-                      bool grown, bool qkNormActive) {
+void writeNormVerdict(std::ostringstream& t, LogitAlarm& a, bool relative, bool rising, bool grown,
+                      bool qkNormActive) {
     if (grown && !relative) {  // too few probes to call them flat or rising
         a.kind = SpikeKind::QkRunaway;
         t << "The q/k lengths have grown " << fmt(kChronicNormGrowth)

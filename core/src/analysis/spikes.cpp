@@ -119,10 +119,30 @@ ProbeSummary summarizeProbes(int64_t step, const std::vector<ProbeStats>& rows) 
     return s;
 }
 
+OutputLogitReading readOutputLogits(double logZ, double outMax, const std::vector<double>& logZs,
+                                    const std::vector<double>& outMaxes) {
+    OutputLogitReading r;
+    const auto finite = [](const std::vector<double>& v) {
+        return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+    };
+    r.available = static_cast<int>(logZs.size()) >= kMinBaselineProbes && std::isfinite(logZ) &&
+                  std::isfinite(outMax) && finite(logZs) && finite(outMaxes);
+    if (!r.available) return r;
+    r.logZMean = changeAgainst(logZ, logZs);
+    r.outLogitMax = changeAgainst(outMax, outMaxes);
+    return r;
+}
+
 SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx) {
     SpikeEvidence e;
     const double window = std::max<double>(static_cast<double>(ctx.stepsSoFar), kRareSpikeSteps);
     e.rare = static_cast<double>(ctx.spikesSoFar) * kRareSpikeSteps / window <= 1.0;
+    e.output = ctx.outputLogits;
+    const Change& z = e.output.logZMean;
+    const Change& m = e.output.outLogitMax;
+    e.outputJump =
+        e.output.available && ((z.value - z.baseline >= kLogZJumpNats && z.z >= kJumpZ) ||
+                               (m.ratio >= kJumpRatio && m.z >= kJumpZ));
     if (history.empty()) return e;
     const ProbeSummary& cur = history.back();
     std::vector<double> maxes, norms;
@@ -152,6 +172,9 @@ SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const Diag
 namespace {
 
 SpikeKind classify(const SpikeEvidence& e) {
+    // The LM head moved while attention did not: QK-norm and softcap cannot help.
+    if (!e.logitJump && e.level != LogitLevel::Intervene && e.outputJump)
+        return SpikeKind::OutputLogits;
     if (e.logitJump) return e.normsRising ? SpikeKind::QkRunaway : SpikeKind::TokenSpike;
     if (e.level == LogitLevel::Intervene)
         return e.normsRising || e.normsGrownSinceStart ? SpikeKind::QkRunaway
@@ -161,6 +184,7 @@ SpikeKind classify(const SpikeEvidence& e) {
 
 int tierOf(SpikeKind kind, const SpikeEvidence& e, bool qkNormActive) {
     if (kind == SpikeKind::DataOrAccumulation) return e.rare ? 1 : 4;
+    if (kind == SpikeKind::OutputLogits) return 2;  // a bound on the logits, in the LM head
     if (qkNormActive) return 4;
     return kind == SpikeKind::QkRunaway ? 3 : 2;
 }
@@ -206,6 +230,22 @@ void writeEvidence(std::ostringstream& why, const SpikeEvidence& e, int64_t spik
     why << ". ";
 }
 
+// "Output logits at the spike: mean log Z 14.3, +0.2 nats on its baseline 14.1 (z 0.5); max
+// output logit 23.1 = 1.02x its baseline 22.6 (z 0.4): no jump. "
+void writeOutputLogits(std::ostringstream& why, const SpikeEvidence& e) {
+    if (!e.output.available) return;
+    const Change& z = e.output.logZMean;
+    const Change& m = e.output.outLogitMax;
+    why << "Output logits at the spike (baseline: the " << kOutputBaselineSteps
+        << " steps before, at most): mean log Z " << fmt(z.value) << ", "
+        << (z.value >= z.baseline ? "+" : "") << fmt(z.value - z.baseline)
+        << " nats on its baseline " << fmt(z.baseline) << " (z " << fmt(z.z)
+        << "); max output logit " << changeText(m, true)
+        << (e.outputJump ? ": a jump" : ": no jump") << " (a jump is >= " << fmt(kLogZJumpNats)
+        << " nat of log Z, or >= " << fmt(kJumpRatio) << "x the max, with z >= " << fmt(kJumpZ)
+        << "). ";
+}
+
 void writeVerdict(std::ostringstream& why, SpikeKind kind, const SpikeEvidence& e) {
     switch (kind) {
         case SpikeKind::QkRunaway:
@@ -228,6 +268,11 @@ void writeVerdict(std::ostringstream& why, SpikeKind kind, const SpikeEvidence& 
                    "line: the cause is more likely the data or the loss/gradient accumulation "
                    "than attention. ";
             break;
+        case SpikeKind::OutputLogits:
+            why << "Attention shows no jump and is not beyond the intervention line, while the "
+                   "output logits jumped: output-logit divergence in the LM head (Wortsman et "
+                   "al.'s second instability), not attention. ";
+            break;
         case SpikeKind::RunChange:  // decided by the timeline: writeProbeUnderCause
         case SpikeKind::Unknown:    // only ever read from a file, never diagnosed
             break;
@@ -241,6 +286,12 @@ void writeTier(std::ostringstream& why, int tier, SpikeKind kind) {
                    "and the loss. Do not touch QK-norm.";
             break;
         case 2:
+            if (kind == SpikeKind::OutputLogits) {
+                why << "Tier 2, in the LM head: add z-loss 1e-4 (optim.z_loss) or an output "
+                       "softcap (model.output_softcap); QK-norm and the attention softcap do not "
+                       "act there.";
+                break;
+            }
             why << "Tier 2: add a tanh softcap with C = 50, watch 500 steps, then C = 30 and/or "
                    "grad clip 1.0.";
             break;
@@ -325,6 +376,13 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         spike.probeStep = -1;
         why << "No attention probe was recorded before this spike, so logits and q/k norms "
                "cannot be read. Turn probes on (probes.every) to diagnose. ";
+        writeOutputLogits(why, e);
+        if (e.outputJump) {
+            spike.kind = SpikeKind::OutputLogits;
+            spike.tier = 2;
+            why << "The output logits jumped: output-logit divergence in the LM head is the "
+                   "likelier cause. ";
+        }
     } else {
         spike.kind = classify(e);
         spike.tier = tierOf(spike.kind, e, ctx.qkNormActive);
@@ -334,6 +392,7 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         spike.probeQkNorm = e.qkNorm.value;
         spike.baselineQkNorm = e.qkNorm.baseline;
         writeEvidence(why, e, spike.step);
+        writeOutputLogits(why, e);
         if (cause)
             writeProbeUnderCause(why, *cause, e);
         else

@@ -110,6 +110,8 @@ struct LoopState {
     std::map<int32_t, ProbeStats> firstLayerProbe;  // per layer, for the logit alarms
     // Per layer, the q/k norm p90 of the latest kBaselineProbes probes (the alarms' baseline).
     std::map<int32_t, std::deque<double>> recentLayerQkNorms;
+    // The LM head's log Z mean and max output logit of the latest kOutputBaselineSteps steps.
+    std::deque<double> recentLogZ, recentOutMax;
     // Spikes detected between probes wait for the first probe at or after their step.
     std::vector<std::pair<Spike, DiagnosisContext>> undiagnosed;
     std::set<std::pair<int32_t, std::string>> alarmsRaised;  // (layer, probe column)
@@ -442,7 +444,20 @@ void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopSta
     const auto zl = st.lossZ.push(m.loss), zg = st.gradZ.push(m.gradNorm);
     const bool lossSpike = zl && *zl > c.zThreshold;
     const bool gradSpike = zg && *zg > c.zThreshold;
-    if (!(lossSpike || gradSpike) || m.step - st.lastSpikeStep <= kSpikeRefractorySteps) return;
+    const bool spikeHere =
+        (lossSpike || gradSpike) && m.step - st.lastSpikeStep > kSpikeRefractorySteps;
+    OutputLogitReading output;
+    if (spikeHere)
+        output = readOutputLogits(m.logZMean, m.outLogitMax,
+                                  {st.recentLogZ.begin(), st.recentLogZ.end()},
+                                  {st.recentOutMax.begin(), st.recentOutMax.end()});
+    st.recentLogZ.push_back(m.logZMean);
+    st.recentOutMax.push_back(m.outLogitMax);
+    if (st.recentLogZ.size() > static_cast<size_t>(kOutputBaselineSteps)) {
+        st.recentLogZ.pop_front();
+        st.recentOutMax.pop_front();
+    }
+    if (!spikeHere) return;
     st.lastSpikeStep = m.step;
     ++st.spikesSoFar;
     Spike spike;
@@ -455,6 +470,7 @@ void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopSta
     ctx.spikesSoFar = st.spikesSoFar;
     ctx.stepsSoFar = m.step + 1;
     ctx.changes = changesBefore(config, m.step);  // events, interventions, anneals
+    ctx.outputLogits = output;
     st.undiagnosed.emplace_back(spike, ctx);
     // The diagnosis reads the probe at or after the spike: this step's own, or a later one.
     const bool probedHere = !st.probeHistory.empty() && st.probeHistory.back().step == m.step;
