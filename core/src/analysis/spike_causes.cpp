@@ -178,13 +178,15 @@ CauseAdvice adviceFor(const RunChange& cause) {
                            ". Lower it again, or raise it over a warmup instead of at once."};
         case ChangeEffect::Data:
             if (cause.event == EventKind::ContextLength)
-                return {1, "Tier 1: the context length changed (the change named above), not "
-                           "attention: a transient is expected while the model meets positions "
-                           "it has not trained on. Ramp the length over steps next time. Do not "
-                           "touch QK-norm."};
-            return {1, "Tier 1: the data changed (the change named above), not attention. "
-                       "Check that batch, the sampler and the data pipeline. Do not touch "
-                       "QK-norm."};
+                return {1,
+                        "Tier 1: the context length changed (the change named above), not "
+                        "attention: a transient is expected while the model meets positions "
+                        "it has not trained on. Ramp the length over steps next time. Do not "
+                        "touch QK-norm."};
+            return {1,
+                    "Tier 1: the data changed (the change named above), not attention. "
+                    "Check that batch, the sampler and the data pipeline. Do not touch "
+                    "QK-norm."};
         case ChangeEffect::FuseTightened:
             return {1, "Tier 1: " + what +
                            " reshaped the logits the model had learned in one step; a "
