@@ -223,9 +223,10 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     auto* plot = new QCustomPlot(this);
     // The layout may make a plot narrower than its full title and legend: the title then
     // shortens (fitTitle) and the legend takes more rows, instead of the window growing past
-    // a 1024x768 projector.
-    plot->setMinimumSize(200, 140);
+    // a 1024x768 projector. 100 px high, below stylePlot's 120: four rows of plots (seven
+    // since the output-logit plot) still let the window fit 1280x720.
     stylePlot(plot, yLabel);
+    plot->setMinimumSize(200, 100);
     plot->xAxis->setLabel(tr("step"));  // every x-axis says what it counts
     plot->plotLayout()->insertRow(0);
     QFont f = font();
