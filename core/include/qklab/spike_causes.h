@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "qklab/events.h"
+#include "qklab/records.h"
 #include "qklab/run_config.h"
 
 namespace qklab {
@@ -58,11 +59,13 @@ std::vector<RunChange> changesBefore(const RunConfig& config, int64_t step);
 // latest), or nullptr when none of `changes` is a cause.
 const RunChange* likeliestCause(const std::vector<RunChange>& changes);
 
-// The prescription for a spike caused by `cause`: its tier (the domain brief's 1..4, read for
-// the fuse or knob that changed) and one "Tier N: ..." paragraph naming the change.
+// The verdict for a spike or alarm caused by `cause`: its kind (data_or_accumulation for a
+// data change, else run_change), its tier (the domain brief's 1..4, read for the fuse or knob
+// that changed) and one "Tier N: ..." paragraph naming the change.
 struct CauseAdvice {
     int tier = 1;
     std::string text;
+    SpikeKind kind = SpikeKind::RunChange;
 };
 CauseAdvice adviceFor(const RunChange& cause);
 

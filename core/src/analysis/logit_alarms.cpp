@@ -95,8 +95,7 @@ LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
           << (rising ? ", while the q/k lengths also rose. "
                      : ", not a change in the q/k lengths. ");
         const CauseAdvice advice = adviceFor(*cause);
-        a.kind = cause->effect == ChangeEffect::Data ? SpikeKind::DataOrAccumulation
-                                                     : SpikeKind::RunChange;
+        a.kind = advice.kind;
         a.tier = advice.tier;
         t << advice.text;
     } else {

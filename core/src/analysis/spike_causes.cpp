@@ -154,7 +154,9 @@ const RunChange* likeliestCause(const std::vector<RunChange>& changes) {
     return best;
 }
 
-CauseAdvice adviceFor(const RunChange& cause) {
+namespace {
+
+CauseAdvice adviceText(const RunChange& cause) {
     const std::string what = "the change named above";  // writeCause names it first
     switch (cause.effect) {
         case ChangeEffect::FuseWeakened:
@@ -196,6 +198,15 @@ CauseAdvice adviceFor(const RunChange& cause) {
             break;
     }
     return {1, ""};
+}
+
+}  // namespace
+
+CauseAdvice adviceFor(const RunChange& cause) {
+    CauseAdvice advice = adviceText(cause);
+    advice.kind =
+        cause.effect == ChangeEffect::Data ? SpikeKind::DataOrAccumulation : SpikeKind::RunChange;
+    return advice;
 }
 
 }  // namespace qklab

@@ -401,8 +401,7 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
     writeFrequency(why, e, ctx);
     if (cause) {
         const CauseAdvice advice = adviceFor(*cause);
-        spike.kind = cause->effect == ChangeEffect::Data ? SpikeKind::DataOrAccumulation
-                                                         : SpikeKind::RunChange;
+        spike.kind = advice.kind;
         spike.tier = advice.tier;
         why << advice.text;
     } else {
