@@ -24,6 +24,7 @@ ALTER TABLE step_metrics ADD COLUMN twice_loss REAL;
 ALTER TABLE spikes ADD COLUMN twice_z_score REAL;
 ALTER TABLE logit_alarms ADD COLUMN twice_threshold REAL;
 ALTER TABLE qk_clips ADD COLUMN twice_factor REAL;
+ALTER TABLE custom_scalars ADD COLUMN twice_value REAL;
 ALTER TABLE runs ADD COLUMN extra_note TEXT;
 )sql";
 
@@ -54,6 +55,10 @@ inline void addExtraColumns(std::vector<RecordColumn<LogitAlarm>>& columns) {
 
 inline void addExtraColumns(std::vector<RecordColumn<QkClip>>& columns) {
     columns.push_back(twice("twice_factor", "twice the factor", &QkClip::factor));
+}
+
+inline void addExtraColumns(std::vector<RecordColumn<CustomScalar>>& columns) {
+    columns.push_back(twice("twice_value", "twice the value", &CustomScalar::value));
 }
 
 // A run-list column stored in `runs`; reading it replaces the notes (when it holds text).

@@ -21,12 +21,18 @@ int cmdShow(const ShowArgs& args) {
     j["summary"] = runSummaryJson(*store, id);
     j["config"] = runConfigJson(*store, id);  // within the JSON limits: exit 2, not a crash
     j["alarms"] = logitAlarmsJson(*store, id);
-    if (args.asJson)
+    // A run trained outside qklab: its own config is what it ran with (qklab's holds the
+    // model's shape and the probe settings).
+    const nlohmann::json userConfig = userConfigJson(*store, id);
+    if (!userConfig.is_null()) j["user_config"] = userConfig;
+    if (args.asJson) {
         std::cout << jsonText(j, 2) << "\n";
-    else
-        std::cout << "summary:\n"
-                  << jsonText(j["summary"], 2) << "\nconfig:\n"
-                  << jsonText(j["config"], 2) << "\n";
+        return 0;
+    }
+    std::cout << "summary:\n"
+              << jsonText(j["summary"], 2) << "\nconfig:\n"
+              << jsonText(j["config"], 2) << "\n";
+    if (!userConfig.is_null()) std::cout << "user config:\n" << jsonText(userConfig, 2) << "\n";
     return 0;
 }
 

@@ -11,7 +11,16 @@
 # Sets QKLAB_TORCH_LIBRARY_DIRS (folders binaries get as RPATH, so that qklab and qklab-cli
 # run without LD_LIBRARY_PATH), QKLAB_TORCH_HAS_CUDA and QKLAB_TORCH_VERSION.
 
-set(QKLAB_TORCH "pip" CACHE STRING
+# Installing the Python package (pip install ./app/python, SKBUILD): the torch of the Python it
+# is installed into, whatever else is on the machine.
+if(SKBUILD AND Python3_EXECUTABLE)
+  set(_qklab_torch_default "${Python3_EXECUTABLE}")
+elseif(SKBUILD AND Python_EXECUTABLE)
+  set(_qklab_torch_default "${Python_EXECUTABLE}")
+else()
+  set(_qklab_torch_default "pip")
+endif()
+set(QKLAB_TORCH "${_qklab_torch_default}" CACHE STRING
     "LibTorch to build against: pip (scripts/setup.sh's venv), debian, or a path")
 if(DEFINED ENV{QKLAB_VENV} AND NOT "$ENV{QKLAB_VENV}" STREQUAL "")
   set(_qklab_default_venv "$ENV{QKLAB_VENV}")
@@ -22,10 +31,12 @@ set(QKLAB_VENV "${_qklab_default_venv}" CACHE PATH
     "virtual environment holding the torch wheel (QKLAB_TORCH=pip)")
 
 # Asks a Python interpreter where its torch keeps the CMake package and the libraries,
-# including the nvidia-* wheels' library folders the CUDA libraries are loaded from.
+# including the nvidia-* wheels' library folders the CUDA libraries are loaded from. -I
+# (isolated mode) ignores PYTHONPATH, through which pip's build isolation hides the
+# environment's own site-packages: the package builds against the torch it will run with.
 function(_qklab_torch_from_python python out_prefix out_libdirs)
   execute_process(
-    COMMAND "${python}" -c [=[
+    COMMAND "${python}" -I -c [=[
 import glob, os, torch, torch.utils
 root = os.path.dirname(os.path.dirname(torch.__file__))
 dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]

@@ -187,6 +187,14 @@ struct QkClip {
     double factor = 1;
 };
 
+// A scalar a run logged that is not one of qklab's step metrics (a run trained outside qklab,
+// logged through the Python package: "tokens_seen", "mfu", ...). One per name and step.
+struct CustomScalar {
+    int64_t step = 0;
+    std::string name;
+    double value = 0;
+};
+
 struct EventRecord {
     int64_t step = 0;
     std::string kind;

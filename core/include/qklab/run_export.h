@@ -29,9 +29,13 @@ nlohmann::json qkClipsJson(RunStore& store, int64_t runId);
 // Error{NotQklabDatabase} naming the run, the column and the file (bad input, exit 2).
 nlohmann::json runConfigJson(RunStore& store, int64_t runId);
 
-// {"run": summary, "config": ..., "steps": [...], "probes": [...], "spikes": [...],
-//  "alarms": [...], "qk_clips": [...], "events": [...]} — probes are the layer rows
-// (head = -1) unless allHeads.
+// The user's own config of a run logged from Python (qklab.init(config=...)); null for
+// qklab's own runs. Read within the JSON limits, as runConfigJson.
+nlohmann::json userConfigJson(RunStore& store, int64_t runId);
+
+// {"run": summary, "config": ..., "user_config": ..., "steps": [...], "probes": [...],
+//  "spikes": [...], "alarms": [...], "qk_clips": [...], "custom_scalars": [...],
+//  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
 // One row per step: the step metrics (stepMetricTable()), then per layer every probe column

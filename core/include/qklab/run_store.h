@@ -50,6 +50,10 @@ struct RunInfo {
     std::vector<EventRecord> interventions;
     std::string uuid;  // unique across files: merging and importing skip a run already present
     std::optional<SweepMembership> sweep;
+    // "qklab" for a run qklab trained; "python: <model kind>" for one the user trained and
+    // logged through the Python package (schema 11), whose config is userConfigJson.
+    std::string source = "qklab";
+    std::string userConfigJson;
 };
 
 // A sweep (schema 8): its normalised definition (qklab/sweep.h), grid size and status
@@ -148,6 +152,7 @@ class RunStore {
     std::vector<LogitAlarm> logitAlarms(int64_t runId);  // by step, then layer
     // The heads QK-Clip scaled, by step, layer, head (none in a file from before schema 9).
     std::vector<QkClip> qkClips(int64_t runId);
+    std::vector<CustomScalar> customScalars(int64_t runId);  // by name, then step
     std::vector<EventRecord> events(int64_t runId);
     // By step; each path resolved inside checkpointFolder(path()) (see CheckpointInfo).
     std::vector<CheckpointInfo> checkpoints(int64_t runId);

@@ -23,6 +23,8 @@ struct NewRun {
     std::string configJson;
     int64_t seed = 0;
     std::string device, torchVersion, appVersion;
+    std::string source = "qklab";  // RunInfo::source
+    std::string userConfigJson;    // RunInfo::userConfigJson
 };
 
 // The single writer of one run. Rows are buffered and committed together by flush() (the
@@ -46,6 +48,7 @@ class RunWriter {
     void addSpike(const Spike& s);
     void addLogitAlarm(const LogitAlarm& a);
     void addQkClip(const QkClip& c);
+    void addCustomScalar(const CustomScalar& c);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);
     // One transaction for everything buffered. Throws Error when it cannot be committed (the

@@ -42,6 +42,7 @@
 #include "qklab/error.h"
 #include "qklab/histogram_bins.h"
 #include "qklab/resources.h"
+#include "qklab/run_monitor.h"
 #include "qklab/run_writer.h"
 #include "qklab/schedules.h"
 #include "qklab/spikes.h"
@@ -105,17 +106,7 @@ struct PendingStep {
 
 // What the run loop carries from step to step.
 struct LoopState {
-    RollingZScore lossZ, gradZ;
-    std::vector<ProbeSummary> probeHistory;         // the run's first probe and the latest 63
-    std::map<int32_t, ProbeStats> firstLayerProbe;  // per layer, for the logit alarms
-    // Per layer, the q/k norm p90 of the latest kBaselineProbes probes (the alarms' baseline).
-    std::map<int32_t, std::deque<double>> recentLayerQkNorms;
-    // The LM head's log Z mean and max output logit of the latest kOutputBaselineSteps steps.
-    std::deque<double> recentLogZ, recentOutMax;
-    // Spikes detected between probes wait for the first probe at or after their step.
-    std::vector<std::pair<Spike, DiagnosisContext>> undiagnosed;
-    std::set<std::pair<int32_t, std::string>> alarmsRaised;  // (layer, probe column)
-    int64_t spikesSoFar = 0, lastSpikeStep = -1000000;
+    RunMonitor monitor;  // spikes, their diagnosis and the logit alarms
     std::vector<PendingStep> pending;
     Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
     double untimedSeconds = 0;  // since the last readback: validation, checkpoints, pauses
@@ -127,13 +118,11 @@ struct LoopState {
         f();
         untimedSeconds += seconds(t0, Clock::now());
     }
-    LoopState(const SpikeConfig& c)
-        : lossZ(c.window, c.minHistory), gradZ(c.window, c.minHistory) {}
+    explicit LoopState(const RunConfig& config) : monitor(config) {}
 };
 
-constexpr int64_t kSpikeRefractorySteps = 10;  // one report per spike episode
-constexpr size_t kMaxPendingSteps = 256;       // deferred readback: at least this often
-constexpr double kReadbackSeconds = 0.5;       // ... and about this often, for live views
+constexpr size_t kMaxPendingSteps = 256;  // deferred readback: at least this often
+constexpr double kReadbackSeconds = 0.5;  // ... and about this often, for live views
 
 struct Trainer::Impl {
     RunConfig config;  // events grow with interventions
@@ -191,11 +180,7 @@ struct Trainer::Impl {
     void trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void runLoop(TrainingObserver& observer, RunOutcome& outcome);
     void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
-    void raiseLogitAlarms(const PendingStep& p, LoopState& st, TrainingObserver& observer);
-    void detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
-                     TrainingObserver& observer);
     bool probeComesAtOrAfter(int64_t step) const;
-    void diagnoseWaitingSpikes(LoopState& st, TrainingObserver& observer);
 };
 
 namespace {
@@ -438,92 +423,23 @@ bool Trainer::Impl::probeComesAtOrAfter(int64_t step) const {
     return next < config.schedule.steps;
 }
 
-void Trainer::Impl::detectSpike(const StepMetrics& m, bool qkNormActive, LoopState& st,
-                                TrainingObserver& observer) {
-    const auto& c = config.spikes;
-    const auto zl = st.lossZ.push(m.loss), zg = st.gradZ.push(m.gradNorm);
-    const bool lossSpike = zl && *zl > c.zThreshold;
-    const bool gradSpike = zg && *zg > c.zThreshold;
-    const bool spikeHere =
-        (lossSpike || gradSpike) && m.step - st.lastSpikeStep > kSpikeRefractorySteps;
-    OutputLogitReading output;
-    if (spikeHere)
-        output = readOutputLogits(m.logZMean, m.outLogitMax,
-                                  {st.recentLogZ.begin(), st.recentLogZ.end()},
-                                  {st.recentOutMax.begin(), st.recentOutMax.end()});
-    st.recentLogZ.push_back(m.logZMean);
-    st.recentOutMax.push_back(m.outLogitMax);
-    if (st.recentLogZ.size() > static_cast<size_t>(kOutputBaselineSteps)) {
-        st.recentLogZ.pop_front();
-        st.recentOutMax.pop_front();
-    }
-    if (!spikeHere) return;
-    st.lastSpikeStep = m.step;
-    ++st.spikesSoFar;
-    Spike spike;
-    spike.step = m.step;
-    spike.metric = lossSpike && gradSpike ? "loss,grad_norm" : lossSpike ? "loss" : "grad_norm";
-    spike.value = lossSpike ? m.loss : m.gradNorm;
-    spike.zScore = std::max(zl.value_or(0.0), zg.value_or(0.0));
-    DiagnosisContext ctx;
-    ctx.qkNormActive = qkNormActive;
-    ctx.spikesSoFar = st.spikesSoFar;
-    ctx.stepsSoFar = m.step + 1;
-    ctx.changes = changesBefore(config, m.step);  // events, interventions, anneals
-    ctx.outputLogits = output;
-    st.undiagnosed.emplace_back(spike, ctx);
-    // The diagnosis reads the probe at or after the spike: this step's own, or a later one.
-    const bool probedHere = !st.probeHistory.empty() && st.probeHistory.back().step == m.step;
-    if (probedHere || !probeComesAtOrAfter(m.step)) diagnoseWaitingSpikes(st, observer);
-}
-
-// Diagnoses the spikes waiting for a probe, with the probe history as it is now.
-void Trainer::Impl::diagnoseWaitingSpikes(LoopState& st, TrainingObserver& observer) {
-    for (auto& [spike, ctx] : st.undiagnosed) {
-        diagnoseSpike(spike, st.probeHistory, ctx);
-        observer.onSpike(spike);
-    }
-    st.undiagnosed.clear();
-}
-
-// The first probe at which a layer's raw logits pass an intervention line: once per layer and
-// rule (a resumed run may raise one again; the store keeps the first).
-void Trainer::Impl::raiseLogitAlarms(const PendingStep& p, LoopState& st,
-                                     TrainingObserver& observer) {
-    for (const ProbeStats& row : p.probeStats) {
-        if (row.head != -1) continue;
-        auto& recent = st.recentLayerQkNorms[row.layer];
-        AlarmContext ctx;
-        ctx.firstRow = st.firstLayerProbe.emplace(row.layer, row).first->second;
-        ctx.recentQkNorms.assign(recent.begin(), recent.end());
-        ctx.qkNormActive = p.qkNormActive;
-        for (const LogitAlarmRule& rule : logitAlarmRules()) {
-            if (!(row.*rule.field > rule.threshold)) continue;
-            if (!st.alarmsRaised.emplace(row.layer, rule.column).second) continue;
-            if (ctx.changes.empty()) ctx.changes = changesBefore(config, row.step);
-            observer.onLogitAlarm(makeLogitAlarm(rule, row, ctx));
-        }
-        recent.push_back(std::max(row.qRawNormP90, row.kRawNormP90));
-        if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
-    }
-}
-
 // Everything one step reports, in the order the observer has always heard it: its events,
 // its probes, then (for a finite step) spikes and the step's metrics.
 void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer) {
     for (const auto& e : p.events) observer.onEvent(e);
     if (p.probed) {
-        st.probeHistory.push_back(summarizeProbes(p.metrics.step, p.probeStats));
-        // Keep the run's first probe (the diagnosis compares against it) and the latest 63.
-        if (st.probeHistory.size() > 64) st.probeHistory.erase(st.probeHistory.begin() + 1);
-        raiseLogitAlarms(p, st, observer);
+        const MonitorReport r = st.monitor.addProbes(p.metrics.step, p.probeStats, p.qkNormActive);
+        for (const LogitAlarm& a : r.alarms) observer.onLogitAlarm(a);
         observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
         if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
-        diagnoseWaitingSpikes(st, observer);  // this is the probe they waited for
+        for (const Spike& s : r.spikes) observer.onSpike(s);  // the probe they waited for
     }
     if (!p.clips.empty()) observer.onQkClips(p.metrics.step, p.clips);
     if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
-        detectSpike(p.metrics, p.qkNormActive, st, observer);
+        for (const Spike& s :
+             st.monitor.addStep(p.metrics, p.qkNormActive, probeComesAtOrAfter(p.metrics.step))
+                 .spikes)
+            observer.onSpike(s);
     observer.onStep(p.metrics);
 }
 
@@ -730,12 +646,12 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
 }
 
 void Trainer::Impl::runLoop(TrainingObserver& observer, RunOutcome& outcome) {
-    LoopState st(config.spikes);
+    LoopState st(config);
     trainSteps(st, observer, outcome);
     // A run that ended (stopped, diverged) before the probe a spike waited for: diagnose it with
     // the latest probe before it, which its text says.
-    if (!st.undiagnosed.empty()) {
-        diagnoseWaitingSpikes(st, observer);
+    if (st.monitor.waiting()) {
+        for (const Spike& s : st.monitor.finish().spikes) observer.onSpike(s);
         observer.onFlushPoint();
     }
 }

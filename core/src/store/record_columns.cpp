@@ -203,6 +203,7 @@ std::vector<Column> built(std::vector<Column> columns) {
 
 std::vector<RunColumn> makeRunColumns() {
     const auto list = RunShown::List, summary = RunShown::Summary, info = RunShown::InfoOnly;
+    constexpr int external = schemaVersionOf(SchemaFeature::ExternalRuns);
     std::vector<RunColumn> c{
         runColumn(column("id", "id", &RunInfo::id), list),
         runColumn(column("name", "name", &RunInfo::name), list),
@@ -226,6 +227,10 @@ std::vector<RunColumn> makeRunColumns() {
                   list, RunFormat::Plain, "(SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)",
                   "0"),
         runColumn(column("created_at", "created", &RunInfo::createdAt), list, RunFormat::Time),
+        // Where the run was trained: "qklab", or "python: <model kind>" for a run logged from
+        // the user's own training loop through the Python package.
+        runColumn(column("source", "source", &RunInfo::source, external), list, RunFormat::Plain,
+                  {}, "'qklab'"),
         runColumn(column("tags", "tags", &RunInfo::tags), list),
         runColumn(column("status_message", "status message", &RunInfo::statusMessage), summary),
         runColumn(column("max_logit_capped", "max capped logit", &RunInfo::maxLogitCapped), summary,
@@ -242,6 +247,9 @@ std::vector<RunColumn> makeRunColumns() {
                   RunFormat::Time),
         runColumn(column("notes", "notes", &RunInfo::notes), summary),
         runColumn(column("config_json", "config", &RunInfo::configJson), info),
+        // The user's own config of an external run (qklab.init(config=...)), as JSON.
+        runColumn(column("user_config", "user config", &RunInfo::userConfigJson, external), info,
+                  RunFormat::Plain, {}, "''"),
         runColumn(interventionsColumn(), info, RunFormat::Plain, kInterventionsSql),
         // An older file read as it is: the UUID its runs get when it is migrated.
         runColumn(column("uuid", "UUID", &RunInfo::uuid, schemaVersionOf(SchemaFeature::Sweeps)),
@@ -336,6 +344,19 @@ const RecordTable<QkClip>& qkClipTable() {
                                           column("s_max", "s_max", &C::sMax),
                                           column("factor", "factor", &C::factor),
                                       })};
+    return table;
+}
+
+// KeepLast: a name logged twice at one step keeps the last value, as a tracker's log does.
+const RecordTable<CustomScalar>& customScalarTable() {
+    using C = CustomScalar;
+    static const RecordTable<C> table{
+        "custom_scalars", schemaVersionOf(SchemaFeature::ExternalRuns), "name, step",
+        RecordTable<C>::Insert::KeepLast,
+        built<RecordColumn<C>>({
+            column("name", "name", &C::name), column("step", "step", &C::step),
+            column("value", "value", &C::value),  // NULL: NaN
+        })};
     return table;
 }
 

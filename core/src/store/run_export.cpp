@@ -64,10 +64,18 @@ json runConfigJson(RunStore& store, int64_t runId) {
                            "run " + std::to_string(runId) + "'s config_json in " + store.path());
 }
 
+json userConfigJson(RunStore& store, int64_t runId) {
+    const std::string text = store.run(runId).userConfigJson;
+    if (text.empty()) return nullptr;
+    return parseStoredJson(text,
+                           "run " + std::to_string(runId) + "'s user_config in " + store.path());
+}
+
 json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     json out;
     out["run"] = runSummaryJson(store, runId);
     out["config"] = runConfigJson(store, runId);
+    out["user_config"] = userConfigJson(store, runId);
     out["steps"] = rowsJson(stepMetricTable(), store.stepMetrics(runId));
     json probes = json::array();
     const auto rows = allHeads ? store.probeStats(runId) : store.probeStats(runId, -1);
@@ -80,6 +88,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     out["spikes"] = rowsJson(spikeTable(), store.spikes(runId));
     out["alarms"] = logitAlarmsJson(store, runId);
     out["qk_clips"] = qkClipsJson(store, runId);
+    out["custom_scalars"] = rowsJson(customScalarTable(), store.customScalars(runId));
     json events = json::array();
     for (const auto& e : store.events(runId))
         events.push_back(

@@ -249,6 +249,10 @@ std::vector<QkClip> RunStore::qkClips(int64_t runId) {
     return readRows(*m_db, m_version, qkClipTable(), runId);
 }
 
+std::vector<CustomScalar> RunStore::customScalars(int64_t runId) {
+    return readRows(*m_db, m_version, customScalarTable(), runId);
+}
+
 std::vector<RunInfo> RunStore::listRuns() {
     Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r ORDER BY r.id");
     std::vector<RunInfo> out;

@@ -83,6 +83,7 @@ struct RunWriter::Impl {
     std::vector<Spike> spikes;
     std::vector<LogitAlarm> alarms;
     std::vector<QkClip> clips;
+    std::vector<CustomScalar> customs;
     std::vector<EventRecord> events;
     std::vector<CheckpointInfo> checkpoints;
 
@@ -92,7 +93,7 @@ struct RunWriter::Impl {
 
     // Prepared once, reused by every flush.
     std::unique_ptr<Statement> insStep, insProbe, insHist, insMap, insSpike, insEvent, insCkpt;
-    std::unique_ptr<Statement> insAlarm, insClip;
+    std::unique_ptr<Statement> insAlarm, insClip, insCustom;
     std::unique_ptr<Statement> updSummary;
 
     Statement& prepared(std::unique_ptr<Statement>& slot, const std::string& sql) {
@@ -109,8 +110,8 @@ struct RunWriter::Impl {
 
     bool empty() const {
         return steps.empty() && probes.empty() && histograms.empty() && maps.empty() &&
-               spikes.empty() && alarms.empty() && clips.empty() && events.empty() &&
-               checkpoints.empty();
+               spikes.empty() && alarms.empty() && clips.empty() && customs.empty() &&
+               events.empty() && checkpoints.empty();
     }
 
     void writeRows();
@@ -155,6 +156,7 @@ void RunWriter::Impl::clearBuffers() {
     spikes.clear();
     alarms.clear();
     clips.clear();
+    customs.clear();
     events.clear();
     checkpoints.clear();
 }
@@ -193,6 +195,7 @@ void RunWriter::Impl::writeRows() {
     insertAll(insSpike, spikeTable(), spikes);
     insertAll(insAlarm, logitAlarmTable(), alarms);
     insertAll(insClip, qkClipTable(), clips);
+    insertAll(insCustom, customScalarTable(), customs);
     Statement& se = prepared(insEvent,
                              "INSERT INTO events(run_id, step, kind, params_json, source) "
                              "VALUES(?,?,?,?,?)");
@@ -259,7 +262,8 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
     Statement ins(*d.db,
                   "INSERT INTO runs(name, status, config_json, seed, device, torch_version, "
                   "app_version, created_at, pid, host, uuid, sweep_id, sweep_point, "
-                  "sweep_coords) VALUES(?, 'running', ?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "sweep_coords, source, user_config) VALUES(?, 'running', ?,?,?,?,?,?,?,?,?,?,?,?,"
+                  "?,?)");
     ins.bindAll(run.name.empty() ? "\x01pending" : run.name, run.configJson, run.seed, run.device,
                 run.torchVersion, run.appVersion.empty() ? appVersion() : run.appVersion,
                 utcNowIso8601(), getpid(), thisHostName(), newUuid());
@@ -269,6 +273,7 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
             .bindText(13, run.sweep->coordsJson);
     else
         ins.bindNull(11).bindNull(12).bindNull(13);
+    ins.bindText(14, run.source).bindText(15, run.userConfigJson);
     ins.exec();
     d.runId = d.db->lastInsertId();
     if (run.name.empty()) {
@@ -306,9 +311,9 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     };
     // A clip at step s scaled the weights after s's update, before the checkpoint of s + 1:
     // clips from fromStep on are done again by the resumed run.
-    for (const char* table :
-         {stepMetricTable().table, "probe_stats", "histograms", "attention_maps",
-          spikeTable().table, logitAlarmTable().table, qkClipTable().table})
+    for (const char* table : {stepMetricTable().table, "probe_stats", "histograms",
+                              "attention_maps", spikeTable().table, logitAlarmTable().table,
+                              qkClipTable().table, customScalarTable().table})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
     // Events before fromStep are history (the trainer reports config events only when they
     // take effect, so those at or after fromStep are reported again as the run reaches them).
@@ -396,6 +401,10 @@ void RunWriter::addLogitAlarm(const LogitAlarm& a) {
 
 void RunWriter::addQkClip(const QkClip& c) {
     m_impl->clips.push_back(c);
+}
+
+void RunWriter::addCustomScalar(const CustomScalar& c) {
+    m_impl->customs.push_back(c);
 }
 
 void RunWriter::addEvent(const EventRecord& e) {

@@ -186,6 +186,17 @@ ALTER TABLE step_metrics ADD COLUMN out_logit_max REAL;
 ALTER TABLE step_metrics ADD COLUMN z_loss_term REAL;
 ALTER TABLE step_metrics ADD COLUMN update_norm REAL;
 )sql",
+    // 11: runs trained outside qklab and logged through the Python package (app/python): where
+    // a run came from ('qklab' for its own), the user's own config as JSON, and the scalars
+    // they log that are not qklab step metrics, one row per name and step.
+    R"sql(
+ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'qklab';
+ALTER TABLE runs ADD COLUMN user_config TEXT NOT NULL DEFAULT '';
+CREATE TABLE custom_scalars(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name TEXT NOT NULL, step INTEGER NOT NULL, value REAL,
+    PRIMARY KEY(run_id, name, step)) WITHOUT ROWID;
+)sql",
 #ifdef QKLAB_EXTRA_COLUMNS
     kExtraColumnsMigration,  // the test build's (record_columns.cpp)
 #endif

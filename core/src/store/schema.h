@@ -27,6 +27,7 @@ enum class SchemaFeature {
     Sweeps,         // the sweeps table, run UUIDs and sweep membership
     QkClips,        // the qk_clips table
     OutputLogits,   // step_metrics.logz_mean, logz_max, out_logit_max, z_loss_term, update_norm
+    ExternalRuns,   // runs.source and .user_config, the custom_scalars table
 };
 
 struct SchemaFeatureVersion {
@@ -39,6 +40,7 @@ inline constexpr SchemaFeatureVersion kSchemaFeatures[] = {
     {SchemaFeature::LogitAlarms, 5},   {SchemaFeature::MapReasons, 6},
     {SchemaFeature::Comparisons, 7},   {SchemaFeature::Sweeps, 8},
     {SchemaFeature::QkClips, 9},       {SchemaFeature::OutputLogits, 10},
+    {SchemaFeature::ExternalRuns, 11},
 };
 
 constexpr int schemaVersionOf(SchemaFeature feature) {

@@ -1,0 +1,70 @@
+// qklab/run_monitor.h — what watches a run as it trains: spike detection, the wait for the
+// probe a spike is diagnosed from, the diagnosis, and the logit alarms.
+//
+// One definition for every run: qklab's trainer feeds it, and so does the Python package for a
+// run the user trains in their own loop (app/python). Torch-free: it reads step metrics and
+// probe rows, never tensors.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "qklab/records.h"
+#include "qklab/run_config.h"
+#include "qklab/spikes.h"
+
+namespace qklab {
+
+constexpr int64_t kSpikeRefractorySteps = 10;  // one report per spike episode
+constexpr size_t kProbeHistoryKept = 64;       // the run's first probe and the latest 63
+
+// What one call decided: alarms raised by a probe, spikes diagnosed (in step order).
+struct MonitorReport {
+    std::vector<LogitAlarm> alarms;
+    std::vector<Spike> spikes;
+};
+
+class RunMonitor {
+  public:
+    // `config` gives the spike detector's settings and the run's timeline (its events and
+    // anneals, read at each spike by changesBefore): it is read, not copied, so the trainer's
+    // interventions count; it must outlive the monitor.
+    explicit RunMonitor(const RunConfig& config);
+
+    // A probed step's layer and head rows, before that step's metrics: the logit alarms it
+    // raises (once per layer and rule), and the spikes that waited for it, diagnosed.
+    MonitorReport addProbes(int64_t step, const std::vector<ProbeStats>& rows, bool qkNormActive);
+
+    // A step's metrics (finite loss and grad norm). A spike is held for the probe at or after
+    // it, unless this step was probed or `probeComing` says no probe will come (the run ends
+    // first, or probes are off): then it is diagnosed now.
+    MonitorReport addStep(const StepMetrics& m, bool qkNormActive, bool probeComing);
+
+    // The run ended: spikes still waiting are diagnosed from the latest probe before them.
+    MonitorReport finish();
+
+    bool waiting() const { return !m_undiagnosed.empty(); }
+
+  private:
+    std::vector<LogitAlarm> raiseAlarms(const std::vector<ProbeStats>& rows, bool qkNormActive);
+    std::vector<Spike> diagnoseWaiting();
+
+    const RunConfig& m_config;
+    RollingZScore m_lossZ, m_gradZ;
+    std::vector<ProbeSummary> m_probeHistory;       // the first probe and the latest 63
+    std::map<int32_t, ProbeStats> m_firstLayerRow;  // per layer, for the alarms
+    // Per layer, the q/k norm p90 of the latest kBaselineProbes probes (the alarms' baseline).
+    std::map<int32_t, std::deque<double>> m_recentLayerQkNorms;
+    // The LM head's log Z mean and max output logit of the latest kOutputBaselineSteps steps.
+    std::deque<double> m_recentLogZ, m_recentOutMax;
+    std::vector<std::pair<Spike, DiagnosisContext>> m_undiagnosed;
+    std::set<std::pair<int32_t, std::string>> m_alarmsRaised;  // (layer, probe column)
+    int64_t m_spikesSoFar = 0, m_lastSpikeStep = -1000000;
+};
+
+}  // namespace qklab

@@ -1,0 +1,108 @@
+// run_monitor.cpp — spike detection, the wait for a spike's probe, diagnosis and logit alarms
+// for one run (qklab/run_monitor.h).
+#include "qklab/run_monitor.h"
+
+#include <algorithm>
+
+#include "qklab/spike_causes.h"
+
+namespace qklab {
+
+RunMonitor::RunMonitor(const RunConfig& config)
+    : m_config(config),
+      m_lossZ(config.spikes.window, config.spikes.minHistory),
+      m_gradZ(config.spikes.window, config.spikes.minHistory) {}
+
+MonitorReport RunMonitor::addProbes(int64_t step, const std::vector<ProbeStats>& rows,
+                                    bool qkNormActive) {
+    m_probeHistory.push_back(summarizeProbes(step, rows));
+    // Keep the run's first probe (the diagnosis compares against it) and the latest ones.
+    if (m_probeHistory.size() > kProbeHistoryKept) m_probeHistory.erase(m_probeHistory.begin() + 1);
+    MonitorReport report;
+    report.alarms = raiseAlarms(rows, qkNormActive);
+    report.spikes = diagnoseWaiting();  // this is the probe they waited for
+    return report;
+}
+
+// The first probe at which a layer's raw logits pass an intervention line: once per layer and
+// rule (a resumed run may raise one again; the store keeps the first).
+std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& rows,
+                                                bool qkNormActive) {
+    std::vector<LogitAlarm> alarms;
+    for (const ProbeStats& row : rows) {
+        if (row.head != -1) continue;
+        auto& recent = m_recentLayerQkNorms[row.layer];
+        AlarmContext ctx;
+        ctx.firstRow = m_firstLayerRow.emplace(row.layer, row).first->second;
+        ctx.recentQkNorms.assign(recent.begin(), recent.end());
+        ctx.qkNormActive = qkNormActive;
+        for (const LogitAlarmRule& rule : logitAlarmRules()) {
+            if (!(row.*rule.field > rule.threshold)) continue;
+            if (!m_alarmsRaised.emplace(row.layer, rule.column).second) continue;
+            if (ctx.changes.empty()) ctx.changes = changesBefore(m_config, row.step);
+            alarms.push_back(makeLogitAlarm(rule, row, ctx));
+        }
+        recent.push_back(std::max(row.qRawNormP90, row.kRawNormP90));
+        if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
+    }
+    return alarms;
+}
+
+MonitorReport RunMonitor::addStep(const StepMetrics& m, bool qkNormActive, bool probeComing) {
+    const auto& c = m_config.spikes;
+    const auto zl = m_lossZ.push(m.loss), zg = m_gradZ.push(m.gradNorm);
+    const bool lossSpike = zl && *zl > c.zThreshold;
+    const bool gradSpike = zg && *zg > c.zThreshold;
+    const bool spikeHere =
+        (lossSpike || gradSpike) && m.step - m_lastSpikeStep > kSpikeRefractorySteps;
+    OutputLogitReading output;
+    if (spikeHere)
+        output =
+            readOutputLogits(m.logZMean, m.outLogitMax, {m_recentLogZ.begin(), m_recentLogZ.end()},
+                             {m_recentOutMax.begin(), m_recentOutMax.end()});
+    m_recentLogZ.push_back(m.logZMean);
+    m_recentOutMax.push_back(m.outLogitMax);
+    if (m_recentLogZ.size() > static_cast<size_t>(kOutputBaselineSteps)) {
+        m_recentLogZ.pop_front();
+        m_recentOutMax.pop_front();
+    }
+    MonitorReport report;
+    if (!spikeHere) return report;
+    m_lastSpikeStep = m.step;
+    ++m_spikesSoFar;
+    Spike spike;
+    spike.step = m.step;
+    spike.metric = lossSpike && gradSpike ? "loss,grad_norm" : lossSpike ? "loss" : "grad_norm";
+    spike.value = lossSpike ? m.loss : m.gradNorm;
+    spike.zScore = std::max(zl.value_or(0.0), zg.value_or(0.0));
+    DiagnosisContext ctx;
+    ctx.qkNormActive = qkNormActive;
+    ctx.spikesSoFar = m_spikesSoFar;
+    ctx.stepsSoFar = m.step + 1;
+    ctx.changes = changesBefore(m_config, m.step);  // events, interventions, anneals
+    ctx.outputLogits = output;
+    m_undiagnosed.emplace_back(spike, ctx);
+    // The diagnosis reads the probe at or after the spike: this step's own, or a later one.
+    const bool probedHere = !m_probeHistory.empty() && m_probeHistory.back().step == m.step;
+    if (probedHere || !probeComing) report.spikes = diagnoseWaiting();
+    return report;
+}
+
+MonitorReport RunMonitor::finish() {
+    MonitorReport report;
+    report.spikes = diagnoseWaiting();
+    return report;
+}
+
+// Diagnoses the spikes waiting for a probe, with the probe history as it is now.
+std::vector<Spike> RunMonitor::diagnoseWaiting() {
+    std::vector<Spike> done;
+    for (auto& [spike, ctx] : m_undiagnosed) {
+        diagnoseSpike(spike, m_probeHistory, ctx);
+        done.push_back(spike);
+    }
+    m_undiagnosed.clear();
+    return done;
+}
+
+}  // namespace qklab
