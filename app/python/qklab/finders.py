@@ -1,0 +1,514 @@
+"""Find each attention layer's queries and keys as the model's own softmax sees them.
+
+qklab's probes (logit max/p99/mean, q/k norms, entropy, histograms) must describe the logits a
+model really computes, so a finder captures q and k *after* projection, RoPE and any QK-norm,
+together with the model's own scale and softcap, during one no-grad forward of a probe batch.
+
+Three sources are recognised:
+
+* Hugging Face ``transformers`` models whose attention modules dispatch through
+  ``ALL_ATTENTION_FUNCTIONS.get_interface(...)`` (GPT-2, Llama, Qwen3, Gemma2 and most decoder
+  LMs of transformers 5). The probe routes the model's current implementation (eager, sdpa,
+  flash, ...) through a recorder for the duration of one forward, so the captured tensors are
+  exactly the arguments the model hands to its attention kernel.
+* nanoGPT's ``CausalSelfAttention`` (recognised by structure, because users import their own
+  copy of ``model.py``): a forward pre-hook takes the block input and recomputes q and k with
+  the module's own ``c_attn``.
+* Anything else through ``attention_fn``, a callable ``(model, batch) -> [(q, k, scale, softcap),
+  ...]``, one tuple per layer.
+
+A capture never changes the model: it runs in ``eval()`` under ``torch.no_grad()`` on the
+original (uncompiled, unwrapped) module, and restores train/eval flags, hooks and the attention
+function mapping in ``finally`` blocks, also when the forward raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+__all__ = ["AttentionFn", "AttentionFinder", "LayerCapture", "find_attention", "unwrap_model"]
+
+AttentionFn = Callable[[nn.Module, torch.Tensor], Sequence[tuple]]
+"""``attention_fn(model, batch)`` returns one ``(q, k, scale, softcap)`` per layer: q and k as
+(B, H, T, D) tensors the way the softmax logits use them (``logits = scale * q @ k^T``, then
+``softcap * tanh(logits / softcap)`` when softcap is not None). k may have fewer heads than q
+(GQA/MQA); it is repeated to H."""
+
+_HF_KINDS = {"gpt2": "hf-gpt2", "llama": "hf-llama", "qwen3": "hf-qwen3", "gemma2": "hf-gemma2"}
+
+
+class LayerCapture(NamedTuple):
+    """One attention layer's logit inputs for the probe batch.
+
+    ``logits = scale * q @ k^T``, capped as ``softcap * tanh(logits / softcap)`` when softcap is
+    not None. All tensors are (B, H, T, D), detached, in the model's dtype and device; key heads
+    of GQA/MQA models are repeated to H so that head h of q pairs with head h of k.
+    """
+
+    q: torch.Tensor
+    k: torch.Tensor
+    q_raw: torch.Tensor  # straight out of the q projection (before QK-norm); q without QK-norm
+    k_raw: torch.Tensor
+    scale: float
+    softcap: float | None
+
+
+class AttentionFinder:
+    """Captures every attention layer of one model; build it with :func:`find_attention`.
+
+    ``kind`` is one of "nanogpt", "hf-gpt2", "hf-llama", "hf-qwen3", "hf-gemma2", "hf" or
+    "custom". For "custom", ``n_layers`` and ``n_heads`` are 0 until the first ``capture()``,
+    because only the user's function knows them.
+    """
+
+    kind: str
+    n_layers: int
+    n_heads: int
+
+    def __init__(self, model: nn.Module, kind: str, n_layers: int, n_heads: int) -> None:
+        self.model = model
+        self.kind = kind
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+
+    def __repr__(self) -> str:
+        return (f"AttentionFinder(kind={self.kind!r}, n_layers={self.n_layers}, "
+                f"n_heads={self.n_heads}, model={type(self.model).__name__})")
+
+    def capture(self, batch: torch.Tensor) -> list[LayerCapture]:
+        """One forward of ``batch`` (B, T) token ids under ``torch.no_grad()`` in eval mode.
+
+        Returns one LayerCapture per layer in model order. Everything the probe touches (train
+        flags, hooks, the attention mapping) is restored, also when the forward raises;
+        parameters, grads and optimizer state are never written.
+        """
+        batch = _to_model_device(self.model, batch)
+        with _probe_mode(self.model), ExitStack() as stack:
+            collect = self._install(stack)
+            self._forward(batch)
+            return collect()
+
+    # Subclasses install their recorders on `stack` and return a function that assembles the
+    # captures once the forward has run.
+    def _install(self, stack: ExitStack) -> Callable[[], list[LayerCapture]]:
+        raise NotImplementedError
+
+    def _forward(self, batch: torch.Tensor) -> None:
+        self.model(batch)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def find_attention(model: nn.Module, attention_fn: AttentionFn | None = None) -> AttentionFinder:
+    """Locate the attention layers of ``model`` (after unwrapping torch.compile and DDP/DP).
+
+    ``attention_fn`` is the escape hatch for models qklab does not recognise: a callable
+    ``(model, batch) -> [(q, k, scale, softcap), ...]`` (softcap None for none), called with the
+    unwrapped model in eval mode under no_grad. Raises TypeError, naming the model's class and
+    pointing at ``attention_fn``, when no attention is found.
+    """
+    inner = unwrap_model(model)
+    if attention_fn is not None:
+        if not callable(attention_fn):
+            raise TypeError(f"attention_fn must be callable, got {type(attention_fn).__name__}")
+        return _CustomFinder(inner, attention_fn)
+    hf = _hf_attention_modules(inner)
+    if hf:
+        return _HFFinder(inner, hf)
+    nano = [m for m in inner.modules() if _is_nanogpt_attention(m)]
+    if nano:
+        return _NanoGPTFinder(inner, nano)
+    raise TypeError(
+        f"qklab found no attention it can probe in {type(inner).__module__}."
+        f"{type(inner).__qualname__}: it recognises Hugging Face transformers models whose "
+        "attention uses ALL_ATTENTION_FUNCTIONS (GPT-2, Llama, Qwen3, Gemma2, ...) and "
+        "nanoGPT's CausalSelfAttention. For any other model pass attention_fn=fn, where "
+        "fn(model, batch) returns one (q, k, scale, softcap) per layer.")
+
+
+def unwrap_model(model: Any) -> nn.Module:
+    """Strip torch.compile (``_orig_mod``) and DDP/DataParallel (``.module``) wrappers.
+
+    Probes must run on the original module: running the compiled graph would record a probe
+    forward in the user's graph cache, and DDP's forward would join collectives on one rank.
+    """
+    seen: set[int] = set()
+    while id(model) not in seen:
+        seen.add(id(model))
+        inner = getattr(model, "_orig_mod", None)
+        if inner is not None:
+            model = inner
+        elif isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+            model = model.module
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"expected a torch.nn.Module, got {type(model).__qualname__}")
+    return model
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+@contextmanager
+def _probe_mode(model: nn.Module) -> Iterator[None]:
+    """eval() + no_grad for the probe; afterwards every module's own train flag comes back.
+
+    Flags are restored per module because models are often mixed (a frozen submodule kept in
+    eval while the rest trains); ``train(root_flag)`` first keeps any train() overrides in step.
+    """
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(flags[0][1])
+        for module, flag in flags:
+            module.training = flag
+
+
+def _to_model_device(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
+    """Probe batches are often built on the CPU; move them to where the model lives."""
+    param = next(model.parameters(), None)
+    if param is None or batch.device == param.device:
+        return batch
+    return batch.to(param.device)
+
+
+def _repeat_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Repeat GQA/MQA key heads to ``n_heads`` the way HF's repeat_kv pairs them (h -> h // g)."""
+    if x.shape[1] == n_heads:
+        return x
+    if n_heads % x.shape[1]:
+        raise ValueError(f"{x.shape[1]} key heads do not divide {n_heads} query heads")
+    return x.repeat_interleave(n_heads // x.shape[1], dim=1)
+
+
+@contextmanager
+def _instance_attr(obj: Any, name: str, value: Any) -> Iterator[None]:
+    """Set ``name`` in ``obj``'s own ``__dict__`` and put back exactly what was there: shadows a
+    method on one instance only, or swaps a module global (its recorder passes others through)."""
+    had = name in obj.__dict__
+    old = obj.__dict__.get(name)
+    obj.__dict__[name] = value
+    try:
+        yield
+    finally:
+        if had:
+            obj.__dict__[name] = old
+        else:
+            del obj.__dict__[name]
+
+
+# --------------------------------------------------------------------------------------------
+# Hugging Face transformers
+
+
+class _Call(NamedTuple):
+    """What one attention module handed to its attention function."""
+
+    query: torch.Tensor
+    key: torch.Tensor
+    scale: float
+    softcap: float | None
+
+
+@functools.lru_cache(maxsize=None)
+def _uses_attention_interface(cls: type) -> bool:
+    """The heuristic transformers uses itself: the forward dispatches through the attention
+    mapping (``get_interface(...)`` in transformers 5, ``ALL_ATTENTION_FUNCTIONS[...]`` in late
+    4.x), and its modeling module has an eager function to fall back on."""
+    modeling = sys.modules.get(cls.__module__)
+    if modeling is None or not hasattr(modeling, "ALL_ATTENTION_FUNCTIONS"):
+        return False
+    if not callable(getattr(modeling, "eager_attention_forward", None)):
+        return False
+    try:
+        source = inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return False
+    return "ALL_ATTENTION_FUNCTIONS" in source
+
+
+def _hf_attention_modules(model: nn.Module) -> list[nn.Module]:
+    """Self-attention modules in model order (cross-attention is not causal self-attention)."""
+    return [m for m in model.modules()
+            if _uses_attention_interface(type(m)) and not getattr(m, "is_cross_attention", False)]
+
+
+def _interface_key(implementation: str | None) -> str | None:
+    """The key get_interface() looks up: it drops a legacy ``paged|`` prefix except for eager."""
+    if isinstance(implementation, str) and implementation.startswith("paged|") \
+            and implementation != "paged|eager":
+        return implementation.removeprefix("paged|")
+    return implementation
+
+
+def _scale_of(query: torch.Tensor, scaling: Any) -> float:
+    """HF passes ``scaling=`` explicitly; None means the kernels' default 1/sqrt(D)."""
+    return float(scaling) if scaling is not None else query.shape[-1] ** -0.5
+
+
+def _softcap_of(softcap: Any) -> float | None:
+    return float(softcap) if softcap else None
+
+
+def _as_heads(x: torch.Tensor, like: torch.Size) -> torch.Tensor:
+    """Bring a QK-norm input to (B, Hx, T, D). HF normalises before the head transpose, either
+    per head (B, T, Hx, D) as Qwen3 does or over the whole projection (B, T, Hx*D)."""
+    b, h, t, d = like
+    if x.dim() == 4 and x.shape[1] != t and x.shape[2] == t:
+        return x  # already (B, Hx, T, D)
+    return x.reshape(b, t, h, d).transpose(1, 2)
+
+
+class _HFFinder(AttentionFinder):
+    """Routes the model's attention implementation through a recorder during one forward."""
+
+    def __init__(self, model: nn.Module, modules: list[nn.Module]) -> None:
+        config = modules[0].config
+        kind = _HF_KINDS.get(getattr(config, "model_type", ""), "hf")
+        heads = getattr(modules[0], "num_heads", None) or config.num_attention_heads
+        super().__init__(model, kind, len(modules), int(heads))
+        self.attention_modules = modules
+        # No KV cache for a probe: it would only cost memory. User wrappers may not take it.
+        params = inspect.signature(model.forward).parameters
+        self._extra = {"use_cache": False} if "use_cache" in params else {}
+
+    def _forward(self, batch: torch.Tensor) -> None:
+        self.model(batch, **self._extra)
+
+    def _install(self, stack: ExitStack) -> Callable[[], list[LayerCapture]]:
+        calls: dict[nn.Module, list[_Call]] = {m: [] for m in self.attention_modules}
+        raw: dict[tuple[nn.Module, str], list[torch.Tensor]] = {}
+
+        def record(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
+                   scaling: Any, softcap: Any) -> None:
+            if module in calls:
+                calls[module].append(_Call(query.detach(), key.detach(),
+                                           _scale_of(query, scaling), _softcap_of(softcap)))
+
+        eager = {mod: mod.eager_attention_forward for mod in self._modeling_modules()}
+        for interface, key in self._routes():
+            stack.enter_context(_routed_interface(interface, key, record, eager))
+        for mod, original in eager.items():  # 4.x calls eager by its global name
+            stack.enter_context(_instance_attr(mod, "eager_attention_forward",
+                                               _recorder(record, lambda _m, f=original: f)))
+        for module in self.attention_modules:
+            _record_raw_inputs(stack, module, raw)
+            if getattr(module, "reorder_and_upcast_attn", False):
+                stack.enter_context(_gpt2_upcast_recorder(module, record))
+        return lambda: self._assemble(calls, raw)
+
+    def _modeling_modules(self) -> list[Any]:
+        """The Python modules (modeling_llama, ...) that define the attention classes."""
+        return list({id(m): m for m in (sys.modules[type(a).__module__]
+                                         for a in self.attention_modules)}.values())
+
+    def _routes(self) -> list[tuple[Any, Any]]:
+        """(mapping, key) pairs to route, read at capture time so that a later
+        set_attn_implementation() is honoured; a model may also keep its own mapping."""
+        routes: dict[tuple[int, Any], tuple[Any, Any]] = {}
+        for module in self.attention_modules:
+            interface = sys.modules[type(module).__module__].ALL_ATTENTION_FUNCTIONS
+            key = _interface_key(module.config._attn_implementation)
+            routes[(id(interface), key)] = (interface, key)
+        return list(routes.values())
+
+    def _assemble(self, calls: dict[nn.Module, list[_Call]],
+                  raw: dict[tuple[nn.Module, str], list[torch.Tensor]]) -> list[LayerCapture]:
+        out: list[LayerCapture] = []
+        for index, module in enumerate(self.attention_modules):
+            if not calls[module]:
+                raise RuntimeError(
+                    f"attention layer {index} ({type(module).__name__}) did not call its attention "
+                    "function during the probe forward; pass attention_fn to find_attention")
+            for n, call in enumerate(calls[module]):
+                out.append(_hf_capture(call, _nth(raw, module, "q", n), _nth(raw, module, "k", n)))
+        return out
+
+
+def _nth(raw: dict[tuple[nn.Module, str], list[torch.Tensor]], module: nn.Module, which: str,
+         n: int) -> torch.Tensor | None:
+    seen = raw.get((module, which), [])
+    return seen[n] if n < len(seen) else None
+
+
+def _hf_capture(call: _Call, q_in: torch.Tensor | None, k_in: torch.Tensor | None) -> LayerCapture:
+    heads = call.query.shape[1]
+    k = _repeat_heads(call.key, heads)
+    q_raw = call.query if q_in is None else _as_heads(q_in, call.query.shape)
+    k_raw = k if k_in is None else _repeat_heads(_as_heads(k_in, call.key.shape), heads)
+    return LayerCapture(call.query, k, q_raw, k_raw, call.scale, call.softcap)
+
+
+def _recorder(record: Callable[..., None],
+              original_for: Callable[[nn.Module], Callable[..., Any]]) -> Callable[..., Any]:
+    """An attention function that records its (module, query, key, scaling, softcap) and then
+    runs the original, so the model computes exactly what it would have without the probe."""
+
+    def recorder(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
+                 value: torch.Tensor, attention_mask: Any, *args: Any, **kwargs: Any) -> Any:
+        record(module, query, key, kwargs.get("scaling"), kwargs.get("softcap"))
+        fn = original_for(module)
+        return fn(module, query, key, value, attention_mask, *args, **kwargs)
+
+    return recorder
+
+
+@contextmanager
+def _routed_interface(interface: Any, key: Any, record: Callable[..., None],
+                      eager: dict[Any, Callable[..., Any]]) -> Iterator[None]:
+    """Register a recorder under ``key`` in the mapping's local overrides (the mapping itself
+    when it is a plain dict, as in early 4.x), then put back exactly what was there.
+
+    The recorder calls the saved entry, or for eager (which is not in the mapping) the calling
+    module's own ``eager_attention_forward`` as saved in ``eager`` before any patching.
+    """
+    local = getattr(interface, "_local_mapping", interface)
+    had_local, old_local = key in local, local.get(key)
+    original = interface[key] if key in interface else None
+
+    def original_for(module: nn.Module) -> Callable[..., Any]:
+        if original is not None:
+            return original
+        modeling = sys.modules[type(module).__module__]
+        return eager.get(modeling) or modeling.eager_attention_forward
+
+    interface[key] = _recorder(record, original_for)
+    try:
+        yield
+    finally:
+        if had_local:
+            interface[key] = old_local
+        else:
+            del interface[key]
+
+
+def _record_raw_inputs(stack: ExitStack, module: nn.Module,
+                       raw: dict[tuple[nn.Module, str], list[torch.Tensor]]) -> None:
+    """With QK-norm, the norm's input is the projection output: hook it for q_raw/k_raw."""
+    for which in ("q", "k"):
+        norm = getattr(module, f"{which}_norm", None)
+        if not isinstance(norm, nn.Module):
+            continue
+        seen = raw.setdefault((module, which), [])
+
+        def hook(_norm: nn.Module, args: tuple, seen: list = seen) -> None:
+            seen.append(args[0].detach())
+
+        stack.callback(norm.register_forward_pre_hook(hook).remove)
+
+
+def _gpt2_upcast_recorder(module: nn.Module,
+                          record: Callable[..., None]) -> AbstractContextManager[None]:
+    """GPT-2 with reorder_and_upcast_attn under eager bypasses the interface; record there."""
+    original = module._upcast_and_reordered_attn
+
+    def upcast(query: torch.Tensor, key: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        record(module, query, key, module.scaling, None)
+        return original(query, key, *args, **kwargs)
+
+    return _instance_attr(module, "_upcast_and_reordered_attn", upcast)
+
+
+# --------------------------------------------------------------------------------------------
+# nanoGPT
+
+
+def _is_nanogpt_attention(module: nn.Module) -> bool:
+    """nanoGPT's CausalSelfAttention, recognised by name and structure (users copy model.py)."""
+    if type(module).__name__ != "CausalSelfAttention":
+        return False
+    if not all(hasattr(module, a) for a in ("c_attn", "n_head", "n_embd")):
+        return False
+    out = getattr(module.c_attn, "out_features", 3 * module.n_embd)
+    return out == 3 * module.n_embd and module.n_embd % module.n_head == 0
+
+
+def _nanogpt_qk(module: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and k exactly as nanoGPT lays them out: split c_attn(x) in three, (B, nh, T, hs)."""
+    b, t, c = x.shape
+    q, k, _ = module.c_attn(x).split(module.n_embd, dim=2)
+    shape = (b, t, module.n_head, c // module.n_head)
+    return q.view(shape).transpose(1, 2), k.view(shape).transpose(1, 2)
+
+
+class _NanoGPTFinder(AttentionFinder):
+    """Pre-hooks on every CausalSelfAttention recompute q, k from the block input."""
+
+    def __init__(self, model: nn.Module, modules: list[nn.Module]) -> None:
+        super().__init__(model, "nanogpt", len(modules), int(modules[0].n_head))
+        self.attention_modules = modules
+
+    def _install(self, stack: ExitStack) -> Callable[[], list[LayerCapture]]:
+        seen: dict[nn.Module, list[LayerCapture]] = {m: [] for m in self.attention_modules}
+
+        def hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+            x = args[0] if args else next(iter(kwargs.values()))
+            q, k = _nanogpt_qk(module, x)
+            scale = 1.0 / math.sqrt(q.shape[-1])
+            seen[module].append(LayerCapture(q, k, q, k, scale, None))
+
+        for module in self.attention_modules:
+            stack.callback(module.register_forward_pre_hook(hook, with_kwargs=True).remove)
+        return lambda: _in_module_order(self.attention_modules, seen)
+
+
+def _in_module_order(modules: list[nn.Module],
+                     seen: dict[nn.Module, list[LayerCapture]]) -> list[LayerCapture]:
+    missing = [i for i, m in enumerate(modules) if not seen[m]]
+    if missing:
+        raise RuntimeError(f"attention layers {missing} did not run during the probe forward")
+    return [c for m in modules for c in seen[m]]
+
+
+# --------------------------------------------------------------------------------------------
+# Escape hatch
+
+
+class _CustomFinder(AttentionFinder):
+    """Calls the user's attention_fn in probe mode and checks what it returns."""
+
+    def __init__(self, model: nn.Module, fn: AttentionFn) -> None:
+        super().__init__(model, "custom", 0, 0)
+        self.fn = fn
+
+    def capture(self, batch: torch.Tensor) -> list[LayerCapture]:
+        batch = _to_model_device(self.model, batch)
+        with _probe_mode(self.model):
+            items = list(self.fn(self.model, batch))
+        captures = [_custom_capture(i, item) for i, item in enumerate(items)]
+        self.n_layers = len(captures)
+        self.n_heads = int(captures[0].q.shape[1]) if captures else 0
+        return captures
+
+
+def _custom_capture(index: int, item: Sequence) -> LayerCapture:
+    """Validate one (q, k, scale, softcap) early, with the layer named, rather than failing
+    later inside the C++ probe code with a shape error nobody can place."""
+    if len(item) != 4:
+        raise ValueError(f"attention_fn layer {index}: expected (q, k, scale, softcap), "
+                         f"got {len(item)} items")
+    q, k, scale, softcap = item
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)
+            and q.dim() == 4 and k.dim() == 4):
+        raise ValueError(f"attention_fn layer {index}: q and k must be (B, H, T, D) tensors")
+    if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
+        raise ValueError(f"attention_fn layer {index}: q {tuple(q.shape)} and k "
+                         f"{tuple(k.shape)} differ in batch or head dim")
+    if softcap is not None and not float(softcap) > 0:
+        raise ValueError(f"attention_fn layer {index}: softcap must be None or > 0")
+    q, k = q.detach(), _repeat_heads(k.detach(), q.shape[1])
+    return LayerCapture(q, k, q, k, float(scale), None if softcap is None else float(softcap))

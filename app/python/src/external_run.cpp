@@ -1,0 +1,176 @@
+// external_run.cpp — a run trained outside qklab, stored and watched by qklab's own store,
+// probes and monitor (external_run.h).
+#include "external_run.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "qklab/error.h"
+#include "qklab/record_columns.h"
+#include "qklab/version.h"
+
+namespace qklab {
+namespace {
+
+constexpr double kFlushSeconds = 0.5;  // as qklab's trainer: live views see rows this often
+constexpr size_t kMaxNameLength = 128;
+
+// A scalar's name is shown in the app and written to CSV headers: printable and short.
+void checkName(const std::string& name) {
+    bool printable = !name.empty() && name.size() <= kMaxNameLength;
+    for (unsigned char ch : name) printable = printable && ch >= 0x20 && ch != 0x7f;
+    if (!printable)
+        throw Error(ErrorCode::InvalidRequest,
+                    "log: a name must be 1-128 printable characters, got '" + name.substr(0, 40) +
+                        (name.size() > 40 ? "...'" : "'"));
+}
+
+// A step row with every real metric unknown (NaN: no point on its plot) until logged.
+StepMetrics emptyStep(int64_t step) {
+    StepMetrics m;
+    for (const auto& c : stepMetricTable().columns)
+        if (c.type == ColumnType::Real) c.set(m, ColumnValue(std::nan("")));
+    m.step = step;
+    return m;
+}
+
+}  // namespace
+
+RunConfig externalRunConfig(const ExternalRunSpec& spec) {
+    RunConfig c;
+    if (spec.nLayers > 0) {
+        c.model.nLayers = spec.nLayers;
+        c.model.nHeads = spec.nHeads;
+        c.model.dModel = spec.nHeads * spec.headDim;  // the attention's width
+        c.model.seqLen = spec.seqLen;
+    }
+    if (spec.qkNorm) c.attention.qkNorm = QkNormVariant::Rms;
+    if (spec.softcap > 0) {
+        c.attention.softcap.kind = SoftcapKind::Tanh;
+        c.attention.softcap.c = spec.softcap;
+    }
+    c.probes.every = spec.probeEvery;
+    c.probes.attnMapEvery = spec.mapEvery;
+    if (spec.steps > 0) c.schedule.steps = spec.steps;
+    c.eval.every = 0;
+    c.run.seed = spec.seed;
+    c.why = "a run trained outside qklab and logged through its Python package";
+    validate(c);
+    return c;
+}
+
+ExternalRun::ExternalRun(const ExternalRunSpec& spec)
+    : m_config(externalRunConfig(spec)), m_monitor(m_config) {
+    NewRun run;
+    run.name = spec.name;
+    run.configJson = configToJson(m_config).dump();
+    run.seed = spec.seed;
+    run.device = spec.device;
+    run.torchVersion = spec.torchVersion;
+    run.source = spec.source;
+    run.userConfigJson = spec.userConfigJson;
+    m_writer = std::make_unique<RunWriter>(spec.dbPath, run);
+    m_prober = std::make_unique<ExternalProber>(m_config.probes);
+}
+
+ExternalRun::~ExternalRun() = default;
+
+int64_t ExternalRun::runId() const {
+    return m_writer->runId();
+}
+
+ExternalReport ExternalRun::log(int64_t step, const std::map<std::string, double>& values) {
+    if (m_finished) throw Error(ErrorCode::InvalidRequest, "log: the run is finished");
+    if (step < 0 || (m_open && step < m_open->step))
+        throw Error(ErrorCode::InvalidRequest,
+                    "log: step " + std::to_string(step) + " comes before step " +
+                        std::to_string(m_open ? m_open->step : 0) + ", which was logged already");
+    for (const auto& [name, value] : values) checkName(name);
+    MonitorReport decided;
+    if (m_open && step > m_open->step) decided = closeStep();
+    if (!m_open) m_open = emptyStep(step);
+    const auto& columns = stepMetricTable().columns;
+    if (const auto loss = values.find("loss"); loss != values.end())
+        m_lastLossFinite = std::isfinite(loss->second);
+    for (const auto& [name, value] : values) {
+        const auto* column = findColumn(columns, name);
+        if (column && name != "step" && column->type != ColumnType::Text) {
+            const bool integer = column->type == ColumnType::Integer;
+            column->set(*m_open,
+                        integer ? ColumnValue(static_cast<int64_t>(value)) : ColumnValue(value));
+        } else {
+            m_writer->addCustomScalar({step, name, value});
+        }
+    }
+    flushSoon(false);
+    return report(decided);
+}
+
+MonitorReport ExternalRun::closeStep() {
+    MonitorReport decided;
+    if (!m_open) return decided;
+    const StepMetrics m = *m_open;
+    m_open.reset();
+    m_writer->addStep(m);
+    if (std::isfinite(m.loss)) {
+        // The next probe is at most probes.every steps away while the run goes on.
+        const bool probeComing = m_config.probes.every > 0;
+        decided =
+            m_monitor.addStep(m, m_config.attention.qkNorm != QkNormVariant::None, probeComing);
+    }
+    return decided;
+}
+
+ExternalReport ExternalRun::probe(int64_t step, const std::vector<ExternalLayer>& layers) {
+    if (m_finished) throw Error(ErrorCode::InvalidRequest, "probe: the run is finished");
+    if (step <= m_lastProbeStep)
+        throw Error(ErrorCode::InvalidRequest,
+                    "probe: step " + std::to_string(step) + " was probed already");
+    if (static_cast<int64_t>(layers.size()) != m_config.model.nLayers)
+        throw Error(ErrorCode::InvalidRequest, "probe: " + std::to_string(layers.size()) +
+                                                   " layers given, the run has " +
+                                                   std::to_string(m_config.model.nLayers));
+    ExternalProbes p = m_prober->probe(step, layers);
+    m_lastProbeStep = step;
+    for (const ProbeStats& s : p.stats) m_writer->addProbe(s);
+    for (const LogitHistogram& h : p.histograms) m_writer->addHistogram(h);
+    for (const AttentionMap& m : p.maps) m_writer->addAttentionMap(m);
+    // A step logged already (closed) is before this probe; the open one is this step or later.
+    const MonitorReport decided =
+        m_monitor.addProbes(step, p.stats, m_config.attention.qkNorm != QkNormVariant::None);
+    ExternalReport out = report(decided);
+    flushSoon(true);  // probe steps are committed at once, as the trainer does
+    return out;
+}
+
+ExternalReport ExternalRun::report(const MonitorReport& r) {
+    for (const LogitAlarm& a : r.alarms) m_writer->addLogitAlarm(a);
+    for (const Spike& s : r.spikes) m_writer->addSpike(s);
+    return {r.spikes, r.alarms};
+}
+
+void ExternalRun::flushSoon(bool now) {
+    const auto t = std::chrono::steady_clock::now();
+    if (!now && std::chrono::duration<double>(t - m_lastFlush).count() < kFlushSeconds) return;
+    m_writer->flush();
+    m_lastFlush = t;
+}
+
+void ExternalRun::finish(const std::string& status, const std::string& message) {
+    if (m_finished) return;
+    report(closeStep());
+    report(m_monitor.finish());
+    RunStatus s = RunStatus::Finished;
+    std::string why = message;
+    if (!status.empty()) {
+        s = runStatusFromString(status);
+    } else if (!m_lastLossFinite) {
+        s = RunStatus::Diverged;
+        if (why.empty()) why = "the last logged loss was not finite";
+    }
+    m_writer->finish(s, why);
+    m_finished = true;
+}
+
+}  // namespace qklab

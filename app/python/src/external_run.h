@@ -1,0 +1,86 @@
+// external_run.h — one run the user trains in their own loop, logged into a qklab database:
+// the Python package's run object (qklab.init) on the C++ side.
+//
+// Everything it records goes through the engine's own pieces: the store's RunWriter, the
+// step-metric column table (which keys are qklab metrics), ExternalProber (the probes,
+// histograms and maps of qklab's own runs) and RunMonitor (spikes, their diagnosis, alarms).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qklab/external_probes.h"
+#include "qklab/run_config.h"
+#include "qklab/run_monitor.h"
+#include "qklab/run_writer.h"
+
+namespace qklab {
+
+// What the Python side found out about the model (qklab/finders.py) and the run.
+struct ExternalRunSpec {
+    std::string dbPath, name;
+    std::string source = "python";  // "python: <finder kind>"
+    std::string userConfigJson;     // the user's config, already JSON text
+    int64_t seed = 0;
+    std::string device, torchVersion;
+    // The model as the probes see it (0 = not watched: no probes, no model in the config).
+    int64_t nLayers = 0, nHeads = 0, headDim = 0, seqLen = 0;
+    bool qkNorm = false;  // the model normalises q and k (Qwen3): the diagnosis's tier 4
+    double softcap = 0;   // attention logit cap (Gemma 2), 0 = none
+    int64_t probeEvery = 0, mapEvery = 0, steps = 0;
+};
+
+// The qklab config an external run is stored with: the model's shape, its QK-norm and cap,
+// the probe schedule and the step count as far as they are known; qklab's defaults elsewhere
+// (the run's own settings are its user config). Validated as any config is.
+RunConfig externalRunConfig(const ExternalRunSpec& spec);
+
+// What one call decided, for the Python side to show.
+struct ExternalReport {
+    std::vector<Spike> spikes;
+    std::vector<LogitAlarm> alarms;
+};
+
+class ExternalRun {
+  public:
+    explicit ExternalRun(const ExternalRunSpec& spec);
+    ~ExternalRun();  // an unfinished run is left "running" for readers to see as interrupted
+
+    int64_t runId() const;
+
+    // One step's scalars by name: qklab's step metrics (stepMetricTable() names: loss,
+    // grad_norm, lr, val_loss, ...) go into the step row, any other name is a custom scalar.
+    // Throws Error{InvalidRequest} for a step before the last one logged or a bad name.
+    ExternalReport log(int64_t step, const std::map<std::string, double>& values);
+
+    // The probes of one step from the model's queries and keys (qklab/external_probes.h).
+    ExternalReport probe(int64_t step, const std::vector<ExternalLayer>& layers);
+
+    // Ends the run: "finished", or "diverged" when its last loss was not finite, or the
+    // status named (stopped, failed). Flushes; throws Error when the store cannot commit.
+    void finish(const std::string& status = {}, const std::string& message = {});
+    bool finished() const { return m_finished; }
+
+  private:
+    ExternalReport report(const MonitorReport& r);
+    MonitorReport closeStep();  // the buffered step's row goes to the store and the monitor
+    void flushSoon(bool now);
+
+    RunConfig m_config;
+    std::unique_ptr<RunWriter> m_writer;
+    std::unique_ptr<ExternalProber> m_prober;
+    RunMonitor m_monitor;
+    // A step's row is buffered until a later step comes: trackers let a loop log one step's
+    // values in several calls (loss, then val_loss).
+    std::optional<StepMetrics> m_open;
+    int64_t m_lastProbeStep = -1;
+    bool m_lastLossFinite = true, m_finished = false;
+    std::chrono::steady_clock::time_point m_lastFlush = std::chrono::steady_clock::now();
+};
+
+}  // namespace qklab

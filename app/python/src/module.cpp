@@ -1,0 +1,139 @@
+// module.cpp — qklab._qklab, the Python extension: the C++ side of the package's run object.
+//
+// Built with torch's own pybind11 and its tensor casters (torch/extension.h), against the
+// torch the package is installed with, so a torch.Tensor crosses as an at::Tensor without a
+// copy. Errors from qklab (bad input, the store) reach Python as ValueError (bad input) or
+// RuntimeError with qklab's message.
+#include <torch/extension.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "external_run.h"
+#include "qklab/error.h"
+#include "qklab/run_store.h"
+#include "qklab/version.h"
+
+namespace py = pybind11;
+using namespace qklab;
+
+namespace {
+
+py::dict spikeDict(const Spike& s) {
+    py::dict d;
+    d["step"] = s.step;
+    d["metric"] = s.metric;
+    d["value"] = s.value;
+    d["z_score"] = s.zScore;
+    d["kind"] = std::string(toString(s.kind));
+    d["tier"] = s.tier;
+    d["probe_step"] = s.probeStep;
+    d["diagnosis"] = s.diagnosis;
+    return d;
+}
+
+py::dict alarmDict(const LogitAlarm& a) {
+    py::dict d;
+    d["step"] = a.step;
+    d["layer"] = a.layer;
+    d["metric"] = a.metric;
+    d["value"] = a.value;
+    d["threshold"] = a.threshold;
+    d["kind"] = std::string(toString(a.kind));
+    d["tier"] = a.tier;
+    d["text"] = a.text;
+    return d;
+}
+
+py::dict reportDict(const ExternalReport& r) {
+    py::list spikes, alarms;
+    for (const Spike& s : r.spikes) spikes.append(spikeDict(s));
+    for (const LogitAlarm& a : r.alarms) alarms.append(alarmDict(a));
+    py::dict d;
+    d["spikes"] = spikes;
+    d["alarms"] = alarms;
+    return d;
+}
+
+// One layer from Python: (q, k, q_raw, k_raw, scale, softcap or None).
+struct LayerArgs {
+    torch::Tensor q, k, qRaw, kRaw;
+    double scale = 1, softcap = 0;
+};
+
+py::dict probe(ExternalRun& run, int64_t step, const std::vector<py::tuple>& layers) {
+    std::vector<LayerArgs> held;
+    held.reserve(layers.size());
+    for (const py::tuple& t : layers) {
+        if (t.size() != 6)
+            throw Error(ErrorCode::InvalidRequest,
+                        "probe: each layer is (q, k, q_raw, k_raw, scale, softcap)");
+        LayerArgs a{t[0].cast<torch::Tensor>(), t[1].cast<torch::Tensor>(),
+                    t[2].cast<torch::Tensor>(), t[3].cast<torch::Tensor>(),
+                    t[4].cast<double>(),        t[5].is_none() ? 0.0 : t[5].cast<double>()};
+        held.push_back(std::move(a));
+    }
+    std::vector<ExternalLayer> view;
+    for (const LayerArgs& a : held)
+        view.push_back({&a.q, &a.k, &a.qRaw, &a.kRaw, a.scale, a.softcap});
+    ExternalReport r;
+    {
+        py::gil_scoped_release noGil;  // the reductions run without holding Python up
+        r = run.probe(step, view);
+    }
+    return reportDict(r);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_qklab, m) {
+    m.doc() = "qklab's engine for runs trained outside qklab (see the qklab package)";
+    static py::exception<Error> qklabError(m, "QklabError", PyExc_RuntimeError);
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const Error& e) {
+            if (e.code() == ErrorCode::InvalidRequest)
+                PyErr_SetString(PyExc_ValueError, e.what());
+            else
+                py::set_error(qklabError, e.what());
+        }
+    });
+    m.attr("__version__") = appVersion();
+    m.attr("TORCH_VERSION") = TORCH_VERSION;
+    m.def("default_db_path", &defaultDatabasePath,
+          "the database the app and qklab-cli use by default");
+
+    py::class_<ExternalRunSpec>(m, "RunSpec")
+        .def(py::init<>())
+        .def_readwrite("db_path", &ExternalRunSpec::dbPath)
+        .def_readwrite("name", &ExternalRunSpec::name)
+        .def_readwrite("source", &ExternalRunSpec::source)
+        .def_readwrite("user_config_json", &ExternalRunSpec::userConfigJson)
+        .def_readwrite("seed", &ExternalRunSpec::seed)
+        .def_readwrite("device", &ExternalRunSpec::device)
+        .def_readwrite("torch_version", &ExternalRunSpec::torchVersion)
+        .def_readwrite("n_layers", &ExternalRunSpec::nLayers)
+        .def_readwrite("n_heads", &ExternalRunSpec::nHeads)
+        .def_readwrite("head_dim", &ExternalRunSpec::headDim)
+        .def_readwrite("seq_len", &ExternalRunSpec::seqLen)
+        .def_readwrite("qk_norm", &ExternalRunSpec::qkNorm)
+        .def_readwrite("softcap", &ExternalRunSpec::softcap)
+        .def_readwrite("probe_every", &ExternalRunSpec::probeEvery)
+        .def_readwrite("map_every", &ExternalRunSpec::mapEvery)
+        .def_readwrite("steps", &ExternalRunSpec::steps);
+
+    py::class_<ExternalRun>(m, "Run")
+        .def(py::init<const ExternalRunSpec&>())
+        .def_property_readonly("id", &ExternalRun::runId)
+        .def_property_readonly("finished", &ExternalRun::finished)
+        .def(
+            "log",
+            [](ExternalRun& r, int64_t step, const std::map<std::string, double>& values) {
+                return reportDict(r.log(step, values));
+            },
+            py::arg("step"), py::arg("values"))
+        .def("probe", &probe, py::arg("step"), py::arg("layers"))
+        .def("finish", &ExternalRun::finish, py::arg("status") = "", py::arg("message") = "");
+}
