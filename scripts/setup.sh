@@ -6,6 +6,9 @@
 #  2. LibTorch: PyTorch's torch wheel (scripts/torch-requirements.txt: 2.15, CPU + CUDA 13)
 #     in a virtual environment outside the checkout, shared by every clone and by CI:
 #     ${QKLAB_VENV:-~/.local/share/qklab/venv}. About 3.0 GB to download, 5.4 GB on disk.
+#  3. What the Python package's tests need in that environment (scripts/python-test-
+#     requirements.txt: transformers, pytest; about 15 MB): scripts/test.sh installs the
+#     package (pip install ./app/python) into it and runs app/python/tests.
 #
 # Environment:
 #   QKLAB_TORCH=debian         skip the wheel; use Debian's libtorch-dev 1.13 instead (CPU only,
@@ -26,7 +29,8 @@ packages=(
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libgtest-dev
   xvfb xauth imagemagick                     # GUI tests and screenshots
 )
-if [ "$torch_source" = pip ]; then packages+=(python3 python3-venv); fi
+# python3-dev: Python's headers, for the Python package's extension (app/python).
+if [ "$torch_source" = pip ]; then packages+=(python3 python3-venv python3-dev); fi
 if [ "$torch_source" = debian ] || [ "${QKLAB_WITH_DEBIAN_TORCH:-0}" = 1 ]; then
   # Debian's LibTorch falls back to the reference BLAS without the OpenMP OpenBLAS (~20x slower).
   packages+=(libtorch-dev libopenblas0-openmp)
@@ -94,5 +98,22 @@ install_torch() {
   echo "setup: $(du -sh "$venv" | cut -f1) in $venv"
 }
 
+# The Python package's test dependencies, kept apart from the torch stamp so that adding one
+# never reinstalls torch.
+python_test_requirements=scripts/python-test-requirements.txt
+install_python_test_deps() {
+  local stamp="$venv/.qklab-python-test-requirements"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(sha256sum "$python_test_requirements" | cut -d' ' -f1)" ]; then
+    echo "setup: Python package test requirements present"
+    return
+  fi
+  echo "setup: installing $(grep -v '^#' "$python_test_requirements" | tr '\n' ' ')into $venv"
+  "$venv/bin/python" -m pip install --progress-bar off -q -r "$python_test_requirements"
+  sha256sum "$python_test_requirements" | cut -d' ' -f1 >"$stamp"
+}
+
 install_debian_packages
-if [ "$torch_source" = pip ]; then install_torch; fi
+if [ "$torch_source" = pip ]; then
+  install_torch
+  install_python_test_deps
+fi

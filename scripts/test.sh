@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for a new user and for CI: install what the build needs, build, run every test
 # (GoogleTest suites for the engine and store, Qt Test suites for the app, offscreen).
-# Then runs the Slurm sweep check (scripts/slurm-check.sh), compiles core + CLI against
+# Then installs the Python package and runs its tests (scripts/python-check.sh), runs the
+# Slurm sweep check (scripts/slurm-check.sh), compiles core + CLI against
 # Debian's LibTorch 1.13 as well (the offline fallback) and trains a few steps with it, so
 # that its version guards stay honest; QKLAB_TORCH=debian runs everything against 1.13 only.
 set -euo pipefail
@@ -14,6 +15,10 @@ ctest --test-dir build --output-on-failure --timeout 900
 # ctest lists skipped tests without their reason; GoogleTest wrote it to the log.
 grep -h -A1 ': Skipped$' build/Testing/Temporary/LastTest.log 2>/dev/null |
   grep -v -e ': Skipped$' -e '^--$' | sort | uniq -c | sed 's/^ */test: skipped /; s/^test: skipped \([0-9]*\) /test: skipped \1 x: /' || true
+# The Python package (app/python) built as a user builds it, and its tests.
+if [ "${QKLAB_TORCH:-pip}" != debian ]; then
+  scripts/python-check.sh --config-settings=cmake.define.QKLAB_WERROR=ON
+fi
 # Sweeps on a real Slurm: a single-node cluster on localhost, a 4-point job array, merge
 # (about 15 s). It needs root (munge and the daemons run as root here).
 if [ "$(id -u)" -eq 0 ]; then
