@@ -10,12 +10,14 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
 #include "common/gui_types.h"
 #include "common/run_controller.h"
+#include "compare/compare_panel.h"
 #include "gui_test_util.h"
 #include "live/custom_scalars_plot.h"
 #include "live/intervention_panel.h"
@@ -221,6 +223,28 @@ class ExternalRunViewTest : public QObject {
         browser.selectRun(kQklabRun);
         QVERIFY(!browser.detailsText().contains(QStringLiteral("outside qklab")));
         QVERIFY(label->toolTip().isEmpty());
+    }
+
+    // Compare names the external run's source in its summary and puts its source and user
+    // config above qklab's keys in the config diff (qklab's lr of it is a default).
+    void compareNamesTheSource() {
+        ComparePanel panel;
+        QSignalSpy loaded(&panel, &ComparePanel::loaded);
+        panel.setRuns(m_db, {kQklabRun, kExternalRun});
+        QVERIFY(loaded.wait(10000));
+        QStringList names;
+        for (int r = 0; r < panel.summaryTable()->rowCount(); ++r)
+            names << panel.summaryTable()->item(r, 0)->text();
+        names.sort();
+        QCOMPARE(names, (QStringList{QStringLiteral("1 proxy"), "2 my-llama (python: hf-llama)"}));
+        QTableWidget* diff = panel.diffTable();
+        QCOMPARE(diff->verticalHeaderItem(0)->text(), QStringLiteral("source"));
+        QCOMPARE(diff->verticalHeaderItem(1)->text(), QStringLiteral("user config"));
+        const int external = diff->horizontalHeaderItem(0)->text().contains("my-llama") ? 0 : 1;
+        QCOMPARE(diff->item(0, external)->text(), kSource);
+        QCOMPARE(diff->item(0, 1 - external)->text(), QStringLiteral("qklab"));
+        QVERIFY(diff->item(1, external)->text().contains(QStringLiteral("lr=0.03")));
+        QVERIFY(diff->item(1, 1 - external)->text().isEmpty());
     }
 
     void generateIsOffWithTheReason() {
