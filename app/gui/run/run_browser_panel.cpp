@@ -110,6 +110,37 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
               &RunBrowserPanel::createDatabase);
     layout->addLayout(top);
 
+    buildTable();
+    layout->addWidget(m_view, 1);
+    auto* bottom = new QHBoxLayout;
+    m_details = new QLabel;
+    m_details->setObjectName(QStringLiteral("runDetails"));
+    m_details->setWordWrap(true);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_dbLabel = new QLabel;
+    m_dbLabel->setObjectName(QStringLiteral("databaseLabel"));  // styled by qklab.qss
+    bottom->addWidget(m_details, 1);
+    bottom->addWidget(m_dbLabel);
+    layout->addLayout(bottom);
+
+    connect(m_search, &QLineEdit::textChanged, this, &RunBrowserPanel::onFilterChanged);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+        if (m_filtering) return;  // onFilterChanged restores the shown run's row itself
+        showDetails();
+        const int64_t id = selectedRunId();
+        if (id > 0) emit runActivated(id);
+    });
+    connect(m_view, &QTableView::doubleClicked, this, &RunBrowserPanel::renameSelected);
+
+    m_poll = new QTimer(this);
+    m_poll->setInterval(1000);
+    connect(m_poll, &QTimer::timeout, this, &RunBrowserPanel::poll);
+}
+
+RunBrowserPanel::~RunBrowserPanel() = default;
+
+// The run table over the filter proxy: newest first, several rows selectable for Compare.
+void RunBrowserPanel::buildTable() {
     m_model = new RunListModel(this);
     m_proxy = new RunFilterProxy(this);
     m_proxy->setSourceModel(m_model);
@@ -138,33 +169,7 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
         m_view->setColumnWidth(source, 110);
     }
     m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    layout->addWidget(m_view, 1);
-    auto* bottom = new QHBoxLayout;
-    m_details = new QLabel;
-    m_details->setObjectName(QStringLiteral("runDetails"));
-    m_details->setWordWrap(true);
-    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_dbLabel = new QLabel;
-    m_dbLabel->setObjectName(QStringLiteral("databaseLabel"));  // styled by qklab.qss
-    bottom->addWidget(m_details, 1);
-    bottom->addWidget(m_dbLabel);
-    layout->addLayout(bottom);
-
-    connect(m_search, &QLineEdit::textChanged, this, &RunBrowserPanel::onFilterChanged);
-    connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
-        if (m_filtering) return;  // onFilterChanged restores the shown run's row itself
-        showDetails();
-        const int64_t id = selectedRunId();
-        if (id > 0) emit runActivated(id);
-    });
-    connect(m_view, &QTableView::doubleClicked, this, &RunBrowserPanel::renameSelected);
-
-    m_poll = new QTimer(this);
-    m_poll->setInterval(1000);
-    connect(m_poll, &QTimer::timeout, this, &RunBrowserPanel::poll);
 }
-
-RunBrowserPanel::~RunBrowserPanel() = default;
 
 void RunBrowserPanel::setPollInterval(int ms) {
     m_poll->setInterval(ms);

@@ -83,6 +83,7 @@ class RunBrowserPanel : public QWidget {
     void error(const QString& title, const QString& message);
 
   private:
+    void buildTable();
     void poll();
     void showDetails();
     static QString outsideQklabDetails(const RunInfo& r);
