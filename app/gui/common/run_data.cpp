@@ -3,6 +3,7 @@
 #include "common/run_data.h"
 
 #include <QElapsedTimer>
+#include <QObject>
 #include <algorithm>
 #include <cmath>
 
@@ -46,6 +47,7 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
     s.alarms = store.logitAlarms(runId);
     s.clips = store.qkClips(runId);
     s.events = store.events(runId);
+    s.customScalars = store.customScalars(runId);
     s.loadSeconds = timer.nsecsElapsed() / 1e9;
     return s;
 }
@@ -57,7 +59,7 @@ QString formatNumber(double v) {
     return QString::number(v, 'g', 4);
 }
 
-QString keySettings(const RunConfig& c) {
+QString keySettings(const RunConfig& c, bool external) {
     QStringList parts;
     parts << QStringLiteral("qk_norm=%1").arg(QString::fromUtf8(nameOf(c.attention.qkNorm)));
     if (c.attention.qkNorm != QkNormVariant::None && c.attention.qkNormOn != QkNormTarget::QK)
@@ -68,6 +70,9 @@ QString keySettings(const RunConfig& c) {
                      .arg(QString::fromUtf8(nameOf(c.attention.softcap.kind)))
                      .arg(formatNumber(c.attention.softcap.c));
     }
+    const QString shape =
+        QStringLiteral("%1L d%2 h%3").arg(c.model.nLayers).arg(c.model.dModel).arg(c.model.nHeads);
+    if (external) return (parts << shape).join(QStringLiteral(", "));
     if (c.attention.qkClip.tau > 0)
         parts << QStringLiteral("qk_clip tau=%1").arg(formatNumber(c.attention.qkClip.tau));
     if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
@@ -75,14 +80,52 @@ QString keySettings(const RunConfig& c) {
     if (c.anneal.qkNorm.start < c.anneal.qkNorm.end || c.anneal.qkNorm.start < 1.0) {
         parts << QStringLiteral("anneal %1-%2").arg(c.anneal.qkNorm.start).arg(c.anneal.qkNorm.end);
     }
-    parts << QStringLiteral("%1L d%2 h%3")
-                 .arg(c.model.nLayers)
-                 .arg(c.model.dModel)
-                 .arg(c.model.nHeads);
+    parts << shape;
     if (c.attention.kind == AttentionKind::Mla)
         parts << QStringLiteral("MLA c%1 r%2").arg(c.attention.mla.dC).arg(c.attention.mla.dRope);
     for (const std::string& change : settingChanges(c)) parts << QString::fromStdString(change);
     return parts.join(QStringLiteral(", "));
+}
+
+bool trainedOutsideQklab(const RunInfo& info) {
+    return !info.source.empty() && info.source != "qklab";
+}
+
+QString outsideQklabReason(const RunInfo& info, const QString& action) {
+    if (!trainedOutsideQklab(info)) return {};
+    return QObject::tr(
+               "Run %1 was trained outside qklab (%2): qklab cannot %3 a model it does "
+               "not have.")
+        .arg(info.id)
+        .arg(QString::fromStdString(info.source), action);
+}
+
+QString userConfigText(const RunInfo& info) {
+    if (info.userConfigJson.empty()) return {};
+    const auto parsed =
+        nlohmann::json::parse(info.userConfigJson, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) return QString::fromStdString(info.userConfigJson);
+    return QString::fromStdString(parsed.dump(2));
+}
+
+QString userConfigLine(const RunInfo& info, int maxChars) {
+    if (info.userConfigJson.empty()) return {};
+    const auto parsed =
+        nlohmann::json::parse(info.userConfigJson, nullptr, /*allow_exceptions=*/false);
+    QString line;
+    if (parsed.is_object()) {
+        QStringList pairs;
+        for (const auto& [key, value] : parsed.items())
+            pairs << QStringLiteral("%1=%2").arg(
+                QString::fromStdString(key),
+                QString::fromStdString(value.is_string() ? value.get<std::string>()
+                                                         : value.dump()));
+        line = pairs.join(QStringLiteral(", "));
+    } else {
+        line = QString::fromStdString(parsed.is_discarded() ? info.userConfigJson : parsed.dump());
+    }
+    line.replace(QLatin1Char('\n'), QLatin1Char(' '));
+    return line.size() > maxChars ? line.left(maxChars - 1) + QStringLiteral("…") : line;
 }
 
 }  // namespace qklab::gui

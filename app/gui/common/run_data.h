@@ -27,6 +27,8 @@ struct RunSnapshot {
     std::vector<LogitAlarm> alarms;
     std::vector<QkClip> clips;  // by step, layer, head
     std::vector<EventRecord> events;
+    // Scalars a run trained outside qklab logged besides the step metrics, by name then step.
+    std::vector<CustomScalar> customScalars;
     double loadSeconds = 0;  // how long the store read took (benchmarks)
 };
 
@@ -39,8 +41,23 @@ RunConfig configOfRun(const RunInfo& info);
 
 // Short human summary of the settings that matter for stability ("qk_norm=rms, softcap
 // tanh C=50, lr 3e-3"), then each event as the change it made ("qk_norm none→rms @50"), for
-// the run list and window titles.
-QString keySettings(const RunConfig& c);
+// the run list and window titles. For a run trained outside qklab (`external`) only what qklab
+// found in the model (QK-norm, cap, shape): its stored learning rate and schedule are
+// defaults qklab never trained with, and the user's own settings are its user config.
+QString keySettings(const RunConfig& c, bool external = false);
+
+// A run the user trained in their own loop and logged through the Python package
+// (RunInfo::source "python: ..."): qklab has its rows but not its model.
+bool trainedOutsideQklab(const RunInfo& info);
+// Why qklab cannot `action` such a run ("intervene in", "generate from"): "Run 3 was trained
+// outside qklab (python: hf-llama): qklab cannot intervene in a model it does not have."
+QString outsideQklabReason(const RunInfo& info, const QString& action);
+// The user's own config of such a run (qklab.init(config=...)) as indented JSON; "" for
+// qklab's own runs. Stored text that does not parse is shown as it is.
+QString userConfigText(const RunInfo& info);
+// The same on one line for a details row: "batch=16, lr=0.03, model=llama", cut with "…"
+// past maxChars.
+QString userConfigLine(const RunInfo& info, int maxChars = 160);
 
 // "1.2e-03" style for small/large values, plain otherwise.
 QString formatNumber(double v);

@@ -112,6 +112,23 @@ QStringList groupByKeys(const Comparison& c) {
     return keys;
 }
 
+std::vector<ConfigDiffRow> outsideQklabRows(const Comparison& c) {
+    bool any = false;
+    for (const CompareRun& r : c.runs) any = any || trainedOutsideQklab(r.snap.info);
+    if (!any) return {};
+    ConfigDiffRow source{"source", {}, false}, user{"user config", {}, false};
+    for (const CompareRun& r : c.runs) {
+        source.values.push_back(r.snap.info.source);
+        // One line, wrapped by the cell: indented JSON took a line per array element.
+        user.values.push_back(userConfigLine(r.snap.info, 4000).toStdString());
+    }
+    for (size_t i = 1; i < c.runs.size(); ++i) {
+        source.differs = source.differs || source.values[i] != source.values[0];
+        user.differs = user.differs || user.values[i] != user.values[0];
+    }
+    return {source, user};
+}
+
 QColor curveColor(const std::vector<CurveGroup>& groups, size_t run) {
     for (const CurveGroup& g : groups)
         if (std::find(g.members.begin(), g.members.end(), run) != g.members.end())

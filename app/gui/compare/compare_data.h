@@ -53,6 +53,11 @@ std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy)
 // config diff's differing rows, in its order).
 QStringList groupByKeys(const Comparison& c);
 
+// When a run of the comparison was trained outside qklab: rows "source" and "user config"
+// ("lr=0.03, model=llama", "" for qklab's runs) for the config diff, above qklab's keys, whose
+// training settings for such a run are defaults it never trained with. None otherwise.
+std::vector<ConfigDiffRow> outsideQklabRows(const Comparison& c);
+
 // A run's colour in the curves and legends: its own (compareColor(run)) ungrouped, its group's
 // when grouped.
 QColor curveColor(const std::vector<CurveGroup>& groups, size_t run);

@@ -320,7 +320,12 @@ void ComparePanel::fillSummary() {
     for (const SummaryColumn& c : columns) headers << QString::fromUtf8(c.title);
     m_summary->setHorizontalHeaderLabels(headers);
     for (size_t r = 0; r < runs.size(); ++r) {
-        auto* name = new NumberItem(runs[r].label());
+        // A run trained outside qklab is named with its source beside qklab's own runs.
+        const RunInfo& info = runs[r].snap.info;
+        auto* name = new NumberItem(
+            trainedOutsideQklab(info)
+                ? tr("%1 (%2)").arg(runs[r].label(), QString::fromStdString(info.source))
+                : runs[r].label());
         name->setData(Qt::UserRole, double(runs[r].summary.runId));
         name->setData(Qt::DecorationRole, m_plots->runColor(r));
         m_summary->setItem(int(r), 0, name);
@@ -371,6 +376,9 @@ void ComparePanel::setDifferencesOnly(bool on) {
 void ComparePanel::fillDiff() {
     const bool only = m_diffOnly->isChecked();
     std::vector<const ConfigDiffRow*> rows;
+    const std::vector<ConfigDiffRow> outside = outsideQklabRows(m_comparison);
+    for (const ConfigDiffRow& row : outside)
+        if (!only || row.differs) rows.push_back(&row);
     for (const ConfigDiffRow& row : m_comparison.diff)
         if (!only || row.differs) rows.push_back(&row);
     m_diff->clear();

@@ -13,6 +13,7 @@
 
 #include "common/plot_style.h"
 #include "common/run_controller.h"
+#include "common/run_data.h"
 
 namespace qklab::gui {
 
@@ -82,6 +83,7 @@ InterventionPanel::InterventionPanel(RunController* controller, QWidget* parent)
     grid->setRowStretch(row, 1);
 
     connect(m_controller, &RunController::started, this, [this](qint64 runId) {
+        m_outsideQklab.clear();  // the views show the new run, which qklab trains
         limitToModel(m_controller->activeRequest().config);
         refreshEnabled();
         // "Posted: ..." belonged to the previous run.
@@ -189,9 +191,33 @@ bool InterventionPanel::post(const Event& event) {
     return true;
 }
 
+void InterventionPanel::setShownRun(const RunInfo& info) {
+    const QString reason = outsideQklabReason(info, tr("intervene in"));
+    if (reason == m_outsideQklab) return;
+    if (m_outsideQklab.isEmpty()) m_statusBefore = m_status->text();
+    m_outsideQklab = reason;
+    m_status->setText(reason.isEmpty() ? m_statusBefore : reason);
+    refreshEnabled();
+}
+
+QString InterventionPanel::statusText() const {
+    return m_status->text();
+}
+
+QPushButton* InterventionPanel::button(EventKind kind) const {
+    for (const auto& r : m_rows)
+        if (r.kind == kind) return r.button;
+    return nullptr;
+}
+
 void InterventionPanel::refreshEnabled() {
     const bool busy = m_controller->isBusy();
-    for (const auto& r : m_rows) r.button->setEnabled(busy);
+    for (const auto& r : m_rows) {
+        r.button->setEnabled(busy && m_outsideQklab.isEmpty());
+        r.button->setToolTip(m_outsideQklab.isEmpty()
+                                 ? QString::fromStdString(eventKindInfo(r.kind).help)
+                                 : m_outsideQklab);
+    }
 }
 
 }  // namespace qklab::gui

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/gui_types.h"
+#include "qklab/run_store.h"
 
 class QGridLayout;
 class QLabel;
@@ -31,6 +32,13 @@ class InterventionPanel : public QWidget {
     // Sets a parameter editor of a row, as a user would (public for tests and automation).
     void setParam(EventKind kind, const std::string& key, const nlohmann::json& value);
 
+    // The run the views show. A run trained outside qklab disables every row, with the reason
+    // as the status line and the buttons' tooltips: qklab does not have its model. The next
+    // run qklab starts (shown live) enables them again.
+    void setShownRun(const RunInfo& info);
+    QString statusText() const;
+    QPushButton* button(EventKind kind) const;  // the row's action button (tests)
+
     // Posts and reports in the panel's status line; false when nothing is training.
     bool post(const Event& event);
 
@@ -49,6 +57,8 @@ class InterventionPanel : public QWidget {
 
     RunController* m_controller;
     std::vector<Row> m_rows;
+    QString m_outsideQklab;  // why the shown run cannot be intervened in, or ""
+    QString m_statusBefore;  // the status line the reason replaced
     QLabel* m_status = nullptr;
 };
 

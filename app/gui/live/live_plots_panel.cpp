@@ -1,4 +1,4 @@
-// live_plots_panel.cpp — building the seven plots, appending rows, coalesced replots, spike tips.
+// live_plots_panel.cpp — building the plots, appending rows, coalesced replots, spike tips.
 #include "live/live_plots_panel.h"
 
 #include <qcustomplot.h>
@@ -18,6 +18,7 @@
 #include "common/plot_export.h"
 #include "common/plot_style.h"
 #include "common/theme.h"
+#include "live/custom_scalars_plot.h"
 #include "qklab/run_export.h"
 #include "qklab/spikes.h"
 
@@ -74,7 +75,8 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     m_hover = new HoverCursor(this);
-    layout->addLayout(buildHeader());
+    QHBoxLayout* header = buildHeader();
+    layout->addLayout(header);
     m_grid = new QGridLayout;
     m_grid->setSpacing(2);
     layout->addLayout(m_grid, 1);
@@ -82,6 +84,11 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     buildLanesPlot();
     buildProbePlots();
     buildOutputLogitPlot();
+    // What an external run logged besides qklab's metrics ("tokens_seen", "train/acc").
+    m_custom = std::make_unique<CustomScalarsPlot>(
+        makePlot(tr("Custom scalars (logged by the run)"), tr("value"), tr("Custom scalars")),
+        [this] { replotNow(); });
+    header->insertWidget(1, m_custom->choice());
     relayoutPlots();
 
     m_replotTimer = new QTimer(this);
@@ -101,6 +108,8 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     setupThresholds();
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
 }
+
+LivePlotsPanel::~LivePlotsPanel() = default;
 
 QHBoxLayout* LivePlotsPanel::buildHeader() {
     auto* top = new QHBoxLayout;
@@ -323,6 +332,7 @@ void LivePlotsPanel::clear() {
     for (QCPGraph* g : m_layerGraphs) g->parentPlot()->removeGraph(g);
     m_layerGraphs.clear();
     m_clips->clear();
+    m_custom->clear();
     // Per-layer plots have no series until probes arrive: an empty legend box is noise.
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
     m_run = RunSnapshot{};
@@ -333,6 +343,7 @@ void LivePlotsPanel::clear() {
     m_probeLimit = -1;
     m_clipLimit = -1;
     m_follow->setChecked(true);
+    showCustomScalars();
 }
 
 void LivePlotsPanel::showRun(RunSnapshot snapshot) {
@@ -347,6 +358,7 @@ void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     addProbes(m_run.probes, 0);
     for (const QkClip& c : m_run.clips) m_clipLimit = std::max(m_clipLimit, c.step);
     m_clips->set(m_run.clips, xOfStep());
+    showCustomScalars();
     setupThresholds();
     refreshSpikes();
     m_markersDirty = true;
@@ -446,6 +458,15 @@ void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t fro
     }
 }
 
+void LivePlotsPanel::showCustomScalars() {
+    if (m_run.customScalars.empty())
+        m_custom->clear();
+    else
+        m_custom->set(m_run.customScalars, xOfStep());
+    // Laid out again only when the plot comes or goes: qklab's own runs keep seven plots.
+    if (m_custom->plot()->isHidden() != m_custom->empty()) relayoutPlots();
+}
+
 void LivePlotsPanel::refreshSpikes() {
     m_lossSpikes->data()->clear();
     m_gradSpikes->data()->clear();
@@ -485,8 +506,9 @@ void LivePlotsPanel::setLessonMetrics(const QStringList& metrics) {
 
 QList<QCustomPlot*> LivePlotsPanel::shownPlots() const {
     // Reading order: the loss first, the logits beside it, as the everyday grid has them.
-    const QList<QCustomPlot*> order = {m_loss,  m_logits,  m_grad,     m_norms,
-                                       m_lanes, m_entropy, m_outLogits};
+    QList<QCustomPlot*> order = {m_loss,  m_logits,  m_grad,     m_norms,
+                                 m_lanes, m_entropy, m_outLogits};
+    if (!m_custom->empty()) order << m_custom->plot();
     if (!presenterActive() || m_lessonPlots.isEmpty()) return order;
     QList<QCustomPlot*> shown;
     for (QCustomPlot* plot : order)
@@ -612,8 +634,14 @@ void LivePlotsPanel::setRunStatus(int64_t runId, const QString& status) {
 void LivePlotsPanel::refreshHeader() {
     const QString name = m_run.info.name.empty() ? QStringLiteral("run-%1").arg(m_run.runId)
                                                  : QString::fromStdString(m_run.info.name);
-    QString text =
-        tr("Run %1 “%2” — %3 · %4").arg(m_run.runId).arg(name, m_status, keySettings(m_run.config));
+    // A run trained in the user's own loop says so first: its plots hold only what it logged.
+    const bool external = trainedOutsideQklab(m_run.info);
+    const QString source =
+        external ? tr("trained outside qklab: %1 · ").arg(QString::fromStdString(m_run.info.source))
+                 : QString();
+    QString text = tr("Run %1 “%2” — %3 · %4%5")
+                       .arg(m_run.runId)
+                       .arg(name, m_status, source, keySettings(m_run.config, external));
     QStringList changes;  // interventions: keySettings() names the config's own events
     for (const EventRecord& e : m_run.events)
         if (e.source == "user") changes << tr("%1 @%2").arg(eventLabel(e)).arg(e.step);
@@ -625,6 +653,10 @@ void LivePlotsPanel::refreshHeader() {
     }
     if (!changes.isEmpty()) text += tr(" · then ") + changes.join(QStringLiteral(", "));
     m_header->setText(text);
+    const QString userConfig = userConfigText(m_run.info);
+    m_header->setToolTip(userConfig.isEmpty()
+                             ? QString()
+                             : tr("User config (qklab.init(config=...)):\n%1").arg(userConfig));
 }
 
 void LivePlotsPanel::syncXRanges(QCustomPlot* source) {
@@ -702,6 +734,7 @@ void LivePlotsPanel::redrawForXAxis() {
     addSteps(m_run.steps, 0);
     addProbes(m_run.probes, 0);
     m_clips->set(m_run.clips, xOfStep());
+    showCustomScalars();
     refreshSpikes();
     m_markersDirty = true;
     m_follow->setChecked(true);

@@ -34,12 +34,14 @@ class QTimer;
 
 namespace qklab::gui {
 
+class CustomScalarsPlot;
 class HoverCursor;
 
 class LivePlotsPanel : public QWidget {
     Q_OBJECT
   public:
     explicit LivePlotsPanel(QWidget* parent = nullptr);
+    ~LivePlotsPanel() override;
 
     void showRun(RunSnapshot snapshot);  // replaces everything shown
     void startLive(int64_t runId, const RunConfig& config, const QString& name);
@@ -58,7 +60,7 @@ class LivePlotsPanel : public QWidget {
     QCustomPlot* plotForMetric(const QString& metric) const;
     // The plots a lesson step names (metric names, as plotForMetric takes them). In presenter
     // mode only those are laid out, two to a row, so that a projector's few pixels go to
-    // them; outside it, or with none named, all seven are.
+    // them; outside it, or with none named, all seven are (eight with custom scalars).
     void setLessonMetrics(const QStringList& metrics);
     // Lays the plots out again for presenter mode or the everyday view (PresenterMode calls
     // it on entering and leaving).
@@ -66,6 +68,9 @@ class LivePlotsPanel : public QWidget {
     QList<QCustomPlot*> shownPlots() const;
     HoverCursor* hoverCursor() const { return m_hover; }
     const QkClipMarks& clipMarks() const { return *m_clips; }  // on the logit plot
+    // The scalars a run trained outside qklab logged besides the step metrics (laid out only
+    // when the shown run has some).
+    CustomScalarsPlot& customScalars() const { return *m_custom; }
     void setXAxis(XAxisKind kind);
     bool following() const;
 
@@ -82,6 +87,7 @@ class LivePlotsPanel : public QWidget {
     void buildLanesPlot();
     void buildProbePlots();
     void buildOutputLogitPlot();
+    void showCustomScalars();  // the shown run's, laid out or hidden as it has any
     QCustomPlot* makePlot(const QString& title, const QString& yLabel, const QString& shortTitle);
     QCPGraph* layerGraph(QCustomPlot* plot, const QString& metric, int layer);
     static QString layerKey(QCustomPlot* plot, const QString& metric, int layer);
@@ -133,6 +139,7 @@ class LivePlotsPanel : public QWidget {
     std::vector<std::pair<const RecordColumn<StepMetrics>*, QCPGraph*>> m_stepGraphs;
     QMap<QString, QCPGraph*> m_layerGraphs;  // "<plot>/<metric>/<layer>"
     std::unique_ptr<QkClipMarks> m_clips;
+    std::unique_ptr<CustomScalarsPlot> m_custom;
     // When a stored snapshot of the training run is shown, live rows up to these steps are
     // already in it and must not be drawn twice.
     int64_t m_stepLimit = -1;

@@ -21,6 +21,7 @@
 #include <climits>
 
 #include "common/async_store.h"
+#include "common/run_data.h"
 #include "live/sample_view.h"
 #include "qklab/compare.h"
 #include "qklab/generate_source.h"
@@ -42,6 +43,7 @@ struct SampleRun {
     bool haveCheckpoint = false;
     int64_t checkpointStep = 0;
     QString noCheckpoint;  // "run 5 has no checkpoint: ..."
+    QString outsideQklab;  // a run trained outside qklab: why there is no model to decode
     QString defaultPrompt;
     std::array<QString, 4> cacheRefused;  // per DecodeCache: why it does not apply, or ""
 };
@@ -76,6 +78,10 @@ SampleRun readSampleRun(RunStore& store, int64_t runId) {
     r.runId = runId;
     const RunInfo info = store.run(runId);
     r.title = runTitle(info);
+    // A run logged from the user's own loop never has a checkpoint qklab could load: say why
+    // rather than "no checkpoint was saved", which suggests waiting for one.
+    r.outsideQklab = outsideQklabReason(info, QObject::tr("generate from"));
+    if (!r.outsideQklab.isEmpty()) return r;
     std::string why;
     if (const auto checkpoint = newestExistingCheckpoint(store, runId, &why)) {
         r.haveCheckpoint = true;
@@ -209,6 +215,7 @@ void SamplePanel::setDatabase(const QString& path) {
     m_runId = 0;
     m_runTitle.clear();
     m_haveCheckpoint = false;
+    m_outsideQklab.clear();
     ++m_readGeneration;
     m_current->reset(0, QString());
     m_previous->reset(0, QString());
@@ -227,6 +234,7 @@ void SamplePanel::setRun(int64_t runId) {
     m_runId = runId;
     m_runTitle = tr("Run %1").arg(runId);
     m_haveCheckpoint = false;
+    m_outsideQklab.clear();
     m_current->reset(runId, m_runTitle);
     m_notice->setText(tr("Looking for run %1's checkpoint…").arg(runId));
     updateButtons();
@@ -249,6 +257,7 @@ void SamplePanel::readRun() {
         [this, generation, id](const QString& error) {
             if (generation != m_readGeneration) return;
             m_haveCheckpoint = false;
+            m_outsideQklab.clear();
             m_notice->setText(tr("Cannot read run %1: %2").arg(id).arg(error));
             updateButtons();
             emit runReady(id, false);
@@ -259,10 +268,17 @@ void SamplePanel::showRun(const SampleRun& run) {
     m_runTitle = run.title;
     if (m_current->runId() == run.runId) m_current->setTitle(run.title);
     m_haveCheckpoint = run.haveCheckpoint;
-    m_notice->setText(run.haveCheckpoint
-                          ? QString()
-                          : run.noCheckpoint + tr(" There is nothing to generate from yet."));
-    m_generate->setToolTip(tr("Decode from the checkpoint of step %1").arg(run.checkpointStep));
+    m_outsideQklab = run.outsideQklab;
+    if (!m_outsideQklab.isEmpty())
+        m_notice->setText(m_outsideQklab);
+    else
+        m_notice->setText(run.haveCheckpoint
+                              ? QString()
+                              : run.noCheckpoint + tr(" There is nothing to generate from yet."));
+    m_generate->setToolTip(
+        !m_outsideQklab.isEmpty()
+            ? m_outsideQklab
+            : tr("Decode from the checkpoint of step %1").arg(run.checkpointStep));
     if (!m_promptEdited && !run.defaultPrompt.isEmpty()) m_prompt->setText(run.defaultPrompt);
     auto* items = qobject_cast<QStandardItemModel*>(m_cache->model());
     for (int i = 0; items && i < m_cache->count(); ++i) {
@@ -292,7 +308,7 @@ void SamplePanel::setSeed(int seed) {
 }
 
 bool SamplePanel::canGenerate() const {
-    return m_runId > 0 && m_haveCheckpoint && !m_job && !m_db.isEmpty();
+    return m_runId > 0 && m_haveCheckpoint && m_outsideQklab.isEmpty() && !m_job && !m_db.isEmpty();
 }
 
 QString SamplePanel::notice() const {
@@ -343,7 +359,8 @@ void SamplePanel::cancelJob(const QString& why) {
 }
 
 void SamplePanel::updateButtons() {
-    m_generate->setVisible(m_runId > 0 && m_haveCheckpoint);
+    // A run trained outside qklab keeps the button, disabled, its tooltip saying why.
+    m_generate->setVisible(m_runId > 0 && (m_haveCheckpoint || !m_outsideQklab.isEmpty()));
     m_generate->setEnabled(canGenerate());
     m_stop->setVisible(m_runId > 0 && m_haveCheckpoint);
     m_stop->setEnabled(m_job && !m_job->cancel);

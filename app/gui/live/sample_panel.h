@@ -51,7 +51,8 @@ class SamplePanel : public QWidget {
     void setSeed(int seed);
 
     int64_t runId() const { return m_runId; }
-    bool canGenerate() const;  // a run with a checkpoint is picked and nothing is running
+    // A run qklab trained, with a checkpoint, is picked and nothing is running.
+    bool canGenerate() const;
     bool isGenerating() const { return m_job != nullptr; }
     SampleView* currentView() const { return m_current; }
     SampleView* previousView() const { return m_previous; }
@@ -83,6 +84,7 @@ class SamplePanel : public QWidget {
     int64_t m_runId = 0;
     QString m_runTitle;
     bool m_haveCheckpoint = false;
+    QString m_outsideQklab;  // the picked run was trained outside qklab: why Generate is off
     bool m_promptEdited = false;
     uint64_t m_readGeneration = 0;
     std::shared_ptr<SampleJob> m_job;

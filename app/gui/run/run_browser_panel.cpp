@@ -110,29 +110,11 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
               &RunBrowserPanel::createDatabase);
     layout->addLayout(top);
 
-    m_model = new RunListModel(this);
-    m_proxy = new RunFilterProxy(this);
-    m_proxy->setSourceModel(m_model);
-    m_proxy->setSortRole(RunListModel::SortRole);
-    m_proxy->setFilterKeyColumn(-1);
-    m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
-    m_view = new QTableView;
-    m_view->setObjectName(QStringLiteral("runTable"));
-    m_view->setModel(m_proxy);
-    m_view->setSortingEnabled(true);
-    m_view->sortByColumn(RunListModel::columnOf("id"), Qt::DescendingOrder);
-    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);  // several for Compare
-    m_view->verticalHeader()->setVisible(false);
-    m_view->verticalHeader()->setDefaultSectionSize(20);
-    m_view->horizontalHeader()->setStretchLastSection(true);
-    m_view->setColumnWidth(RunListModel::columnOf("id"), 40);
-    m_view->setColumnWidth(RunListModel::columnOf("name"), 140);
-    m_view->setColumnWidth(RunListModel::columnOf(RunListModel::kSettingsColumn), 260);
-    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    buildTable();
     layout->addWidget(m_view, 1);
     auto* bottom = new QHBoxLayout;
     m_details = new QLabel;
+    m_details->setObjectName(QStringLiteral("runDetails"));
     m_details->setWordWrap(true);
     m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_dbLabel = new QLabel;
@@ -156,6 +138,38 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
 }
 
 RunBrowserPanel::~RunBrowserPanel() = default;
+
+// The run table over the filter proxy: newest first, several rows selectable for Compare.
+void RunBrowserPanel::buildTable() {
+    m_model = new RunListModel(this);
+    m_proxy = new RunFilterProxy(this);
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(RunListModel::SortRole);
+    m_proxy->setFilterKeyColumn(-1);
+    m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    m_view = new QTableView;
+    m_view->setObjectName(QStringLiteral("runTable"));
+    m_view->setModel(m_proxy);
+    m_view->setSortingEnabled(true);
+    m_view->sortByColumn(RunListModel::columnOf("id"), Qt::DescendingOrder);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);  // several for Compare
+    m_view->verticalHeader()->setVisible(false);
+    m_view->verticalHeader()->setDefaultSectionSize(20);
+    m_view->horizontalHeader()->setStretchLastSection(true);
+    m_view->setColumnWidth(RunListModel::columnOf("id"), 40);
+    m_view->setColumnWidth(RunListModel::columnOf("name"), 140);
+    m_view->setColumnWidth(RunListModel::columnOf(RunListModel::kSettingsColumn), 260);
+    // Where a run was trained next to its status, not after "created" where a 1280-px list
+    // cuts it off: "python: hf-llama" beside "qklab" is what tells a user's run from a proxy.
+    if (const int source = RunListModel::columnOf("source"); source >= 0) {
+        QHeaderView* header = m_view->horizontalHeader();
+        header->moveSection(header->visualIndex(source),
+                            header->visualIndex(RunListModel::columnOf("status")) + 1);
+        m_view->setColumnWidth(source, 110);
+    }
+    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+}
 
 void RunBrowserPanel::setPollInterval(int ms) {
     m_poll->setInterval(ms);
@@ -326,6 +340,10 @@ void RunBrowserPanel::compareSelected() {
     emit compareRequested(ids);
 }
 
+QString RunBrowserPanel::detailsText() const {
+    return m_details->text();
+}
+
 QString RunBrowserPanel::filterText() const {
     return m_search->text();
 }
@@ -370,6 +388,7 @@ void RunBrowserPanel::onFilterChanged(const QString& text) {
 void RunBrowserPanel::showDetails() {
     const RunInfo* r = m_model->runById(selectedRunId());
     if (!r) {
+        m_details->setToolTip(QString());
         QString text = tr("%n run(s)", nullptr, int(m_model->runs().size()));
         if (m_proxy->sweepIds() && m_proxy->sweepIds()->empty())
             text += tr(" · no sweep matches “%1”").arg(m_search->text().trimmed().toHtmlEscaped());
@@ -391,10 +410,28 @@ void RunBrowserPanel::showDetails() {
                     .arg(m_clearedFilter.left(40).toHtmlEscaped());
     if (!r->statusMessage.empty())
         text += QStringLiteral("<br>") + QString::fromStdString(r->statusMessage).toHtmlEscaped();
+    text += outsideQklabDetails(*r);
     if (!r->notes.empty())
         text +=
             QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(r->notes).toHtmlEscaped());
     m_details->setText(text);
+    // The whole user config, indented, on hover: the line above is cut to fit the dock.
+    const QString userConfig = userConfigText(*r);
+    m_details->setToolTip(userConfig.isEmpty()
+                              ? QString()
+                              : tr("User config (qklab.init(config=...)):\n%1").arg(userConfig));
+}
+
+// A run trained in the user's own loop: where it came from, and its own config, labelled, since
+// qklab's config of it holds only the model's shape and the probe settings.
+QString RunBrowserPanel::outsideQklabDetails(const RunInfo& r) {
+    if (!trainedOutsideQklab(r)) return {};
+    QString text =
+        QStringLiteral("<br>") +
+        tr("trained outside qklab: %1").arg(QString::fromStdString(r.source).toHtmlEscaped());
+    const QString line = userConfigLine(r);
+    if (!line.isEmpty()) text += tr(" · user config: %1").arg(line.toHtmlEscaped());
+    return text;
 }
 
 RunConfig RunBrowserPanel::replayConfig(RunStore& store, int64_t runId) {

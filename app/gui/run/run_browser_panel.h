@@ -45,6 +45,8 @@ class RunBrowserPanel : public QWidget {
     RunListModel* model() const { return m_model; }
 
     int64_t selectedRunId() const;
+    // The line under the list: the selected run's status, source, user config and notes.
+    QString detailsText() const;
     // Every selected row's run (Ctrl/Shift+click), in list order.
     std::vector<int64_t> selectedRunIds() const;
     // Selects the run the views show. A run hidden by the filter is never left unselected
@@ -81,8 +83,10 @@ class RunBrowserPanel : public QWidget {
     void error(const QString& title, const QString& message);
 
   private:
+    void buildTable();
     void poll();
     void showDetails();
+    static QString outsideQklabDetails(const RunInfo& r);
     void onFilterChanged(const QString& text);
     void applyFilter(const QString& text);  // the proxy's filter for the box's text
 

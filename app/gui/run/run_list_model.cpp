@@ -78,7 +78,7 @@ void RunListModel::setRuns(std::vector<RunInfo> runs) {
             runs[i].interventions.size() == m_runs[i].interventions.size())
             settings.push_back(m_settings[i]);
         else
-            settings.push_back(keySettings(configAsTrained(runs[i])));
+            settings.push_back(keySettings(configAsTrained(runs[i]), trainedOutsideQklab(runs[i])));
     }
     if (sameIds) {
         m_runs = std::move(runs);
@@ -133,6 +133,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
                                                     QString::fromLatin1(toString(r.status)));
         if (!r.statusMessage.empty())
             tip += QStringLiteral("\n") + QString::fromStdString(r.statusMessage);
+        if (trainedOutsideQklab(r))
+            tip += tr("\ntrained outside qklab: %1").arg(QString::fromStdString(r.source));
         if (!r.notes.empty()) tip += QStringLiteral("\nnotes: ") + QString::fromStdString(r.notes);
         return tip;
     }

@@ -237,6 +237,7 @@ void MainWindow::connectPanels() {
         m_sweeps->setDatabase(path);
         m_sample->setDatabase(path);
         m_live->clear();
+        m_interventions->setShownRun(RunInfo{});
         m_histograms->clear();
         m_attention->clear();
         m_spikes->clear();
@@ -448,6 +449,7 @@ void MainWindow::openRun(int64_t runId) {
                 tr("Run %1 “%2”").arg(id).arg(QString::fromStdString(snap.info.name));
             m_spikes->setSpikes(id, snap.spikes);
             m_spikes->setLogitAlarms(id, snap.alarms);
+            m_interventions->setShownRun(snap.info);  // off, saying why, for an external run
             const double readSeconds = snap.loadSeconds;
             const size_t steps = snap.steps.size();
             m_live->showRun(std::move(snap));

@@ -1,0 +1,102 @@
+// custom_scalars_plot.cpp — see custom_scalars_plot.h.
+#include "live/custom_scalars_plot.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QSignalBlocker>
+#include <cmath>
+
+#include "common/plot_style.h"
+
+namespace qklab::gui {
+
+namespace {
+// Above this max/min ratio of positive values, a linear axis flattens the small series.
+constexpr double kLogSpan = 100.0;
+}  // namespace
+
+CustomScalarsPlot::CustomScalarsPlot(QCustomPlot* plot, std::function<void()> replot)
+    : m_plot(plot), m_choice(new QComboBox) {
+    m_choice->setObjectName(QStringLiteral("customScalarChoice"));
+    m_choice->setToolTip(
+        QObject::tr("Which of the scalars the run logged besides qklab's step metrics the "
+                    "Custom scalars plot shows"));
+    m_choice->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_choice->hide();
+    QObject::connect(m_choice, &QComboBox::currentIndexChanged, m_plot,
+                     [this, replot = std::move(replot)] {
+                         showOnly(m_choice->currentData().toString());
+                         replot();
+                     });
+}
+
+void CustomScalarsPlot::fillChoice() {
+    const QSignalBlocker block(m_choice);
+    m_choice->clear();
+    m_choice->addItem(QObject::tr("custom: all"), QString());
+    for (const QString& name : names())
+        m_choice->addItem(QObject::tr("custom: %1").arg(name), name);
+    m_choice->setCurrentIndex(std::max(0, m_choice->findData(m_only)));
+    m_choice->setVisible(!empty());
+}
+
+void CustomScalarsPlot::clear() {
+    for (QCPGraph* g : m_graphs) m_plot->removeGraph(g);
+    m_graphs.clear();
+    m_plot->legend->setVisible(false);
+    fillChoice();
+}
+
+void CustomScalarsPlot::set(const std::vector<CustomScalar>& scalars, const StepToXFn& xOfStep) {
+    clear();
+    QMap<QString, std::pair<QVector<double>, QVector<double>>> series;
+    for (const CustomScalar& s : scalars) {
+        if (std::isnan(s.value)) continue;  // not logged at this step: no point, not a zero
+        auto& [keys, values] = series[QString::fromStdString(s.name)];
+        keys << xOfStep(double(s.step));
+        values << (std::isfinite(s.value) ? s.value : qQNaN());
+    }
+    int index = 0;
+    for (auto it = series.cbegin(); it != series.cend(); ++it) {
+        QCPGraph* g = m_plot->addGraph();
+        g->setName(it.key());
+        g->setPen(QPen(layerColor(index++), 1.3));
+        g->setData(it.value().first, it.value().second, /*alreadySorted=*/true);
+        m_graphs.insert(it.key(), g);
+    }
+    m_plot->legend->setVisible(!m_graphs.isEmpty());
+    if (!m_graphs.contains(m_only)) m_only.clear();
+    showOnly(m_only);
+    fillChoice();
+}
+
+void CustomScalarsPlot::showOnly(const QString& name) {
+    m_only = m_graphs.contains(name) ? name : QString();
+    if (m_choice->currentData().toString() != m_only) {
+        const QSignalBlocker block(m_choice);
+        m_choice->setCurrentIndex(std::max(0, m_choice->findData(m_only)));
+    }
+    for (auto it = m_graphs.cbegin(); it != m_graphs.cend(); ++it)
+        it.value()->setVisible(m_only.isEmpty() || it.key() == m_only);
+    chooseScale();
+}
+
+void CustomScalarsPlot::chooseScale() {
+    double low = INFINITY, high = 0;
+    bool positive = true;
+    for (QCPGraph* g : m_graphs) {
+        if (!g->visible()) continue;
+        for (auto p = g->data()->constBegin(); p != g->data()->constEnd(); ++p) {
+            if (!std::isfinite(p->value)) continue;
+            positive = positive && p->value > 0;
+            low = std::min(low, p->value);
+            high = std::max(high, p->value);
+        }
+    }
+    const bool log = positive && low > 0 && high / low > kLogSpan;
+    setLogAxis(m_plot->yAxis, log);
+    m_plot->yAxis->setLabel(log ? QObject::tr("value (log)") : QObject::tr("value"));
+}
+
+}  // namespace qklab::gui
