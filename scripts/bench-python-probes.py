@@ -30,6 +30,7 @@ def make(args: argparse.Namespace) -> tuple[torch.nn.Module, torch.optim.Optimiz
     config = GPT2Config(vocab_size=256, n_positions=args.tokens, n_embd=args.width,
                         n_layer=args.layers, n_head=args.heads)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    model = model.to(args.device)
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
@@ -37,6 +38,7 @@ def loop(args: argparse.Namespace, watch: bool, db: str) -> dict:
     model, opt = make(args)
     g = torch.Generator().manual_seed(1)
     data = torch.randint(0, 256, (args.steps, args.batch, args.tokens), generator=g)
+    data = data.to(args.device)
     run = qklab.init(db=db, config=vars(args))
     probe_seconds = 0.0
     if watch:
@@ -72,6 +74,7 @@ def main() -> None:
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--tokens", type=int, default=128)
     p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda on a machine with a GPU")
     args = p.parse_args()
     db = os.path.join(tempfile.mkdtemp(), "bench.db")
     loop(args, True, db)  # warm-up: allocator, first-call costs
@@ -83,6 +86,7 @@ def main() -> None:
     out = {
         "model": f"GPT-2 d{args.width} L{args.layers} H{args.heads} T{args.tokens} B{args.batch}",
         "steps": args.steps, "every": args.every, "threads": torch.get_num_threads(),
+        "device": args.device,
         "steps_per_s_without": args.steps / mean("without", "wall"),
         "steps_per_s_with": args.steps / mean("with", "wall"),
         "ab_wall_overhead_pct": 100 * (mean("with", "wall") / mean("without", "wall") - 1),

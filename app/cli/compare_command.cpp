@@ -113,11 +113,26 @@ nlohmann::ordered_json groupsJson(const std::vector<RunInfo>& runs,
     return out;
 }
 
+// A run trained outside qklab: its qklab config holds what qklab found in the model and the
+// probe settings; the rest of the diff shows qklab's defaults, which it never trained with.
+void printOutsideQklab(const std::vector<RunInfo>& runs) {
+    for (const RunInfo& r : runs) {
+        if (!trainedOutsideQklab(r)) continue;
+        std::cout << "\nrun " << r.id << " '" << printableText(r.name.substr(0, 80))
+                  << "' was trained outside qklab (" << printableText(r.source.substr(0, 80))
+                  << "): of its qklab config only the model's shape, QK-norm, softcap and the "
+                     "probe settings are its own; it ran with its user config: "
+                  << printableText(r.userConfigJson.substr(0, 400))
+                  << (r.userConfigJson.size() > 400 ? "..." : "") << "\n";
+    }
+}
+
 void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
                const std::vector<RunSummary>& summaries, const std::string& groupBy) {
     nlohmann::ordered_json out;
     out["runs"] = nlohmann::ordered_json::array();
-    for (const auto& r : runs) out["runs"].push_back({{"id", r.id}, {"name", r.name}});
+    for (const auto& r : runs)
+        out["runs"].push_back({{"id", r.id}, {"name", r.name}, {"source", r.source}});
     out["diff"] = nlohmann::ordered_json::object();  // registry order, as in the text table
     for (const auto& row : configDiff(configs)) {
         if (!row.differs) continue;
@@ -240,6 +255,7 @@ int cmdCompare(const CompareArgs& o) {
         return 0;
     }
     printDiff(runs, configs, o.allKeys);
+    printOutsideQklab(runs);
     printSeedGroups(runs, configs);
     if (!o.groupBy.empty()) printGroups(runs, configs, o.groupBy);
     printSummary(summaries);

@@ -297,6 +297,39 @@ class ExternalRunViewTest : public QObject {
         QVERIFY(sample->notice().isEmpty());
     }
 
+    // A run another writer is still writing (a Python loop) is followed by the live view: the
+    // rows it commits after the run was opened appear without picking it again, and the view
+    // stops reloading once it is finished.
+    void liveViewFollowsARunAnotherWriterIsWriting() {
+        const QString db = m_dir.filePath(QStringLiteral("follow.db"));
+        NewRun run;
+        run.name = "still-training";
+        run.configJson = configToJson(test::tinyConfig()).dump();
+        run.source = kSource.toStdString();
+        RunWriter writer(db.toStdString(), run);
+        const auto addSteps = [&writer](int64_t from, int64_t to) {
+            for (int64_t s = from; s < to; ++s) {
+                StepMetrics m;
+                m.step = s;
+                m.loss = 4.0 - 0.01 * double(s);
+                writer.addStep(m);
+            }
+            writer.flush();
+        };
+        addSteps(0, 5);
+        MainWindow w;
+        w.setQuiet(true);
+        QVERIFY(w.openDatabase(db));
+        openAndWait(w, writer.runId());
+        auto* live = w.part<LivePlotsPanel>();
+        QCOMPARE(int(live->run().steps.size()), 5);
+        addSteps(5, 12);
+        QTRY_COMPARE_WITH_TIMEOUT(int(live->run().steps.size()), 12, 10000);
+        QCOMPARE(live->run().steps.back().loss, 4.0 - 0.11);
+        writer.finish(RunStatus::Finished);
+        QTRY_COMPARE_WITH_TIMEOUT(live->run().info.status, RunStatus::Finished, 10000);
+    }
+
     // With an external run's eighth plot laid out the window still fits a 1280x720 screen.
     void externalRunFitsTheSmallScreen() {
         MainWindow w;

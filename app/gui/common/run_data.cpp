@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "common/gui_types.h"
+#include "qklab/error.h"
+#include "qklab/run_export.h"
 #include "qklab/schedules.h"
 
 namespace qklab::gui {
@@ -87,31 +89,37 @@ QString keySettings(const RunConfig& c, bool external) {
     return parts.join(QStringLiteral(", "));
 }
 
-bool trainedOutsideQklab(const RunInfo& info) {
-    return !info.source.empty() && info.source != "qklab";
+QString outsideQklabReason(const RunInfo& info, const QString& action) {
+    const std::string why = qklab::outsideQklabReason(info, action.toStdString());
+    if (why.empty()) return {};
+    QString text = QString::fromStdString(why);
+    return text.left(1).toUpper() + text.mid(1) + QLatin1Char('.');
 }
 
-QString outsideQklabReason(const RunInfo& info, const QString& action) {
-    if (!trainedOutsideQklab(info)) return {};
-    return QObject::tr(
-               "Run %1 was trained outside qklab (%2): qklab cannot %3 a model it does "
-               "not have.")
-        .arg(info.id)
-        .arg(QString::fromStdString(info.source), action);
+namespace {
+
+// The user config as JSON, within the store's limits (a file's text may be anything); a
+// discarded value when it is not JSON within them.
+nlohmann::json userConfigOf(const RunInfo& info) {
+    try {
+        return parseUserConfig(info);
+    } catch (const Error&) {
+        return nlohmann::json(nlohmann::json::value_t::discarded);
+    }
 }
+
+}  // namespace
 
 QString userConfigText(const RunInfo& info) {
     if (info.userConfigJson.empty()) return {};
-    const auto parsed =
-        nlohmann::json::parse(info.userConfigJson, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return QString::fromStdString(info.userConfigJson);
+    const auto parsed = userConfigOf(info);
+    if (parsed.is_discarded()) return QString::fromStdString(info.userConfigJson.substr(0, 2000));
     return QString::fromStdString(parsed.dump(2));
 }
 
 QString userConfigLine(const RunInfo& info, int maxChars) {
     if (info.userConfigJson.empty()) return {};
-    const auto parsed =
-        nlohmann::json::parse(info.userConfigJson, nullptr, /*allow_exceptions=*/false);
+    const auto parsed = userConfigOf(info);
     QString line;
     if (parsed.is_object()) {
         QStringList pairs;
@@ -122,7 +130,8 @@ QString userConfigLine(const RunInfo& info, int maxChars) {
                                                          : value.dump()));
         line = pairs.join(QStringLiteral(", "));
     } else {
-        line = QString::fromStdString(parsed.is_discarded() ? info.userConfigJson : parsed.dump());
+        line = QString::fromStdString(parsed.is_discarded() ? info.userConfigJson.substr(0, 2000)
+                                                            : parsed.dump());
     }
     line.replace(QLatin1Char('\n'), QLatin1Char(' '));
     return line.size() > maxChars ? line.left(maxChars - 1) + QStringLiteral("…") : line;

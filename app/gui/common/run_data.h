@@ -46,9 +46,7 @@ RunConfig configOfRun(const RunInfo& info);
 // defaults qklab never trained with, and the user's own settings are its user config.
 QString keySettings(const RunConfig& c, bool external = false);
 
-// A run the user trained in their own loop and logged through the Python package
-// (RunInfo::source "python: ..."): qklab has its rows but not its model.
-bool trainedOutsideQklab(const RunInfo& info);
+// Whether a run was trained outside qklab: qklab::trainedOutsideQklab (qklab/run_store.h).
 // Why qklab cannot `action` such a run ("intervene in", "generate from"): "Run 3 was trained
 // outside qklab (python: hf-llama): qklab cannot intervene in a model it does not have."
 QString outsideQklabReason(const RunInfo& info, const QString& action);

@@ -16,6 +16,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <iostream>
 #include <memory>
@@ -36,6 +37,7 @@
 #include "live/spikes_panel.h"
 #include "run/run_browser_panel.h"
 #include "run/run_controls_panel.h"
+#include "run/run_list_model.h"
 #include "setup/config_form.h"
 #include "setup/preset_picker.h"
 #include "setup/schedule_preview.h"
@@ -275,6 +277,9 @@ void MainWindow::connectRuns() {
             });
 
     connect(m_browser, &RunBrowserPanel::runActivated, this, [this](qint64 id) { openRun(id); });
+    auto* follow = new QTimer(this);  // the run list polls the store every second
+    connect(follow, &QTimer::timeout, this, &MainWindow::followStoredRun);
+    follow->start(2000);
     connect(m_browser, &RunBrowserPanel::compareRequested, this,
             [this](const std::vector<int64_t>& ids) { compareRuns(ids); });
     connect(m_compare, &ComparePanel::loaded, this, [this](int runs, double seconds) {
@@ -429,6 +434,20 @@ void MainWindow::compareRuns(const std::vector<int64_t>& runIds) {
 void MainWindow::openComparison(const QString& savedName) {
     m_compare->openSaved(savedName);
     m_tabs->setCurrentWidget(m_compare);
+}
+
+void MainWindow::followStoredRun() {
+    const int64_t id = m_live->runId();
+    if (id <= 0 || id == m_controller->activeRunId()) return;  // this app's own run is live
+    const RunListModel& list = *m_browser->model();
+    const int row = list.rowOf(id);
+    if (row < 0) return;
+    const RunInfo& now = list.runs()[static_cast<size_t>(row)];
+    const RunInfo& shown = m_live->run().info;
+    // Only a run being written (or one that just stopped being written): a finished run
+    // shown by a replay is never reloaded under it.
+    const bool written = now.status == RunStatus::Running || shown.status == RunStatus::Running;
+    if (written && (now.stepsDone != shown.stepsDone || now.status != shown.status)) openRun(id);
 }
 
 void MainWindow::openRun(int64_t runId) {

@@ -155,6 +155,10 @@ class MainWindow : public LabWindow {
     QDockWidget* m_replayDock = nullptr;
     PresenterMode* m_presenter = nullptr;
     uint64_t m_openGeneration = 0;
+    // Reopens the shown stored run when another process (a Python training loop, qklab-cli)
+    // has committed more of it since it was loaded: the live view follows it as the run list
+    // does.
+    void followStoredRun();
     bool m_quiet = false;
 };
 

@@ -232,4 +232,37 @@ def test_show_compare_and_export_read_an_external_run(tmp_path: Path) -> None:
     exported = json.loads(cli("export", "external", "--format", "json"))
     assert exported["user_config"] == {"model": "external", "lr": 3e-4}
     assert len(exported["probes"]) == 2  # two layers at step 0
-    assert "external" in cli("compare", "external", "second")
+    compared = cli("compare", "external", "second")
+    assert "was trained outside qklab (python: nanogpt)" in compared
+    assert '"lr": 0.0003' in compared  # the user's config, not qklab's default lr
+    for command in (["resume", "external"], ["generate", "external", "--prompt", "a"]):
+        refused = subprocess.run([CLI, *command, "--db", str(db)], capture_output=True, text=True)
+        assert refused.returncode == 2
+        assert "was trained outside qklab (python: nanogpt)" in refused.stderr
+
+
+DDP_SCRIPT = textwrap.dedent("""
+    import os, sys, torch.distributed as dist, qklab
+    rank, port, db = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    run = qklab.init(name="ddp", db=db)
+    for step in range(3):
+        run.log({"loss": 1.0 + rank}, step=step)
+    run.finish()
+    dist.barrier()
+    dist.destroy_process_group()
+""")
+
+
+def test_under_torch_distributed_only_rank_0_writes(tmp_path: Path) -> None:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    db = tmp_path / "runs.db"
+    ranks = [subprocess.Popen([sys.executable, "-c", DDP_SCRIPT, str(r), port, str(db)])
+             for r in (0, 1)]
+    assert [p.wait(timeout=120) for p in ranks] == [0, 0]
+    assert rows(db, "SELECT name, status FROM runs") == [("ddp", "finished")]
+    assert rows(db, "SELECT DISTINCT loss FROM step_metrics") == [(1.0,)]  # rank 0's

@@ -32,6 +32,9 @@ nlohmann::json runConfigJson(RunStore& store, int64_t runId);
 // The user's own config of a run logged from Python (qklab.init(config=...)); null for
 // qklab's own runs. Read within the JSON limits, as runConfigJson.
 nlohmann::json userConfigJson(RunStore& store, int64_t runId);
+// The same from a run's row (the app's views): throws Error{NotQklabDatabase} on text that is
+// not JSON within the limits.
+nlohmann::json parseUserConfig(const RunInfo& r);
 
 // {"run": summary, "config": ..., "user_config": ..., "steps": [...], "probes": [...],
 //  "spikes": [...], "alarms": [...], "qk_clips": [...], "custom_scalars": [...],

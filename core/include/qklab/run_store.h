@@ -88,6 +88,14 @@ void checkImportSource(const std::string& sourcePath);
 // existing file without creating, migrating or updating anything, also on read-only media.
 enum class StoreAccess { ReadWrite, ReadOnly };
 
+// A run the user trained in their own loop and logged through the Python package (source
+// "python: ..."): qklab has its rows but neither its model nor its optimizer.
+bool trainedOutsideQklab(const RunInfo& r);
+// Why qklab cannot `action` such a run ("resume", "generate from", "intervene in"): "run 3 was
+// trained outside qklab (python: hf-llama): qklab cannot resume a model it does not have";
+// "" for qklab's own runs.
+std::string outsideQklabReason(const RunInfo& r, const std::string& action);
+
 // s safe to print on a terminal: control characters and bytes that are not UTF-8 become \xNN.
 // Names read from a file (someone else's, or one written before checkRunName existed) may hold
 // ESC sequences that would clear the screen; every table and message that prints one uses this.

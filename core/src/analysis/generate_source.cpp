@@ -42,6 +42,8 @@ std::optional<CheckpointInfo> newestExistingCheckpoint(RunStore& store, int64_t 
 GenerationSource generationSource(RunStore& store, int64_t runId) {
     GenerationSource s;
     s.run = store.run(runId);
+    if (trainedOutsideQklab(s.run))
+        throw Error(ErrorCode::InvalidRequest, outsideQklabReason(s.run, "generate from"));
     std::string why;
     const auto checkpoint = newestExistingCheckpoint(store, runId, &why);
     if (!checkpoint)

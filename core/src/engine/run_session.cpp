@@ -102,6 +102,8 @@ RunSession::RunSession(const RunConfig& config, const SessionOptions& options)
 
 std::unique_ptr<RunSession> RunSession::resume(const std::string& dbPath, int64_t runId) {
     RunStore store(dbPath);
+    if (const std::string why = outsideQklabReason(store.run(runId), "resume"); !why.empty())
+        throw Error(ErrorCode::InvalidRequest, why);
     // Claimed first, atomically: a second resume of the same run started at the same time
     // is refused here, before either loads anything.
     const RunInfo info = store.claimForResume(runId);

@@ -64,11 +64,13 @@ json runConfigJson(RunStore& store, int64_t runId) {
                            "run " + std::to_string(runId) + "'s config_json in " + store.path());
 }
 
+json parseUserConfig(const RunInfo& r) {
+    if (r.userConfigJson.empty()) return nullptr;
+    return parseStoredJson(r.userConfigJson, "run " + std::to_string(r.id) + "'s user_config");
+}
+
 json userConfigJson(RunStore& store, int64_t runId) {
-    const std::string text = store.run(runId).userConfigJson;
-    if (text.empty()) return nullptr;
-    return parseStoredJson(text,
-                           "run " + std::to_string(runId) + "'s user_config in " + store.path());
+    return parseUserConfig(store.run(runId));
 }
 
 json runExportJson(RunStore& store, int64_t runId, bool allHeads) {

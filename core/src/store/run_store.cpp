@@ -249,6 +249,17 @@ std::vector<QkClip> RunStore::qkClips(int64_t runId) {
     return readRows(*m_db, m_version, qkClipTable(), runId);
 }
 
+bool trainedOutsideQklab(const RunInfo& r) {
+    return !r.source.empty() && r.source != "qklab";
+}
+
+std::string outsideQklabReason(const RunInfo& r, const std::string& action) {
+    if (!trainedOutsideQklab(r)) return {};
+    return "run " + std::to_string(r.id) + " was trained outside qklab (" +
+           printableText(r.source.substr(0, 80)) + "): qklab cannot " + action +
+           " a model it does not have";
+}
+
 std::vector<CustomScalar> RunStore::customScalars(int64_t runId) {
     return readRows(*m_db, m_version, customScalarTable(), runId);
 }
