@@ -190,6 +190,42 @@ TEST(HostileImport, DeeplyNestedJsonIsRefusedAndNothingIsImported) {
     EXPECT_FALSE(fs::exists(into + ".checkpoints/run-1"));  // the copied file went again
 }
 
+// Issue 26: a run logged from Python keeps the user's config (up to 1 MiB of JSON) and its
+// custom scalars through a merge; a user config that is not a JSON object, or a custom
+// scalar name with a control character, refuses the file.
+TEST(HostileImport, AnExternalRunsUserConfigAndScalarsAreCheckedAndKept) {
+    TempDir d;
+    const std::string shard = d / "shard.db", into = d / "into.db";
+    writeRun(shard, "external", RunStatus::Finished);
+    const std::string big = "{\"note\": \"" + std::string(200000, 'x') + "\"}";
+    ASSERT_TRUE(
+        rawExec(shard, "UPDATE runs SET source = 'python: hf-llama', user_config = '" + big + "'"));
+    ASSERT_TRUE(rawExec(shard, "INSERT INTO custom_scalars VALUES(1, 'tokens_seen', 3, 4096)"));
+    {
+        RunStore store(into);
+        EXPECT_EQ(store.importRuns(shard).imported, 1);
+        const RunInfo r = store.listRuns().at(0);
+        EXPECT_EQ(r.source, "python: hf-llama");
+        EXPECT_EQ(r.userConfigJson.size(), big.size());
+        const auto scalars = store.customScalars(r.id);
+        ASSERT_EQ(scalars.size(), 1u);
+        EXPECT_EQ(scalars[0].name, "tokens_seen");
+        EXPECT_EQ(scalars[0].value, 4096.0);
+    }
+    for (const std::string& bad :
+         {std::string("UPDATE runs SET user_config = '[1, 2]'"),
+          std::string("INSERT INTO custom_scalars VALUES(1, 'a' || char(27) || '[2J', 4, 1)")}) {
+        const std::string hostile = d / ("hostile" + std::to_string(bad.size()) + ".db");
+        writeRun(hostile, "external", RunStatus::Finished);
+        ASSERT_TRUE(rawExec(hostile, bad));
+        RunStore store(d / ("fresh" + std::to_string(bad.size()) + ".db"));
+        std::string msg;
+        EXPECT_EQ(importError(store, hostile, &msg), ErrorCode::NotQklabDatabase) << bad;
+        EXPECT_NE(msg.find("run 1"), std::string::npos) << msg;
+        EXPECT_TRUE(store.listRuns().empty());
+    }
+}
+
 // Item 7: a file that already holds such a config gives an error, not a crash.
 TEST(StoredRows, DeepOrBrokenJsonInAStoredRunIsAnErrorNotACrash) {
     TempDir d;

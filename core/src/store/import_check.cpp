@@ -33,8 +33,8 @@ constexpr size_t kMaxUuidBytes = 100;
 // Text columns that may hold line breaks and tabs (paragraphs, JSON). Every other text column
 // is one line: it is printed in tables.
 const std::set<std::string> kMultiLine{
-    "notes",       "status_message", "diagnosis",       "text",
-    "config_json", "params_json",    "definition_json", "sweep_coords"};
+    "notes",       "status_message",  "diagnosis",    "text",       "config_json",
+    "params_json", "definition_json", "sweep_coords", "user_config"};
 
 std::string quoted(const std::string& names) {
     return "(" + names + ")";
@@ -257,10 +257,11 @@ std::map<int64_t, int64_t> checkSweeps(Database& src, const std::string& path) {
 void checkRuns(Database& src, int version, const std::string& path,
                const std::map<int64_t, int64_t>& sweepPoints) {
     const bool sweeps = hasFeature(version, SchemaFeature::Sweeps);
+    const bool external = hasFeature(version, SchemaFeature::ExternalRuns);
     Statement st(src, std::string("SELECT r.id, r.name, r.config_json, ") +
                           (sweeps ? "r.uuid, r.sweep_id, r.sweep_point, r.sweep_coords"
                                   : std::string(kLegacyRunUuid) + ", NULL, NULL, NULL") +
-                          " FROM runs r");
+                          (external ? ", r.user_config" : ", ''") + " FROM runs r");
     std::set<std::string> uuids;
     while (st.step()) {
         const std::string row = "run " + std::to_string(st.columnInt(0)) + " ('" +
@@ -272,6 +273,7 @@ void checkRuns(Database& src, int version, const std::string& path,
         }
         checkUuid(path, row, st.columnText(3), uuids);
         checkJsonObject(path, row, "config_json", st.columnText(2), true);
+        checkJsonObject(path, row, "user_config", st.columnText(7), true);  // qklab.init(config=)
         if (st.isNull(4)) continue;
         const auto sweep = sweepPoints.find(st.columnInt(4));
         if (sweep == sweepPoints.end())
