@@ -406,7 +406,8 @@ TEST_F(CliTest, CompareDiffsConfigsAndSummarizesRuns) {
     const Result r = cli("compare base id:2 --json --db " + m_db);
     ASSERT_EQ(r.status, 0) << r.err;
     const json j = json::parse(r.out);
-    EXPECT_EQ(j["runs"], json::parse(R"([{"id":1,"name":"base"},{"id":2,"name":"capped"}])"));
+    EXPECT_EQ(j["runs"], json::parse(R"([{"id":1,"name":"base","source":"qklab"},
+                                         {"id":2,"name":"capped","source":"qklab"}])"));
     EXPECT_EQ(j["diff"], json::parse(R"({"attention.softcap.kind":["none","tanh"],
                                          "attention.softcap.c":[50.0,30.0]})"));
     ASSERT_EQ(j["summary"].size(), 2u);

@@ -111,3 +111,44 @@ TEST_F(StoreTest, SchemaNineStepsReadTheNewColumnsAsNanAndAWriterMigrates) {
     EXPECT_DOUBLE_EQ(ms[1].outLogitMax, 13.5);
     EXPECT_DOUBLE_EQ(ms[1].zLossTerm, 32.0);
 }
+
+// Schema 11 (issue 26): a schema-10 file's runs read as qklab's own, with no user config and no
+// custom scalars, without the reader migrating it; a writer migrates it and can store them.
+TEST_F(StoreTest, SchemaTenRunsReadAsQklabsOwnAndAWriterMigrates) {
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addStep(step(0, 2.5));
+        w.finish(RunStatus::Finished);
+    }
+    rawExec(QKLAB_UNDO_SCHEMA_11 "PRAGMA user_version = 10; PRAGMA wal_checkpoint(TRUNCATE)",
+            m_path);
+    {
+        RunStore reader(m_path, StoreAccess::ReadOnly);
+        EXPECT_EQ(reader.schemaVersion(), 10);
+        const RunInfo r = reader.run(1);
+        EXPECT_EQ(r.source, "qklab");
+        EXPECT_EQ(r.userConfigJson, "");
+        EXPECT_TRUE(reader.customScalars(1).empty());
+        EXPECT_TRUE(runExportJson(reader, 1)["user_config"].is_null());
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), 10);  // the reader did not migrate it
+    {
+        NewRun run;
+        run.name = "external";
+        run.source = "python: hf-llama";
+        run.userConfigJson = R"({"lr": 0.03})";
+        RunWriter w(m_path, run);  // a writer migrates
+        w.addStep(step(0, 3.0));
+        w.addCustomScalar({0, "tokens_seen", 1024});
+        w.finish(RunStatus::Finished);
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), kLatestSchema);
+    RunStore store(m_path, StoreAccess::ReadOnly);
+    EXPECT_EQ(store.run(1).source, "qklab");
+    EXPECT_EQ(store.run(2).source, "python: hf-llama");
+    EXPECT_EQ(runExportJson(store, 2)["user_config"]["lr"], 0.03);
+    const auto scalars = store.customScalars(2);
+    ASSERT_EQ(scalars.size(), 1u);
+    EXPECT_EQ(scalars[0].name, "tokens_seen");
+    EXPECT_DOUBLE_EQ(scalars[0].value, 1024.0);
+}
