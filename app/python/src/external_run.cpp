@@ -8,6 +8,7 @@
 
 #include "qklab/error.h"
 #include "qklab/record_columns.h"
+#include "qklab/run_store.h"
 #include "qklab/version.h"
 
 namespace qklab {
@@ -80,7 +81,7 @@ int64_t ExternalRun::runId() const {
     return m_writer->runId();
 }
 
-ExternalReport ExternalRun::log(int64_t step, const std::map<std::string, double>& values) {
+MonitorReport ExternalRun::log(int64_t step, const std::map<std::string, double>& values) {
     if (m_finished) throw Error(ErrorCode::InvalidRequest, "log: the run is finished");
     if (step < 0 || (m_open && step < m_open->step))
         throw Error(ErrorCode::InvalidRequest,
@@ -122,7 +123,7 @@ MonitorReport ExternalRun::closeStep() {
     return decided;
 }
 
-ExternalReport ExternalRun::probe(int64_t step, const std::vector<ExternalLayer>& layers) {
+MonitorReport ExternalRun::probe(int64_t step, const std::vector<ExternalLayer>& layers) {
     if (m_finished) throw Error(ErrorCode::InvalidRequest, "probe: the run is finished");
     if (step <= m_lastProbeStep)
         throw Error(ErrorCode::InvalidRequest,
@@ -139,15 +140,15 @@ ExternalReport ExternalRun::probe(int64_t step, const std::vector<ExternalLayer>
     // A step logged already (closed) is before this probe; the open one is this step or later.
     const MonitorReport decided =
         m_monitor.addProbes(step, p.stats, m_config.attention.qkNorm != QkNormVariant::None);
-    ExternalReport out = report(decided);
+    MonitorReport out = report(decided);
     flushSoon(true);  // probe steps are committed at once, as the trainer does
     return out;
 }
 
-ExternalReport ExternalRun::report(const MonitorReport& r) {
+MonitorReport ExternalRun::report(const MonitorReport& r) {
     for (const LogitAlarm& a : r.alarms) m_writer->addLogitAlarm(a);
     for (const Spike& s : r.spikes) m_writer->addSpike(s);
-    return {r.spikes, r.alarms};
+    return r;
 }
 
 void ExternalRun::flushSoon(bool now) {

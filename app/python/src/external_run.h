@@ -40,12 +40,6 @@ struct ExternalRunSpec {
 // (the run's own settings are its user config). Validated as any config is.
 RunConfig externalRunConfig(const ExternalRunSpec& spec);
 
-// What one call decided, for the Python side to show.
-struct ExternalReport {
-    std::vector<Spike> spikes;
-    std::vector<LogitAlarm> alarms;
-};
-
 class ExternalRun {
   public:
     explicit ExternalRun(const ExternalRunSpec& spec);
@@ -56,10 +50,10 @@ class ExternalRun {
     // One step's scalars by name: qklab's step metrics (stepMetricTable() names: loss,
     // grad_norm, lr, val_loss, ...) go into the step row, any other name is a custom scalar.
     // Throws Error{InvalidRequest} for a step before the last one logged or a bad name.
-    ExternalReport log(int64_t step, const std::map<std::string, double>& values);
+    MonitorReport log(int64_t step, const std::map<std::string, double>& values);
 
     // The probes of one step from the model's queries and keys (qklab/external_probes.h).
-    ExternalReport probe(int64_t step, const std::vector<ExternalLayer>& layers);
+    MonitorReport probe(int64_t step, const std::vector<ExternalLayer>& layers);
 
     // Ends the run: "finished", or "diverged" when its last loss was not finite, or the
     // status named (stopped, failed). Flushes; throws Error when the store cannot commit.
@@ -67,7 +61,8 @@ class ExternalRun {
     bool finished() const { return m_finished; }
 
   private:
-    ExternalReport report(const MonitorReport& r);
+    // Stores what the monitor decided and hands it back, for the Python side to show.
+    MonitorReport report(const MonitorReport& r);
     MonitorReport closeStep();  // the buffered step's row goes to the store and the monitor
     void flushSoon(bool now);
 

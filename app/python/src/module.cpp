@@ -8,10 +8,12 @@
 
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "external_run.h"
 #include "qklab/error.h"
+#include "qklab/record_columns.h"
 #include "qklab/run_store.h"
 #include "qklab/version.h"
 
@@ -20,36 +22,29 @@ using namespace qklab;
 
 namespace {
 
-py::dict spikeDict(const Spike& s) {
+// A spike or an alarm as a dict keyed by its record table's column names: the same keys as
+// the store, `export` and `show` (qklab/record_columns.h), with no list of fields of its own.
+template <class Record>
+py::dict recordDict(const RecordTable<Record>& table, const Record& r) {
     py::dict d;
-    d["step"] = s.step;
-    d["metric"] = s.metric;
-    d["value"] = s.value;
-    d["z_score"] = s.zScore;
-    d["kind"] = std::string(toString(s.kind));
-    d["tier"] = s.tier;
-    d["probe_step"] = s.probeStep;
-    d["diagnosis"] = s.diagnosis;
+    for (const auto& column : table.columns) {
+        const ColumnValue v = column.get(r);
+        if (const auto* i = std::get_if<int64_t>(&v))
+            d[column.name] = *i;
+        else if (const auto* x = std::get_if<double>(&v))
+            d[column.name] = *x;
+        else if (const auto* t = std::get_if<std::string>(&v))
+            d[column.name] = *t;
+        else
+            d[column.name] = py::none();
+    }
     return d;
 }
 
-py::dict alarmDict(const LogitAlarm& a) {
-    py::dict d;
-    d["step"] = a.step;
-    d["layer"] = a.layer;
-    d["metric"] = a.metric;
-    d["value"] = a.value;
-    d["threshold"] = a.threshold;
-    d["kind"] = std::string(toString(a.kind));
-    d["tier"] = a.tier;
-    d["text"] = a.text;
-    return d;
-}
-
-py::dict reportDict(const ExternalReport& r) {
+py::dict reportDict(const MonitorReport& r) {
     py::list spikes, alarms;
-    for (const Spike& s : r.spikes) spikes.append(spikeDict(s));
-    for (const LogitAlarm& a : r.alarms) alarms.append(alarmDict(a));
+    for (const Spike& s : r.spikes) spikes.append(recordDict(spikeTable(), s));
+    for (const LogitAlarm& a : r.alarms) alarms.append(recordDict(logitAlarmTable(), a));
     py::dict d;
     d["spikes"] = spikes;
     d["alarms"] = alarms;
@@ -77,7 +72,7 @@ py::dict probe(ExternalRun& run, int64_t step, const std::vector<py::tuple>& lay
     std::vector<ExternalLayer> view;
     for (const LayerArgs& a : held)
         view.push_back({&a.q, &a.k, &a.qRaw, &a.kRaw, a.scale, a.softcap});
-    ExternalReport r;
+    MonitorReport r;
     {
         py::gil_scoped_release noGil;  // the reductions run without holding Python up
         r = run.probe(step, view);
