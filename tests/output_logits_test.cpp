@@ -109,29 +109,35 @@ TEST(OutputLogitStats, WithoutZLossTheyComeFromTheLossOwnLogProbabilities) {
 }
 
 TEST(UpdateNorm, EqualsTheNormOfThetaAfterMinusThetaBefore) {
-    RunConfig c = tinyConfig();
-    Transformer model(c);
-    // A strong decay and LR: the decay term is a visible part of the update.
-    DeviceAdamW optimizer({{model->decayedParameters(), 0.5}, {model->undecayedParameters(), 0}},
-                          0.9, 0.95, 1e-8);
-    optimizer.setLr(0.05);
-    const auto tokens = torch::randint(0, 256, {2, c.model.seqLen}, torch::kInt64);
-    auto params = model->parameters();
-    for (int step = 0; step < 3; ++step) {  // the moments differ from the first step's
-        std::vector<torch::Tensor> before;
-        for (auto& p : params) {
-            p.mutable_grad() = torch::Tensor();
-            before.push_back(p.detach().clone().to(torch::kFloat64));
+    for (const bool fused : {false, kHaveFusedAdamW}) {
+        SCOPED_TRACE(fused ? "fused AdamW" : "per-parameter AdamW");
+        RunConfig c = tinyConfig();
+        Transformer model(c);
+        // A strong decay and LR: the decay term is a visible part of the update.
+        DeviceAdamW optimizer(
+            {{model->decayedParameters(), 0.5}, {model->undecayedParameters(), 0}}, 0.9, 0.95, 1e-8,
+            fused);
+        optimizer.setLr(0.05);
+        const auto tokens = torch::randint(0, 256, {2, c.model.seqLen}, torch::kInt64);
+        auto params = model->parameters();
+        for (int step = 0; step < 3; ++step) {  // the moments differ from the first step's
+            std::vector<torch::Tensor> before;
+            for (auto& p : params) {
+                p.mutable_grad() = torch::Tensor();
+                before.push_back(p.detach().clone().to(torch::kFloat64));
+            }
+            model->forward(tokens, tokens, plainSwitches(c), nullptr).loss.backward();
+            optimizer.step();
+            double squared = 0;
+            for (size_t i = 0; i < params.size(); ++i)
+                squared += (params[i].detach().to(torch::kFloat64) - before[i])
+                               .pow(2)
+                               .sum()
+                               .item<double>();
+            const double norm = optimizer.lastUpdateNorm().item<double>();
+            EXPECT_NEAR(norm, std::sqrt(squared), 1e-5 * std::sqrt(squared)) << "step " << step;
+            EXPECT_GT(norm, 0);
         }
-        model->forward(tokens, tokens, plainSwitches(c), nullptr).loss.backward();
-        optimizer.step();
-        double squared = 0;
-        for (size_t i = 0; i < params.size(); ++i)
-            squared +=
-                (params[i].detach().to(torch::kFloat64) - before[i]).pow(2).sum().item<double>();
-        const double norm = optimizer.lastUpdateNorm().item<double>();
-        EXPECT_NEAR(norm, std::sqrt(squared), 1e-5 * std::sqrt(squared)) << "step " << step;
-        EXPECT_GT(norm, 0);
     }
 }
 

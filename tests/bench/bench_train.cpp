@@ -13,6 +13,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "bench_configs.h"
 #include "qklab/environment.h"
 #include "qklab/trainer.h"
 
@@ -36,33 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-RunConfig benchConfig(const std::string& name) {
-    RunConfig c;
-    if (name == "tiny") {  // the tiny config: d 128, 2 layers, 4 heads, T 128, batch 16
-        return c;
-    }
-    if (name == "10m") {  // ~10.8M parameters: d 384, 6 layers, 6 heads (d_head 64)
-        c.model.dModel = 384;
-        c.model.nLayers = 6;
-        c.model.nHeads = 6;
-        c.model.seqLen = 256;
-        c.data.batchSize = 8;
-        return c;
-    }
-    if (name == "300m") {  // the guide's baseline: d 768, 12 layers, 12 heads (d_head 64), T 1024
-        c.model.dModel = 768;
-        c.model.nLayers = 12;
-        c.model.nHeads = 12;
-        c.model.seqLen = 1024;
-        c.data.batchSize = 16;
-        c.attention.qkNorm = QkNormVariant::Rms;
-        c.attention.softcap = {SoftcapKind::Tanh, 50};
-        c.probes.every = 50;
-        return c;
-    }
-    return loadPreset(name);
-}
-
 // Seconds from building the trainer to the device having finished the last step. Observers
 // cannot time steps: with deferred readback (the CUDA default) onStep arrives in bursts at
 // readback points, long after the step ran, so a clock started in onStep measured almost
@@ -71,6 +45,7 @@ RunConfig benchConfig(const std::string& name) {
 struct TimedRun {
     double seconds = 0;
     int64_t parameters = 0;
+    std::string engine;  // what ran: device, dtype, AdamW kind, CUDA graphs
 };
 
 TimedRun timeWholeRun(const RunConfig& c, const std::string& profilePath) {
@@ -84,7 +59,8 @@ TimedRun timeWholeRun(const RunConfig& c, const std::string& profilePath) {
         trainer.run(quiet);
     }
     if (c.run.device == DeviceKind::Cuda) torch::cuda::synchronize();
-    return {std::chrono::duration<double>(Clock::now() - t0).count(), trainer.parameterCount()};
+    return {std::chrono::duration<double>(Clock::now() - t0).count(), trainer.parameterCount(),
+            trainer.deviceDescription()};
 }
 
 // The machine's matmul rate in the run's dtype on the run's device: the MFU denominator.
@@ -167,6 +143,7 @@ int main(int argc, char** argv) {
     r["device"] = c.run.device;
     r["dtype"] = c.run.dtype;
     r["attention"] = c.run.fusedAttention ? "fused" : "explicit";
+    r["engine"] = full.engine;
     if (c.run.device == DeviceKind::Cuda)
         r["peak_mem_gb"] = static_cast<double>(cudaPeakMemoryBytes()) / 1e9;
     r["torch"] = torchVersion();

@@ -26,6 +26,9 @@ enum class DeviceKind { Cpu, Cuda };
 enum class Precision { Fp32, Bf16 };
 enum class HistScale { Linear, Symlog };
 enum class Readback { Auto, EveryStep, Deferred };
+// A speed-up that changes the numbers within stated tolerances: auto = where this build and
+// device have it.
+enum class AutoSwitch { Auto, On, Off };
 enum class AttentionKind { Mha, Mla };
 // How decoding keeps past tokens: recompute everything (none), cache materialised keys and
 // values (MHA's KV cache; MLA's naive cache of full normalised keys), or MLA's absorbed cache
@@ -78,6 +81,10 @@ struct Choices<HistScale> {
 template <>
 struct Choices<Readback> {
     static constexpr std::array<const char*, 3> names{"auto", "every_step", "deferred"};
+};
+template <>
+struct Choices<AutoSwitch> {
+    static constexpr std::array<const char*, 3> names{"auto", "on", "off"};
 };
 template <>
 struct Choices<AttentionKind> {

@@ -25,8 +25,9 @@ struct OptimConfig {
     double weightDecay = 0.1;  // decoupled (AdamW) decay, matrices only
     std::vector<double> betas{0.9, 0.95};
     double eps = 1e-8;
-    double gradClip = 1.0;  // global L2-norm clip; 0 = off
-    double zLoss = 0.0;     // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
+    double gradClip = 1.0;                // global L2-norm clip; 0 = off
+    double zLoss = 0.0;                   // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
+    AutoSwitch fused = AutoSwitch::Auto;  // ATen's fused AdamW kernel; auto = on cuda
 };
 
 struct ScheduleConfig {
@@ -119,13 +120,14 @@ struct EvalConfig {
 struct RunSettings {
     int64_t seed = 1337;
     DeviceKind device = DeviceKind::Cpu;
-    Precision dtype = Precision::Fp32;   // bf16: autocast matmuls, fp32 master weights
-    int64_t threads = 0;                 // intra-op threads; 0 = all cores
-    int64_t checkpointEvery = 0;         // 0 = checkpoint only when stopped or finished
-    double checkpointSeconds = 60;       // rolling checkpoint at least this often; 0 = off
-    bool fusedAttention = true;          // fused kernel where no explicit logits are needed
-    Readback readback = Readback::Auto;  // when loss/grad norm are read back to the host
-    double maxMemoryGiB = 0;             // memory a run may need; 0 = host's available memory
+    Precision dtype = Precision::Fp32;         // bf16: autocast matmuls, fp32 master weights
+    int64_t threads = 0;                       // intra-op threads; 0 = all cores
+    int64_t checkpointEvery = 0;               // 0 = checkpoint only when stopped or finished
+    double checkpointSeconds = 60;             // rolling checkpoint at least this often; 0 = off
+    bool fusedAttention = true;                // fused kernel where no explicit logits are needed
+    AutoSwitch cudaGraphs = AutoSwitch::Auto;  // replay training steps from a CUDA graph
+    Readback readback = Readback::Auto;        // when loss/grad norm are read back to the host
+    double maxMemoryGiB = 0;                   // memory a run may need; 0 = host's available memory
 };
 
 struct ProbeConfig {

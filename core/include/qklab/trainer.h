@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,8 +42,13 @@ struct RunOutcome {
     std::string message;                     // e.g. "loss became nan at step 143"
 };
 
+class StepGraph;  // engine/step_graph.h: a recorded step, replayed
+
 struct TrainerOptions {
     std::string resumeFrom;  // a checkpoint file to continue from
+    // Where run.cuda_graphs gets its graphs: empty = the CUDA plugin. Tests set a stand-in
+    // that replays on the CPU, which also turns graphs on for a CPU run.
+    std::function<std::unique_ptr<StepGraph>()> stepGraphFactory;
 };
 
 class Trainer {

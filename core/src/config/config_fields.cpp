@@ -132,6 +132,12 @@ void optimizerFields(FieldTable& t) {
     t.add(
         "optim.eps", "AdamW epsilon", "", "AdamW epsilon",
         [](RunConfig& c) -> double& { return c.optim.eps; }, 1e-12, 1e-3);
+    t.add("optim.fused", "Fused AdamW", "",
+          "ATen's fused AdamW kernel, one pass over each parameter: auto = on cuda (the CPU "
+          "keeps the per-parameter AdamW in LibTorch's operation order, and with it the "
+          "documented CPU numbers); on = also on the CPU (fails where LibTorch lacks it, < 2.4); "
+          "off = never. The two agree within fp32 rounding, not bit for bit",
+          [](RunConfig& c) -> AutoSwitch& { return c.optim.fused; });
     t.add(
         "optim.grad_clip", "Gradient clip", "L2 norm",
         "clip the global gradient L2 norm to this; 0 = off",
@@ -385,6 +391,12 @@ void runFields(FieldTable& t) {
           "fused attention kernel on steps that need no explicit logits (no probe, no softcap); "
           "false = always the explicit path",
           [](RunConfig& c) -> bool& { return c.run.fusedAttention; });
+    t.add("run.cuda_graphs", "CUDA graphs", "",
+          "on cuda, record a whole training step (forward, backward, clip, AdamW) as a CUDA "
+          "graph after a few steps and replay it; probe, event, eval and checkpoint steps run "
+          "as usual, and a change of shapes or attention switches captures anew. auto = on "
+          "cuda with deferred readback where the graph plugin loads; on = fail where it cannot",
+          [](RunConfig& c) -> AutoSwitch& { return c.run.cudaGraphs; });
     t.add("run.readback", "Loss readback", "",
           "when loss and grad norm come back to the host: every_step, or deferred to "
           "probe/eval/checkpoint steps and ~0.5 s (no per-step GPU sync); auto = deferred on cuda",

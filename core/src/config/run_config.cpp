@@ -217,6 +217,14 @@ void checkDataAndRun(const RunConfig& c, ProblemList& p) {
     p.need(c.run.threads >= 0, "run.threads", fmt(c.run.threads), "must be >= 0 (0 = all cores)");
     p.need(c.run.checkpointEvery >= 0, "run.checkpoint_every", fmt(c.run.checkpointEvery),
            "must be >= 0");
+    // A graph replays the update in the same launches as the loss: every-step readback checks
+    // the loss between the two.
+    if (c.run.cudaGraphs == AutoSwitch::On) {
+        p.need(c.run.device == DeviceKind::Cuda, "run.cuda_graphs", "on",
+               "needs run.device = cuda");
+        p.need(c.run.readback != Readback::EveryStep, "run.cuda_graphs", "on",
+               "needs run.readback = auto or deferred, not every_step");
+    }
 }
 
 void checkProbes(const RunConfig& c, ProblemList& p) {

@@ -8,8 +8,10 @@
 
 namespace qklab {
 
-DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps)
-    : m_beta1(beta1), m_beta2(beta2), m_eps(eps) {
+DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
+                         bool fused)
+    : m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_fused(fused) {
+    TORCH_CHECK(!fused || kHaveFusedAdamW, "fused AdamW needs LibTorch 2.4 or later");
     for (auto& g : groups)
         for (auto& p : g.params) {
             m_params.push_back(p);
@@ -24,12 +26,18 @@ DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double be
         m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     }
     m_lr = torch::zeros({}, f64);
-    m_steps = torch::zeros({static_cast<int64_t>(m_params.size())}, f64);
+    const auto stepType = fused ? torch::kFloat32 : torch::kFloat64;
+    m_steps = torch::zeros({static_cast<int64_t>(m_params.size())}, f64.dtype(stepType));
     m_decayRates = torch::tensor(m_weightDecay, torch::kFloat64).to(device);
+    if (fused) {
+        m_lrFloat = torch::zeros({}, f64.dtype(torch::kFloat32));
+        for (auto& p : m_params) m_before.push_back(torch::empty_like(p));
+    }
 }
 
 void DeviceAdamW::setLr(double lr) {
     m_lr.fill_(lr);
+    if (m_fused) m_lrFloat.fill_(lr);
 }
 
 namespace {
@@ -54,7 +62,7 @@ torch::Tensor DeviceAdamW::activeMask(const std::vector<bool>& active) {
     auto it = m_masks.find(active);
     if (it != m_masks.end()) return it->second;
     std::vector<double> ones(active.begin(), active.end());
-    auto mask = torch::tensor(ones, torch::kFloat64).to(m_steps.device());
+    auto mask = torch::tensor(ones, torch::kFloat64).to(m_steps.device(), m_steps.scalar_type());
     return m_masks.emplace(active, mask).first->second;
 }
 
@@ -63,7 +71,55 @@ void DeviceAdamW::step() {
     std::vector<bool> active(m_params.size());
     for (size_t i = 0; i < m_params.size(); ++i) active[i] = m_params[i].grad().defined();
     m_steps.add_(activeMask(active));
+    if (m_fused)
+        fusedStep(active);
+    else
+        perParameterStep(active);
+}
 
+void DeviceAdamW::fusedStep(const std::vector<bool>& active) {
+#ifdef QKLAB_HAVE_FUSED_ADAMW
+    // One kernel call per weight-decay group over its parameters that have gradients. The
+    // update norm is ||before - after||, from a copy taken into preallocated buffers (no
+    // allocation per step, so a captured graph can replay it).
+    std::vector<torch::Tensor> squaredNorms;
+    for (size_t begin = 0; begin < m_params.size();) {
+        size_t end = begin;
+        while (end < m_params.size() && m_weightDecay[end] == m_weightDecay[begin]) ++end;
+        std::vector<torch::Tensor> params, grads, expAvg, expAvgSq, steps, before;
+        for (size_t i = begin; i < end; ++i) {
+            if (!active[i]) continue;
+            // The kernels walk parameter and gradient as flat arrays.
+            TORCH_CHECK(m_params[i].is_contiguous(), "fused AdamW: parameter ", i,
+                        " is not contiguous");
+            const auto& grad = m_params[i].grad();
+            params.push_back(m_params[i]);
+            grads.push_back(grad.is_contiguous() ? grad : grad.contiguous());
+            expAvg.push_back(m_expAvg[i]);
+            expAvgSq.push_back(m_expAvgSq[i]);
+            steps.push_back(m_steps.select(0, static_cast<int64_t>(i)));
+            before.push_back(m_before[i]);
+        }
+        if (!params.empty()) {
+            at::_foreach_copy_(before, params);
+            at::_fused_adamw_(params, grads, expAvg, expAvgSq, {}, steps, m_lrFloat, m_beta1,
+                              m_beta2, m_weightDecay[begin], m_eps, /*amsgrad=*/false,
+                              /*maximize=*/false);
+            at::_foreach_sub_(before, params);
+            for (const auto& n : at::_foreach_norm(before))
+                squaredNorms.push_back(n.to(torch::kFloat64).square());
+        }
+        begin = end;
+    }
+    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
+                                        : torch::stack(squaredNorms).sum().sqrt();
+#else
+    (void)active;
+    TORCH_CHECK(false, "fused AdamW needs LibTorch 2.4 or later");
+#endif
+}
+
+void DeviceAdamW::perParameterStep(const std::vector<bool>& active) {
     // All bias corrections in a few vector ops, in float64 as LibTorch computes them on the
     // host, then cast to the parameters' dtype as its Scalar arguments are.
     const auto dtype = m_params.front().scalar_type();
@@ -90,12 +146,12 @@ void DeviceAdamW::step() {
         if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
         p.add_(adamStep);
     }
-    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_steps.options())
+    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
                                         : torch::stack(squaredNorms).sum().clamp_min(0).sqrt();
 }
 
 void DeviceAdamW::save(torch::serialize::OutputArchive& archive) const {
-    archive.write("steps", m_steps);
+    archive.write("steps", m_steps.to(torch::kFloat64));  // one layout, fused or not
     for (size_t i = 0; i < m_params.size(); ++i) {
         archive.write("exp_avg." + std::to_string(i), m_expAvg[i]);
         archive.write("exp_avg_sq." + std::to_string(i), m_expAvgSq[i]);
@@ -180,7 +236,7 @@ void DeviceAdamW::importLibTorchAdamW(torch::serialize::InputArchive& archive) {
         m_expAvg[i].copy_(expAvg);
         m_expAvgSq[i].copy_(expAvgSq);
     }
-    m_steps.copy_(torch::tensor(steps, torch::kFloat64));
+    m_steps.copy_(torch::tensor(steps, torch::kFloat64));  // copy_ converts to float32 if fused
 }
 
 int64_t DeviceAdamW::stepCount(size_t paramIndex) const {

@@ -7,9 +7,17 @@
 // parameters' device, and clipGradNorm returns the norm as a device tensor, so a whole
 // training step (forward, backward, clip, update) is launches only. On the CPU both compute
 // what LibTorch's AdamW and clip_grad_norm_ compute, in the same operation order.
+//
+// With `fused`, the update itself is ATen's fused AdamW kernel (_fused_adamw_, the kernel
+// PyTorch's AdamW(fused=True) runs): one pass over each parameter, its gradient and moments
+// instead of about ten, one launch per group on CUDA. Its bias corrections are computed in
+// double and its elementwise math in fp32 in another order, so it agrees with the
+// per-parameter path within fp32 rounding (tests/device_optim_test.cpp states the
+// tolerances). Both keep the same state, so a checkpoint of either loads into the other.
 #pragma once
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <map>
 #include <vector>
@@ -21,9 +29,20 @@ struct AdamWGroup {
     double weightDecay = 0;
 };
 
+// ATen's _fused_adamw_ with a tensor learning rate runs on the CPU from LibTorch 2.4 and on
+// CUDA from 2.2; Debian's 1.13 has neither.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define QKLAB_HAVE_FUSED_ADAMW 1
+constexpr bool kHaveFusedAdamW = true;
+#else
+constexpr bool kHaveFusedAdamW = false;
+#endif
+
 class DeviceAdamW {
   public:
-    DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps);
+    DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
+                bool fused = false);
+    bool fused() const { return m_fused; }
 
     // The learning rate of the next step (a device tensor written in place: a captured graph
     // reads the new value on its next replay).
@@ -48,12 +67,19 @@ class DeviceAdamW {
 
   private:
     torch::Tensor activeMask(const std::vector<bool>& active);
+    void perParameterStep(const std::vector<bool>& active);
+    void fusedStep(const std::vector<bool>& active);
 
     std::vector<torch::Tensor> m_params, m_expAvg, m_expAvgSq;
+    std::vector<torch::Tensor> m_before;  // fused: each parameter before the step (update norm)
     std::vector<double> m_weightDecay;
     double m_beta1, m_beta2, m_eps;
-    torch::Tensor m_lr;                                  // 0-dim float64
-    torch::Tensor m_steps;                               // (P) float64: step count per parameter
+    bool m_fused;
+    torch::Tensor m_lr;       // 0-dim float64
+    torch::Tensor m_lrFloat;  // fused: 0-dim float32 (the CUDA kernel reads the LR as a float)
+    // (P) step count per parameter: float64, or float32 when fused (the kernel's state_steps
+    // are float32 views of it); saved as float64 either way.
+    torch::Tensor m_steps;
     torch::Tensor m_decayRates;                          // (P) float64: weight decay per parameter
     std::map<std::vector<bool>, torch::Tensor> m_masks;  // which parameters step, as 0/1
     torch::Tensor m_updateNorm;                          // 0-dim float64, of the last step

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -28,15 +29,13 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
 
-#include "engine/data_loader.h"
-#include "engine/device_optim.h"
-#include "engine/model.h"
-#include "engine/probes.h"
+#include "engine/trainer_impl.h"
 #include "qklab/corpus.h"
 #include "qklab/environment.h"
 #include "qklab/error.h"
@@ -50,12 +49,6 @@
 namespace qklab {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-}
 
 // A training step allocates and frees the same few-MB activation buffers every step. glibc
 // serves such sizes with fresh mmap()s and returns them on free(), so every step pays page
@@ -84,104 +77,6 @@ std::string tensorString(const torch::Tensor& t) {
 }
 
 }  // namespace
-
-// One trained step as the host will report it. Its loss and grad norm stay on the device
-// until the next readback; everything else the observer hears about that step waits with it,
-// so that deferred and every-step readback report the same calls in the same order.
-struct PendingStep {
-    StepMetrics metrics;           // loss, gradNorm and the output-logit statistics: at readback
-    torch::Tensor loss, gradNorm;  // 0-dim, on the device
-    torch::Tensor outputLogits;    // ForwardResult::outputLogitStats, on the device
-    torch::Tensor updateNorm;      // 0-dim, on the device; undefined before the update
-    std::optional<std::pair<double, double>> hostValues;  // loss, grad norm, when read already
-    double hostSeconds = 0;  // host time of the step, forward to optimizer update
-    bool qkNormActive = false;
-    std::vector<EventRecord> events;
-    bool probed = false;
-    std::vector<ProbeStats> probeStats;
-    std::vector<LogitHistogram> histograms;
-    std::vector<AttentionMap> maps;
-    std::vector<QkClip> clips;  // heads QK-Clip scaled after this step's update
-};
-
-// What the run loop carries from step to step.
-struct LoopState {
-    RunMonitor monitor;  // spikes, their diagnosis and the logit alarms
-    std::vector<PendingStep> pending;
-    Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
-    double untimedSeconds = 0;  // since the last readback: validation, checkpoints, pauses
-
-    // Runs f and keeps its time out of the steps' tokens/s.
-    template <class F>
-    void untimed(F&& f) {
-        const auto t0 = Clock::now();
-        f();
-        untimedSeconds += seconds(t0, Clock::now());
-    }
-    explicit LoopState(const RunConfig& config) : monitor(config) {}
-};
-
-constexpr size_t kMaxPendingSteps = 256;  // deferred readback: at least this often
-constexpr double kReadbackSeconds = 0.5;  // ... and about this often, for live views
-
-struct Trainer::Impl {
-    RunConfig config;  // events grow with interventions
-    TrainerOptions options;
-    std::string checkpointDir;  // empty = no checkpoints
-    torch::Device device{torch::kCPU};
-    bool bf16 = false;
-    bool deferredReadback = false;
-    Transformer model{nullptr};
-    std::unique_ptr<DeviceAdamW> optimizer;
-    std::unique_ptr<ByteDataLoader> data;
-    int64_t startStep = 0;
-    int64_t paramCount = 0;
-    std::vector<torch::Tensor> params, gains;
-    ProbeSettings probeSettings;
-
-    std::atomic<bool> pauseRequested{false}, stopRequested{false}, paused{false};
-    std::mutex controlMutex;
-    std::condition_variable controlCv;
-    std::deque<Event> pendingInterventions;
-    std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
-    std::string lastCheckpoint;
-    Clock::time_point lastCheckpointTime = Clock::now();
-    MapMoments mapMoments{0, 0};  // set from the config in the constructor
-
-    AttentionSwitches switchesFor(const StepSettings& s) const {
-        return attentionSwitches(config, s);
-    }
-
-    // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
-    // the optimizer state in this order.
-    std::vector<AdamWGroup> parameterGroups() {
-        return {{model->decayedParameters(), config.optim.weightDecay},
-                {model->undecayedParameters(), 0.0}};
-    }
-
-    void buildOptimizer() {
-        optimizer = std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
-                                                  config.optim.betas[1], config.optim.eps);
-    }
-
-    void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
-    void loadCheckpoint(const std::string& path);
-    double validationLoss(const StepSettings& s);
-    std::vector<Event> takeInterventions(int64_t step);
-    bool waitWhilePaused();
-
-    std::vector<EventRecord> eventsAt(int64_t step);
-    Batch drawBatch(const StepSettings& s);
-    PendingStep trainStep(int64_t step, const StepSettings& s, const Batch& batch, bool eventStep);
-    std::vector<AttentionMap> mapsBeforeEvents(int64_t step, const Batch& batch,
-                                               const StepSettings& after);
-    bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
-    bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
-    void trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
-    void runLoop(TrainingObserver& observer, RunOutcome& outcome);
-    void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
-    bool probeComesAtOrAfter(int64_t step) const;
-};
 
 namespace {
 
@@ -333,86 +228,6 @@ std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
 Batch Trainer::Impl::drawBatch(const StepSettings& s) {
     return s.dirtyBatch ? data->dirtyBatch(s.dirtyText, config.data.batchSize, s.seqLen)
                         : data->trainBatch(config.data.batchSize, s.seqLen);
-}
-
-// The model as it stands before this step's events, on this step's batch, under the settings
-// without them: against the step's own (after-event) map only the switch differs. None when
-// the events change nothing in the forward pass (LR, a dirty batch: same weights, same map).
-std::vector<AttentionMap> Trainer::Impl::mapsBeforeEvents(int64_t step, const Batch& batch,
-                                                          const StepSettings& after) {
-    if (!mapMoments.wantsBefore(step)) return {};
-    RunConfig without = config;
-    without.events.erase(std::remove_if(without.events.begin(), without.events.end(),
-                                        [&](const Event& e) { return e.step == step; }),
-                         without.events.end());
-    auto sw = switchesFor(settingsAt(without, step));
-    const auto swAfter = switchesFor(after);
-    if (sw.qkNorm == swAfter.qkNorm && sw.alpha == swAfter.alpha && sw.softcap == swAfter.softcap &&
-        sw.softcapC == swAfter.softcapC)
-        return {};
-    sw.fused = false;  // the maps need the explicit softmax
-    torch::NoGradGuard noGrad;
-    std::vector<AttentionCapture> captures;
-    if (bf16) setBf16Autocast(device, true);
-    model->forward(batch.x.to(device), batch.y.to(device), sw, &captures);
-    if (bf16) {
-        setBf16Autocast(device, false);
-        at::autocast::clear_cache();
-    }
-    auto maps = attentionMaps(step - 1, captures);
-    labelMaps(maps, MapReason::BeforeEvent, batch.x);
-    mapMoments.taken(step - 1);
-    return maps;
-}
-
-PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const Batch& batch,
-                                     bool eventStep) {
-    PendingStep p;
-    auto sw = switchesFor(s);
-    const bool probing = (config.probes.every > 0 && step % config.probes.every == 0) ||
-                         mapMoments.probeEventStep(eventStep);
-    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, probing);
-    optimizer->setLr(s.lr);
-
-    auto x = batch.x.to(device), y = batch.y.to(device);
-    std::vector<AttentionCapture> captures;
-    // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
-    // backward follows the forward's dtypes. Probes convert to fp32 themselves.
-    if (bf16) setBf16Autocast(device, true);
-    auto result = model->forward(x, y, sw, probing ? &captures : nullptr);
-    if (bf16) {
-        setBf16Autocast(device, false);
-        at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
-    }
-    for (auto& prm : params) prm.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
-    result.loss.backward();
-    const double clipTo =
-        config.optim.gradClip > 0 ? config.optim.gradClip : std::numeric_limits<double>::infinity();
-    p.gradNorm = clipGradNorm(params, clipTo);
-    p.loss = result.loss.detach();
-    p.outputLogits = result.outputLogitStats;
-
-    if (probing) {
-        probeSettings.softcap = sw.softcap;
-        probeSettings.softcapC = sw.softcapC;
-        computeProbes(step, captures, probeSettings, p.probeStats, p.histograms);
-        if (const auto reason = mapMoments.reasonAt(step, eventStep, p.probeStats)) {
-            p.maps = attentionMaps(step, captures);
-            labelMaps(p.maps, *reason, batch.x);
-            mapMoments.taken(step);
-        }
-        p.probed = true;
-        captures.clear();  // free the (B, H, T, T) tensors before the update
-    }
-    StepMetrics& m = p.metrics;
-    m.step = step;
-    m.lr = s.lr;
-    m.alpha = s.alpha;
-    m.softcapC = s.softcapC;
-    m.seqLen = s.seqLen;
-    m.attentionPath = sw.fused ? "fused" : "explicit";
-    p.qkNormActive = s.qkNorm != QkNormVariant::None && s.alpha > 0;
-    return p;
 }
 
 // True when a regular probe at or after `step` is still to come in this run.
@@ -574,6 +389,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.params = d.model->parameters();
     d.gains = d.model->qkGains();
     d.buildOptimizer();
+    d.buildGraphs();
     d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
     d.mapMoments = MapMoments(config.probes.every, config.probes.attnMapEvery);
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
@@ -591,7 +407,14 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     const Batch batch = drawBatch(s);
     auto mapsBefore =
         events.empty() ? std::vector<AttentionMap>{} : mapsBeforeEvents(step, batch, s);
-    st.pending.push_back(trainStep(step, s, batch, !events.empty()));
+    auto graphed = graphStep(step, s, batch, !events.empty());
+    if (graphs && !graphs->failure().empty() && !graphFailureReported) {
+        std::fprintf(stderr, "qklab: %s; step %lld on runs without graphs\n",
+                     graphs->failure().c_str(), static_cast<long long>(step));
+        graphFailureReported = true;
+    }
+    st.pending.push_back(graphed ? std::move(*graphed)
+                                 : trainStep(step, s, batch, !events.empty()));
     PendingStep& current = st.pending.back();
     current.events = std::move(events);
     current.maps.insert(current.maps.begin(), std::make_move_iterator(mapsBefore.begin()),
@@ -612,10 +435,12 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
     // Learnable QK scales are frozen during an anneal: the optimizer would otherwise inflate
     // them to compensate, and they would explode as alpha reaches 0.
     // anneal.qk_norm.freeze_gain = false leaves them learnable, to show that.
-    if (s.annealing && config.anneal.qkNorm.freezeGain)
-        for (auto& g : gains) g.mutable_grad() = torch::Tensor();
-    optimizer->step();
-    current.updateNorm = optimizer->lastUpdateNorm();
+    if (!current.graphed) {
+        if (s.annealing && config.anneal.qkNorm.freezeGain)
+            for (auto& g : gains) g.mutable_grad() = torch::Tensor();
+        optimizer->step();
+        current.updateNorm = optimizer->lastUpdateNorm();
+    }
     // QK-Clip acts on the updated weights, measured on this step's batch.
     if (s.qkClipTau > 0 && (step + 1) % config.attention.qkClip.every == 0)
         current.clips = model->qkClip(batch.x.to(device), switchesFor(s), s.qkClipTau, step);
@@ -762,7 +587,9 @@ std::string Trainer::deviceDescription() const {
     std::string s = d.device.is_cuda()
                         ? "cuda:0"
                         : "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
-    return s + ", " + nameOf(d.config.run.dtype);
+    return s + ", " + nameOf(d.config.run.dtype) +
+           (d.optimizer->fused() ? ", fused AdamW" : ", per-parameter AdamW") +
+           (d.graphs ? ", CUDA graphs" : "");
 }
 
 }  // namespace qklab

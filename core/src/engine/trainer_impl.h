@@ -1,0 +1,177 @@
+// trainer_impl.h — Trainer::Impl, the state of one training run, shared by trainer.cpp (the
+// run loop, readback, checkpoints, controls) and trainer_steps.cpp (one step, eager or through
+// a CUDA graph). Private to core.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/captured_step.h"
+#include "engine/data_loader.h"
+#include "engine/device_optim.h"
+#include "engine/model.h"
+#include "engine/probes.h"
+#include "qklab/error.h"
+#include "qklab/run_monitor.h"
+#include "qklab/schedules.h"
+#include "qklab/trainer.h"
+
+namespace qklab {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// One trained step as the host will report it. Its loss and grad norm stay on the device
+// until the next readback; everything else the observer hears about that step waits with it,
+// so that deferred and every-step readback report the same calls in the same order.
+struct PendingStep {
+    StepMetrics metrics;           // loss, gradNorm and the output-logit statistics: at readback
+    torch::Tensor loss, gradNorm;  // 0-dim, on the device
+    torch::Tensor outputLogits;    // ForwardResult::outputLogitStats, on the device
+    torch::Tensor updateNorm;      // 0-dim, on the device; undefined before the update
+    std::optional<std::pair<double, double>> hostValues;  // loss, grad norm, when read already
+    double hostSeconds = 0;  // host time of the step, forward to optimizer update
+    bool qkNormActive = false;
+    std::vector<EventRecord> events;
+    bool probed = false;
+    bool graphed = false;  // forward to update ran as one CUDA graph replay
+    std::vector<ProbeStats> probeStats;
+    std::vector<LogitHistogram> histograms;
+    std::vector<AttentionMap> maps;
+    std::vector<QkClip> clips;  // heads QK-Clip scaled after this step's update
+};
+
+// What the run loop carries from step to step.
+struct LoopState {
+    RunMonitor monitor;  // spikes, their diagnosis and the logit alarms
+    std::vector<PendingStep> pending;
+    Clock::time_point lastFlush = Clock::now(), lastReadback = Clock::now();
+    double untimedSeconds = 0;  // since the last readback: validation, checkpoints, pauses
+
+    // Runs f and keeps its time out of the steps' tokens/s.
+    template <class F>
+    void untimed(F&& f) {
+        const auto t0 = Clock::now();
+        f();
+        untimedSeconds += seconds(t0, Clock::now());
+    }
+    explicit LoopState(const RunConfig& config) : monitor(config) {}
+};
+
+constexpr size_t kMaxPendingSteps = 256;  // deferred readback: at least this often
+constexpr double kReadbackSeconds = 0.5;  // ... and about this often, for live views
+
+struct Trainer::Impl {
+    RunConfig config;  // events grow with interventions
+    TrainerOptions options;
+    std::string checkpointDir;  // empty = no checkpoints
+    torch::Device device{torch::kCPU};
+    bool bf16 = false;
+    bool deferredReadback = false;
+    Transformer model{nullptr};
+    std::unique_ptr<DeviceAdamW> optimizer;
+    std::unique_ptr<GraphStepper> graphs;  // run.cuda_graphs; null = every step eager
+    bool graphFailureReported = false;
+    std::unique_ptr<ByteDataLoader> data;
+    int64_t startStep = 0;
+    int64_t paramCount = 0;
+    std::vector<torch::Tensor> params, gains;
+    ProbeSettings probeSettings;
+
+    std::atomic<bool> pauseRequested{false}, stopRequested{false}, paused{false};
+    std::mutex controlMutex;
+    std::condition_variable controlCv;
+    std::deque<Event> pendingInterventions;
+    std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
+    std::string lastCheckpoint;
+    Clock::time_point lastCheckpointTime = Clock::now();
+    MapMoments mapMoments{0, 0};  // set from the config in the constructor
+
+    AttentionSwitches switchesFor(const StepSettings& s) const {
+        return attentionSwitches(config, s);
+    }
+
+    // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
+    // the optimizer state in this order.
+    std::vector<AdamWGroup> parameterGroups() {
+        return {{model->decayedParameters(), config.optim.weightDecay},
+                {model->undecayedParameters(), 0.0}};
+    }
+
+    void buildOptimizer() {
+        if (config.optim.fused == AutoSwitch::On && !kHaveFusedAdamW)
+            throw Error(ErrorCode::Unsupported,
+                        "optim.fused = on, but this build's LibTorch (" +
+                            std::to_string(TORCH_VERSION_MAJOR) + "." +
+                            std::to_string(TORCH_VERSION_MINOR) +
+                            ") has no fused AdamW (2.4 or later); use optim.fused = auto or off");
+        // auto: fused on CUDA, where the per-parameter update is ~10 launches per tensor. On
+        // the CPU it gains a few percent of a step, and the per-parameter update keeps the
+        // documented CPU numbers: chaotic (high-LR) runs follow the optimizer's rounding, and a
+        // lesson's seed that had no spike gets one with the fused kernel's.
+        const bool fused =
+            kHaveFusedAdamW && (config.optim.fused == AutoSwitch::On ||
+                                (config.optim.fused == AutoSwitch::Auto && device.is_cuda()));
+        optimizer =
+            std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
+                                          config.optim.betas[1], config.optim.eps, fused);
+    }
+
+    // run.cuda_graphs: a GraphStepper on CUDA with deferred readback where the plugin loads
+    // (or with the tests' stand-in graph); `on` fails where it cannot.
+    void buildGraphs() {
+        if (config.run.cudaGraphs == AutoSwitch::Off) return;
+        StepGraphFactory factory = options.stepGraphFactory;
+        std::string why;
+        if (!factory) {
+            if (!device.is_cuda()) return;  // validate() refuses `on` off cuda
+            factory = cudaStepGraphFactory(why);
+        }
+        if (!deferredReadback) why = "run.readback = every_step reads the loss before the update";
+        if (factory && deferredReadback) {
+            graphs = std::make_unique<GraphStepper>(std::move(factory));
+            return;
+        }
+        if (config.run.cudaGraphs == AutoSwitch::On)
+            throw Error(ErrorCode::Unsupported, "run.cuda_graphs = on, but " + why);
+    }
+
+    void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
+    void loadCheckpoint(const std::string& path);
+    double validationLoss(const StepSettings& s);
+    std::vector<Event> takeInterventions(int64_t step);
+    bool waitWhilePaused();
+
+    std::vector<EventRecord> eventsAt(int64_t step);
+    Batch drawBatch(const StepSettings& s);
+    PendingStep trainStep(int64_t step, const StepSettings& s, const Batch& batch, bool eventStep);
+    std::optional<PendingStep> graphStep(int64_t step, const StepSettings& s, const Batch& batch,
+                                         bool eventStep);
+    bool probingAt(int64_t step, bool eventStep) const {
+        return (config.probes.every > 0 && step % config.probes.every == 0) ||
+               mapMoments.probeEventStep(eventStep);
+    }
+    std::vector<AttentionMap> mapsBeforeEvents(int64_t step, const Batch& batch,
+                                               const StepSettings& after);
+    bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    void trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
+    void runLoop(TrainingObserver& observer, RunOutcome& outcome);
+    void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
+    bool probeComesAtOrAfter(int64_t step) const;
+};
+
+}  // namespace qklab
