@@ -3,7 +3,8 @@
 # cluster on localhost (the classic single-node set-up, but see "Footprint").
 #
 #   1. stand up munged + slurmctld + slurmd in a scratch folder, wait for the node to be idle
-#   2. qklab-cli sweep experiments/sweeps/tiny.json --slurm OUT --max-parallel 2 --submit
+#   2. qklab-cli sweep experiments/sweeps/tiny.json --slurm OUT --points-per-task 2
+#      --max-parallel 2 --submit (2 array tasks of 2 points each)
 #   3. wait for the job array to leave the queue
 #   4. qklab-cli merge OUT/shards/*.db --into a fresh database
 #   5. check: 4 runs, all finished, right coordinates per point, sweep record reassembled,
@@ -264,7 +265,8 @@ log "cluster up: $(sinfo -h -o '%P %a %D %t %N')"
 
 # ---------------------------------------------------------------- 2. submit the sweep
 submit_out="$SCRATCH/submit.stdout"; submit_err="$SCRATCH/submit.stderr"
-if ! "$CLI" sweep "$SWEEP_FILE" --slurm "$OUT" --max-parallel 2 --submit >"$submit_out" 2>"$submit_err"; then
+# Two points per array task (--points-per-task 2): 2 tasks, each running its points in turn.
+if ! "$CLI" sweep "$SWEEP_FILE" --slurm "$OUT" --points-per-task 2 --max-parallel 2 --submit >"$submit_out" 2>"$submit_err"; then
     cat "$submit_err" >&2
     die "qklab-cli sweep --slurm --submit failed"
 fi
@@ -274,10 +276,10 @@ JOB_ID=${JOB_ID%%;*}                     # sbatch --parsable may print "jobid;cl
 [[ $JOB_ID =~ ^[0-9]+$ ]] || die "expected a job id on stdout of --submit, got: '$(cat "$submit_out")'"
 log "submitted job array $JOB_ID"
 
-# What qklab wrote: 4 configs, a 4-task array throttled to 2, logs in OUT/logs.
+# What qklab wrote: 4 configs, a 2-task array throttled to 2, logs in OUT/logs.
 for i in 0 1 2 3; do [[ -f $OUT/configs/point-$i.json ]] || die "missing $OUT/configs/point-$i.json"; done
 [[ ! -e $OUT/configs/point-4.json ]] || die "more than 4 point configs in $OUT/configs"
-grep -qx '#SBATCH --array=0-3%2' "$OUT/sweep.sbatch" || die "sweep.sbatch has no '#SBATCH --array=0-3%2'"
+grep -qx '#SBATCH --array=0-1%2' "$OUT/sweep.sbatch" || die "sweep.sbatch has no '#SBATCH --array=0-1%2'"
 
 # ---------------------------------------------------------------- 3. wait for it
 job_gone() {
@@ -303,8 +305,8 @@ task_states() {
 }
 states=$(task_states || true)
 log "job array $JOB_ID left the queue after ${T_JOB}s: $(echo $states)"
-[[ $(grep -c 'state=COMPLETED exit=0:0' <<<"$states") -eq 4 ]] \
-    || die "not all 4 array tasks COMPLETED with exit 0: $(grep -v 'state=COMPLETED exit=0:0' <<<"$states" | tr '\n' ';')"
+[[ $(grep -c 'state=COMPLETED exit=0:0' <<<"$states") -eq 2 ]] \
+    || die "not both array tasks COMPLETED with exit 0: $(grep -v 'state=COMPLETED exit=0:0' <<<"$states" | tr '\n' ';')"
 
 # ---------------------------------------------------------------- 4. merge
 shards=("$OUT"/shards/point-*.db)

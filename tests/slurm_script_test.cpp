@@ -4,6 +4,7 @@
 // value writes nothing, so the corrected retry works; a grid of 2^64 points is refused instead
 // of counting as 0.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -195,6 +196,45 @@ TEST_F(SlurmScriptTest, HostileValuesAreRefusedOrQuotedAsAWhole) {
         checkScript(script, c.outDir);
     }
     EXPECT_EQ(accepted, 11);  // every case above not marked mustRefuse
+}
+
+// --points-per-task 3 over 7 points: 3 array tasks, task 1 runs points 3, 4 and 5 and task 2
+// point 6 alone, each into its own shard; a task whose point fails runs the rest and fails.
+// SLURM_ARRAY_TASK_ID enters shell arithmetic, so anything but digits is refused before it.
+TEST_F(SlurmScriptTest, ATaskOfSeveralPointsRunsItsShareEachIntoItsShard) {
+    const std::string out = m_dir + "/out $(touch PWNED)";
+    // A fake that appends each call's --point, and fails for point 4.
+    std::ofstream(m_fake, std::ios::trunc)
+        << "#!/bin/bash\nprintf '%s %s\\n' \"$5\" \"$9\" >> \"$QKLAB_FAKE_ARGV\"\n"
+        << "[ \"$5\" != 4 ]\n";
+    SweepArgs o;
+    o.pointsPerTask = 3;
+    const std::string script = qklab::cli::slurmScriptText(o, "lr", out, m_fake, 7, 512);
+    EXPECT_NE(script.find("#SBATCH --array=0-2\n"), std::string::npos) << script;
+    EXPECT_NE(script.find("/logs/task-%a.%A.out"), std::string::npos) << script;
+    const std::string file = m_dir + "/sweep.sbatch";
+    std::ofstream(file, std::ios::trunc) << script;
+    auto runTask = [&](const std::string& task) {
+        const std::string calls = m_dir + "/calls";
+        fs::remove(calls);
+        const std::string cmd = "cd " + sq(m_dir + "/run") +
+                                " && env -i PATH=/usr/bin:/bin QKLAB_FAKE_ARGV=" + sq(calls) +
+                                " SLURM_ARRAY_TASK_ID=" + sq(task) + " bash " + sq(file) +
+                                " >/dev/null 2>&1";
+        const int status = std::system(cmd.c_str());
+        return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, readAll(calls));
+    };
+    const std::string shard = out + "/shards/point-";
+    EXPECT_EQ(runTask("1"),
+              std::make_pair(1, "3 " + shard + "3.db\n4 " + shard + "4.db\n5 " + shard + "5.db\n"));
+    EXPECT_EQ(runTask("2"), std::make_pair(0, "6 " + shard + "6.db\n"));
+    for (const std::string hostile : {"a[$(touch PWNED)]", "1+1", "", "-1"})
+        EXPECT_EQ(runTask(hostile).first, 2) << hostile;
+    for (const auto& e : fs::recursive_directory_iterator(m_dir))
+        EXPECT_EQ(e.path().filename().string().find("PWNED"), std::string::npos)
+            << "an injected command ran: " << e.path();
+    o.pointsPerTask = 0;
+    EXPECT_THROW(qklab::cli::slurmScriptText(o, "lr", out, m_fake, 7, 512), qklab::Error);
 }
 
 // ---- through qklab-cli ------------------------------------------------------------------------

@@ -85,6 +85,7 @@ struct SweepArgs {
     // Slurm: write the job into this folder instead of running here.
     std::string slurmDir, partition, time;
     int gpusPerTask = 0, maxParallel = 0;
+    int pointsPerTask = 1;  // grid points each array task runs, one after another
     bool submit = false;
     // --resume: how long to wait for points another process still runs (the workers of a
     // killed sweep stop at their next step) before running the rest without them.

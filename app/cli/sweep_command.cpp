@@ -386,7 +386,10 @@ void addSweepOptions(CLI::App& cmd, SweepArgs& args, Database& db) {
     cmd.add_option("--time", args.time, "Slurm time limit per point (e.g. 00:30:00)");
     cmd.add_option("--gpus-per-task", args.gpusPerTask, "Slurm GPUs per point");
     cmd.add_option("--max-parallel", args.maxParallel,
-                   "at most this many points at once (--array=...%K)");
+                   "at most this many array tasks at once (--array=...%K)");
+    cmd.add_option("--points-per-task", args.pointsPerTask,
+                   "grid points each array task runs, one after another, each into its own "
+                   "shard (default 1): fewer, longer jobs where a cluster's queue is the cost");
     cmd.add_flag("--submit", args.submit, "run sbatch on the written job");
     db.addOption(cmd, args.dbPath);
 }
@@ -398,6 +401,10 @@ int cmdSweep(const SweepArgs& o) {
     if (o.jobs < 0)
         throw Error(ErrorCode::InvalidRequest,
                     "--jobs: expected 0 (auto) or more, got " + std::to_string(o.jobs));
+    if (o.pointsPerTask != 1 && o.slurmDir.empty())
+        throw Error(ErrorCode::InvalidRequest,
+                    "--points-per-task is for --slurm (here, each of the --jobs workers takes "
+                    "the next point)");
     if (!o.slurmDir.empty()) return writeSlurmJob(o);
     if (o.file.empty() == o.resume.empty())
         throw Error(ErrorCode::InvalidRequest, "give a sweep file or --resume SWEEP (not both)");

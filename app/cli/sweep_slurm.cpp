@@ -139,26 +139,45 @@ std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
     if (o.threadsPerRun < 1 || o.gpusPerTask < 0 || o.maxParallel < 0 || memoryMiB < 0)
         throw Error(ErrorCode::InvalidRequest,
                     "--threads-per-run >= 1, --gpus-per-task >= 0, --max-parallel >= 0");
+    if (o.pointsPerTask < 1 || static_cast<uint64_t>(o.pointsPerTask) > kMaxSweepPoints)
+        refuse("--points-per-task", std::to_string(o.pointsPerTask),
+               "expected 1 to " + std::to_string(kMaxSweepPoints));
+    const size_t perTask = static_cast<size_t>(o.pointsPerTask);
+    const size_t tasks = (points + perTask - 1) / perTask;
     const std::string logs = sbatchPath(outDir, "--slurm");
-    std::string s = "#!/bin/bash\n# qklab sweep " + shellQuoted(sweepName) + ": " +
-                    std::to_string(points) +
-                    " points, one array task each (written by qklab-cli sweep --slurm).\n";
+    std::string s =
+        "#!/bin/bash\n# qklab sweep " + shellQuoted(sweepName) + ": " + std::to_string(points) +
+        " points, " +
+        (perTask == 1 ? "one array task each" : std::to_string(perTask) + " per array task") +
+        " (written by qklab-cli sweep --slurm).\n";
     s += "#SBATCH --job-name=\"" + jobName(sweepName) + "\"\n";
-    s += "#SBATCH --array=0-" + std::to_string(points - 1) +
+    s += "#SBATCH --array=0-" + std::to_string(tasks - 1) +
          (o.maxParallel > 0 ? "%" + std::to_string(o.maxParallel) : "") + "\n";
     // %a the task, %A the job: a resubmission into the same folder keeps the older logs.
-    s += "#SBATCH --output=\"" + logs + "/logs/point-%a.%A.out\"\n";
+    s += "#SBATCH --output=\"" + logs + (perTask == 1 ? "/logs/point" : "/logs/task") +
+         "-%a.%A.out\"\n";
     s += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=" + std::to_string(o.threadsPerRun) + "\n";
     if (memoryMiB > 0) s += "#SBATCH --mem=" + std::to_string(memoryMiB) + "M\n";
     if (!o.partition.empty()) s += "#SBATCH --partition=\"" + o.partition + "\"\n";
     if (!o.time.empty()) s += "#SBATCH --time=\"" + o.time + "\"\n";
     if (o.gpusPerTask > 0) s += "#SBATCH --gpus-per-task=" + std::to_string(o.gpusPerTask) + "\n";
     s += "set -euo pipefail\n";
-    s += "# Each task writes its own shard: no SQLite file is shared across nodes.\n";
-    s += "exec " + shellQuoted(cliPath) + " sweep-point --definition " +
-         shellQuoted(outDir + "/sweep.json") + " --point \"$SLURM_ARRAY_TASK_ID\" --threads " +
-         std::to_string(o.threadsPerRun) + " --db " + shellQuoted(outDir + "/shards") +
-         "\"/point-$SLURM_ARRAY_TASK_ID.db\"\n";
+    s += "# Each point writes its own shard: no SQLite file is shared across nodes.\n";
+    // One point per task: the task id is the point. Several: the loop's $point.
+    const std::string var = perTask == 1 ? "$SLURM_ARRAY_TASK_ID" : "$point";
+    const std::string runPoint = shellQuoted(cliPath) + " sweep-point --definition " +
+                                 shellQuoted(outDir + "/sweep.json") + " --point \"" + var +
+                                 "\" --threads " + std::to_string(o.threadsPerRun) + " --db " +
+                                 shellQuoted(outDir + "/shards") + "\"/point-" + var + ".db\"";
+    if (perTask == 1) return s + "exec " + runPoint + "\n";
+    // The task id enters shell arithmetic, which would evaluate an expression in it: digits
+    // only. Every point of the task runs even when one fails; the task fails if any did.
+    s += "[[ $SLURM_ARRAY_TASK_ID =~ ^[0-9]+$ ]] || { echo \"bad SLURM_ARRAY_TASK_ID\" >&2; exit "
+         "2; }\n";
+    s += "first=$((SLURM_ARRAY_TASK_ID * " + std::to_string(perTask) + "))\nstatus=0\n";
+    s += "for ((point = first; point < first + " + std::to_string(perTask) + " && point < " +
+         std::to_string(points) + "; point++)); do\n";
+    s += "    " + runPoint + " || status=$?\ndone\nexit $status\n";
     return s;
 }
 
