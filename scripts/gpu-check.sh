@@ -69,7 +69,7 @@ fi
 build=build-gpu
 [ $cpu = 1 ] && build=build-gpucheck-cpu
 # The GPU tests need GoogleTest (the libgtest-dev .deb); without it the rest still runs.
-tests=OFF targets="qklab-cli bench_train precision_check"
+tests=OFF targets="qklab-cli bench_train bench_optim precision_check"
 if [ $speed_only = 0 ] && { [ -n "$extra_prefix" ] && compgen -G "$extra_prefix/lib/*/cmake/GTest" >/dev/null ||
    [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; }; then
   tests=ON targets="$targets gpu_test"
@@ -82,6 +82,7 @@ cmake -S . -B "$build" -DQKLAB_GUI=OFF -DQKLAB_TESTS=$tests -DCMAKE_BUILD_TYPE=R
 cmake --build "$build" -j"$(nproc)" --target $targets >"$out/build.log" 2>&1 ||
   { grep -E "error|Error" "$out/build.log" | head -30 >&2; exit 1; }
 cli=$build/app/cli/qklab-cli bench=$build/tests/bench/bench_train prec=$build/tests/bench/precision_check
+optim=$build/tests/bench/bench_optim
 db=$out/gpu-check.db
 rm -f "$db"*
 
@@ -128,6 +129,12 @@ for cfg in $configs; do
   done
   # The explicit attention path on every step, against the fused kernel above.
   record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every 0 --set run.device=$device --set run.dtype=$dtype --set run.fused_attention=false)"
+  # Issue 27: without CUDA graphs (the default rows above replay them on cuda), and without
+  # the fused AdamW as well (the engine before issue 27); the optimizer step alone, both
+  # AdamW kinds interleaved.
+  record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every 0 --set run.device=$device --set run.dtype=$dtype --set run.cuda_graphs=off)"
+  record "$($bench --config $cfg --steps $steps --warmup $warm --probes-every 0 --set run.device=$device --set run.dtype=$dtype --set run.cuda_graphs=off --set optim.fused=off)"
+  $optim --config $cfg --steps 20 --rounds 5 --set run.device=$device >>"$results" || log "bench_optim failed on $cfg"
   # The PyTorch peer, eager and compiled, with and without probes (compiled code cannot trace
   # the probe capture, so its probe steps run eagerly).
   for pe in 10 0; do
@@ -137,6 +144,27 @@ for cfg in $configs; do
     fi
   done
 done
+
+# The 42-point Wortsman LR sweep (tiny config, 400 steps) as `sweep` runs it today, one point
+# per worker process, 8 workers sharing the device: the baseline for `sweep --batched`. (Not
+# with --cpu: 42 points take 15 minutes on 2 cores.)
+if [ $cpu = 0 ]; then
+sweep_file=experiments/sweeps/.gpu-check-lr_qknorm.json
+$python - "$sweep_file" "$device" "$dtype" <<'PY'
+import json, sys
+s = json.load(open("experiments/sweeps/lr_qknorm.json"))
+s["set"] = {"run.device": sys.argv[2], "run.dtype": sys.argv[3], "probes.every": 10}
+json.dump(s, open(sys.argv[1], "w"))
+PY
+log "speed: the 42-point LR sweep, one point per worker"
+rm -f "$out/sweep.db"*
+t0=$(date +%s.%N)
+sweep_rc=0
+timeout 300 $cli sweep "$sweep_file" --db "$out/sweep.db" --jobs 8 --name lr-sweep >"$out/sweep.log" 2>&1 || sweep_rc=$?
+t1=$(date +%s.%N)
+rm -f "$sweep_file"
+record "$($python -c "import json; print(json.dumps({'bench': 'sweep', 'points': 42, 'steps': 400, 'jobs': 8, 'wall_s': $t1 - $t0, 'rc': $sweep_rc}))")"
+fi
 
 if [ $speed_only = 0 ]; then
 # 1. CPU vs GPU, fp32, same seed, 50 steps.
@@ -182,14 +210,24 @@ print("\n## qklab GPU check\n")
 for r in rows:
     if r.get("check"):
         print("- " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
-print("\n| config | impl | attention | probes every | tokens/s | steps/s | model TFLOP/s | matmul TFLOP/s | MFU | peak mem GB |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("\n| config | impl | attention | engine (device, dtype, AdamW, graphs) | probes every | tokens/s | steps/s | model TFLOP/s | matmul TFLOP/s | MFU | peak mem GB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if "steps_per_s" not in r:
         continue
     mm = r.get("matmul_gflops")
     g = r.get("model_gflops", 0)
     mfu = f"{100 * g / mm:.0f}%" if mm else "-"
-    print(f"| {r['config']} | {r['impl']} | {r.get('attention', '-')} | {r.get('probes_every')} | {r['tokens_per_s']:.0f} | {r['steps_per_s']:.2f} | "
+    if r.get("bench") == "optimizer":
+        continue
+    print(f"| {r['config']} | {r['impl']} | {r.get('attention', '-')} | {r.get('engine', '-')} | {r.get('probes_every')} | {r['tokens_per_s']:.0f} | {r['steps_per_s']:.2f} | "
           f"{g / 1e3:.2f} | {mm / 1e3 if mm else float('nan'):.1f} | {mfu} | {r.get('peak_mem_gb', '-')} |")
+for r in rows:
+    if r.get("bench") == "sweep":
+        print(f"\n42-point LR sweep, 400 steps, {r['jobs']} workers: {r['wall_s']:.1f} s (exit {r['rc']})")
+print("\n| config | optimizer step alone | params | steps/s |")
+print("|---|---|---|---|")
+for r in rows:
+    if r.get("bench") == "optimizer":
+        print(f"| {r['config']} | {r['adamw']} AdamW | {r['params']} | {r['steps_per_s']:.1f} |")
 PY
