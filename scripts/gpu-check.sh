@@ -147,7 +147,8 @@ done
 
 # The 42-point Wortsman LR sweep (tiny config, 400 steps) as `sweep` runs it today, one point
 # per worker process, 8 workers sharing the device: the baseline for `sweep --batched`. (Not
-# with --cpu: 42 points take 15 minutes on 2 cores.)
+# with --cpu: 42 points take 15 minutes on 2 cores.) Capped at 150 s so that --speed-only
+# stays one lease of under 10 minutes; a capped sweep reports exit 124.
 if [ $cpu = 0 ]; then
 sweep_file=experiments/sweeps/.gpu-check-lr_qknorm.json
 $python - "$sweep_file" "$device" "$dtype" <<'PY'
@@ -160,7 +161,7 @@ log "speed: the 42-point LR sweep, one point per worker"
 rm -f "$out/sweep.db"*
 t0=$(date +%s.%N)
 sweep_rc=0
-timeout 300 $cli sweep "$sweep_file" --db "$out/sweep.db" --jobs 8 --name lr-sweep >"$out/sweep.log" 2>&1 || sweep_rc=$?
+timeout 150 $cli sweep "$sweep_file" --db "$out/sweep.db" --jobs 8 --name lr-sweep >"$out/sweep.log" 2>&1 || sweep_rc=$?
 t1=$(date +%s.%N)
 rm -f "$sweep_file"
 record "$($python -c "import json; print(json.dumps({'bench': 'sweep', 'points': 42, 'steps': 400, 'jobs': 8, 'wall_s': $t1 - $t0, 'rc': $sweep_rc}))")"
