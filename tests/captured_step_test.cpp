@@ -61,6 +61,7 @@ LossRecorder run(const RunConfig& c, const std::shared_ptr<GraphCounts>& counts)
     EXPECT_EQ(t.deviceDescription().find("CUDA graphs") != std::string::npos, counts != nullptr);
     LossRecorder r;
     EXPECT_EQ(t.run(r).status, RunStatus::Finished);
+    EXPECT_EQ(t.replayedSteps(), counts ? counts->replays : 0);  // what the run reports
     return r;
 }
 

@@ -44,8 +44,7 @@ struct TwinOptimizers {
     }
     std::unique_ptr<DeviceAdamW> make(Transformer& m, bool fused) {
         const auto& o = twins.config.optim;
-        return std::make_unique<DeviceAdamW>(twins.groups(m), o.betas[0], o.betas[1], o.eps,
-                                             fused);
+        return std::make_unique<DeviceAdamW>(twins.groups(m), o.betas[0], o.betas[1], o.eps, fused);
     }
     // Both step twin A's gradients, so that what differs is the optimizers' arithmetic alone
     // (gradients of twin B's own weights would feed the difference back and amplify it).

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "engine/device_optim.h"
 #include "engine/model.h"
+#include "engine/step_graph.h"
 #include "qklab/trainer.h"
 
 using namespace qklab;
@@ -173,12 +177,26 @@ TEST(Gpu, CapturedStepsEqualEagerSteps) {
         eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 3.0}}, "test"));
     c.run.cudaGraphs = AutoSwitch::Off;
     const auto eager = train(c);
+    // The plugin's graphs, counted: a capture that failed would leave every step eager and
+    // the losses trivially equal, so the test also asks for the replays.
     c.run.cudaGraphs = AutoSwitch::On;
-    {
-        Trainer t(c);
-        EXPECT_NE(t.deviceDescription().find("CUDA graphs"), std::string::npos);
-    }
-    const auto graphed = train(c);
+    auto captures = std::make_shared<int>(0);
+    TrainerOptions options;
+    options.stepGraphFactory = [captures]() -> std::unique_ptr<StepGraph> {
+        std::string why;
+        const auto plugin = cudaStepGraphFactory(why);
+        if (!plugin) throw std::runtime_error(why);
+        ++*captures;
+        return plugin();
+    };
+    Trainer t(c, options);
+    EXPECT_NE(t.deviceDescription().find("CUDA graphs"), std::string::npos);
+    Steps graphed;
+    ASSERT_EQ(t.run(graphed).status, RunStatus::Finished);
+    // One graph (the LR is a device tensor); eager: the 12 probe steps (the event step 20 is
+    // one of them) and the 2 that make the key stable.
+    EXPECT_EQ(*captures, 1);
+    EXPECT_EQ(t.replayedSteps(), 60 - 12 - 2);
     ASSERT_EQ(graphed.steps.size(), eager.steps.size());
     double worst = 0;
     for (size_t i = 0; i < eager.steps.size(); ++i) {
@@ -189,5 +207,6 @@ TEST(Gpu, CapturedStepsEqualEagerSteps) {
     }
     // The same kernels on the same inputs; only a nondeterministic kernel could differ.
     EXPECT_LE(worst, 1e-5);
-    std::printf("captured vs eager, 60 steps: largest loss difference %.3g\n", worst);
+    std::printf("captured vs eager, 60 steps: %lld replays, largest loss difference %.3g\n",
+                static_cast<long long>(t.replayedSteps()), worst);
 }

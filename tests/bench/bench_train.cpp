@@ -45,7 +45,8 @@ namespace {
 struct TimedRun {
     double seconds = 0;
     int64_t parameters = 0;
-    std::string engine;  // what ran: device, dtype, AdamW kind, CUDA graphs
+    std::string engine;         // what ran: device, dtype, AdamW kind, CUDA graphs
+    int64_t replayedSteps = 0;  // steps that really ran as graph replays
 };
 
 TimedRun timeWholeRun(const RunConfig& c, const std::string& profilePath) {
@@ -60,7 +61,7 @@ TimedRun timeWholeRun(const RunConfig& c, const std::string& profilePath) {
     }
     if (c.run.device == DeviceKind::Cuda) torch::cuda::synchronize();
     return {std::chrono::duration<double>(Clock::now() - t0).count(), trainer.parameterCount(),
-            trainer.deviceDescription()};
+            trainer.deviceDescription(), trainer.replayedSteps()};
 }
 
 // The machine's matmul rate in the run's dtype on the run's device: the MFU denominator.
@@ -143,7 +144,11 @@ int main(int argc, char** argv) {
     r["device"] = c.run.device;
     r["dtype"] = c.run.dtype;
     r["attention"] = c.run.fusedAttention ? "fused" : "explicit";
-    r["engine"] = full.engine;
+    // A row that asked for graphs but replayed none (the capture failed) says so.
+    const bool graphsAsked = full.engine.find("CUDA graphs") != std::string::npos;
+    r["engine"] =
+        graphsAsked && full.replayedSteps == 0 ? full.engine + " (none replayed)" : full.engine;
+    r["replayed_steps"] = full.replayedSteps;
     if (c.run.device == DeviceKind::Cuda)
         r["peak_mem_gb"] = static_cast<double>(cudaPeakMemoryBytes()) / 1e9;
     r["torch"] = torchVersion();

@@ -32,7 +32,7 @@ using StepGraphFactory = std::function<std::unique_ptr<StepGraph>()>;
 StepGraphFactory cudaStepGraphFactory(std::string& why);
 
 // The C function the plugin exports: a new StepGraph the caller owns.
-extern "C" using NewStepGraphFunction = StepGraph* (*)();
+extern "C" using NewStepGraphFunction = StepGraph * (*)();
 constexpr const char* kNewStepGraphSymbol = "qklab_new_step_graph";
 
 }  // namespace qklab

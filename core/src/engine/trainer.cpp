@@ -582,6 +582,10 @@ int64_t Trainer::startStep() const {
     return m_impl->startStep;
 }
 
+int64_t Trainer::replayedSteps() const {
+    return m_impl->graphs ? m_impl->graphs->replays() : 0;
+}
+
 std::string Trainer::deviceDescription() const {
     const auto& d = *m_impl;
     std::string s = d.device.is_cuda()

@@ -125,9 +125,8 @@ struct Trainer::Impl {
         const bool fused =
             kHaveFusedAdamW && (config.optim.fused == AutoSwitch::On ||
                                 (config.optim.fused == AutoSwitch::Auto && device.is_cuda()));
-        optimizer =
-            std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
-                                          config.optim.betas[1], config.optim.eps, fused);
+        optimizer = std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
+                                                  config.optim.betas[1], config.optim.eps, fused);
     }
 
     // run.cuda_graphs: a GraphStepper on CUDA with deferred readback where the plugin loads
