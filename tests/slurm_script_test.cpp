@@ -14,6 +14,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli_run.h"
@@ -228,6 +229,9 @@ TEST_F(SlurmScriptTest, ATaskOfSeveralPointsRunsItsShareEachIntoItsShard) {
     EXPECT_EQ(runTask("1"),
               std::make_pair(1, "3 " + shard + "3.db\n4 " + shard + "4.db\n5 " + shard + "5.db\n"));
     EXPECT_EQ(runTask("2"), std::make_pair(0, "6 " + shard + "6.db\n"));
+    // Base 10 even with a leading zero (bash reads 08 as a malformed octal number).
+    EXPECT_EQ(runTask("02"), runTask("2"));
+    EXPECT_EQ(runTask("08"), std::make_pair(0, std::string()));  // past the last point
     for (const std::string hostile : {"a[$(touch PWNED)]", "1+1", "", "-1"})
         EXPECT_EQ(runTask(hostile).first, 2) << hostile;
     for (const auto& e : fs::recursive_directory_iterator(m_dir))
@@ -235,6 +239,31 @@ TEST_F(SlurmScriptTest, ATaskOfSeveralPointsRunsItsShareEachIntoItsShard) {
             << "an injected command ran: " << e.path();
     o.pointsPerTask = 0;
     EXPECT_THROW(qklab::cli::slurmScriptText(o, "lr", out, m_fake, 7, 512), qklab::Error);
+}
+
+// A task runs its points in a row, so --time (per point) is multiplied by the points per
+// task, whatever format it came in; with one point per task the script keeps it as written.
+TEST(SlurmScript, ATaskOfSeveralPointsGetsTheirTimeLimitsSummed) {
+    const std::vector<std::tuple<std::string, int, std::string>> cases = {
+        {"30", 3, "0-01:30:00"},          // minutes
+        {"10:30", 4, "0-00:42:00"},       // MM:SS
+        {"1:00:00", 3, "0-03:00:00"},     // HH:MM:SS
+        {"1-12", 2, "3-00:00:00"},        // D-HH
+        {"2-0:30", 2, "4-01:00:00"},      // D-HH:MM
+        {"0-23:59:59", 2, "1-23:59:58"},  // D-HH:MM:SS
+        {"UNLIMITED", 3, "UNLIMITED"},    // no limit stays none
+        {"00:30:00", 1, "00:30:00"},      // one point per task: as written
+    };
+    for (const auto& [time, perTask, expected] : cases) {
+        SweepArgs o;
+        o.time = time;
+        o.pointsPerTask = perTask;
+        const std::string script =
+            qklab::cli::slurmScriptText(o, "lr", "/tmp/out", "qklab-cli", 7, 512);
+        EXPECT_NE(script.find("#SBATCH --time=\"" + expected + "\"\n"), std::string::npos)
+            << time << " x " << perTask << ":\n"
+            << script;
+    }
 }
 
 // ---- through qklab-cli ------------------------------------------------------------------------

@@ -383,7 +383,9 @@ void addSweepOptions(CLI::App& cmd, SweepArgs& args, Database& db) {
     cmd.add_option("--slurm", args.slurmDir,
                    "write the sweep as a Slurm job array into this folder instead");
     cmd.add_option("--partition", args.partition, "Slurm partition");
-    cmd.add_option("--time", args.time, "Slurm time limit per point (e.g. 00:30:00)");
+    cmd.add_option("--time", args.time,
+                   "Slurm time limit per point (e.g. 00:30:00); a task of several points gets it "
+                   "that many times");
     cmd.add_option("--gpus-per-task", args.gpusPerTask, "Slurm GPUs per point");
     cmd.add_option("--max-parallel", args.maxParallel,
                    "at most this many array tasks at once (--array=...%K)");

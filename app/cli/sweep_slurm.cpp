@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "qklab/error.h"
 #include "qklab/input_file.h"
@@ -78,11 +79,13 @@ bool isNumber(const std::string& s) {
            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// --time: Slurm's formats M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED / INFINITE.
-void checkTime(const std::string& t) {
-    if (t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite") return;
+// --time: Slurm's formats M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED / INFINITE. The
+// limit in seconds, or nullopt for no limit; anything else is refused.
+std::optional<int64_t> timeLimitSeconds(const std::string& t) {
+    if (t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite")
+        return std::nullopt;
     const size_t dash = t.find('-');
-    std::string rest = dash == std::string::npos ? t : t.substr(dash + 1);
+    const std::string rest = dash == std::string::npos ? t : t.substr(dash + 1);
     bool ok = dash == std::string::npos || isNumber(t.substr(0, dash));
     std::vector<std::string> parts;
     for (size_t start = 0;;) {
@@ -96,6 +99,28 @@ void checkTime(const std::string& t) {
         refuse("--time", t,
                "expected a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
                "D-HH:MM:SS or UNLIMITED");
+    std::vector<int64_t> n;
+    for (const auto& part : parts) n.push_back(std::stoll(part));  // <= 9 digits each
+    if (dash != std::string::npos) {                               // D-H[:M[:S]]
+        n.resize(3, 0);
+        return ((std::stoll(t.substr(0, dash)) * 24 + n[0]) * 60 + n[1]) * 60 + n[2];
+    }
+    if (n.size() == 1) return n[0] * 60;         // M
+    if (n.size() == 2) return n[0] * 60 + n[1];  // M:S
+    return (n[0] * 60 + n[1]) * 60 + n[2];       // H:M:S
+}
+
+// The #SBATCH --time of a task that runs `perTask` points: the per-point limit as the user
+// wrote it, or that limit times perTask as D-HH:MM:SS (a task runs its points in a row).
+std::string taskTimeLimit(const std::string& perPoint, int perTask) {
+    const auto seconds = timeLimitSeconds(perPoint);
+    if (perTask == 1 || !seconds) return perPoint;
+    const int64_t total = *seconds * perTask;
+    char text[48];
+    std::snprintf(text, sizeof text, "%lld-%02lld:%02lld:%02lld",
+                  static_cast<long long>(total / 86400), static_cast<long long>(total / 3600 % 24),
+                  static_cast<long long>(total / 60 % 60), static_cast<long long>(total % 60));
+    return text;
 }
 
 // What squeue shows: the sweep's name cut to 40 bytes and reduced to letters, digits and
@@ -135,7 +160,7 @@ std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
                                                    " tasks: expected 1 to " +
                                                    std::to_string(kMaxSweepPoints));
     if (!o.partition.empty()) checkPartition(o.partition);
-    if (!o.time.empty()) checkTime(o.time);
+    if (!o.time.empty()) timeLimitSeconds(o.time);  // refuses a malformed one
     if (o.threadsPerRun < 1 || o.gpusPerTask < 0 || o.maxParallel < 0 || memoryMiB < 0)
         throw Error(ErrorCode::InvalidRequest,
                     "--threads-per-run >= 1, --gpus-per-task >= 0, --max-parallel >= 0");
@@ -159,7 +184,7 @@ std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
     s += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=" + std::to_string(o.threadsPerRun) + "\n";
     if (memoryMiB > 0) s += "#SBATCH --mem=" + std::to_string(memoryMiB) + "M\n";
     if (!o.partition.empty()) s += "#SBATCH --partition=\"" + o.partition + "\"\n";
-    if (!o.time.empty()) s += "#SBATCH --time=\"" + o.time + "\"\n";
+    if (!o.time.empty()) s += "#SBATCH --time=\"" + taskTimeLimit(o.time, perTask) + "\"\n";
     if (o.gpusPerTask > 0) s += "#SBATCH --gpus-per-task=" + std::to_string(o.gpusPerTask) + "\n";
     s += "set -euo pipefail\n";
     s += "# Each point writes its own shard: no SQLite file is shared across nodes.\n";
@@ -174,7 +199,7 @@ std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
     // only. Every point of the task runs even when one fails; the task fails if any did.
     s += "[[ $SLURM_ARRAY_TASK_ID =~ ^[0-9]+$ ]] || { echo \"bad SLURM_ARRAY_TASK_ID\" >&2; exit "
          "2; }\n";
-    s += "first=$((SLURM_ARRAY_TASK_ID * " + std::to_string(perTask) + "))\nstatus=0\n";
+    s += "first=$((10#$SLURM_ARRAY_TASK_ID * " + std::to_string(perTask) + "))\nstatus=0\n";
     s += "for ((point = first; point < first + " + std::to_string(perTask) + " && point < " +
          std::to_string(points) + "; point++)); do\n";
     s += "    " + runPoint + " || status=$?\ndone\nexit $status\n";
