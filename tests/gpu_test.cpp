@@ -167,18 +167,17 @@ TEST(Gpu, Bf16AutocastTrainsWithFiniteProbes) {
         EXPECT_EQ(m.attentionPath, m.step % 5 == 0 ? "explicit" : "fused");
 }
 
-TEST(Gpu, CapturedStepsEqualEagerSteps) {
-    QKLAB_REQUIRE_CUDA();
-    // Probes every 5 and an LR multiplier at step 20: eager steps around the graph, and a new
-    // LR the graph must read from its device tensor.
-    RunConfig c = tinyConfig(60, "cuda");
-    c.run.readback = Readback::Deferred;
-    c.events.push_back(
-        eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 3.0}}, "test"));
-    c.run.cudaGraphs = AutoSwitch::Off;
-    const auto eager = train(c);
-    // The plugin's graphs, counted: a capture that failed would leave every step eager and
-    // the losses trivially equal, so the test also asks for the replays.
+namespace {
+
+// A run through the plugin's graphs, counted: a capture that failed would leave every step
+// eager and the losses trivially equal, so the tests also ask for the captures and replays.
+struct GraphedRun {
+    Steps steps;
+    int captures = 0;
+    int64_t replays = 0;
+};
+
+GraphedRun trainGraphed(RunConfig c) {
     c.run.cudaGraphs = AutoSwitch::On;
     auto captures = std::make_shared<int>(0);
     TrainerOptions options;
@@ -191,12 +190,15 @@ TEST(Gpu, CapturedStepsEqualEagerSteps) {
     };
     Trainer t(c, options);
     EXPECT_NE(t.deviceDescription().find("CUDA graphs"), std::string::npos);
-    Steps graphed;
-    ASSERT_EQ(t.run(graphed).status, RunStatus::Finished);
-    // One graph (the LR is a device tensor); eager: the 12 probe steps (the event step 20 is
-    // one of them) and the 2 that make the key stable.
-    EXPECT_EQ(*captures, 1);
-    EXPECT_EQ(t.replayedSteps(), 60 - 12 - 2);
+    GraphedRun r;
+    EXPECT_EQ(t.run(r.steps).status, RunStatus::Finished);
+    r.captures = *captures;
+    r.replays = t.replayedSteps();
+    return r;
+}
+
+// The same kernels on the same inputs: only a nondeterministic kernel could differ.
+void expectSameCurve(const Steps& graphed, const Steps& eager, const char* what) {
     ASSERT_EQ(graphed.steps.size(), eager.steps.size());
     double worst = 0;
     for (size_t i = 0; i < eager.steps.size(); ++i) {
@@ -205,8 +207,49 @@ TEST(Gpu, CapturedStepsEqualEagerSteps) {
                     1e-4 * eager.steps[i].updateNorm)
             << i;
     }
-    // The same kernels on the same inputs; only a nondeterministic kernel could differ.
     EXPECT_LE(worst, 1e-5);
-    std::printf("captured vs eager, 60 steps: %lld replays, largest loss difference %.3g\n",
-                static_cast<long long>(t.replayedSteps()), worst);
+    std::printf("%s: largest loss difference %.3g\n", what, worst);
+}
+
+RunConfig graphConfig() {
+    RunConfig c = tinyConfig(60, "cuda");
+    c.run.readback = Readback::Deferred;
+    c.run.cudaGraphs = AutoSwitch::Off;
+    return c;
+}
+
+}  // namespace
+
+TEST(Gpu, CapturedStepsEqualEagerSteps) {
+    QKLAB_REQUIRE_CUDA();
+    // Probes every 5 and an LR multiplier at step 20: eager steps around the graph, and a new
+    // LR the graph must read from its device tensor.
+    RunConfig c = graphConfig();
+    c.events.push_back(
+        eventFromJson({{"step", 20}, {"kind", "lr_multiplier"}, {"factor", 3.0}}, "test"));
+    const auto eager = train(c);
+    const auto graphed = trainGraphed(c);
+    // One graph (the LR is a device tensor); eager: the 12 probe steps (the event step 20 is
+    // one of them) and the 2 that make the key stable.
+    EXPECT_EQ(graphed.captures, 1);
+    EXPECT_EQ(graphed.replays, 60 - 12 - 2);
+    expectSameCurve(graphed.steps, eager, "captured vs eager, 60 steps");
+}
+
+TEST(Gpu, ABriefContextSwitchReplaysTheFirstGraphOnItsOwnMask) {
+    QKLAB_REQUIRE_CUDA();
+    // T 64 -> 32 for two steps (too few to capture), then back: T = 64's graph replays, and
+    // with explicit attention it reads the T = 64 causal mask, which must still be the one it
+    // captured (the model keeps every mask it made).
+    RunConfig c = graphConfig();
+    c.run.fusedAttention = false;
+    c.events.push_back(
+        eventFromJson({{"step", 30}, {"kind", "context_length"}, {"seq_len", 32}}, "test"));
+    c.events.push_back(
+        eventFromJson({{"step", 32}, {"kind", "context_length"}, {"seq_len", 64}}, "test"));
+    const auto eager = train(c);
+    const auto graphed = trainGraphed(c);
+    EXPECT_EQ(graphed.captures, 1);
+    EXPECT_GT(graphed.replays, 30);
+    expectSameCurve(graphed.steps, eager, "captured vs eager around a brief context switch");
 }

@@ -139,12 +139,14 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
     }
 }
 
-const torch::Tensor& TransformerImpl::causalMask(int64_t T, const torch::TensorOptions& options) {
-    if (!m_mask.defined() || m_mask.size(0) != T || m_mask.device() != options.device() ||
-        m_mask.dtype() != options.dtype()) {
-        m_mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(), options).triu(1);
-    }
-    return m_mask;
+torch::Tensor TransformerImpl::causalMask(int64_t T, const torch::TensorOptions& options) {
+    for (const auto& mask : m_masks)
+        if (mask.size(0) == T && mask.device() == options.device() &&
+            mask.dtype() == options.dtype())
+            return mask;
+    m_masks.push_back(
+        torch::full({T, T}, -std::numeric_limits<float>::infinity(), options).triu(1));
+    return m_masks.back();
 }
 
 torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, int64_t past) {

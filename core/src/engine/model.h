@@ -83,7 +83,7 @@ class TransformerImpl : public torch::nn::Module {
     Block& block(int64_t i) { return m_blocks.at(static_cast<size_t>(i)); }
 
   private:
-    const torch::Tensor& causalMask(int64_t T, const torch::TensorOptions& options);
+    torch::Tensor causalMask(int64_t T, const torch::TensorOptions& options);
     torch::Tensor embed(const torch::Tensor& tokens, int64_t past);
     torch::Tensor head(const torch::Tensor& x);
     int64_t m_dModel, m_nHeads, m_maxT;
@@ -93,7 +93,10 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor m_finalNorm;
     torch::nn::Linear m_head{nullptr};
     torch::Tensor m_cos, m_sin;  // (maxT, d_rope) rotary tables (buffers)
-    torch::Tensor m_mask;        // cached (T, T) additive causal mask
+    // The (T, T) additive causal masks made so far, one per T, device and dtype, kept for the
+    // model's life: a captured CUDA graph reads a mask by its address, so a mask that a context
+    // switch replaced must never be freed while a graph may replay (engine/captured_step.h).
+    std::vector<torch::Tensor> m_masks;
 };
 TORCH_MODULE(Transformer);
 
