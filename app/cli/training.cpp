@@ -80,6 +80,10 @@ int trainSession(RunSession& session, const std::string& dbPath) {
     std::cerr << "run " << session.runId() << " " << toString(outcome.status) << " after "
               << outcome.stepsDone << " steps";
     if (!outcome.message.empty()) std::cerr << " (" << outcome.message << ")";
+    // Graphs were asked for: say how many steps they carried (0 when every capture failed).
+    if (session.trainer().deviceDescription().find("CUDA graphs") != std::string::npos)
+        std::cerr << "; " << session.trainer().replayedSteps()
+                  << " steps ran as CUDA graph replays";
     std::cerr << "\n";
     std::cout << session.runId() << "\n";  // scripts read the run id from stdout
     return exitCodeFor(outcome.status);

@@ -104,4 +104,21 @@ TORCH_MODULE(Transformer);
 // at::autocast::clear_cache() after the backward pass: cached bf16 weights go stale.
 void setBf16Autocast(const torch::Device& device, bool on);
 
+// bf16 autocast for a scope when `on`; off again when the scope ends, by an exception too.
+class Bf16AutocastScope {
+  public:
+    Bf16AutocastScope(const torch::Device& device, bool on) : m_device(device), m_on(on) {
+        if (m_on) setBf16Autocast(m_device, true);
+    }
+    ~Bf16AutocastScope() {
+        if (m_on) setBf16Autocast(m_device, false);
+    }
+    Bf16AutocastScope(const Bf16AutocastScope&) = delete;
+    Bf16AutocastScope& operator=(const Bf16AutocastScope&) = delete;
+
+  private:
+    torch::Device m_device;
+    bool m_on;
+};
+
 }  // namespace qklab

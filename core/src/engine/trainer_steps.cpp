@@ -28,12 +28,11 @@ std::vector<AttentionMap> Trainer::Impl::mapsBeforeEvents(int64_t step, const Ba
     sw.fused = false;  // the maps need the explicit softmax
     torch::NoGradGuard noGrad;
     std::vector<AttentionCapture> captures;
-    if (bf16) setBf16Autocast(device, true);
-    model->forward(batch.x.to(device), batch.y.to(device), sw, &captures);
-    if (bf16) {
-        setBf16Autocast(device, false);
-        at::autocast::clear_cache();
+    {
+        Bf16AutocastScope autocast(device, bf16);
+        model->forward(batch.x.to(device), batch.y.to(device), sw, &captures);
     }
+    if (bf16) at::autocast::clear_cache();
     auto maps = attentionMaps(step - 1, captures);
     labelMaps(maps, MapReason::BeforeEvent, batch.x);
     mapMoments.taken(step - 1);
@@ -69,12 +68,12 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const 
     std::vector<AttentionCapture> captures;
     // bf16: the forward runs under autocast (matmuls in bf16, fp32 master weights); the
     // backward follows the forward's dtypes. Probes convert to fp32 themselves.
-    if (bf16) setBf16Autocast(device, true);
-    auto result = model->forward(x, y, sw, probing ? &captures : nullptr);
-    if (bf16) {
-        setBf16Autocast(device, false);
-        at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
+    ForwardResult result;
+    {
+        Bf16AutocastScope autocast(device, bf16);
+        result = model->forward(x, y, sw, probing ? &captures : nullptr);
     }
+    if (bf16) at::autocast::clear_cache();  // cached bf16 weight copies go stale after the update
     for (auto& prm : params) prm.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
     result.loss.backward();
     const double clipTo =
@@ -115,9 +114,12 @@ std::optional<PendingStep> Trainer::Impl::graphStep(int64_t step, const StepSett
         config.optim.gradClip > 0 ? config.optim.gradClip : std::numeric_limits<double>::infinity();
     // By value: a stand-in graph re-runs the body on replay.
     auto body = [this, sw, clipTo, freezeGains](const torch::Tensor& x, const torch::Tensor& y) {
-        if (bf16) setBf16Autocast(device, true);
-        auto result = model->forward(x, y, sw, nullptr);
-        if (bf16) setBf16Autocast(device, false);
+        ForwardResult result;
+        {
+            // Off again even when a capture throws mid-forward.
+            Bf16AutocastScope autocast(device, bf16);
+            result = model->forward(x, y, sw, nullptr);
+        }
         for (auto& prm : params) prm.mutable_grad() = torch::Tensor();
         result.loss.backward();
         auto gradNorm = clipGradNorm(params, clipTo);
