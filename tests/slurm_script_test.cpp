@@ -253,6 +253,7 @@ TEST(SlurmScript, ATaskOfSeveralPointsGetsTheirTimeLimitsSummed) {
         {"0-23:59:59", 2, "1-23:59:58"},  // D-HH:MM:SS
         {"UNLIMITED", 3, "UNLIMITED"},    // no limit stays none
         {"00:30:00", 1, "00:30:00"},      // one point per task: as written
+        {"10", 50, "0-01:10:00"},         // up to 50 per task, but 7 points in all
     };
     for (const auto& [time, perTask, expected] : cases) {
         SweepArgs o;

@@ -110,12 +110,12 @@ std::optional<int64_t> timeLimitSeconds(const std::string& t) {
     return (n[0] * 60 + n[1]) * 60 + n[2];       // H:M:S
 }
 
-// The #SBATCH --time of a task that runs `perTask` points: the per-point limit as the user
-// wrote it, or that limit times perTask as D-HH:MM:SS (a task runs its points in a row).
-std::string taskTimeLimit(const std::string& perPoint, int perTask) {
+// The #SBATCH --time of a task that runs up to `perTask` points: the per-point limit as the
+// user wrote it, or that limit times the points as D-HH:MM:SS (a task runs them in a row).
+std::string taskTimeLimit(const std::string& perPoint, size_t perTask) {
     const auto seconds = timeLimitSeconds(perPoint);
     if (perTask == 1 || !seconds) return perPoint;
-    const int64_t total = *seconds * perTask;
+    const int64_t total = *seconds * static_cast<int64_t>(perTask);  // both bounded: no overflow
     char text[48];
     std::snprintf(text, sizeof text, "%lld-%02lld:%02lld:%02lld",
                   static_cast<long long>(total / 86400), static_cast<long long>(total / 3600 % 24),
@@ -184,7 +184,8 @@ std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
     s += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=" + std::to_string(o.threadsPerRun) + "\n";
     if (memoryMiB > 0) s += "#SBATCH --mem=" + std::to_string(memoryMiB) + "M\n";
     if (!o.partition.empty()) s += "#SBATCH --partition=\"" + o.partition + "\"\n";
-    if (!o.time.empty()) s += "#SBATCH --time=\"" + taskTimeLimit(o.time, perTask) + "\"\n";
+    if (!o.time.empty())
+        s += "#SBATCH --time=\"" + taskTimeLimit(o.time, std::min(perTask, points)) + "\"\n";
     if (o.gpusPerTask > 0) s += "#SBATCH --gpus-per-task=" + std::to_string(o.gpusPerTask) + "\n";
     s += "set -euo pipefail\n";
     s += "# Each point writes its own shard: no SQLite file is shared across nodes.\n";

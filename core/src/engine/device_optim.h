@@ -12,7 +12,7 @@
 // PyTorch's AdamW(fused=True) runs): one pass over each parameter, its gradient and moments
 // instead of about ten, one launch per group on CUDA. Its bias corrections are computed in
 // double and its elementwise math in fp32 in another order, so it agrees with the
-// per-parameter path within fp32 rounding (tests/device_optim_test.cpp states the
+// per-parameter path within fp32 rounding (tests/fused_adamw_test.cpp states the
 // tolerances). Both keep the same state, so a checkpoint of either loads into the other.
 #pragma once
 
