@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Re-run every numbered claim of the docs and lessons and check it on every seed.
 
-    scripts/check-claims.py [--fast] [--threads N] [--db FILE] [--only ID ...] [--markdown]
+    scripts/check-claims.py [--fast] [--threads N] [--db FILE] [--only ID ...] [--run RUN]
+                            [--markdown]
 
 The claims live in one table, experiments/claims/claims.json (its "about" says what a row holds).
 For each claim the checker
@@ -62,9 +63,10 @@ def file_text(path, cache={}):
 class Runner:
     """Trains each (run, seed) once into one database and reads measures from it."""
 
-    def __init__(self, cli, db, runs, threads):
+    def __init__(self, cli, db, runs, threads, reused_db):
         self.cli, self.db, self.runs, self.threads = cli, db, runs, threads
-        self.seconds, self.values = {}, {}
+        self.reused_db = reused_db  # --db given: runs an earlier call trained are reused
+        self.seconds, self.values, self.summaries = {}, {}, {}
 
     def name(self, run, seed):
         return "%s-s%d-t%d" % (run, seed, self.threads)
@@ -81,11 +83,12 @@ class Runner:
         name = self.name(run, seed)
         if name in self.seconds:
             return name
-        probe = subprocess.run([self.cli, "show", name, "--json", "--db", self.db],
-                               capture_output=True, text=True)
-        if probe.returncode == 0 and json.loads(probe.stdout)["summary"]["status"] == "finished":
-            self.seconds[name] = None  # trained by an earlier call with this --db
-            return name
+        if self.reused_db:
+            probe = subprocess.run([self.cli, "show", name, "--json", "--db", self.db],
+                                   capture_output=True, text=True)
+            if probe.returncode == 0 and json.loads(probe.stdout)["summary"]["status"] == "finished":
+                self.seconds[name] = None  # trained by an earlier call with this --db
+                return name
         spec = self.runs[run]
         cmd = ["run", os.path.join(ROOT, "experiments", spec["preset"]), "--name", name,
                "--set", "run.seed=%d" % seed, "--set", "run.threads=%d" % self.threads]
@@ -98,6 +101,18 @@ class Runner:
         print("  trained %s in %.0f s" % (name, self.seconds[name]), file=sys.stderr)
         return name
 
+    def prefetch(self, run, seed, measures):
+        """Reads every value expression a run's claims need with one `value` call: each call
+        starts a process that loads LibTorch, and one call per claim and seed made the fast
+        claims spend a third of their time starting processes."""
+        name = self.ensure(run, seed)
+        wanted = sorted({m for m in measures if m != "seconds" and not m.startswith("summary:")
+                         and (name, m) not in self.values})
+        if wanted:
+            read = json.loads(self.cli_out("value", name, *wanted, "--json"))
+            for m in wanted:
+                self.values[(name, m)] = read[m]
+
     def measure(self, run, seed, what):
         name = self.ensure(run, seed)
         key = (name, what)
@@ -105,11 +120,25 @@ class Runner:
             if what == "seconds":
                 self.values[key] = self.seconds[name]
             elif what.startswith("summary:"):
-                summary = json.loads(self.cli_out("show", name, "--json"))["summary"]
-                self.values[key] = summary[what[len("summary:"):]]
+                if name not in self.summaries:
+                    self.summaries[name] = json.loads(self.cli_out("show", name, "--json"))
+                self.values[key] = self.summaries[name]["summary"][what[len("summary:"):]]
             else:
                 self.values[key] = json.loads(self.cli_out("value", name, what, "--json"))[what]
         return self.values[key]
+
+
+def prefetch_all(runner, claims, runs):
+    """One `value` call per (run, seed) for every measure the chosen claims read of it."""
+    needs = {}
+    for c in claims:
+        reads = [(c["run"], c["measure"])] + ([(c["minus"]["run"], c["minus"]["measure"])]
+                                              if "minus" in c else [])
+        for seed in seeds_of(c, runs):
+            for run, what in reads:
+                needs.setdefault((run, seed), set()).add(what)
+    for (run, seed), measures in needs.items():
+        runner.prefetch(run, seed, measures)
 
 
 def seeds_of(claim, runs):
@@ -170,14 +199,28 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="run.threads of every run")
     ap.add_argument("--db", help="train into / reuse this database (default: a temporary one)")
     ap.add_argument("--only", nargs="*", help="claim ids to check")
+    ap.add_argument("--run", dest="only_runs", action="append",
+                    help="only the claims on this run of the table (repeatable; ctest runs "
+                         "the fast claims as one test per run, side by side)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    ap.add_argument("--list-runs", action="store_true",
+                    help="print the runs the chosen claims are on, one a line, and exit "
+                         "(tests/CMakeLists.txt makes one test of each)")
     ap.add_argument("--table", default=TABLE, help="the claims table (default: %(default)s)")
     args = ap.parse_args()
     runs, claims = load_table(args.table)
     chosen = [c for c in claims if (not args.fast or c.get("fast"))
-              and (not args.only or c["id"] in args.only)]
+              and (not args.only or c["id"] in args.only)
+              and (not args.only_runs or c["run"] in args.only_runs)]
+    if args.list_runs:
+        print("\n".join(sorted({c["run"] for c in chosen})))
+        return 0
+    if args.only_runs and not chosen:
+        sys.exit("check-claims: no claim on run %s" % ", ".join(args.only_runs))
     with tempfile.TemporaryDirectory() as tmp:
-        runner = Runner(args.cli, args.db or os.path.join(tmp, "claims.db"), runs, args.threads)
+        runner = Runner(args.cli, args.db or os.path.join(tmp, "claims.db"), runs, args.threads,
+                        reused_db=args.db is not None)
+        prefetch_all(runner, chosen, runs)
         results = [(c,) + check(runner, c, runs) for c in chosen]
     if args.markdown:
         print("| claim | where | run | measure | range | measured (seed: value) | holds |")

@@ -21,6 +21,7 @@
 #include "qklab/run_writer.h"
 #include "qklab/sweep.h"
 #include "support/test_files.h"
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -57,7 +58,7 @@ class CliFilesTest : public ::testing::Test {
     Result bounded(const std::string& args) {
         const std::string cmd =
             "bash -c " + sq("ulimit -v 4194304; exec timeout -s KILL 60 " +
-                            std::string(QKLAB_CLI_PATH) + " " + args + " </dev/null");
+                            std::string(qklab::testpaths::cliPath()) + " " + args + " </dev/null");
         const std::string err = m_dir + "/stderr.txt";
         Result r;
         FILE* p = popen((cmd + " 2>" + err).c_str(), "r");
@@ -202,8 +203,8 @@ TEST_F(CliFilesTest, LessonCheckRefusesWhatTheAppCannotPlay) {
     };
     for (const Case& c : cases) {
         const std::string file = write("case.json", lessonWith(c.step));
-        const Result r =
-            bounded("lesson " + sq(file) + " --presets " + sq(QKLAB_SOURCE_DIR "/experiments"));
+        const Result r = bounded("lesson " + sq(file) + " --presets " +
+                                 sq(qklab::testpaths::source("/experiments")));
         EXPECT_EQ(r.status, 2) << c.step << ": " << r.err;
         EXPECT_NE(r.err.find("step 2 (\"S\")"), std::string::npos) << c.step << ": " << r.err;
         EXPECT_NE(r.err.find(c.field), std::string::npos) << c.step << ": " << r.err;
@@ -216,13 +217,13 @@ TEST_F(CliFilesTest, LessonCheckRefusesWhatTheAppCannotPlay) {
             "preset": "healthy_attention"}}, {"text": "z", "action": {"kind": "compare",
             "runs": ["a", "b"]}})"));
     const Result ok =
-        cli("lesson " + sq(good) + " --presets " + sq(QKLAB_SOURCE_DIR "/experiments"));
+        cli("lesson " + sq(good) + " --presets " + sq(qklab::testpaths::source("/experiments")));
     EXPECT_EQ(ok.status, 0) << ok.err;
 }
 
 TEST_F(CliFilesTest, ShippedLessonsPassTheCheckWithTheShippedPresets) {
     std::string files;
-    for (const auto& e : fs::directory_iterator(QKLAB_SOURCE_DIR "/resources/lessons"))
+    for (const auto& e : fs::directory_iterator(qklab::testpaths::source("/resources/lessons")))
         files += " " + sq(e.path().string());
     const Result r = cli("lesson" + files);  // the default folder: the source tree's presets
     EXPECT_EQ(r.status, 0) << r.err;
@@ -328,9 +329,18 @@ TEST_F(CliFilesTest, SweepResumeWaitsForPointsAKilledSweepStillRuns) {
     int release = -1;
     const pid_t worker = startLingeringWorker(m_db, id, &release);
     ASSERT_GT(worker, 0);
-    // The worker stops a moment after the resume began (a thread: the resume blocks us).
-    std::thread stopper([release] {
-        std::this_thread::sleep_for(std::chrono::seconds(3));
+    // The worker stops once the resume has said it waits for it (a thread: the resume blocks
+    // us). Not after a fixed time: a resume slow to start on a busy machine would find the
+    // point stopped already and never wait. The resume's own --wait-running (120 s) bounds it.
+    const std::string errFile = m_dir + "/stderr.txt";
+    std::thread stopper([release, errFile] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        while (std::chrono::steady_clock::now() < deadline) {
+            std::ifstream err(errFile);
+            const std::string text((std::istreambuf_iterator<char>(err)), {});
+            if (text.find("still running in another process") != std::string::npos) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
         close(release);
     });
     const Result r = cli("sweep --resume lr --jobs 1 --db " + sq(m_db));

@@ -1,5 +1,5 @@
-// cli_run.h — runs the qklab-cli binary under test (QKLAB_CLI_PATH) with its stderr in a file,
-// for the CLI test suites.
+// cli_run.h — runs the qklab-cli binary under test (testpaths::cliPath()) with its stderr in a
+// file, for the CLI test suites.
 #pragma once
 
 #include <sys/wait.h>
@@ -10,6 +10,8 @@
 #include <iterator>
 #include <string>
 
+#include "support/test_paths.h"
+
 struct Result {
     int status = -1;
     std::string out, err;
@@ -18,7 +20,7 @@ struct Result {
 // `qklab-cli ARGS` through the shell (or another build of it, `cli`); stderr goes through
 // errFile.
 inline Result runCli(const std::string& args, const std::string& errFile,
-                     const std::string& cli = QKLAB_CLI_PATH) {
+                     const std::string& cli = qklab::testpaths::cliPath()) {
     const std::string cmd = cli + " " + args + " 2>" + errFile;
     Result r;
     FILE* p = popen(cmd.c_str(), "r");

@@ -22,11 +22,35 @@
 #include "qklab/compare.h"
 #include "qklab/environment.h"
 #include "qklab/run_store.h"
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// A forked qklab-cli that is killed (SIGKILL) and reaped when the test leaves early, after a
+// failed ASSERT: a 100000-step trainer left running would take a core from the rest of the suite.
+class Child {
+  public:
+    explicit Child(pid_t pid) : m_pid(pid) {}
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+    ~Child() {
+        if (m_pid > 0) stop(SIGKILL);
+    }
+    // Sends `signal` and waits for the process; its wait status.
+    int stop(int signal) {
+        int status = 0;
+        ::kill(m_pid, signal);
+        ::waitpid(m_pid, &status, 0);
+        m_pid = -1;
+        return status;
+    }
+
+  private:
+    pid_t m_pid;
+};
 
 class CliTest : public ::testing::Test {
   protected:
@@ -37,7 +61,8 @@ class CliTest : public ::testing::Test {
         m_preset = m_dir + "/tiny.json";
         std::ofstream(m_preset) << R"({"why": "tiny", "model": {"d_model": 32, "n_layers": 1,
             "n_heads": 2, "seq_len": 32}, "schedule": {"steps": 12, "warmup_steps": 2},
-            "data": {"batch_size": 4}, "probes": {"every": 4}, "eval": {"every": 0, "batches": 1}})";
+            "data": {"batch_size": 4}, "probes": {"every": 4}, "eval": {"every": 0, "batches": 1},
+            "run": {"threads": 1}})";
     }
     void TearDown() override { fs::remove_all(m_dir); }
 
@@ -142,10 +167,11 @@ TEST_F(CliTest, SigkillMidRunKeepsCommittedRowsAndShowsInterrupted) {
     const pid_t pid = fork();
     if (pid == 0) {
         const std::string steps = "schedule.steps=100000";
-        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "run", m_preset.c_str(), "--db", m_db.c_str(),
-              "--set", steps.c_str(), static_cast<char*>(nullptr));
+        execl(qklab::testpaths::cliPath(), qklab::testpaths::cliPath(), "run", m_preset.c_str(),
+              "--db", m_db.c_str(), "--set", steps.c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
+    Child child(pid);
     // Wait until at least 20 steps are committed, then kill without warning.
     int64_t committed = 0;
     for (int i = 0; i < 600 && committed < 20; ++i) {
@@ -159,8 +185,7 @@ TEST_F(CliTest, SigkillMidRunKeepsCommittedRowsAndShowsInterrupted) {
         }
     }
     ASSERT_GE(committed, 20);
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    child.stop(SIGKILL);
     qklab::RunStore store(m_db);
     EXPECT_GE(static_cast<int64_t>(store.stepMetrics(1).size()), committed);
     EXPECT_FALSE(store.probeStats(1).empty());
@@ -216,10 +241,10 @@ TEST_F(CliTest, VersionNamesTheCommitOfTheBuild) {
     ASSERT_EQ(r.status, 0) << r.err;
     std::string head;
     {
-        FILE* p = popen(
-            ("git -C " + std::string(QKLAB_SOURCE_DIR) + " rev-parse --short HEAD 2>/dev/null")
-                .c_str(),
-            "r");
+        FILE* p = popen(("git -C " + std::string(qklab::testpaths::sourceDir()) +
+                         " rev-parse --short HEAD 2>/dev/null")
+                            .c_str(),
+                        "r");
         std::array<char, 128> buf{};
         if (p && fgets(buf.data(), buf.size(), p)) head = buf.data();
         if (p) pclose(p);
@@ -267,11 +292,12 @@ TEST_F(CliTest, ExportNeverOverwritesTheDatabaseOrAnotherSqliteFile) {
 TEST_F(CliTest, KilledRunWithDefaultSettingsIsResumable) {
     const pid_t pid = fork();
     if (pid == 0) {
-        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "run", m_preset.c_str(), "--db", m_db.c_str(),
-              "--set", "schedule.steps=100000", "--set", "run.checkpoint_seconds=0.3",
-              static_cast<char*>(nullptr));
+        execl(qklab::testpaths::cliPath(), qklab::testpaths::cliPath(), "run", m_preset.c_str(),
+              "--db", m_db.c_str(), "--set", "schedule.steps=100000", "--set",
+              "run.checkpoint_seconds=0.3", static_cast<char*>(nullptr));
         _exit(127);
     }
+    Child child(pid);
     bool haveCheckpoint = false;
     for (int i = 0; i < 600 && !haveCheckpoint; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -282,8 +308,7 @@ TEST_F(CliTest, KilledRunWithDefaultSettingsIsResumable) {
         }
     }
     ASSERT_TRUE(haveCheckpoint);
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    child.stop(SIGKILL);
     {
         qklab::RunStore store(m_db, qklab::StoreAccess::ReadOnly);
         EXPECT_EQ(store.checkpoints(1).size(), 1u);  // rolling: only the newest is kept
@@ -297,10 +322,11 @@ TEST_F(CliTest, KilledRunWithDefaultSettingsIsResumable) {
     // Resume it, let it train past the checkpoint, and stop it with Ctrl-C (exit 3).
     const pid_t again = fork();
     if (again == 0) {
-        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "resume", "1", "--db", m_db.c_str(),
-              static_cast<char*>(nullptr));
+        execl(qklab::testpaths::cliPath(), qklab::testpaths::cliPath(), "resume", "1", "--db",
+              m_db.c_str(), static_cast<char*>(nullptr));
         _exit(127);
     }
+    Child resumed(again);
     // The resume first drops the rows after its checkpoint, then trains past it.
     int64_t steps = 0;
     bool rewound = false;
@@ -313,9 +339,7 @@ TEST_F(CliTest, KilledRunWithDefaultSettingsIsResumable) {
         } catch (const std::exception&) {
         }
     }
-    kill(again, SIGINT);
-    int status = 0;
-    waitpid(again, &status, 0);
+    const int status = resumed.stop(SIGINT);
     EXPECT_EQ(WEXITSTATUS(status), 3);
     EXPECT_GT(steps, checkpointStep + 5);
 }
@@ -575,10 +599,11 @@ TEST_F(CliTest, SweepKilledMidwayResumesItsStoppedPoints) {
     const std::string file = writeSweepFile(m_dir, m_preset, 100000);
     const pid_t pid = fork();
     if (pid == 0) {
-        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "sweep", file.c_str(), "--db", m_db.c_str(), "--jobs",
-              "2", static_cast<char*>(nullptr));
+        execl(qklab::testpaths::cliPath(), qklab::testpaths::cliPath(), "sweep", file.c_str(),
+              "--db", m_db.c_str(), "--jobs", "2", static_cast<char*>(nullptr));
         _exit(127);
     }
+    Child sweep(pid);
     // Both workers have committed steps: kill the sweep without warning.
     int busy = 0;
     for (int i = 0; i < 600 && busy < 2; ++i) {
@@ -590,8 +615,7 @@ TEST_F(CliTest, SweepKilledMidwayResumesItsStoppedPoints) {
         }
     }
     ASSERT_EQ(busy, 2);
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    sweep.stop(SIGKILL);
     // Its workers die with it (they stop cleanly and keep a checkpoint), the sweep reads as
     // interrupted.
     for (int i = 0; i < 300; ++i) {
@@ -618,10 +642,11 @@ TEST_F(CliTest, SweepKilledMidwayResumesItsStoppedPoints) {
     }
     const pid_t again = fork();
     if (again == 0) {
-        execl(QKLAB_CLI_PATH, QKLAB_CLI_PATH, "sweep", "--resume", "lr", "--db", m_db.c_str(),
-              "--jobs", "2", static_cast<char*>(nullptr));
+        execl(qklab::testpaths::cliPath(), qklab::testpaths::cliPath(), "sweep", "--resume", "lr",
+              "--db", m_db.c_str(), "--jobs", "2", static_cast<char*>(nullptr));
         _exit(127);
     }
+    Child resumedSweep(again);
     // The two stopped points continue under their own run ids.
     bool resumed = false;
     for (int i = 0; i < 600 && !resumed; ++i) {
@@ -635,9 +660,7 @@ TEST_F(CliTest, SweepKilledMidwayResumesItsStoppedPoints) {
         resumed = continuing == 2;
     }
     EXPECT_TRUE(resumed);
-    kill(again, SIGINT);  // Ctrl-C: a clean stop, exit 3
-    int status = 0;
-    waitpid(again, &status, 0);
+    const int status = resumedSweep.stop(SIGINT);  // Ctrl-C: a clean stop, exit 3
     EXPECT_EQ(WEXITSTATUS(status), 3);
     EXPECT_EQ(json::parse(cli("sweeps --json --db " + m_db).out)[0]["status"], "stopped");
     for (const auto& [point, runs] : runsByPoint(m_db)) {

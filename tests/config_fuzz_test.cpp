@@ -14,6 +14,7 @@
 #include "qklab/error.h"
 #include "qklab/events.h"
 #include "qklab/run_config.h"
+#include "support/test_paths.h"
 
 using namespace qklab;
 using nlohmann::json;
@@ -153,7 +154,8 @@ void useConfig(const RunConfig& c) {
 
 std::vector<std::string> presetTexts() {
     std::vector<std::string> texts;
-    for (const auto& entry : std::filesystem::directory_iterator(QKLAB_SOURCE_DIR "/experiments")) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(qklab::testpaths::source("/experiments"))) {
         if (entry.path().extension() != ".json") continue;
         std::ifstream in(entry.path(), std::ios::binary);
         std::stringstream ss;

@@ -13,6 +13,7 @@
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 #include "qklab/schedules.h"
+#include "support/test_paths.h"
 
 using namespace qklab;
 using nlohmann::json;
@@ -206,7 +207,8 @@ TEST(Config, MalformedPresetTextNamesTheFile) {
 
 TEST(Config, EveryShippedPresetIsValidAndSaysWhy) {
     int count = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(QKLAB_SOURCE_DIR "/experiments")) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(qklab::testpaths::source("/experiments"))) {
         if (entry.path().extension() != ".json") continue;
         const RunConfig c = loadPreset(entry.path().string());
         EXPECT_GT(c.why.size(), 40u) << entry.path();
@@ -258,7 +260,8 @@ TEST(Config, ValidationProblemsListsAllAtOnce) {
 }
 
 TEST(Config, DocsConfigMdIsTheRegistriesOutput) {
-    std::ifstream in(std::string(QKLAB_SOURCE_DIR) + "/docs/CONFIG.md", std::ios::binary);
+    std::ifstream in(std::string(qklab::testpaths::sourceDir()) + "/docs/CONFIG.md",
+                     std::ios::binary);
     ASSERT_TRUE(in) << "docs/CONFIG.md missing";
     std::stringstream text;
     text << in.rdbuf();

@@ -1,5 +1,5 @@
 // function_length_test.cpp — the rule "functions are at most 80 lines", checked over the source
-// tree (core/ and app/ under QKLAB_SOURCE_DIR). A function's length is the lines from its
+// tree (core/ and app/ under the checkout). A function's length is the lines from its
 // opening brace to the matching closing brace, both included: free functions, member functions
 // defined out of line or in their class, constructors with their initialiser lists. Lambdas
 // count in the function that holds them; class bodies, namespaces, enums and brace-initialised
@@ -19,6 +19,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -504,7 +506,7 @@ std::string quoted() {
 
 // A function that grows past the limit is split into named parts, never waved through.
 TEST(FunctionLength, NoFunctionInCoreOrAppIsLongerThan80Lines) {
-    const fs::path root(QKLAB_SOURCE_DIR);
+    const fs::path root(qklab::testpaths::sourceDir());
     int files = 0, functions = 0;
     for (const char* top : {"core", "app"})
         for (auto it = fs::recursive_directory_iterator(root / top);

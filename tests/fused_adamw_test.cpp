@@ -18,6 +18,7 @@
 #include "qklab/error.h"
 #include "qklab/trainer.h"
 #include "support/optim_fixture.h"
+#include "support/test_files.h"
 
 using namespace qklab;
 using namespace qklab::testing_support;
@@ -165,8 +166,8 @@ TEST(FusedAdamW, TrainerRunsAgreeWithThePerParameterAdamWAndRepeatExactly) {
 }
 
 TEST(FusedAdamW, ARunResumesAcrossOptimizerKinds) {
-    const std::string dir = ::testing::TempDir() + "/fused-adamw-resume";
-    std::filesystem::remove_all(dir);
+    // A folder of this process's own: two build trees' suites may run at once.
+    const std::string dir = qklab::testsupport::scratchDir("fused-adamw-resume").string();
     RunConfig c = fusedConfig(20, AutoSwitch::Off);
     c.run.checkpointEvery = 10;
     Trainer first(c);

@@ -25,6 +25,7 @@
 #include "qklab/lesson.h"
 #include "qklab/sweep.h"
 #include "support/test_files.h"
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -157,7 +158,7 @@ class FuzzTest : public ::testing::Test {
     void SetUp() override {
         char tmpl[] = "/tmp/qklab-fuzz-XXXXXX";
         m_dir = mkdtemp(tmpl);
-        fs::copy(QKLAB_SOURCE_DIR "/experiments", m_dir + "/experiments",
+        fs::copy(qklab::testpaths::source("/experiments"), m_dir + "/experiments",
                  fs::copy_options::recursive);
         ASSERT_EQ(mkfifo((m_dir + "/fifo.json").c_str(), 0600), 0);
         m_special = {"/dev/zero",  m_dir + "/fifo.json", m_dir,
@@ -230,8 +231,8 @@ TEST_F(SweepFileFuzz, MutantsAreAcceptedOrRefusedWithAnError) {
 }
 
 TEST_F(LessonFileFuzz, MutantsAreAcceptedOrRefusedWithAnError) {
-    std::vector<fs::path> files = filesIn(QKLAB_SOURCE_DIR "/resources/lessons");
-    files.push_back(QKLAB_SOURCE_DIR "/tests/gui/lesson_test.json");
+    std::vector<fs::path> files = filesIn(qklab::testpaths::source("/resources/lessons"));
+    files.push_back(qklab::testpaths::source("/tests/gui/lesson_test.json"));
     const auto docs = documents(files);
     const std::vector<std::string> dirs = {m_dir + "/experiments"};
     const qklab::LessonPresetLookup presets = [&dirs](const std::string& name) {
@@ -257,10 +258,10 @@ TEST_F(SweepFileFuzz, ThroughTheCliEveryMutantExitsZeroOrTwo) {
         const std::string file = m_dir + "/experiments/sweeps/cli-mutant.json";
         std::ofstream(file, std::ios::trunc | std::ios::binary) << text;
         const std::string out = m_dir + "/slurm-" + std::to_string(i);
-        const Result r =
-            cliStatus("bash -c " + sq("exec timeout -s KILL 60 " + std::string(QKLAB_CLI_PATH) +
-                                      " sweep " + sq(file) + " --slurm " + sq(out) + " </dev/null"),
-                      m_dir + "/stderr.txt");
+        const Result r = cliStatus(
+            "bash -c " + sq("exec timeout -s KILL 60 " + std::string(qklab::testpaths::cliPath()) +
+                            " sweep " + sq(file) + " --slurm " + sq(out) + " </dev/null"),
+            m_dir + "/stderr.txt");
         EXPECT_TRUE(r.status == 0 || r.status == 2)
             << "mutant " << i << " (" << what << "): exit " << r.status << ": " << r.err;
         if (r.status == 0) {
@@ -271,7 +272,7 @@ TEST_F(SweepFileFuzz, ThroughTheCliEveryMutantExitsZeroOrTwo) {
 }
 
 TEST_F(LessonFileFuzz, ThroughTheCliEveryMutantExitsZeroOrTwo) {
-    std::vector<fs::path> files = filesIn(QKLAB_SOURCE_DIR "/resources/lessons");
+    std::vector<fs::path> files = filesIn(qklab::testpaths::source("/resources/lessons"));
     const auto docs = documents(files);
     Mutator m(2202, m_special);
     for (int i = 0; i < 8; ++i) {
@@ -279,8 +280,9 @@ TEST_F(LessonFileFuzz, ThroughTheCliEveryMutantExitsZeroOrTwo) {
         const std::string file = m_dir + "/cli-lesson.json";
         std::ofstream(file, std::ios::trunc | std::ios::binary) << text;
         const Result r = cliStatus(
-            "bash -c " + sq("exec timeout -s KILL 60 " + std::string(QKLAB_CLI_PATH) + " lesson " +
-                            sq(file) + " --presets " + sq(m_dir + "/experiments") + " </dev/null"),
+            "bash -c " + sq("exec timeout -s KILL 60 " + std::string(qklab::testpaths::cliPath()) +
+                            " lesson " + sq(file) + " --presets " + sq(m_dir + "/experiments") +
+                            " </dev/null"),
             m_dir + "/stderr.txt");
         EXPECT_TRUE(r.status == 0 || r.status == 2)
             << "mutant " << i << " (" << what << "): exit " << r.status << ": " << r.err;

@@ -16,11 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "support/test_paths.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kCore = fs::path(QKLAB_SOURCE_DIR) / "core";
+const fs::path kCore = fs::path(qklab::testpaths::sourceDir()) / "core";
 
 // Lowest first. The index is the layer's rank.
 const std::vector<std::string> kLayers = {"util", "config", "store", "analysis", "engine"};
@@ -117,7 +119,7 @@ TEST(Layering, OnlyTheEngineIncludesTorch) {
 
 namespace {
 
-const fs::path kGui = fs::path(QKLAB_SOURCE_DIR) / "app" / "gui";
+const fs::path kGui = fs::path(qklab::testpaths::sourceDir()) / "app" / "gui";
 
 // The features of the app; each may include only itself, common/ and core.
 const std::vector<std::string> kGuiFeatures = {"setup",   "live",   "run",

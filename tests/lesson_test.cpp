@@ -10,6 +10,7 @@
 
 #include "qklab/error.h"
 #include "qklab/names.h"
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 using namespace qklab;
@@ -136,7 +137,7 @@ TEST(Lesson, TablesAgreeWithTheParser) {
 }
 
 TEST(Lesson, EveryShippedLessonParses) {
-    const fs::path dir = fs::path(QKLAB_SOURCE_DIR) / "resources" / "lessons";
+    const fs::path dir = fs::path(qklab::testpaths::sourceDir()) / "resources" / "lessons";
     int count = 0;
     if (fs::exists(dir))
         for (const auto& entry : fs::directory_iterator(dir)) {
@@ -209,7 +210,8 @@ TEST(PauseWatcher, StepMetricsAndStepConditions) {
 }
 
 TEST(Lesson, DocsCarryTheGeneratedReference) {
-    std::ifstream in(std::string(QKLAB_SOURCE_DIR) + "/docs/LESSONS.md", std::ios::binary);
+    std::ifstream in(std::string(qklab::testpaths::sourceDir()) + "/docs/LESSONS.md",
+                     std::ios::binary);
     ASSERT_TRUE(in) << "docs/LESSONS.md missing";
     const std::string doc((std::istreambuf_iterator<char>(in)), {});
     EXPECT_NE(doc.find(lessonReferenceMarkdown()), std::string::npos)
@@ -234,11 +236,12 @@ TEST(Lesson, RunsAgainUnderTheNextNumberedName) {
 
 // The lessons table of docs/LESSONS.md says each lesson's "minutes" as the chooser does.
 TEST(Lesson, TheDocsTableStatesEachLessonsMinutes) {
-    std::ifstream in(std::string(QKLAB_SOURCE_DIR) + "/docs/LESSONS.md", std::ios::binary);
+    std::ifstream in(std::string(qklab::testpaths::sourceDir()) + "/docs/LESSONS.md",
+                     std::ios::binary);
     const std::string doc((std::istreambuf_iterator<char>(in)), {});
     int checked = 0;
-    for (const auto& entry :
-         fs::directory_iterator(std::string(QKLAB_SOURCE_DIR) + "/resources/lessons")) {
+    for (const auto& entry : fs::directory_iterator(std::string(qklab::testpaths::sourceDir()) +
+                                                    "/resources/lessons")) {
         const Lesson l = loadLessonFile(entry.path().string());
         const std::string number = std::to_string(std::stoi(l.id.substr(0, 2)));
         const std::string row =

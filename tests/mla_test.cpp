@@ -16,6 +16,7 @@
 #include "qklab/histogram_bins.h"
 #include "qklab/resources.h"
 #include "qklab/trainer.h"
+#include "support/test_files.h"
 
 using namespace qklab;
 namespace fs = std::filesystem;
@@ -314,8 +315,8 @@ TEST(Mla, AbsorbedEqualsMaterialisedOnATrainedCheckpoint) {
     c.eval.batches = 1;
     c.run.threads = 2;
     c.probes.every = 0;
-    const std::string dir = (fs::temp_directory_path() / "qklab_mla_ckpt").string();
-    fs::remove_all(dir);
+    // A folder of this process's own: two build trees' suites may run at once.
+    const std::string dir = qklab::testsupport::scratchDir("mla-ckpt").string();
     {
         Trainer trainer(c);
         trainer.setCheckpointDir(dir);

@@ -20,6 +20,7 @@
 #include "qklab/schedules.h"
 #include "qklab/trainer.h"
 #include "support/optim_fixture.h"
+#include "support/test_files.h"
 
 using namespace qklab;
 using namespace qklab::testing_support;
@@ -344,7 +345,8 @@ TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
                                 torch::kUInt8)
             .clone();
     };
-    const std::string path = testing::TempDir() + "/legacy-step-10.pt";
+    const std::string path =
+        (qklab::testsupport::scratchDir("legacy-ckpt") / "step-10.pt").string();
     torch::serialize::OutputArchive archive, optArchive;
     loop.model->save(archive);
     loop.opt->save(optArchive);
@@ -364,21 +366,29 @@ TEST(Trainer, ResumesACheckpointWrittenWithLibTorchAdamW) {
     for (size_t i = 0; i < r.steps.size(); ++i)
         EXPECT_NEAR(r.steps[i].loss, reference[10 + i], 1e-5 * reference[10 + i])
             << "step " << 10 + i;
-    std::remove(path.c_str());
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
 TEST(Trainer, PausingInDeferredReadbackReportsEveryStepAndKeepsThePauseOutOfTokensPerSecond) {
-    RunConfig c = smallConfig(300);
+    RunConfig c = smallConfig(100);
     c.run.readback = Readback::Deferred;
     Trainer t(c);
     LossRecorder r;
     size_t reportedWhenPaused = 0, reportedLater = 0;
     int64_t pausedAt = -1;
     double pausedSeconds = 0;
+    // The pause is asked for once a few steps have trained (not after a fixed time: on a busy
+    // machine the run may not have started by then), and the waits are bounded by a minute,
+    // far more than the ~1 ms a step of this model takes.
+    const auto waitFor = [](const auto& done) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!done() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
     std::thread control([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        waitFor([&] { return t.currentStep() >= 3; });
         t.requestPause();
-        while (!t.isPaused()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        waitFor([&] { return t.isPaused(); });
         const auto paused = std::chrono::steady_clock::now();
         pausedAt = t.currentStep();
         reportedWhenPaused = r.steps.size();
@@ -393,8 +403,9 @@ TEST(Trainer, PausingInDeferredReadbackReportsEveryStepAndKeepsThePauseOutOfToke
     const double runSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     control.join();
-    ASSERT_EQ(r.steps.size(), 300u);
+    ASSERT_EQ(r.steps.size(), 100u);
     ASSERT_GT(pausedAt, 0) << "the run ended before the pause";
+    ASSERT_LT(pausedAt, 100) << "the run ended before the pause";
     // Paused at the start of a step: every step trained before it has been reported.
     EXPECT_EQ(reportedWhenPaused, static_cast<size_t>(pausedAt));
     EXPECT_EQ(reportedLater, reportedWhenPaused);

@@ -19,6 +19,7 @@
 #include "qklab/run_writer.h"
 #include "store/schema.h"
 #include "support/test_files.h"
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -83,7 +84,7 @@ class RecordColumnsTest : public ::testing::Test {
 
     Result cli(const std::string& args) {
         return runCli(args + " --db " + m_db, (m_dir / "stderr.txt").string(),
-                      QKLAB_EXTRA_CLI_PATH);
+                      qklab::testpaths::extraCliPath());
     }
 
     fs::path m_dir;

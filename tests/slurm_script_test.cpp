@@ -20,6 +20,7 @@
 #include "cli_run.h"
 #include "qklab/error.h"
 #include "support/test_files.h"
+#include "support/test_paths.h"
 #include "sweep_slurm.h"
 
 namespace fs = std::filesystem;
@@ -276,7 +277,7 @@ class SlurmCliTest : public ::testing::Test {
     void SetUp() override {
         char tmpl[] = "/tmp/qklab-slurmcli-XXXXXX";
         m_dir = mkdtemp(tmpl);
-        m_sweep = std::string(QKLAB_SOURCE_DIR) + "/experiments/sweeps/tiny.json";
+        m_sweep = std::string(qklab::testpaths::sourceDir()) + "/experiments/sweeps/tiny.json";
     }
     void TearDown() override { fs::remove_all(m_dir); }
     Result cli(const std::string& args) {

@@ -115,11 +115,13 @@ TEST(FullDisk, ARunThatFillsTheDiskIsFailedWithTheReasonAndKeepsItsRows) {
     if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
         GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;
     const std::string db = (dir / "full.db").string();
-    const std::string err = (fs::temp_directory_path() / "qklab-full-disk.err").string();
+    const fs::path errDir = scratchDir("storefail-stderr");
+    const std::string err = (errDir / "stderr.txt").string();
     const Result r = runCli(
         "run '{}' --db " + db +
             " --name filler --set schedule.steps=3000 --set probes.every=1"
-            " --set probes.attn_map_every=1 --set eval.every=0 --set run.checkpoint_seconds=0",
+            " --set probes.attn_map_every=1 --set eval.every=0 --set run.checkpoint_seconds=0"
+            " --set run.threads=1",
         err);
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_NE(r.err.find("is full"), std::string::npos) << r.err;
@@ -135,6 +137,7 @@ TEST(FullDisk, ARunThatFillsTheDiskIsFailedWithTheReasonAndKeepsItsRows) {
     }
     std::system(("umount -l " + dir.string()).c_str());
     fs::remove_all(dir);
+    fs::remove_all(errDir);
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 #include "qklab/sweep_report.h"
+#include "support/test_paths.h"
 
 namespace fs = std::filesystem;
 using namespace qklab;
@@ -410,7 +411,8 @@ TEST_F(SweepStoreTest, ImportingReadsTheSourceWithoutWritingIt) {
 
 TEST(SweepGrid, EveryShippedSweepExpands) {
     int count = 0;
-    for (const auto& entry : fs::directory_iterator(QKLAB_SOURCE_DIR "/experiments/sweeps")) {
+    for (const auto& entry :
+         fs::directory_iterator(qklab::testpaths::source("/experiments/sweeps"))) {
         if (entry.path().extension() != ".json") continue;
         const SweepDefinition d = loadSweepFile(entry.path().string());
         EXPECT_GT(d.why.size(), 40u) << entry.path();

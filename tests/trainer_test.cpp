@@ -18,6 +18,7 @@
 #include "qklab/error.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
+#include "support/test_paths.h"
 
 using namespace qklab;
 namespace fs = std::filesystem;
@@ -44,6 +45,7 @@ struct Collector : TrainingObserver {
     std::vector<ProbeStats> probes;
     std::vector<EventRecord> events;
     std::vector<Spike> spikes;
+    std::vector<LogitAlarm> alarms;
     std::vector<std::string> checkpointCopies;
     std::string copyDir;
     std::function<void(const StepMetrics&)> onEachStep;
@@ -57,6 +59,7 @@ struct Collector : TrainingObserver {
     }
     void onEvent(const EventRecord& e) override { events.push_back(e); }
     void onSpike(const Spike& s) override { spikes.push_back(s); }
+    void onLogitAlarm(const LogitAlarm& a) override { alarms.push_back(a); }
     void onCheckpoint(const CheckpointInfo& c) override {
         if (copyDir.empty()) return;
         const std::string copy = copyDir + "/copy-" + std::to_string(c.step) + ".pt";
@@ -112,34 +115,34 @@ TEST(Trainer, SameSeedSameLossCurve) {
     EXPECT_NE(train(other).losses(), a);
 }
 
+// Learning on real text: 60 steps take the loss from log(256) = 5.55 to 2.39-2.42 (train)
+// and 2.35-2.36 (validation) on seeds 1337, 1 and 2; the built-in corpus, easier, to 1.45-1.50.
 TEST(Trainer, LossFallsOnTinyShakespeare) {
     RunConfig c;
-    c.data.source = QKLAB_SHARED_DATA "/tinyshakespeare.txt";
+    c.data.source = std::string(qklab::testpaths::sharedData()) + "/tinyshakespeare.txt";
     if (!fs::exists(c.data.source)) c.data.source = "builtin";  // users without ../shared
     c.model.seqLen = 64;
     c.optim.lr = 1e-2;
-    c.schedule.steps = 200;
-    c.eval.every = 100;
+    c.schedule.steps = 60;
+    c.eval.every = 60;
     c.run.threads = 2;
     const Collector col = train(c);
-    ASSERT_EQ(col.steps.size(), 200u);
+    ASSERT_EQ(col.steps.size(), 60u);
     EXPECT_GT(col.steps.front().loss, 5.0);  // ~log(256) = 5.55 at init
     ASSERT_TRUE(col.steps.back().valLoss.has_value());
     EXPECT_LT(*col.steps.back().valLoss, 2.5);
     EXPECT_LT(col.steps.back().loss, 2.6);
 }
 
-// The core claim (Wortsman et al. 2023, domain brief section 1): at LR 3e-2 the tiny model's
-// raw attention logits grow past 100 within ~100 steps without QK-norm; with RMS QK-norm they
-// stay below sqrt(d_head) and the loss ends lower.
-TEST(Trainer, HighLrBlowsUpLogitsWithoutQkNormOnly) {
-    RunConfig c;  // d_model 128, 2 layers, 4 heads, T 128, batch 16
-    c.optim.lr = 3e-2;
-    c.schedule.steps = 100;
-    c.schedule.warmupSteps = 10;
-    c.probes.every = 10;
-    c.eval.every = 0;
-    c.run.threads = 2;
+// The core claim (Wortsman et al. 2023, domain brief section 1), and issue 11, item 11. At LR
+// 3e-2 the default model's raw attention logits pass 100 within 40 steps without QK-norm; with
+// RMS QK-norm they stay below sqrt(d_head), the loss ends lower and attention keeps its entropy
+// (measured at 40 steps, seeds 1337, 1 and 2: raw max 557-644 against 5.3-5.5, loss 2.76-2.87
+// against 2.35-2.57, entropy at step 35 0.07-0.11 against 2.82-2.92). The blow-up itself is
+// never a loss spike, so the lab raises logit alarms: layer 0 passes 30 within the first 20
+// steps, once per layer and rule; the normed run raises none. One pair of runs proves both.
+TEST(Trainer, HighLrBlowsUpLogitsAndRaisesAlarmsWithoutQkNormOnly) {
+    RunConfig c = shortBlowup();  // d_model 128, 2 layers, 4 heads, T 128, batch 16
     const Collector raw = train(c);
     c.attention.qkNorm = QkNormVariant::Rms;
     const Collector normed = train(c);
@@ -147,12 +150,27 @@ TEST(Trainer, HighLrBlowsUpLogitsWithoutQkNormOnly) {
     EXPECT_LE(normed.maxRawLogit(), std::sqrt(32.0) * (1 + 1e-5));
     EXPECT_LT(normed.steps.back().loss, raw.steps.back().loss);
     // Attention collapses toward one-hot without the fuse.
-    double rawEntropy = 1e9, normedEntropy = 1e9;
-    for (const auto& p : raw.probes)
-        if (p.head == -1 && p.step == 90) rawEntropy = std::min(rawEntropy, p.entropy);
-    for (const auto& p : normed.probes)
-        if (p.head == -1 && p.step == 90) normedEntropy = std::min(normedEntropy, p.entropy);
-    EXPECT_LT(rawEntropy, normedEntropy);
+    const auto entropyAt = [](const Collector& col, int64_t step) {
+        double e = 1e9;
+        for (const auto& p : col.probes)
+            if (p.head == -1 && p.step == step) e = std::min(e, p.entropy);
+        return e;
+    };
+    EXPECT_LT(entropyAt(raw, 35), entropyAt(normed, 35));
+
+    const LogitAlarm* layer0 = nullptr;
+    std::set<std::pair<int32_t, std::string>> seen;
+    for (const LogitAlarm& a : raw.alarms) {
+        EXPECT_TRUE(seen.emplace(a.layer, a.metric).second) << "raised twice: " << a.text;
+        EXPECT_GT(a.value, a.threshold);
+        if (a.layer == 0 && a.metric == "logit_max_raw") layer0 = &a;
+    }
+    ASSERT_NE(layer0, nullptr);
+    EXPECT_LE(layer0->step, 20);
+    EXPECT_EQ(layer0->threshold, 30.0);
+    EXPECT_NE(layer0->text.find("passed the intervention line (30)"), std::string::npos)
+        << layer0->text;
+    EXPECT_TRUE(normed.alarms.empty());
 }
 
 TEST(Trainer, DivergenceIsAnOutcomeNotACrash) {
@@ -423,36 +441,6 @@ TEST(Trainer, FullDiskDuringACheckpointFailsTheRunAndKeepsEverything) {
     resume.resumeFrom = ckpts[0].path;
     EXPECT_NO_THROW(Trainer(c, resume));
     fs::remove_all(dir);
-}
-
-// Issue 11, item 11: the blow-up itself is never a loss spike, so the lab raises logit
-// alarms: on the blow-up preset layer 0 passes 30 within the first 20 steps (default seed),
-// once per layer and rule, read as a Q/K runaway like the diagnosis of later spikes.
-TEST(Trainer, BlowUpRaisesLogitAlarmsOncePerLayerAndRule) {
-    struct Alarms : TrainingObserver {
-        std::vector<LogitAlarm> alarms;
-        void onLogitAlarm(const LogitAlarm& a) override { alarms.push_back(a); }
-    } col;
-    RunConfig c = shortBlowup();
-    Trainer t(c);
-    t.run(col);
-    const LogitAlarm* layer0 = nullptr;
-    std::set<std::pair<int32_t, std::string>> seen;
-    for (const LogitAlarm& a : col.alarms) {
-        EXPECT_TRUE(seen.emplace(a.layer, a.metric).second) << "raised twice: " << a.text;
-        EXPECT_GT(a.value, a.threshold);
-        if (a.layer == 0 && a.metric == "logit_max_raw") layer0 = &a;
-    }
-    ASSERT_NE(layer0, nullptr);
-    EXPECT_LE(layer0->step, 20);
-    EXPECT_EQ(layer0->threshold, 30.0);
-    EXPECT_NE(layer0->text.find("passed the intervention line (30)"), std::string::npos)
-        << layer0->text;
-    // The same run with RMS QK-norm stays under sqrt(d_head) = 5.66: no alarm at all.
-    c.attention.qkNorm = QkNormVariant::Rms;
-    Alarms normed;
-    Trainer(c).run(normed);
-    EXPECT_TRUE(normed.alarms.empty());
 }
 
 // Issue 11, item 10: a collapse between two scheduled maps used to leave no map of it. Maps

@@ -33,7 +33,7 @@ class ConfigFormTest : public QObject {
         QTemporaryDir mine;
         qputenv("QKLAB_EXPERIMENTS_DIR", mine.path().toUtf8());
         QCOMPARE(presetDialogDirectory(), mine.path());  // the folder the user named
-        const QString shipped = QStringLiteral(QKLAB_SOURCE_DIR "/experiments");
+        const QString shipped = QString::fromStdString(qklab::testpaths::source("/experiments"));
         for (const char* unusable : {":/experiments", "/no/such/folder", ""}) {
             qputenv("QKLAB_EXPERIMENTS_DIR", unusable);  // embedded, missing, unset
             QCOMPARE(presetDialogDirectory(), shipped);
@@ -79,7 +79,7 @@ class ConfigFormTest : public QObject {
     // Issue 11, item 7: after "Reuse config" the picker no longer names an unrelated preset.
     void reusedRunReplacesThePresetShown() {
         PresetPicker picker;
-        picker.setDirectory(QStringLiteral(QKLAB_SOURCE_DIR "/experiments"));
+        picker.setDirectory(QString::fromStdString(qklab::testpaths::source("/experiments")));
         QVERIFY(picker.loadPath(QStringLiteral("blowup_no_qknorm")));
         QVERIFY(!picker.currentPath().isEmpty());
         RunConfig c;
@@ -297,3 +297,4 @@ class ConfigFormTest : public QObject {
 
 QTEST_MAIN(ConfigFormTest)
 #include "config_form_test.moc"
+#include "support/test_paths.h"

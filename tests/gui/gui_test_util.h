@@ -5,6 +5,7 @@
 #include <QString>
 
 #include "qklab/run_config.h"
+#include "support/test_paths.h"
 #include "support/tiny_config.h"
 
 namespace qklab::gui::test {
@@ -35,7 +36,7 @@ inline QStringList tinyOverrides(int64_t steps = 50) {
 }
 
 inline QString sourceDir() {
-    return QStringLiteral(QKLAB_SOURCE_DIR);
+    return QString::fromUtf8(qklab::testpaths::sourceDir());
 }
 
 }  // namespace qklab::gui::test

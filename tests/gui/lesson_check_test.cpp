@@ -38,7 +38,7 @@ class LessonCheckTest : public QObject {
     // sets it for both): exit code and stderr.
     static std::pair<int, QString> cliCheck(const QString& path) {
         QProcess cli;
-        cli.start(QStringLiteral(QKLAB_CLI_PATH), {QStringLiteral("lesson"), path});
+        cli.start(QString::fromUtf8(qklab::testpaths::cliPath()), {QStringLiteral("lesson"), path});
         if (!cli.waitForFinished(60000)) return {-1, QStringLiteral("timeout")};
         return {cli.exitCode(), QString::fromUtf8(cli.readAllStandardError())};
     }
@@ -121,3 +121,4 @@ class LessonCheckTest : public QObject {
 
 QTEST_MAIN(LessonCheckTest)
 #include "lesson_check_test.moc"
+#include "support/test_paths.h"

@@ -189,7 +189,7 @@ class LessonPlayerTest : public QObject {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("cfg")));
         app.setProcessEnvironment(env);
-        app.start(QStringLiteral(QKLAB_APP_PATH),
+        app.start(QString::fromUtf8(qklab::testpaths::appPath()),
                   {QStringLiteral("--db"), m_db, QStringLiteral("--lesson"), bad,
                    QStringLiteral("--quiet")});
         QVERIFY(app.waitForFinished(60000));
@@ -469,3 +469,4 @@ class LessonPlayerTest : public QObject {
 
 QTEST_MAIN(LessonPlayerTest)
 #include "lesson_player_test.moc"
+#include "support/test_paths.h"

@@ -539,7 +539,7 @@ class PanelsTest : public QObject {
         const QString cliCsv = m_dir.filePath(QStringLiteral("cli.csv"));
         QProcess cli;
         cli.start(
-            QStringLiteral(QKLAB_CLI_PATH),
+            QString::fromUtf8(qklab::testpaths::cliPath()),
             {QStringLiteral("export"), QString::number(m_runId), QStringLiteral("--db"), m_db,
              QStringLiteral("--format"), QStringLiteral("csv"), QStringLiteral("-o"), cliCsv});
         QVERIFY(cli.waitForFinished(30000));
@@ -607,3 +607,4 @@ class PanelsTest : public QObject {
 
 QTEST_MAIN(PanelsTest)
 #include "panels_test.moc"
+#include "support/test_paths.h"

@@ -46,7 +46,7 @@ class RunBrowserTest : public QObject {
                          QStringLiteral("--name"),
                          QStringLiteral("from-cli")};
         for (const QString& s : test::tinyOverrides(20)) args << QStringLiteral("--set") << s;
-        cli.start(QStringLiteral(QKLAB_CLI_PATH), args);
+        cli.start(QString::fromUtf8(qklab::testpaths::cliPath()), args);
         QVERIFY2(cli.waitForStarted(10000), qPrintable(cli.errorString()));
         // The row appears while the CLI is still training or right after, without any refresh call.
         QTRY_COMPARE_WITH_TIMEOUT(browser.model()->rowCount(), 1, 60000);
@@ -181,3 +181,4 @@ class RunBrowserTest : public QObject {
 
 QTEST_MAIN(RunBrowserTest)
 #include "run_browser_test.moc"
+#include "support/test_paths.h"

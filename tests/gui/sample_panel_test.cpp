@@ -100,7 +100,7 @@ class SamplePanelTest : public QObject {
         // The command line writes the same bytes.
         QProcess cli;
         cli.start(
-            QStringLiteral(QKLAB_CLI_PATH),
+            QString::fromUtf8(qklab::testpaths::cliPath()),
             {QStringLiteral("generate"), QStringLiteral("1"), QStringLiteral("--prompt"), m_prompt,
              QStringLiteral("--tokens"), QStringLiteral("40"), QStringLiteral("--db"), m_db});
         QVERIFY(cli.waitForFinished(60000));
@@ -204,3 +204,4 @@ class SamplePanelTest : public QObject {
 
 QTEST_MAIN(SamplePanelTest)
 #include "sample_panel_test.moc"
+#include "support/test_paths.h"

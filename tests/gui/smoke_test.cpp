@@ -38,7 +38,7 @@ class SmokeTest : public QObject {
         if (!env.contains(QStringLiteral("QT_QPA_PLATFORM")))
             env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
         app.setProcessEnvironment(env);
-        app.start(QStringLiteral(QKLAB_APP_PATH), args);
+        app.start(QString::fromUtf8(qklab::testpaths::appPath()), args);
         QVERIFY2(app.waitForStarted(10000), qPrintable(app.errorString()));
         QVERIFY2(app.waitForFinished(300000), "qklab did not quit");
         const QString out = QString::fromLocal8Bit(app.readAll());
@@ -57,7 +57,7 @@ class SmokeTest : public QObject {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         const QString copy = dir.filePath(QStringLiteral("qklab"));
-        QVERIFY(QFile::copy(QStringLiteral(QKLAB_APP_PATH), copy));
+        QVERIFY(QFile::copy(QString::fromUtf8(qklab::testpaths::appPath()), copy));
         QVERIFY(QFile::setPermissions(copy, QFile::permissions(copy) | QFileDevice::ExeOwner));
         QStringList args{QStringLiteral("--preset"),    QStringLiteral("blowup_no_qknorm"),
                          QStringLiteral("--db"),        dir.filePath(QStringLiteral("r.db")),
@@ -92,3 +92,4 @@ class SmokeTest : public QObject {
 
 QTEST_MAIN(SmokeTest)
 #include "smoke_test.moc"
+#include "support/test_paths.h"

@@ -507,7 +507,7 @@ class SweepViewTest : public QObject {
 
     // The real qklab-cli, detached: the sweep appears in the panel and its points fill in.
     void aSweepStartedFromTheDialogFillsIn() {
-        qputenv("QKLAB_CLI", QKLAB_CLI_PATH);
+        qputenv("QKLAB_CLI", qklab::testpaths::cliPath());
         const QString db = m_dir.filePath(QStringLiteral("live.db"));
         RunStore(db.toStdString());  // created, as the app's browser does
         SweepPanel panel;
@@ -530,7 +530,7 @@ class SweepViewTest : public QObject {
 
     // A sweep whose process died reads "interrupted"; the panel's Resume button runs the rest.
     void anInterruptedSweepIsResumedFromThePanel() {
-        qputenv("QKLAB_CLI", QKLAB_CLI_PATH);
+        qputenv("QKLAB_CLI", qklab::testpaths::cliPath());
         const QString db = m_dir.filePath(QStringLiteral("interrupted.db"));
         SweepDefinition d = parseSweep(json{{"base", configToJson(test::tinyConfig(10))},
                                             {"axes", {{"optim.lr", {1e-3, 1e-2}}}}}
@@ -570,4 +570,5 @@ class SweepViewTest : public QObject {
 };
 
 QTEST_MAIN(SweepViewTest)
+#include "support/test_paths.h"
 #include "sweep_view_test.moc"

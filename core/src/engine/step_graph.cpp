@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "qklab/environment.h"
@@ -14,14 +15,19 @@ namespace qklab {
 namespace {
 
 constexpr const char* kPluginFile = "libqklab_step_graph.so";
+#ifdef QKLAB_STEP_GRAPH_PLUGIN
+constexpr std::string_view kBuiltPlugin = QKLAB_STEP_GRAPH_PLUGIN;
+#else
+constexpr std::string_view kBuiltPlugin;
+#endif
 
 // Where the plugin may be: where this build wrote it, then in ../lib of the running program
 // (cmake --install puts programs in bin/ and the plugin in lib/).
 std::vector<std::string> pluginCandidates() {
     std::vector<std::string> paths;
-#ifdef QKLAB_STEP_GRAPH_PLUGIN
-    paths.push_back(QKLAB_STEP_GRAPH_PLUGIN);
-#endif
+    // From a string_view: GCC 12 at -O3 warns (-Warray-bounds, a false positive) when this
+    // std::string is built from the literal in place.
+    if (!kBuiltPlugin.empty()) paths.emplace_back(kBuiltPlugin);
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) paths.push_back((exe.parent_path().parent_path() / "lib" / kPluginFile).string());
