@@ -32,6 +32,15 @@ std::string sq(const std::string& s) {
     return qklab::testsupport::shellWord(s);
 }
 
+// A command's memory bound. AddressSanitizer (scripts/sanitize.sh) reserves terabytes of
+// address space for its shadow memory and cannot even start under ulimit -v: there the bound
+// is its own resident-memory limit, 4 GiB as well.
+#ifdef __SANITIZE_ADDRESS__
+const char* const kMemoryBound = "export ASAN_OPTIONS=\"$ASAN_OPTIONS:hard_rss_limit_mb=4096\"; ";
+#else
+const char* const kMemoryBound = "ulimit -v 4194304; ";
+#endif
+
 const char* const kTinyPreset = R"({"model": {"d_model": 32, "n_layers": 1, "n_heads": 2,
     "seq_len": 32}, "schedule": {"steps": 12, "warmup_steps": 2}, "data": {"batch_size": 4},
     "probes": {"every": 4}, "eval": {"every": 0, "batches": 1}})";
@@ -50,14 +59,14 @@ class CliFilesTest : public ::testing::Test {
     void TearDown() override { fs::remove_all(m_dir); }
 
     // Bounded: a command that blocks on a FIFO is killed after 60 s (exit 124), and one that
-    // reads /dev/zero into memory is stopped at 4 GiB of address space, so a regression fails
+    // reads /dev/zero into memory is stopped at 4 GiB (kMemoryBound), so a regression fails
     // this test instead of hanging it or taking the machine's memory.
     Result cli(const std::string& args) {
         return runCli(args + " </dev/null", m_dir + "/stderr.txt");
     }
     Result bounded(const std::string& args) {
         const std::string cmd =
-            "bash -c " + sq("ulimit -v 4194304; exec timeout -s KILL 60 " +
+            "bash -c " + sq(std::string(kMemoryBound) + "exec timeout -s KILL 60 " +
                             std::string(qklab::testpaths::cliPath()) + " " + args + " </dev/null");
         const std::string err = m_dir + "/stderr.txt";
         Result r;

@@ -1,7 +1,7 @@
 // cli_table_test.cpp — the command table (app/cli/commands.cpp) drives qklab-cli: `--help`
 // lists exactly its rows, in order, each with the row's help; every row's command answers
 // `--help` with exit 0 and its help, and a parser error with exit 2. The test walks the table,
-// so a new command is covered without touching it.
+// so a new command is covered without touching it. Also the ETA of `run`'s progress line.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -11,6 +11,7 @@
 
 #include "cli_run.h"
 #include "commands.h"
+#include "progress_bar.h"
 #include "support/test_files.h"
 
 namespace {
@@ -71,3 +72,16 @@ TEST_F(CliTableTest, EveryCommandAnswersHelpAndRefusesAnUnknownOption) {
 }
 
 }  // namespace
+
+// A run of 2^63 - 1 steps on a slow machine has an ETA beyond the largest long: converting it
+// was undefined behaviour (scripts/sanitize.sh's UBSan stopped `qklab-cli run`), and the
+// plain build printed "ETA -153722867280912930:-8".
+TEST(ProgressLine, AnEtaBeyondAnyUsefulDurationIsShownAsUnknown) {
+    using qklab::cli::formatDuration;
+    EXPECT_EQ(formatDuration(59.4), "0:59");
+    EXPECT_EQ(formatDuration(3600), "1:00:00");
+    EXPECT_EQ(formatDuration(1e8), "27777:46:40");
+    EXPECT_EQ(formatDuration(1.86963e19), "--:--");  // the ETA UBSan found
+    EXPECT_EQ(formatDuration(1e300), "--:--");
+    EXPECT_EQ(formatDuration(-1), "--:--");
+}

@@ -7,7 +7,9 @@
 namespace qklab::cli {
 
 std::string formatDuration(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+    // Past about 31 years the estimate says nothing; past 2^63 s (schedule.steps = 2^63 - 1 on
+    // a slow machine) converting it to a long was undefined behaviour (scripts/sanitize.sh).
+    if (!std::isfinite(seconds) || seconds < 0 || seconds >= 1e9) return "--:--";
     const auto s = static_cast<long>(seconds + 0.5);
     char buf[32];
     if (s >= 3600)
