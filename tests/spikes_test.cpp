@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
+
+#include "qklab/run_monitor.h"
 
 using namespace qklab;
 
@@ -270,4 +273,21 @@ TEST(SpikeDiagnosis, DiagnosisNeverCallsInterveneLevelLogitsNormal) {
         EXPECT_NE(s.kind, SpikeKind::DataOrAccumulation) << last;
         EXPECT_TRUE(says(s, "beyond the intervention line")) << s.diagnosis;
     }
+}
+
+// A spike waits for the probe at or after it only while one is still to come. probes.every has
+// no upper bound: at 2^63 - 1 the trainer's `step + every - 1` overflowed (scripts/sanitize.sh's
+// UBSan stopped the run), and the wrapped value said a probe was coming after step 1, so every
+// later spike waited for a probe that never came until the run ended.
+TEST(SpikeDiagnosis, AProbeIsComingOnlyWhileTheRunLastsWhateverTheInterval) {
+    EXPECT_TRUE(probeComesAtOrAfter(0, 10, 100));    // the step's own probe
+    EXPECT_TRUE(probeComesAtOrAfter(11, 10, 100));   // step 20
+    EXPECT_TRUE(probeComesAtOrAfter(90, 10, 100));   // its own, the last probe
+    EXPECT_FALSE(probeComesAtOrAfter(91, 10, 100));  // step 100 is past the last step, 99
+    EXPECT_FALSE(probeComesAtOrAfter(5, 0, 100));    // probes off
+    const int64_t max = std::numeric_limits<int64_t>::max();
+    EXPECT_FALSE(probeComesAtOrAfter(5, max, 100));
+    EXPECT_FALSE(probeComesAtOrAfter(5, max, max));  // step 2^63 - 1 is past the last step
+    EXPECT_TRUE(probeComesAtOrAfter(5, max / 2, max));
+    EXPECT_TRUE(probeComesAtOrAfter(max - 1, max - 1, max));
 }

@@ -29,6 +29,11 @@ struct MonitorReport {
     std::vector<Spike> spikes;
 };
 
+// True when a regular probe (at every multiple of `every`; 0 = probes off) at or after `step`
+// is still to come in a run of `steps` steps: what RunMonitor::addStep's `probeComing` asks.
+// Exact for every `every` (probes.every has no upper bound).
+bool probeComesAtOrAfter(int64_t step, int64_t every, int64_t steps);
+
 class RunMonitor {
   public:
     // `config` gives the spike detector's settings and the run's timeline (its events and

@@ -48,6 +48,14 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
     return alarms;
 }
 
+bool probeComesAtOrAfter(int64_t step, int64_t every, int64_t steps) {
+    if (every <= 0 || step >= steps) return false;
+    // The next multiple of `every` is `every - rem` steps on, compared as a distance:
+    // `step + every - 1` overflowed for probes.every = 2^63 - 1 (scripts/sanitize.sh).
+    const int64_t rem = step % every;
+    return rem == 0 || every - rem < steps - step;
+}
+
 MonitorReport RunMonitor::addStep(const StepMetrics& m, bool qkNormActive, bool probeComing) {
     const auto& c = m_config.spikes;
     const auto zl = m_lossZ.push(m.loss), zg = m_gradZ.push(m.gradNorm);

@@ -230,14 +230,6 @@ Batch Trainer::Impl::drawBatch(const StepSettings& s) {
                         : data->trainBatch(config.data.batchSize, s.seqLen);
 }
 
-// True when a regular probe at or after `step` is still to come in this run.
-bool Trainer::Impl::probeComesAtOrAfter(int64_t step) const {
-    const int64_t every = config.probes.every;
-    if (every <= 0) return false;
-    const int64_t next = (step + every - 1) / every * every;
-    return next < config.schedule.steps;
-}
-
 // Everything one step reports, in the order the observer has always heard it: its events,
 // its probes, then (for a finite step) spikes and the step's metrics.
 void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer) {
@@ -250,10 +242,10 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
         for (const Spike& s : r.spikes) observer.onSpike(s);  // the probe they waited for
     }
     if (!p.clips.empty()) observer.onQkClips(p.metrics.step, p.clips);
+    const bool probeComing =
+        probeComesAtOrAfter(p.metrics.step, config.probes.every, config.schedule.steps);
     if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
-        for (const Spike& s :
-             st.monitor.addStep(p.metrics, p.qkNormActive, probeComesAtOrAfter(p.metrics.step))
-                 .spikes)
+        for (const Spike& s : st.monitor.addStep(p.metrics, p.qkNormActive, probeComing).spikes)
             observer.onSpike(s);
     observer.onStep(p.metrics);
 }

@@ -170,7 +170,6 @@ struct Trainer::Impl {
     void trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void runLoop(TrainingObserver& observer, RunOutcome& outcome);
     void reportStep(PendingStep& p, LoopState& st, TrainingObserver& observer);
-    bool probeComesAtOrAfter(int64_t step) const;
 };
 
 }  // namespace qklab
