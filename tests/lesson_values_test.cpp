@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "qklab/error.h"
@@ -184,4 +185,42 @@ TEST(LessonValues, NumbersAreTheUnroundedValuesOrTheCrossingStep) {
     EXPECT_EQ(lessonValueNumber(lessonValuesIn("{{loss last}}").at(0),
                                 LessonRunRows{&none.steps, &none.probes}),
               std::nullopt);
+}
+
+// Issue 36: only decimal numbers (std::stod took "0x10" and "1e1" alike), no empty run=, and a
+// value echoed in a message is clipped.
+TEST(LessonValues, NumbersAreDecimalAndRunNamesAreNotEmpty) {
+    const auto error = [](const std::string& text) {
+        try {
+            lessonValuesIn(text);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(error("{{loss at=0x10}}").find("is not a number"), std::string::npos);
+    EXPECT_NE(error("{{loss first_above=nan}}").find("is not a number"), std::string::npos);
+    EXPECT_NE(error("{{loss first_above=1e999}}").find("is not a number"), std::string::npos);
+    EXPECT_NE(error("{{loss last run=}}").find("run= names no run"), std::string::npos);
+    EXPECT_LT(error("{{loss at=1.5" + std::string(100000, '0') + "}}").size(), 200u);
+    EXPECT_EQ(lessonValuesIn("{{loss at=1e1}}").at(0).arg, 10.0);
+    EXPECT_EQ(lessonValuesIn("{{loss first_above=-.5}}").at(0).arg, -0.5);
+}
+
+// A diverged step keeps its NaN: "at" and "last" say NaN rather than an earlier healthy value;
+// max and min are over the finite values.
+TEST(LessonValues, ADivergedValueIsNaNNotTheLastHealthyOne) {
+    Rows rows(16);
+    rows.steps[15].loss = std::nan("");
+    rows.probes[12].logitMaxRaw = std::nan("");  // layer 0 at step 15 (step, layer, head rows)
+    const LessonRunRows r{&rows.steps, &rows.probes};
+    const auto number = [&](const std::string& text) {
+        return lessonValueNumber(lessonValuesIn(text).at(0), r);
+    };
+    EXPECT_TRUE(std::isnan(number("{{loss last}}").value()));
+    EXPECT_TRUE(std::isnan(number("{{loss at=15}}").value()));
+    EXPECT_EQ(number("{{loss max}}"), 5.0);
+    EXPECT_EQ(number("{{loss min}}"), 5 - 1.4);
+    EXPECT_TRUE(std::isnan(number("{{logit_max_raw at=15}}").value()));  // its worst layer
+    EXPECT_EQ(number("{{logit_max_raw max}}"), 30.0);
 }

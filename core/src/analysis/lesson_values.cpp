@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <regex>
 #include <sstream>
 
 #include "qklab/error.h"
@@ -35,12 +36,17 @@ bool lowIsWorse(const std::string& metric) {
     throw Error(ErrorCode::InvalidConfig, clipped(source, 80) + ": " + why);
 }
 
+// A decimal number as a lesson writes one ("10", "-0.5", "1e3"): not hex, "inf" or "nan",
+// which std::stod would take.
+bool isDecimal(const std::string& text) {
+    static const std::regex decimal(R"([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)");
+    return text.size() <= 40 && std::regex_match(text, decimal);
+}
+
 double numberIn(const std::string& source, const std::string& key, const std::string& value) {
-    try {
-        size_t used = 0;
-        const double v = std::stod(value, &used);
-        if (used == value.size() && std::isfinite(v)) return v;
-    } catch (const std::exception&) {
+    if (isDecimal(value)) {
+        const double v = std::strtod(value.c_str(), nullptr);
+        if (std::isfinite(v)) return v;
     }
     refuse(source, key + "=" + clipped(value, 20) + " is not a number");
 }
@@ -58,11 +64,14 @@ void applyToken(LessonValue& v, const std::string& token) {
                              "\" is not max, min, last or one of at=, first_above=, "
                              "first_below=, layer=, run=");
     }
-    if (key == "run") return void(v.run = value);
+    if (key == "run") {
+        if (value.empty()) refuse(v.source, "run= names no run");
+        return void(v.run = value);
+    }
     const double number = numberIn(v.source, key, value);
     if (key == "at" || key == "layer") {
         if (number < 0 || number != std::floor(number) || number > 1e9)
-            refuse(v.source, key + "=" + value + " is not a step or layer index");
+            refuse(v.source, key + "=" + clipped(value, 20) + " is not a step or layer index");
         if (key == "layer") return void(v.layer = static_cast<int>(number));
         v.what = What::At;
     } else if (key == "first_above") {
@@ -116,7 +125,9 @@ std::string numberText(double v) {
 }
 
 // The (step, value) series a placeholder reads: the worst layer per probe step (or one
-// layer), or the step metric per step; NaN (no value that step) left out.
+// layer), or the step metric per step. A value the run did not record at a step (val_loss
+// between evaluations) is left out; a NaN it recorded (a diverged loss) stays, so that "at=" and
+// "last" say NaN rather than an earlier healthy value.
 std::vector<std::pair<int64_t, double>> seriesOf(const LessonValue& v, const LessonRunRows& rows) {
     std::vector<std::pair<int64_t, double>> out;
     if (const ProbeColumn* probe = probeColumnOf(v.metric)) {
@@ -124,18 +135,20 @@ std::vector<std::pair<int64_t, double>> seriesOf(const LessonValue& v, const Les
         for (const ProbeStats& p : *rows.probes) {
             if (p.head != -1 || (v.layer && p.layer != *v.layer)) continue;
             const double x = p.*(probe->field);
-            if (std::isnan(x)) continue;
             if (!out.empty() && out.back().first == p.step) {
-                double& worst = out.back().second;
-                worst = lowIsWorse(v.metric) ? std::min(worst, x) : std::max(worst, x);
+                double& worst = out.back().second;  // a NaN layer is the worst
+                if (!std::isnan(worst))
+                    worst = std::isnan(x)          ? x
+                            : lowIsWorse(v.metric) ? std::min(worst, x)
+                                                   : std::max(worst, x);
             } else {
                 out.emplace_back(p.step, x);
             }
         }
     } else if (const auto* column = stepColumnOf(v.metric); column && rows.steps) {
         for (const StepMetrics& m : *rows.steps)
-            if (const double x = numberOf(column->get(m)).value_or(std::nan("")); !std::isnan(x))
-                out.emplace_back(m.step, x);
+            if (const std::optional<double> x = numberOf(column->get(m)))
+                out.emplace_back(m.step, *x);
     }
     return out;
 }
@@ -221,11 +234,13 @@ std::optional<double> lessonValueNumber(const LessonValue& v, const LessonRunRow
                 if (step == int64_t(v.arg)) return x;
             return std::nullopt;
         case What::Max:
-        case What::Min: {
+        case What::Min: {  // over the finite values; NaN only when there is no other
             if (series.empty()) return std::nullopt;
-            double best = series.front().second;
+            double best = std::nan("");
             for (const auto& [step, x] : series)
-                best = v.what == What::Max ? std::max(best, x) : std::min(best, x);
+                if (std::isnan(best) ||
+                    (!std::isnan(x) && (v.what == What::Max ? x > best : x < best)))
+                    best = x;
             return best;
         }
         case What::Last:

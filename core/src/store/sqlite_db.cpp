@@ -217,7 +217,12 @@ int64_t Statement::columnInt(int col) const {
 }
 
 double Statement::columnReal(int col) const {
-    if (isNull(col)) return std::numeric_limits<double>::quiet_NaN();
+    // A REAL column turns numeric text into a number as it stores it, so text left in one is
+    // not a number: bindOptReal's 'NaN', or an imported file's. sqlite3_column_double would
+    // read it as 0, which a reader would show as a healthy value.
+    const int type = sqlite3_column_type(m_stmt, col);
+    if (type == SQLITE_NULL || type == SQLITE_TEXT || type == SQLITE_BLOB)
+        return std::numeric_limits<double>::quiet_NaN();
     return sqlite3_column_double(m_stmt, col);
 }
 
@@ -225,7 +230,8 @@ std::optional<double> Statement::columnOptReal(int col) const {
     switch (sqlite3_column_type(m_stmt, col)) {
         case SQLITE_NULL:
             return std::nullopt;
-        case SQLITE_TEXT:  // only bindOptReal writes text into a REAL column: a NaN
+        case SQLITE_TEXT:  // bindOptReal's 'NaN'; any other text is not a number either
+        case SQLITE_BLOB:
             return std::numeric_limits<double>::quiet_NaN();
         default:
             return sqlite3_column_double(m_stmt, col);

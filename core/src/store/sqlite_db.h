@@ -100,7 +100,7 @@ class Statement {
 
     bool isNull(int col) const;
     int64_t columnInt(int col) const;
-    double columnReal(int col) const;                    // NULL (how NaN comes back) reads as NaN
+    double columnReal(int col) const;  // NULL (how NaN comes back), text or a blob: NaN
     std::optional<double> columnOptReal(int col) const;  // NULL -> nullopt, 'NaN' -> NaN
     std::string columnText(int col) const;               // NULL -> ""
     std::vector<unsigned char> columnBlob(int col) const;
