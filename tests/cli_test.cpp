@@ -698,8 +698,7 @@ TEST_F(CliTest, SlurmJobArrayWritesOneShardPerPointAndMergesIdempotently) {
     EXPECT_NE(script.find("#SBATCH --output=\"" + out + "/logs/point-%a.%A.out\"\n"),
               std::string::npos);
     EXPECT_NE(script.find("#SBATCH --gpus-per-task=1\n"), std::string::npos);
-    EXPECT_NE(script.find("--db '" + out + "/shards'\"/point-$SLURM_ARRAY_TASK_ID.db\""),
-              std::string::npos)
+    EXPECT_NE(script.find("--db '" + out + "/shards'\"/point-$point.db\""), std::string::npos)
         << script;
     for (int i = 0; i < 4; ++i)
         EXPECT_TRUE(fs::exists(out + "/configs/point-" + std::to_string(i) + ".json"));

@@ -232,9 +232,12 @@ TEST_F(SlurmScriptTest, ATaskOfSeveralPointsRunsItsShareEachIntoItsShard) {
     EXPECT_EQ(runTask("2"), std::make_pair(0, "6 " + shard + "6.db\n"));
     // Base 10 even with a leading zero (bash reads 08 as a malformed octal number).
     EXPECT_EQ(runTask("02"), runTask("2"));
-    EXPECT_EQ(runTask("08"), std::make_pair(0, std::string()));  // past the last point
-    for (const std::string hostile : {"a[$(touch PWNED)]", "1+1", "", "-1"})
-        EXPECT_EQ(runTask(hostile).first, 2) << hostile;
+    // Issue 36, item 4: a task past the array, or an id that wraps in bash's 64-bit arithmetic
+    // (3074457345618258603 * 3 = 2^63 + 1 -> points -2^63+1..., once 0..3 again), runs nothing.
+    for (const std::string hostile :
+         {"a[$(touch PWNED)]", "1+1", "", "-1", "08", "3", "3074457345618258603",
+          "6148914691236517206", "99999999999999999999", "1000000000"})
+        EXPECT_EQ(runTask(hostile), std::make_pair(2, std::string())) << hostile;
     for (const auto& e : fs::recursive_directory_iterator(m_dir))
         EXPECT_EQ(e.path().filename().string().find("PWNED"), std::string::npos)
             << "an injected command ran: " << e.path();
@@ -365,4 +368,30 @@ TEST_F(SlurmCliTest, AGridOfTwoToThe64PointsIsRefused) {
     const Result local = cli(sq(file) + " --db " + sq(m_dir + "/runs.db"));
     EXPECT_EQ(local.status, 2) << local.err;
     EXPECT_FALSE(fs::exists(m_dir + "/runs.db"));
+}
+
+// Issue 36, item 4: with one point per task the task is the point; a task id past the array or
+// beyond 9 digits runs nothing, and sweep-point itself creates no shard for a point that is not
+// one of the definition's.
+TEST_F(SlurmCliTest, ATaskOutsideTheArrayCreatesNoShard) {
+    const std::string out = m_dir + "/job";
+    ASSERT_EQ(cli(sq(m_sweep) + " --slurm " + sq(out)).status, 0);
+    const std::string script = out + "/sweep.sbatch";
+    for (const std::string task : {"4", "18446744073709551620", "004", ""}) {
+        const std::string cmd = "cd " + sq(m_dir) + " && env -i PATH=/usr/bin:/bin " +
+                                "SLURM_ARRAY_TASK_ID=" + sq(task) + " bash " + sq(script) +
+                                " >/dev/null 2>&1";
+        const int status = std::system(cmd.c_str());
+        EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << task;
+    }
+    EXPECT_TRUE(fs::is_empty(out + "/shards"));
+    for (const std::string point : {"4", "-4", "-9223372036854775807"}) {
+        const Result r =
+            runCli("sweep-point --definition " + sq(out + "/sweep.json") + " --point " + point +
+                       " --db " + sq(out + "/shards/point-" + point + ".db"),
+                   m_dir + "/stderr.txt");
+        EXPECT_EQ(r.status, 2) << point << ": " << r.err;
+        EXPECT_NE(r.err.find("has points 0..3"), std::string::npos) << r.err;
+    }
+    EXPECT_TRUE(fs::is_empty(out + "/shards"));
 }

@@ -1,5 +1,6 @@
 // sweep_point_command.cpp — `qklab-cli sweep-point` (internal): one grid point of a sweep, in
 // its own process, started by `sweep` or a Slurm array task.
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -13,6 +14,8 @@
 
 namespace qklab::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 // What the process trains: a new run of the grid point, or the resumption of its stopped or
 // interrupted run.
@@ -72,16 +75,29 @@ std::string unusedRunName(RunStore& store, const std::string& name) {
     return unused;
 }
 
+void checkPointIndex(int64_t index, const SweepDefinition& d) {
+    if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))
+        throw Error(ErrorCode::InvalidRequest, "--point " + std::to_string(index) + ": sweep '" +
+                                                   printableText(d.name) + "' has points 0.." +
+                                                   std::to_string(d.pointCount() - 1));
+}
+
 PointPlan planSweepPoint(const SweepPointArgs& args) {
     SweepDefinition d;
-    if (!args.definition.empty()) d = loadDefinitionFile(args.definition);
+    // Nothing is created for a point that is not one: a Slurm task's shard is checked against
+    // the folder's definition first, and a local sweep's database must already hold the sweep.
+    if (!args.definition.empty()) {
+        d = loadDefinitionFile(args.definition);
+        checkPointIndex(args.point, d);
+    } else if (!fs::exists(args.dbPath)) {
+        throw Error(ErrorCode::MissingFile, "--db " + printableText(args.dbPath) +
+                                                ": no such database holds sweep " +
+                                                printableText(args.sweepRef));
+    }
     RunStore store(args.dbPath);
     const SweepInfo s = pointSweep(store, args, d);
     const int64_t index = args.point;
-    if (index < 0 || index >= static_cast<int64_t>(d.pointCount()))
-        throw Error(ErrorCode::InvalidRequest, "--point " + std::to_string(index) + ": sweep '" +
-                                                   printableText(s.name) + "' has points 0.." +
-                                                   std::to_string(d.pointCount() - 1));
+    checkPointIndex(index, d);
     SweepPoint point = std::move(expandSweep(d)[static_cast<size_t>(index)]);
     PointPlan plan;
     plan.resumeRunId = runToResume(store, s, index);

@@ -189,18 +189,21 @@ std::string slurmScriptText(const SweepArgs& o, const std::string& sweepName,
     if (o.gpusPerTask > 0) s += "#SBATCH --gpus-per-task=" + std::to_string(o.gpusPerTask) + "\n";
     s += "set -euo pipefail\n";
     s += "# Each point writes its own shard: no SQLite file is shared across nodes.\n";
-    // One point per task: the task id is the point. Several: the loop's $point.
-    const std::string var = perTask == 1 ? "$SLURM_ARRAY_TASK_ID" : "$point";
-    const std::string runPoint = shellQuoted(cliPath) + " sweep-point --definition " +
-                                 shellQuoted(outDir + "/sweep.json") + " --point \"" + var +
-                                 "\" --threads " + std::to_string(o.threadsPerRun) + " --db " +
-                                 shellQuoted(outDir + "/shards") + "\"/point-" + var + ".db\"";
-    if (perTask == 1) return s + "exec " + runPoint + "\n";
-    // The task id enters shell arithmetic, which would evaluate an expression in it: digits
-    // only. Every point of the task runs even when one fails; the task fails if any did.
-    s += "[[ $SLURM_ARRAY_TASK_ID =~ ^[0-9]+$ ]] || { echo \"bad SLURM_ARRAY_TASK_ID\" >&2; exit "
-         "2; }\n";
-    s += "first=$((10#$SLURM_ARRAY_TASK_ID * " + std::to_string(perTask) + "))\nstatus=0\n";
+    // The task id enters shell arithmetic, which would evaluate an expression in it and wraps
+    // past 2^63: digits only, at most 9 of them, and a task of this array, checked before
+    // anything runs (sweep-point would create the shard of a point out of range).
+    s += "task=${SLURM_ARRAY_TASK_ID-}\n";
+    s += "[[ $task =~ ^[0-9]{1,9}$ ]] && ((10#$task < " + std::to_string(tasks) +
+         ")) || { echo \"SLURM_ARRAY_TASK_ID is not a task of this array (0 to " +
+         std::to_string(tasks - 1) + ")\" >&2; exit 2; }\n";
+    const std::string runPoint =
+        shellQuoted(cliPath) + " sweep-point --definition " + shellQuoted(outDir + "/sweep.json") +
+        " --point \"$point\" --threads " + std::to_string(o.threadsPerRun) + " --db " +
+        shellQuoted(outDir + "/shards") + "\"/point-$point.db\"";
+    // One point per task: the task is the point. Several: a loop over the task's share; every
+    // point of it runs even when one fails, and the task fails if any did.
+    if (perTask == 1) return s + "point=$((10#$task))\nexec " + runPoint + "\n";
+    s += "first=$((10#$task * " + std::to_string(perTask) + "))\nstatus=0\n";
     s += "for ((point = first; point < first + " + std::to_string(perTask) + " && point < " +
          std::to_string(points) + "; point++)); do\n";
     s += "    " + runPoint + " || status=$?\ndone\nexit $status\n";
