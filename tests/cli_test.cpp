@@ -764,3 +764,38 @@ TEST_F(CliTest, LessonRecordTrainsTheLessonsRunsUnderTheirStepNames) {
     ASSERT_EQ(recorded.size(), plain.size());
     for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(recorded[i].loss, plain[i].loss) << i;
 }
+
+// Issue 36, items 5 and 7: `lesson good.json bad.json --record` recorded the first file before
+// the second was checked; a hostile title went raw to the terminal (a screen clear, a CSI).
+TEST_F(CliTest, LessonChecksEveryFileBeforeRecordingAndEscapesTheTitle) {
+    const std::string good = m_dir + "/good.json";
+    const std::string bad = m_dir + "/bad.json";
+    const std::string title =
+        "\x1b[2J\xc2\x9b"
+        "31m" +
+        std::string(100000, 'x');
+    std::ofstream(good) << nlohmann::json{
+        {"title", title},
+        {"steps",
+         {{{"text", "a"},
+           {"action", {{"kind", "start_preset"}, {"preset", m_preset}, {"name", "g"}}}}}}};
+    std::ofstream(bad) << nlohmann::json{
+        {"title", "bad"},
+        {"steps",
+         {{{"text", "a"}, {"action", {{"kind", "start_preset"}, {"preset", m_preset}}}},
+          {{"text", "late"},
+           {"action",
+            {{"kind", "intervene"},
+             {"at_step", 12},  // the preset's run ends at step 11
+             {"event", {{"kind", "lr_multiplier"}, {"factor", 0.5}}}}}}}}};
+    const Result r = cli("lesson " + good + " " + bad + " --record --db " + m_db);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("step 2: action.event"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(m_db));  // nothing recorded, not even the good file's run
+    const Result checked = cli("lesson " + good);
+    ASSERT_EQ(checked.status, 0) << checked.err;
+    EXPECT_EQ(checked.out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(checked.out.find("\xc2\x9b"), std::string::npos);
+    EXPECT_LT(checked.out.size(), 400u);
+    EXPECT_NE(checked.out.find("1 steps, ok"), std::string::npos) << checked.out;
+}

@@ -251,3 +251,54 @@ TEST(Lesson, TheDocsTableStatesEachLessonsMinutes) {
     }
     EXPECT_EQ(checked, 7);
 }
+
+// Issue 36, item 7: the checker said "ok" where --record then exited 2. It now checks each run
+// with the events its intervene steps add, and one run per name (two runs of one name read
+// each other's config).
+TEST(Lesson, TheCheckerRefusesWhatRecordingWouldRefuse) {
+    const auto errorOf = [](const nlohmann::json& steps) {
+        const nlohmann::json lesson = {{"title", "t"}, {"steps", steps}};
+        const LessonPresetLookup presets = [](const std::string& name) {
+            return std::optional<std::string>(
+                name == "mla"
+                    ? R"({"schedule": {"steps": 20, "warmup_steps": 2}, "attention": {"kind": "mla"}})"
+                    : R"({"schedule": {"steps": 20, "warmup_steps": 2}, "probes": {"every": 5}})");
+        };
+        try {
+            parsePlayableLesson(lesson.dump(), "l.json", presets);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("ok");
+    };
+    const auto start = [](const std::string& preset, const std::string& name, int64_t steps = 20) {
+        return nlohmann::json{{"text", "go"},
+                              {"action",
+                               {{"kind", "start_preset"},
+                                {"preset", preset},
+                                {"name", name},
+                                {"set", {{"schedule.steps", steps}}}}}};
+    };
+    const auto intervene = [](int64_t at, const nlohmann::json& event) {
+        return nlohmann::json{
+            {"text", "now"},
+            {"action", {{"kind", "intervene"}, {"at_step", at}, {"event", event}}}};
+    };
+    const nlohmann::json halve = {{"kind", "lr_multiplier"}, {"factor", 0.5}};
+    EXPECT_EQ(errorOf({start("p", "a"), intervene(19, halve)}), "ok");
+    EXPECT_NE(errorOf({start("p", "a"), intervene(20, halve)})
+                  .find("l.json: step 2: action.event: run \"a\" with this event is not a valid "
+                        "config: events[0].step = 20: must be in [0, schedule.steps = 20)"),
+              std::string::npos)
+        << errorOf({start("p", "a"), intervene(20, halve)});
+    EXPECT_NE(
+        errorOf({start("mla", "m"), intervene(5, {{"kind", "qk_norm"}, {"variant", "layernorm"}})})
+            .find("events[0].variant = layernorm: is not supported with attention.kind"),
+        std::string::npos);
+    // The same name twice: the second step's placeholder read the first run's 100 steps.
+    nlohmann::json twice = {start("p", "a", 100), start("p", "a", 10)};
+    twice.push_back({{"text", "{{loss at=50}}"}});
+    EXPECT_NE(errorOf(twice).find("step 2: action.name: \"a\" is already step 1's run"),
+              std::string::npos)
+        << errorOf(twice);
+}

@@ -35,49 +35,19 @@ std::vector<std::string> lessonPresetDirs(const std::vector<std::string>& given)
     return dirs;
 }
 
-// The runs a lesson trains, as the app trains them: each start_preset step's preset with its
-// "set", under the step's run name; an intervene step's event joins the run before it.
-struct LessonRun {
-    std::string name;
-    RunConfig config;
-};
-
-std::vector<LessonRun> lessonRuns(const Lesson& lesson, const LessonPresetLookup& presets) {
-    std::vector<LessonRun> runs;
-    for (size_t i = 0; i < lesson.steps.size(); ++i) {
-        const LessonStep& step = lesson.steps[i];
-        if (step.actionKind() == "intervene" && !runs.empty()) {
-            nlohmann::json e = step.action.value("event", nlohmann::json::object());
-            e["step"] = step.action.value("at_step", int64_t{0});
-            runs.back().config.events.push_back(eventFromJson(e, "lesson"));
-        }
-        if (step.actionKind() != "start_preset") continue;
-        const std::string preset = step.action.value("preset", "");
-        LessonRun run{lessonRunName(lesson, i),
-                      configFromJsonText(*presets(preset), "preset " + preset)};
-        for (const std::string& a :
-             lessonSetAssignments(step.action.value("set", nlohmann::json())))
-            applyOverride(run.config, a);
-        runs.push_back(run);
-    }
-    return runs;
-}
-
 // --record: train them into the database, each under its step's name (numbered when a
 // rehearsal already holds it), so that the app offers "Replay the recorded run instead".
-int recordLesson(const Lesson& lesson, const LessonPresetLookup& presets,
+int recordLesson(const Lesson& lesson, const std::string& origin, const LessonPresetLookup& presets,
                  const std::string& dbPath) {
-    for (LessonRun& run : lessonRuns(lesson, presets)) {
+    for (LessonRun& run : lessonRuns(lesson, origin, presets)) {
         std::vector<std::string> names;
         {
             RunStore store(dbPath);
             for (const RunInfo& r : store.listRuns()) names.push_back(r.name);
         }
         const std::string name = numberedName(run.name, names);
-        std::cout << "recording \"" << name << "\" into " << dbPath << "\n";
-        std::sort(run.config.events.begin(), run.config.events.end(),
-                  [](const Event& a, const Event& b) { return a.step < b.step; });
-        validate(run.config);
+        std::cout << "recording " << printableText(quotedValue(name, 120)) << " into "
+                  << printableText(dbPath) << "\n";
         RunSession session(run.config, SessionOptions{dbPath, name, {}});
         if (const int rc = trainSession(session, dbPath); rc != 0) return rc;
     }
@@ -117,12 +87,20 @@ int cmdLesson(const LessonArgs& args) {
         return path.empty() ? std::nullopt
                             : std::optional<std::string>(readInputFile(path, kPresetFile));
     };
+    // Every file is checked in full before anything trains: a bad second file must not leave
+    // the first one's runs recorded.
+    std::vector<Lesson> lessons;
     for (const std::string& path : args.files) {
-        const Lesson l = parsePlayableLesson(readInputFile(path, kLessonFile), path, presets);
-        std::cout << path << ": \"" << l.title << "\", " << l.steps.size() << " steps, ok\n";
-        if (args.record)
-            if (const int rc = recordLesson(l, presets, args.dbPath); rc != 0) return rc;
+        lessons.push_back(parsePlayableLesson(readInputFile(path, kLessonFile), path, presets));
+        // The title is someone else's text: escaped and cut, as run names are.
+        std::cout << printableText(path) << ": "
+                  << printableText(quotedValue(lessons.back().title, 120)) << ", "
+                  << lessons.back().steps.size() << " steps, ok\n";
     }
+    if (args.record)
+        for (size_t i = 0; i < lessons.size(); ++i)
+            if (const int rc = recordLesson(lessons[i], args.files[i], presets, args.dbPath))
+                return rc;
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "qklab/records.h"
+#include "qklab/run_config.h"
 
 namespace qklab {
 
@@ -122,11 +123,24 @@ std::string lessonRunName(const Lesson& lesson, size_t stepIndex);
 // Everything the app would refuse or fail on when it plays the lesson's steps, short of what
 // only the database or the machine can say (a stored run that is missing, the memory a run
 // needs): each start_preset step's preset is found and loads, its "set" applies, the config
-// validates, its data.source is a readable corpus and its run name a valid name. Throws
+// validates (with the events of its intervene steps), its data.source is a readable corpus and
+// its run name a valid name, used by no other of its runs. Throws
 // Error{InvalidConfig} (the lookup's code for a file it refuses) naming `origin`, the step and
 // the field, as parseLesson does.
 void checkLessonPlayable(const Lesson& lesson, const std::string& origin,
                          const LessonPresetLookup& presets);
+
+// The runs a lesson trains, in order, as the app and `qklab-cli lesson --record` train them:
+// each start_preset step's preset with its "set", under the step's run name, with the events
+// of the intervene steps that follow it (sorted by step). Each is checked as
+// checkLessonPlayable says, and with its events; two runs of one name are refused.
+struct LessonRun {
+    std::string name;
+    RunConfig config;
+    size_t step = 0;  // the start_preset step's index
+};
+std::vector<LessonRun> lessonRuns(const Lesson& lesson, const std::string& origin,
+                                  const LessonPresetLookup& presets);
 
 // parseLesson, then checkLessonPlayable: how both the app and `qklab-cli lesson` load a lesson.
 Lesson parsePlayableLesson(const std::string& text, const std::string& origin,

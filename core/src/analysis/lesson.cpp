@@ -564,13 +564,52 @@ RunConfig checkStartPreset(const Lesson& lesson, size_t index, const std::string
 
 }  // namespace
 
+namespace {
+
+// An intervene step's event joins the run before it; the run must still validate with it (a
+// step at or past its last, a variant its attention refuses), as --record and the app's
+// replay of the recorded run train it.
+void addIntervention(LessonRun& run, const LessonStep& step, const std::string& where) {
+    json e = step.action.value("event", json::object());
+    e["step"] = step.action.value("at_step", int64_t{0});
+    run.config.events.push_back(eventFromJson(e, "action.event"));
+    std::stable_sort(run.config.events.begin(), run.config.events.end(),
+                     [](const Event& a, const Event& b) { return a.step < b.step; });
+    const std::vector<std::string> problems = validationProblems(run.config);
+    if (!problems.empty())
+        throw Error(ErrorCode::InvalidConfig,
+                    where + "action.event: run " + quotedClip(run.name) +
+                        " with this event is not a valid config: " + problems.front());
+}
+
+}  // namespace
+
+std::vector<LessonRun> lessonRuns(const Lesson& lesson, const std::string& origin,
+                                  const LessonPresetLookup& presets) {
+    std::vector<LessonRun> runs;
+    for (size_t i = 0; i < lesson.steps.size(); ++i) {
+        const LessonStep& step = lesson.steps[i];
+        const std::string where = origin + ": " + stepLabel(i, step.title) + ": ";
+        if (step.actionKind() == "intervene" && !runs.empty())
+            addIntervention(runs.back(), step, where);
+        if (step.actionKind() != "start_preset") continue;
+        LessonRun run{lessonRunName(lesson, i), checkStartPreset(lesson, i, where, presets), i};
+        // Placeholders, replay and --record find a run by its name: one run per name.
+        for (const LessonRun& earlier : runs)
+            if (earlier.name == run.name)
+                throw Error(ErrorCode::InvalidConfig,
+                            where + "action.name: " + quotedClip(run.name) + " is already " +
+                                stepLabel(earlier.step, lesson.steps[earlier.step].title) +
+                                "'s run; each run a lesson trains needs its own name");
+        runs.push_back(std::move(run));
+    }
+    return runs;
+}
+
 void checkLessonPlayable(const Lesson& lesson, const std::string& origin,
                          const LessonPresetLookup& presets) {
     std::map<std::string, RunConfig> configs;  // the runs the lesson trains, by name
-    for (size_t i = 0; i < lesson.steps.size(); ++i)
-        if (lesson.steps[i].actionKind() == "start_preset")
-            configs[lessonRunName(lesson, i)] = checkStartPreset(
-                lesson, i, origin + ": " + stepLabel(i, lesson.steps[i].title) + ": ", presets);
+    for (const LessonRun& run : lessonRuns(lesson, origin, presets)) configs[run.name] = run.config;
     checkLessonValues(lesson, origin, configs);
 }
 
