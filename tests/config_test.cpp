@@ -564,3 +564,21 @@ TEST(Config, MlaRefusesVariantsItCannotAbsorbNamingTheKey) {
     EXPECT_EQ(c.dQk(), 32 + 16);
     EXPECT_NEAR(c.logitScale(), 1.0 / std::sqrt(48.0), 1e-15);
 }
+
+// Issue 36, item 9: optim.eps = 1e-50 validated, rounded to 0 in float32 and the run diverged.
+// Every float field is checked against the precision the engine uses it in.
+TEST(Config, AFloatThatIsZeroOrSubnormalInFloat32IsRefused) {
+    RunConfig c;
+    c.optim.eps = 1e-50;
+    auto problems = validationProblems(c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("optim.eps = 1e-50: is 0 or a subnormal in float32"),
+              std::string::npos)
+        << problems[0];
+    c.optim.eps = 1e-39;  // subnormal in float32 (FLT_MIN = 1.1755e-38)
+    EXPECT_EQ(validationProblems(c).size(), 1u);
+    c.optim.eps = 1e-37;  // a normal float32
+    EXPECT_TRUE(validationProblems(c).empty());
+    c.optim.weightDecay = 0;  // 0 is exact
+    EXPECT_TRUE(validationProblems(c).empty());
+}

@@ -147,6 +147,7 @@ class ProblemList {
 // Every float reaches the engine as float32 (a tensor, a kernel argument, a histogram edge),
 // where a finite double beyond this becomes inf.
 constexpr double kFloat32Max = 3.0e38;
+constexpr double kFloat32MinNormal = 1.2e-38;  // FLT_MIN is 1.1755e-38
 // The LR times the largest lr_multiplier factor (1e6) stays far inside float32; a larger LR
 // could only diverge sooner.
 constexpr double kMaxLr = 1e6;
@@ -311,9 +312,14 @@ void checkFloat32(const RunConfig& c, ProblemList& p) {
     for (const auto& f : configFields()) {
         if (f.type != FieldType::Float && f.type != FieldType::Scale) continue;
         const json v = f.get(c);  // a Scale may be "inv_sqrt_d"
-        if (v.is_number())
-            p.need(std::fabs(v.get<double>()) <= kFloat32Max, f.key, v.get<double>(),
-                   "must be within the float32 range (|x| <= " + fmt(kFloat32Max) + ")");
+        if (!v.is_number()) continue;
+        const double x = std::fabs(v.get<double>());
+        p.need(x <= kFloat32Max, f.key, v.get<double>(),
+               "must be within the float32 range (|x| <= " + fmt(kFloat32Max) + ")");
+        // optim.eps = 1e-50 validated, became 0 in float32 and the run divided by it.
+        p.need(x == 0 || x >= kFloat32MinNormal, f.key, v.get<double>(),
+               "is 0 or a subnormal in float32, where the run uses it (|x| >= " +
+                   fmt(kFloat32MinNormal) + ", or 0)");
     }
 }
 
