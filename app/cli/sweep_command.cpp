@@ -92,7 +92,8 @@ std::string lastLine(const std::string& path) {
 }
 
 std::string duration(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0) return "?";
+    // lround of a value past long's range is undefined: an estimate beyond 32 years is "?".
+    if (!std::isfinite(seconds) || seconds < 0 || seconds >= 1e9) return "?";
     const long s = std::lround(seconds);
     char buf[32];
     if (s >= 3600)

@@ -18,7 +18,8 @@ namespace qklab::gui {
 
 namespace {
 QString formatDuration(double seconds) {
-    if (seconds < 0 || !std::isfinite(seconds)) return QStringLiteral("–");
+    // Past 1e9 s (32 years) the ETA says nothing, and past 9.2e18 the cast below overflows.
+    if (seconds < 0 || !std::isfinite(seconds) || seconds >= 1e9) return QStringLiteral("–");
     const qint64 s = qint64(seconds + 0.5);
     if (s < 60) return QStringLiteral("%1 s").arg(s);
     if (s < 3600) return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60);
