@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QProcess>
 #include <QPushButton>
@@ -150,6 +151,55 @@ class LessonPlayerTest : public QObject {
         QTest::keyClick(w.get(), Qt::Key_PageDown);
         QCOMPARE(resumed.count(), 1);
         QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+    }
+
+    // Issue 37, item 1: Space pressed whatever had focus. After a click on Next, Space at a
+    // callout skipped a step; with Start focused it queued a stray run of the form's config.
+    // Now Space, Page Down and Right continue or go on, Page Up and Left go back, whatever has
+    // focus, and a text field being typed in keeps its Space.
+    void lessonKeysActWhateverHasFocus() {
+        auto w = window();
+        QVERIFY(w);
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        QVERIFY(w->openLesson(test::testLessonPath()));
+        LessonPlayer* p = w->part<LessonPlayer>();
+        QSignalSpy resumed(p, &LessonPlayer::resumeRequested);
+        auto* next = p->findChild<QPushButton*>(QStringLiteral("lessonNext"));
+        auto* start = w->findChild<QPushButton*>(QStringLiteral("startButton"));
+        QVERIFY(next && start);
+        const auto press = [](Qt::Key key) {
+            QWidget* focus = QApplication::focusWidget();
+            QVERIFY(focus);
+            QTest::keyClick(focus, key);
+        };
+        QTest::mouseClick(next, Qt::LeftButton);  // the mouse leaves focus on Next
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+        next->setFocus();
+        p->showCallout(QStringLiteral("passed **30**"), true);
+        press(Qt::Key_Space);
+        QCOMPARE(resumed.count(), 1);  // Continue, not Next
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+        start->setFocus();
+        press(Qt::Key_Space);  // nothing waits: the next step, and no run
+        QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
+        QVERIFY(!w->controller()->isBusy());
+        QVERIFY(w->controller()->queued().isEmpty());
+        press(Qt::Key_Left);
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+        press(Qt::Key_PageUp);
+        QCOMPARE(p->counterText(), QStringLiteral("1 / 3"));
+        press(Qt::Key_Right);
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+        auto* name = w->findChild<QLineEdit*>(QStringLiteral("runName"));
+        name->setFocus();
+        QTest::keyClicks(name, QStringLiteral("a b"));
+        QCOMPARE(name->text(), QStringLiteral("a b"));  // typed, not a step
+        QCOMPARE(p->counterText(), QStringLiteral("2 / 3"));
+        press(Qt::Key_PageDown);  // the clicker's key is always the lesson's
+        QCOMPARE(p->counterText(), QStringLiteral("3 / 3"));
+        QCOMPARE(resumed.count(), 1);
+        QVERIFY(w->controller()->queued().isEmpty());
+        QVERIFY(!w->controller()->isBusy());
     }
 
     // The parser's message, in the panel: file, step, field. The window carries on.

@@ -8,13 +8,14 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
-#include <QShortcut>
 #include <QStyle>
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
+
+#include "lessons/lesson_keys.h"
 
 namespace qklab::gui {
 
@@ -163,26 +164,26 @@ void LessonPlayer::buildNavigation(QVBoxLayout* layout) {
     m_next->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
     m_next->setToolTip(tr("Next step (Alt+Right, or Page Down: a presentation clicker)"));
     m_back->setToolTip(tr("Previous step (Alt+Left, or Page Up)"));
-    // Presentation remotes send Page Down / Page Up.
-    auto* down = new QShortcut(QKeySequence(Qt::Key_PageDown), this);
-    auto* up = new QShortcut(QKeySequence(Qt::Key_PageUp), this);
-    for (QShortcut* s : {down, up}) s->setContext(Qt::WindowShortcut);
-    // A clicker has only Next: while a callout waits, Next continues the run it paused.
-    connect(down, &QShortcut::activated, this, [this] {
-        if (calloutVisible() && !m_continue->isHidden())
-            m_continue->click();
-        else if (m_next->isEnabled())
-            next();
-    });
-    connect(up, &QShortcut::activated, this, [this] {
-        if (m_back->isEnabled()) back();
-    });
+    // Space, Page Down / Page Up (presentation remotes) and the arrows, whatever has focus.
+    new LessonKeys(this);
     nav->addWidget(m_back);
     nav->addStretch(1);
     nav->addWidget(m_next);
     layout->addLayout(nav);
     connect(m_back, &QPushButton::clicked, this, &LessonPlayer::back);
     connect(m_next, &QPushButton::clicked, this, &LessonPlayer::next);
+}
+
+void LessonPlayer::forward() {
+    // A clicker has only Next: while a callout waits, Next continues the run it paused.
+    if (calloutVisible() && !m_continue->isHidden())
+        m_continue->click();
+    else if (m_next->isEnabled())
+        next();
+}
+
+void LessonPlayer::backward() {
+    if (m_back->isEnabled()) back();
 }
 
 void LessonPlayer::buildNotes(QVBoxLayout* layout) {

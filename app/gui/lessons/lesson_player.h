@@ -54,6 +54,10 @@ class LessonPlayer : public QWidget {
     void next();
     void back();
     void goTo(int index);
+    // What Space, Page Down and Right do (LessonKeys): Continue while a callout waits, else Next.
+    void forward();
+    // Page Up and Left: Back.
+    void backward();
     // A fired pause condition (Markdown); `resumable`: the run waits and can go on.
     void showCallout(const QString& markdown, bool resumable);
     void clearCallout();
