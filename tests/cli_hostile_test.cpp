@@ -68,6 +68,38 @@ TEST_F(CliHostile, NothingIsCreatedUnlessEverySourceIsGood) {
     EXPECT_FALSE(fs::exists(nx));
 }
 
+// Issue 36, item 1: a crafted file reusing my run's UUID with more steps was "1 updated" and
+// took my run over. Now it is refused (exit 2) naming both runs and why, and nothing changes;
+// merged into a new target, the refusal leaves no target behind (issue 36, item 10).
+TEST_F(CliHostile, AFileReusingMyRunsUuidIsRefusedAndAFailedMergeLeavesNoTarget) {
+    const std::string mine = m_dir / "mine.db", evil = m_dir / "evil.db", nx = m_dir / "nx.db";
+    writeRun(mine, "mine", qklab::RunStatus::Stopped, 3);
+    writeRun(evil, "theirs", qklab::RunStatus::Finished, 6);
+    ASSERT_TRUE(rawExec(evil, "UPDATE runs SET uuid = '" +
+                                  rawText(mine, "SELECT uuid FROM runs WHERE id = 1") +
+                                  "'; UPDATE step_metrics SET loss = 9"));
+    const std::string snapshot =
+        "SELECT (SELECT group_concat(name || steps_done || status) FROM runs) || '|' || "
+        "(SELECT group_concat(step || ':' || loss) FROM step_metrics) || '|' || "
+        "(SELECT group_concat(step || path) FROM checkpoints)";
+    const std::string before = rawText(mine, snapshot);
+    const Result r = cli("import " + evil + " --db " + mine);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("run 'theirs' (1 in " + evil + ") has the UUID of run 'mine'"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("is not that run continued"), std::string::npos) << r.err;
+    EXPECT_EQ(rawText(mine, snapshot), before);
+    EXPECT_EQ(fileText(mine + ".checkpoints/run-1/step-3.pt"), "weights of mine");
+
+    const Result m = cli("merge " + mine + " " + evil + " --into " + nx);
+    EXPECT_EQ(m.status, 2) << m.err;
+    EXPECT_NE(m.err.find("is not that run continued"), std::string::npos) << m.err;
+    EXPECT_FALSE(fs::exists(nx));
+    EXPECT_FALSE(fs::exists(nx + ".checkpoints"));
+    EXPECT_FALSE(fs::exists(nx + "-wal"));
+}
+
 // Item 20: a truncated or random-page shard exited 1 while other foreign files exit 2, and an
 // unparsable stored config gave 1 from show but 2 from generate.
 TEST_F(CliHostile, DamagedFilesAndUnreadableConfigsAreBadInput) {

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -175,7 +177,6 @@ TEST(FullDisk, TheReserveLeavesRoomToStoreWhyTheRunFailed) {
         m.loss = 4.0;
         writer.addStep(m);
         writer.flush();
-        EXPECT_TRUE(fs::exists(db + ".checkpoints/.disk-reserve"));
         fillTheDisk((dir / "filler").string());
         for (int s = 1; s < 200; ++s) {
             m.step = s;
@@ -202,4 +203,100 @@ TEST(FullDisk, TheReserveLeavesRoomToStoreWhyTheRunFailed) {
     }
     std::system(("umount -l " + dir.string()).c_str());
     fs::remove_all(dir);
+}
+
+namespace {
+
+// A run of one committed step on `db`.
+std::unique_ptr<RunWriter> startedRun(const std::string& db, const std::string& name) {
+    NewRun run;
+    run.name = name;
+    run.configJson = "{}";
+    auto writer = std::make_unique<RunWriter>(db, run);
+    writer->addStep(StepMetrics{});
+    writer->flush();
+    return writer;
+}
+
+// Fills the disk with `filler`, fails the writer's next commit, and fails the run.
+RunWriter::FailureRecord squeeze(RunWriter& writer, const std::string& filler) {
+    fillTheDisk(filler);
+    StepMetrics m;
+    for (m.step = 1; m.step < 200; ++m.step) writer.addStep(m);
+    EXPECT_THROW(writer.flush(), Error);
+    return writer.fail("the disk is full");
+}
+
+}  // namespace
+
+// Issue 36, item 10: the writers of one database shared one reserve file, so the second of two
+// writers failing on a full disk found it gone (the first had freed it, and the disk filled up
+// again) and could not store why it failed; and a writer started on a disk with less than the
+// reserve left started without one. Each writer now holds its own, or does not start.
+TEST(FullDisk, EachWriterKeepsItsOwnReserveOrDoesNotStart) {
+    const fs::path dir = scratchDir("storefail-two-writers");
+    const std::string mount = "mount -t tmpfs -o size=4m qklab-full-disk " + dir.string();
+    if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;
+    const std::string db = (dir / "runs.db").string();
+    {
+        auto first = startedRun(db, "first");
+        auto second = startedRun(db, "second");
+        const RunWriter::FailureRecord one = squeeze(*first, (dir / "filler-1").string());
+        EXPECT_TRUE(one.stored) << one.why;
+        const RunWriter::FailureRecord two = squeeze(*second, (dir / "filler-2").string());
+        EXPECT_TRUE(two.stored) << two.why;
+    }
+    // 256 KiB free: room for a run's first rows, not for the reserve that reports its end.
+    fillTheDisk((dir / "filler-3").string());
+    const fs::path filler = dir / "filler-1";  // the first fill: most of the disk
+    fs::resize_file(filler, fs::file_size(filler) - (256 << 10));
+    NewRun third;
+    third.name = "third";
+    try {
+        RunWriter w(db, third);
+        ADD_FAILURE() << "a run started without room to store why it might fail";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Io);
+        EXPECT_NE(std::string(e.what()).find("is full"), std::string::npos) << e.what();
+    }
+    {
+        RunStore store(db, StoreAccess::ReadOnly);
+        const auto runs = store.listRuns();
+        ASSERT_EQ(runs.size(), 2u);  // no third run
+        for (const RunInfo& run : runs) {
+            EXPECT_EQ(run.status, RunStatus::Failed) << run.name;
+            EXPECT_NE(run.statusMessage.find("the disk is full"), std::string::npos) << run.name;
+        }
+    }
+    std::system(("umount -l " + dir.string()).c_str());
+    fs::remove_all(dir);
+}
+
+// Issue 36, item 10: a merge into a new database on a disk too small for it failed and left
+// the new database behind.
+TEST(FullDisk, AFailedMergeIntoANewTargetLeavesNoTarget) {
+    const fs::path dir = scratchDir("storefail-merge");
+    const fs::path src = scratchDir("storefail-merge-source");
+    const std::string mount = "mount -t tmpfs -o size=2m qklab-full-disk " + dir.string();
+    if (::geteuid() != 0 || std::system((mount + " 2>/dev/null").c_str()) != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << mount;
+    const std::string shard = (src / "shard.db").string();
+    {  // a shard whose checkpoint (3 MiB) does not fit on the target's disk
+        auto writer = startedRun(shard, "point-0");
+        const fs::path folder = shard + ".checkpoints/run-1";
+        fs::create_directories(folder);
+        const std::string file = (folder / "step-1.pt").string();
+        std::ofstream(file) << std::string(3 << 20, 'w');
+        writer->addCheckpoint({1, file, {}});
+        writer->finish(RunStatus::Finished);
+    }
+    const std::string into = (dir / "merged.db").string();
+    const Result r = runCli("merge " + shard + " --into " + into, (src / "stderr.txt").string());
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot copy checkpoint"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(dir)) << "left behind in " << dir;
+    std::system(("umount -l " + dir.string()).c_str());
+    fs::remove_all(dir);
+    fs::remove_all(src);
 }

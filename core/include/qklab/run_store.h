@@ -70,8 +70,9 @@ struct SweepInfo {
 // What RunStore::importRuns did with one source file.
 struct ImportResult {
     int64_t imported = 0, skipped = 0;  // skipped: a run with the same UUID was already here
-    // Runs already here (same UUID) replaced, same id and name, because the source holds more
-    // of them: more steps, or as many and an end (a shard merged while its task still ran).
+    // Runs already here (same UUID) updated, same id, name, notes and tags, because the source
+    // holds more of them (more steps, or as many and an end: a shard merged while its task
+    // still ran) and is provably that run continued (see importRuns).
     int64_t updated = 0;
     std::vector<std::string> renamed;  // "old -> new" where a name was taken by another run
     std::vector<int64_t> sweepIds;     // sweeps (in this store) the imported runs belong to
@@ -206,9 +207,14 @@ class RunStore {
     // its rows into this store: new ids, a taken name gets " (uuid prefix)" appended, and the
     // runs' sweeps are added or found by UUID. A run whose UUID is already here is skipped,
     // unless the source holds more of it (ImportResult::updated): then that run's rows are
-    // replaced. Its checkpoint files are copied into checkpointFolder(path()), or left out
-    // with a note. Every row is checked first (checkImportSource); one transaction: all of a
-    // file or nothing (checkpoint files are copied before it, so the write lock is brief).
+    // replaced, provided the source is that run continued (the same config and sweep point,
+    // every row of ours in it, or every row before our newest checkpoint), and the source's
+    // checkpoints are added where it has none. A source sweep with a sweep's UUID here must be
+    // the same grid. Otherwise Error{InvalidRequest} naming both and why, nothing stored.
+    // Checkpoint files are copied into checkpointFolder(path()), or left out with a note;
+    // none of this store's is ever overwritten or deleted. Every row is checked first
+    // (checkImportSource); one transaction: all of a file or nothing (checkpoint files are
+    // copied before it, so the write lock is brief).
     ImportResult importRuns(const std::string& sourcePath);
     // Several files, one after the other, each as importRuns: a bad file commits nothing of
     // itself, but the files before it stay imported. For all or nothing, checkImportSource

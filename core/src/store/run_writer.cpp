@@ -75,6 +75,7 @@ struct RunWriter::Impl {
     // longer the files on disk, nothing more is written through this connection: `lost`.
     std::optional<JournalIdentity> journal;
     bool lost = false;
+    DiskReserve reserve;  // this writer's own room to store why it failed (disk_reserve.h)
 
     std::vector<StepMetrics> steps;
     std::vector<ProbeStats> probes;
@@ -119,17 +120,22 @@ struct RunWriter::Impl {
     void writeBlobs();
     void dropCheckpointsBefore(int64_t step);
     void clearBuffers();
-    // After opening: remember the journal files, keep room to report a full disk.
+    // Before the first write: room to report a full disk, or Error{Io} when there is none.
+    void reserveRoom();
+    // After opening: remember the journal files.
     void watchJournal();
     // Throws Error{Database} (and marks the connection lost) when the journal was replaced.
     void checkJournal();
 };
 
+void RunWriter::Impl::reserveRoom() {
+    if (!db->isMemory()) reserve = DiskReserve(db->path());
+}
+
 void RunWriter::Impl::watchJournal() {
     dbPath = db->path();
     if (db->isMemory()) return;
     journal = JournalIdentity::of(dbPath);
-    ensureDiskReserve(dbPath);
 }
 
 void RunWriter::Impl::checkJournal() {
@@ -247,6 +253,7 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
     Impl& d = *m_impl;
     if (!run.name.empty()) checkRunName(run.name);
     d.db = openRunDatabase(dbPath);
+    d.reserveRoom();  // a run that could not say why it failed is not started
     // One write transaction: the uniqueness check and the insert see the same database.
     Transaction tx(*d.db);
     if (!run.name.empty()) {
@@ -297,6 +304,7 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     Impl& d = *m_impl;
     d.db = openRunDatabase(dbPath);
     d.runId = runId;
+    d.reserveRoom();
     Transaction tx(*d.db);
     {
         Statement exists(*d.db, "SELECT 1 FROM runs WHERE id = ?");
@@ -491,7 +499,7 @@ RunWriter::FailureRecord RunWriter::fail(const std::string& reason) {
         record.why = "nothing more is written through a connection whose journal was replaced";
         return record;
     }
-    releaseDiskReserve(d.dbPath);  // a full disk: the room to say so
+    d.reserve.release();  // a full disk: the room to say so
     try {
         Transaction tx(*d.db);
         Statement st(*d.db,

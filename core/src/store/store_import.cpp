@@ -4,9 +4,11 @@
 // Every source is someone else's file: it is checked row by row before anything is
 // written (import_check.cpp), read in one snapshot (a shard whose task is still writing
 // commits between our queries otherwise), and its checkpoint files are copied into this
-// database's own checkpoint folder, never referenced where they are. All sources of one call
-// are one transaction: a bad file commits nothing, and the checkpoint files copied for it
-// are removed again.
+// database's own checkpoint folder, never referenced where they are. Each source is one
+// transaction: a bad file commits nothing, and the checkpoint files copied for it are removed
+// again. A UUID already here is no proof of identity (import_identity.h): a source run updates
+// the run with its UUID only when it is that run continued, and never replaces a checkpoint of
+// it; a source sweep joins the sweep with its UUID only when it is the same grid.
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,6 +19,7 @@
 
 #include "qklab/error.h"
 #include "qklab/run_store.h"
+#include "store/import_identity.h"
 #include "store/sqlite_db.h"
 #include "store/store_internal.h"
 #include "util/text_util.h"
@@ -26,25 +29,6 @@ namespace qklab {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::string> tableColumns(Database& db, const std::string& table) {
-    std::vector<std::string> out;
-    Statement st(db, "SELECT name FROM pragma_table_info(?)");
-    st.bindText(1, table);
-    while (st.step()) out.push_back(st.columnText(0));
-    return out;
-}
-
-// Columns of `table` that both files have, less those the copy sets itself.
-std::vector<std::string> sharedColumns(Database& src, Database& dst, const std::string& table,
-                                       const std::set<std::string>& skip) {
-    const std::vector<std::string> theirs = tableColumns(src, table);
-    const std::set<std::string> ours(theirs.begin(), theirs.end());
-    std::vector<std::string> out;
-    for (const auto& c : tableColumns(dst, table))
-        if (ours.count(c) && !skip.count(c)) out.push_back(c);
-    return out;
-}
 
 std::string joined(const std::vector<std::string>& cols, const std::string& prefix = "") {
     std::string out;
@@ -89,17 +73,6 @@ std::string freeName(Database& db, const std::string& table, const std::string& 
     return candidate;
 }
 
-// Checkpoints are not in the list: their files are copied (copyCheckpoints).
-const char* const kPerRunTables[] = {"step_metrics",   "probe_stats", "histograms",
-                                     "attention_maps", "spikes",      "events",
-                                     "logit_alarms",   "qk_clips",    "custom_scalars"};
-
-bool hasTable(Database& db, const std::string& table) {
-    Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
-    st.bindText(1, table);
-    return st.step();
-}
-
 // A source file, checked, and read in one snapshot until it is closed.
 struct Source {
     std::string path;
@@ -123,10 +96,10 @@ Source openSource(const std::string& path) {
     return s;
 }
 
-// Checkpoint files an import wrote, removed unless it commits; the files of replaced rows,
-// removed once it has; and the staging folder, removed either way.
+// Checkpoint files an import wrote, removed unless it commits, and the staging folder, removed
+// either way. An import never overwrites or deletes a checkpoint file of this database.
 struct FileChanges {
-    std::vector<std::string> created, replaced;
+    std::vector<std::string> created;
     std::string staging;  // DB.checkpoints/.import-<pid>: copies made before the transaction
     bool committed = false;
     explicit FileChanges(std::string stagingFolder) : staging(std::move(stagingFolder)) {}
@@ -134,7 +107,8 @@ struct FileChanges {
     FileChanges& operator=(const FileChanges&) = delete;
     ~FileChanges() {
         std::error_code ec;
-        for (const auto& f : committed ? replaced : created) fs::remove(f, ec);
+        if (!committed)
+            for (const auto& f : created) fs::remove(f, ec);
         if (!staging.empty()) fs::remove_all(staging, ec);
     }
 };
@@ -145,6 +119,23 @@ struct FileChanges {
 struct StagedCheckpoint {
     std::string file, why;
 };
+
+// A source sweep with the UUID of sweep `here` joins it only when it is the same grid (the
+// shards of one Slurm sweep); otherwise its runs would become that sweep's points.
+void requireSameSweep(const Source& src, const Statement& sel, Database& dst, int64_t here) {
+    Statement ours(dst, "SELECT name, definition_json, points FROM sweeps WHERE id = ?");
+    ours.bindInt(1, here);
+    ours.step();
+    const std::string why =
+        sweepDifference(ours.columnText(1), ours.columnInt(2), sel.columnText(3), sel.columnInt(4));
+    if (why.empty()) return;
+    throw Error(ErrorCode::InvalidRequest,
+                src.path + ": sweep '" + clipped(printableText(sel.columnText(2))) + "' (" +
+                    std::to_string(sel.columnInt(0)) + ") has the UUID of sweep '" +
+                    clipped(printableText(ours.columnText(0))) + "' (" + std::to_string(here) +
+                    " in " + dst.path() + ") but is not that sweep: " + why + ". Nothing of " +
+                    src.path + " was imported.");
+}
 
 // The source's sweeps, added here or found by UUID: source sweep id -> id here.
 std::map<int64_t, int64_t> importSweeps(const Source& src, Database& dst) {
@@ -159,6 +150,7 @@ std::map<int64_t, int64_t> importSweeps(const Source& src, Database& dst) {
         find.reset();
         find.bindText(1, uuid);
         if (find.step()) {
+            requireSameSweep(src, sel, dst, find.columnInt(0));
             ids[sel.columnInt(0)] = find.columnInt(0);
             continue;
         }
@@ -275,8 +267,10 @@ class Importer {
   private:
     int64_t storeRunRow(const Statement& sel, const SourceRun& r, const TargetRun* target,
                         const std::vector<std::string>& cols, std::optional<int64_t> sweep);
-    void copyRun(const Source& src, const SourceRun& r, int64_t dstId, bool replacing);
-    std::set<int64_t> copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId);
+    void requireContinuation(const Source& src, const SourceRun& r, const TargetRun& t,
+                             std::optional<int64_t> sweep);
+    void copyRun(const Source& src, const SourceRun& r, int64_t dstId);
+    void copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId);
     StagedCheckpoint stageOne(const Source& src, int64_t runId, int64_t step,
                               const std::string& stored);
     std::string placeFile(const std::string& staged, int64_t dstId, int64_t step);
@@ -311,6 +305,15 @@ StagedCheckpoint Importer::stageOne(const Source& src, int64_t runId, int64_t st
     return {file, ""};
 }
 
+// The steps at which run `runId` here has a checkpoint: an import never replaces them.
+std::set<int64_t> checkpointSteps(Database& db, int64_t runId) {
+    std::set<int64_t> steps;
+    Statement st(db, "SELECT step FROM checkpoints WHERE run_id = ?");
+    st.bindInt(1, runId);
+    while (st.step()) steps.insert(st.columnInt(0));
+    return steps;
+}
+
 void Importer::stage(const Source& src) {
     Statement sel(*src.db, sourceRunQuery(src, {}));
     Statement ckpts(*src.db, "SELECT step, path FROM checkpoints WHERE run_id = ?");
@@ -318,40 +321,50 @@ void Importer::stage(const Source& src) {
         const SourceRun r = sourceRun(sel, src.path);
         const auto target = findTarget(m_dst, r.uuid);  // read again under the lock
         if (target && !sourceIsFurther(r, *target)) continue;
+        const std::set<int64_t> have =
+            target ? checkpointSteps(m_dst, target->id) : std::set<int64_t>{};
         ckpts.reset();
         ckpts.bindInt(1, r.id);
         while (ckpts.step())
-            m_staged[{r.id, ckpts.columnInt(0)}] =
-                stageOne(src, r.id, ckpts.columnInt(0), ckpts.columnText(1));
+            if (!have.count(ckpts.columnInt(0)))
+                m_staged[{r.id, ckpts.columnInt(0)}] =
+                    stageOne(src, r.id, ckpts.columnInt(0), ckpts.columnText(1));
     }
 }
 
-// A staged file to its place in this database's folder: "run-<id>/step-<step>.pt".
+// A staged file to its place in this database's folder: "run-<id>/step-<step>.pt", or
+// "step-<step>.<k>.pt" where a file of that name is already there (never overwritten).
 std::string Importer::placeFile(const std::string& staged, int64_t dstId, int64_t step) {
     const fs::path dir = fs::path(checkpointFolder(m_dstPath)) / ("run-" + std::to_string(dstId));
-    const fs::path final = dir / ("step-" + std::to_string(step) + ".pt");
+    const std::string stem = "step-" + std::to_string(step);
     std::error_code ec;
     fs::create_directories(dir, ec);
-    const bool existed = fs::exists(final, ec);
+    const auto taken = [](const fs::path& p) {
+        std::error_code unknown;  // a status that cannot be read: the rename says why
+        return fs::exists(fs::symlink_status(p, unknown));
+    };
+    fs::path final = dir / (stem + ".pt");
+    for (int k = 2; taken(final); ++k) final = dir / (stem + "." + std::to_string(k) + ".pt");
     if (!ec) fs::rename(staged, final, ec);
     if (ec)
         throw Error(ErrorCode::Io, "cannot move checkpoint " + staged + " to " + final.string() +
                                        ": " + ec.message());
-    if (!existed) m_files.created.push_back(final.string());
+    m_files.created.push_back(final.string());
     return final.string();
 }
 
-// The source run's checkpoints that resolve into the source's own folder are copied (staged
-// before the transaction); the others are left out, with a note. Returns the steps copied.
-std::set<int64_t> Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId) {
-    std::set<int64_t> steps;
+// The source run's checkpoints at steps run dstId has none, that resolve into the source's own
+// folder, are copied (staged before the transaction); the others are left out, with a note.
+void Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId) {
+    const std::set<int64_t> have = checkpointSteps(m_dst, dstId);  // ours stay as they are
     Statement sel(*src.db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
     sel.bindInt(1, r.id);
     Statement ins(m_dst,
-                  "INSERT OR REPLACE INTO checkpoints(run_id, step, path, created_at) "
+                  "INSERT INTO checkpoints(run_id, step, path, created_at) "
                   "VALUES(?, ?, ?, ?)");
     while (sel.step()) {
         const int64_t step = sel.columnInt(0);
+        if (have.count(step)) continue;
         auto it = m_staged.find({r.id, step});
         if (it == m_staged.end())  // the target changed since stage(): copied now
             it = m_staged
@@ -367,39 +380,30 @@ std::set<int64_t> Importer::copyCheckpoints(const Source& src, const SourceRun& 
         ins.bindInt(1, dstId).bindInt(2, step);
         ins.bindText(3, storedCheckpointPath(m_dstPath, dstId, file));
         ins.bindText(4, utcNowIso8601()).exec();
-        steps.insert(step);
     }
-    return steps;
 }
 
 // Every row of the source run into run dstId (whose old rows are gone, or never were), and
-// its checkpoints; a replaced run keeps its old checkpoints unless the source brings one.
-void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId, bool replacing) {
-    for (const char* table : kPerRunTables)
+// the checkpoints it has no checkpoint of its own at.
+void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId) {
+    for (const char* table : kImportedRunTables)
         if (hasTable(*src.db, table)) copyRunRows(*src.db, m_dst, table, r.id, dstId);
-    std::vector<CheckpointInfo> old;
-    if (replacing) {
-        Statement st(m_dst, "SELECT step, path FROM checkpoints WHERE run_id = ?");
-        st.bindInt(1, dstId);
-        while (st.step())
-            old.push_back(resolveCheckpoint(m_dstPath, dstId, st.columnInt(0), st.columnText(1)));
-    }
-    const std::set<int64_t> copied = copyCheckpoints(src, r, dstId);
-    if (copied.empty()) return;
-    Statement del(m_dst, "DELETE FROM checkpoints WHERE run_id = ? AND step = ?");
-    for (const CheckpointInfo& c : old) {
-        if (copied.count(c.step)) continue;  // its file was overwritten by the new copy
-        del.bindInt(1, dstId).bindInt(2, c.step).exec();
-        if (!c.path.empty()) m_files.replaced.push_back(c.path);
-    }
+    copyCheckpoints(src, r, dstId);
 }
 
-// The runs row: a new one (a free name, the source's UUID), or the replaced run's own row
-// (its name and id stay). `sel` is a row of sourceRunQuery(src, cols). Returns the run's id.
+// Columns of an updated run that stay as they are here: what the user wrote about it.
+const std::set<std::string> kKeptOnUpdate{"notes", "tags"};
+
+// The runs row: a new one (a free name, the source's UUID), or the continued run's own row
+// (its id, name, notes and tags stay). `sel` is a row of sourceRunQuery(src, cols). Returns
+// the run's id.
 int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const TargetRun* target,
                               const std::vector<std::string>& cols, std::optional<int64_t> sweep) {
     std::string names, marks, sets;
-    for (const auto& c : cols) names += ", " + c, marks += ", ?", sets += ", " + c + " = ?";
+    for (const auto& c : cols) {
+        names += ", " + c, marks += ", ?";
+        if (!kKeptOnUpdate.count(c)) sets += ", " + c + " = ?";
+    }
     Statement st(m_dst, target ? "UPDATE runs SET status = ?, sweep_id = ?" + sets + " WHERE id = ?"
                                : "INSERT INTO runs(name, status, uuid, sweep_id" + names +
                                      ") VALUES(?, ?, ?, ?" + marks + ")");
@@ -418,17 +422,36 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     else
         st.bindNull(at++);
     for (size_t i = 0; i < cols.size(); ++i)
-        st.bindColumn(at++, sel, static_cast<int>(i) + kFirstCopiedColumn);
+        if (!target || !kKeptOnUpdate.count(cols[i]))
+            st.bindColumn(at++, sel, static_cast<int>(i) + kFirstCopiedColumn);
     if (!target) {
         st.exec();
         return m_dst.lastInsertId();
     }
     st.bindInt(at, target->id).exec();
-    for (const char* table : kPerRunTables) {  // all of its rows are the source's now
+    // All of its rows are the source's now: they hold every row of ours, or every row before
+    // our newest checkpoint, which the source was resumed from (continuationRefusal).
+    for (const char* table : kImportedRunTables) {
         Statement del(m_dst, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
         del.bindInt(1, target->id).exec();
     }
     return target->id;
+}
+
+// A source run with the UUID of run `t` here updates it only when it is that run continued.
+void Importer::requireContinuation(const Source& src, const SourceRun& r, const TargetRun& t,
+                                   std::optional<int64_t> sweep) {
+    const std::string why = continuationRefusal({*src.db, src.version, r.id, m_dst, t.id, sweep});
+    if (why.empty()) return;
+    Statement name(m_dst, "SELECT name FROM runs WHERE id = ?");
+    name.bindInt(1, t.id);
+    name.step();
+    throw Error(ErrorCode::InvalidRequest,
+                src.path + ": " + r.label + " has the UUID of run '" +
+                    clipped(printableText(name.columnText(0))) + "' (" + std::to_string(t.id) +
+                    " in " + m_dstPath +
+                    ") and claims more steps, but is not that run continued: " + why +
+                    ". Nothing of " + src.path + " was imported.");
 }
 
 ImportResult Importer::run(const Source& src) {
@@ -448,9 +471,11 @@ ImportResult Importer::run(const Source& src) {
         std::optional<int64_t> sweep;
         const auto it =
             sel.isNull(kSweepColumn) ? sweepIds.end() : sweepIds.find(sel.columnInt(kSweepColumn));
-        if (it != sweepIds.end()) touchedSweeps.insert(*(sweep = it->second));
+        if (it != sweepIds.end()) sweep = it->second;
+        if (target) requireContinuation(src, r, *target, sweep);
+        if (sweep) touchedSweeps.insert(*sweep);
         const int64_t id = storeRunRow(sel, r, target ? &*target : nullptr, cols, sweep);
-        copyRun(src, r, id, target.has_value());
+        copyRun(src, r, id);
         ++(target ? m_result.updated : m_result.imported);
         if (r.status == "running")
             if (std::string note = liveNote(r); !note.empty()) m_result.notes.push_back(note);
