@@ -183,6 +183,32 @@ TEST_F(CliHostile, NamesAreEscapedWhereverTheyArePrinted) {
     EXPECT_EQ(noEscape(m.err), "");
 }
 
+// Issue 36, item 2: `run --name` and `sweep --name` took a C1 control (U+009B, a one-character
+// CSI) that import refused, so the database, or every shard of a cluster sweep, could never be
+// merged. Now both refuse it before anything is written, as they refuse a bidi override; a
+// name written before the rule is printed escaped.
+TEST_F(CliHostile, RunAndSweepNamesFollowTheRuleImportChecks) {
+    const std::string db = m_dir / "runs.db", sweep = m_dir / "s.json";
+    std::ofstream(sweep) << R"({"base": ")" << m_preset << R"(", "axes": {"optim.lr": [0.01]}})";
+    for (const std::string& cmd : {"run " + m_preset, "sweep " + sweep})
+        for (const auto& [name, said] :
+             {std::pair<std::string, std::string>{"a\xC2\x9B"
+                                                  "2J",
+                                                  "U+009B (a control character)"},
+              {"x\xE2\x80\xAEy", "U+202E (a bidi control)"}}) {
+            const Result r = cli(cmd + " --db " + db + " --name '" + name + "'");
+            EXPECT_EQ(r.status, 2) << cmd << ": " << r.err;
+            EXPECT_NE(r.err.find(said), std::string::npos) << cmd << ": " << r.err;
+            EXPECT_EQ(r.err.find(name), std::string::npos) << cmd << ": printed raw";
+        }
+    EXPECT_TRUE(!fs::exists(db) || rawInt(db, "SELECT count(*) FROM runs") <= 0);
+    writeRun(db, "old", qklab::RunStatus::Finished);
+    ASSERT_TRUE(rawExec(db, "UPDATE runs SET name = 'txt' || char(8238) || 'exe'"));
+    const Result list = cli("list --db " + db);
+    EXPECT_EQ(list.status, 0) << list.err;
+    EXPECT_NE(list.out.find("txt\\xE2\\x80\\xAEexe"), std::string::npos) << list.out;
+}
+
 // Item 5: `import colleague.db` then `resume theirs` deleted the colleague's step file.
 TEST_F(CliHostile, AnImportedRunResumesFromItsOwnCopyOfTheCheckpoint) {
     const std::string theirs = m_dir / "colleague.db", mine = m_dir / "mine.db";

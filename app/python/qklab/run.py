@@ -12,7 +12,9 @@ import json
 import logging
 import math
 import numbers
+import operator
 import os
+import reprlib
 import sys
 from typing import Any, Callable, Mapping, Optional
 
@@ -39,11 +41,25 @@ def _config_json(config: Optional[Mapping[str, Any]]) -> str:
         return ""
     if not isinstance(config, Mapping):
         config = vars(config)  # argparse.Namespace and plain objects, as trackers accept
+    # allow_nan: an `inf` default (init(config=vars(args))) is common; the core stores NaN and
+    # Infinity as the strings "nan" and "inf", which every reader of the database reads.
     text = json.dumps(dict(config), default=str, allow_nan=True, sort_keys=True)
     if len(text.encode()) > _MAX_CONFIG_BYTES:
         raise ValueError(f"qklab.init: config is {len(text.encode())} bytes as JSON; "
                          f"at most {_MAX_CONFIG_BYTES} are stored")
-    return text
+    return _qklab.stored_user_config(text)
+
+
+def _step(step: Any) -> int:
+    """A logged step as an int: Python and NumPy integers, one-element integer tensors. A
+    float (1.5 was read as step 1), a string or a bool is refused, never rounded or parsed."""
+    if not isinstance(step, bool):
+        try:
+            return operator.index(step)
+        except TypeError:
+            pass
+    raise TypeError(f"qklab.log: step must be an integer, got {reprlib.repr(step)} "
+                    f"({type(step).__name__})")
 
 
 def _number(key: str, value: Any) -> float:
@@ -72,6 +88,8 @@ class Run:
                  config: Optional[Mapping[str, Any]] = None, steps: Optional[int] = None,
                  seed: Optional[int] = None) -> None:
         self.db = os.fspath(db) if db is not None else _qklab.default_db_path()
+        if name:  # "" and None: named run-<id> by the store
+            _qklab.check_run_name(name)  # the store's rule, here rather than at the first log
         self.name = name
         self._user_config = _config_json(config)
         self._steps = int(steps) if steps else 0
@@ -137,7 +155,7 @@ class Run:
         if not self._active:
             return
         values = {str(k): _number(str(k), v) for k, v in data.items()}
-        step = self._step + 1 if step is None else int(step)
+        step = self._step + 1 if step is None else _step(step)
         core = self._ensure_core()
         self._announce(core.log(step, values))
         self._step = max(self._step, step)

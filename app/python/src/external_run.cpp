@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qklab/error.h"
+#include "qklab/names.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_store.h"
 #include "qklab/version.h"
@@ -15,17 +16,6 @@ namespace qklab {
 namespace {
 
 constexpr double kFlushSeconds = 0.5;  // as qklab's trainer: live views see rows this often
-constexpr size_t kMaxNameLength = 128;
-
-// A scalar's name is shown in the app and written to CSV headers: printable and short.
-void checkName(const std::string& name) {
-    bool printable = !name.empty() && name.size() <= kMaxNameLength;
-    for (unsigned char ch : name) printable = printable && ch >= 0x20 && ch != 0x7f;
-    if (!printable)
-        throw Error(ErrorCode::InvalidRequest,
-                    "log: a name must be 1-128 printable characters, got '" + name.substr(0, 40) +
-                        (name.size() > 40 ? "...'" : "'"));
-}
 
 // A step row with every real metric unknown (NaN: no point on its plot) until logged.
 StepMetrics emptyStep(int64_t step) {
@@ -87,7 +77,9 @@ MonitorReport ExternalRun::log(int64_t step, const std::map<std::string, double>
         throw Error(ErrorCode::InvalidRequest,
                     "log: step " + std::to_string(step) + " comes before step " +
                         std::to_string(m_open ? m_open->step : 0) + ", which was logged already");
-    for (const auto& [name, value] : values) checkName(name);
+    // The one name rule (qklab/names.h) that import checks too: a name log takes never makes
+    // the database unmergeable.
+    for (const auto& [name, value] : values) checkScalarName(name);
     MonitorReport decided;
     if (m_open && step > m_open->step) decided = closeStep();
     if (!m_open) m_open = emptyStep(step);

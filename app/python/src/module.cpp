@@ -13,8 +13,10 @@
 
 #include "external_run.h"
 #include "qklab/error.h"
+#include "qklab/names.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "qklab/version.h"
 
 namespace py = pybind11;
@@ -99,6 +101,11 @@ PYBIND11_MODULE(_qklab, m) {
     m.attr("TORCH_VERSION") = TORCH_VERSION;
     m.def("default_db_path", &defaultDatabasePath,
           "the database the app and qklab-cli use by default");
+    // The core's own rules, for the package to apply where a value enters (init), not later.
+    m.def("check_run_name", &checkRunName, py::arg("name"),
+          "raises ValueError for a name the store (and import) would refuse");
+    m.def("stored_user_config", &storedUserConfig, py::arg("json"),
+          "the config's JSON text as it is stored (NaN and Infinity as \"nan\" and \"inf\")");
 
     py::class_<ExternalRunSpec>(m, "RunSpec")
         .def(py::init<>())

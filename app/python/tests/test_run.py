@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -139,7 +140,7 @@ def test_bad_input_is_refused_with_its_name_and_stores_nothing(tmp_path: Path) -
     run.log({"loss": 1.0}, step=3)
     with pytest.raises(TypeError, match="'note'"):
         run.log({"loss": 1.0, "note": "text"}, step=4)
-    with pytest.raises(ValueError, match="printable"):
+    with pytest.raises(ValueError, match="control characters"):
         run.log({"loss": 1.0, "bad\x1bname": 1.0}, step=4)
     with pytest.raises(ValueError, match="step 2 comes before step 3"):
         run.log({"loss": 1.0}, step=2)
@@ -148,6 +149,75 @@ def test_bad_input_is_refused_with_its_name_and_stores_nothing(tmp_path: Path) -
     run.finish()
     assert rows(db, "SELECT step FROM step_metrics") == [(3,)]
     assert rows(db, "SELECT count(*) FROM custom_scalars") == [(0,)]
+
+
+# Issue 36, item 2: one name rule (the core's, qklab/names.h) for the package, the CLI and
+# import. A C1 control (U+009B, a one-character CSI) or a bidi override in a scalar name was
+# stored, and the database could then never be merged.
+@pytest.mark.parametrize("name, named", [
+    ("a\u009b2J", "U+009B (a control character) at byte 1"),
+    ("\u0080", "U+0080 (a control character) at byte 0"),
+    ("txt\u202eexe", "U+202E (a bidi control) at byte 3"),
+    ("\u2066x", "U+2066 (a bidi control) at byte 0"),
+    ("x" * 201, "at most 200 bytes"),
+])
+def test_names_follow_the_one_rule_where_they_enter(tmp_path: Path, name: str,
+                                                     named: str) -> None:
+    db = tmp_path / "runs.db"
+    with pytest.raises(ValueError, match=re.escape(named)):
+        qklab.init(name=name, db=str(db))
+    run = qklab.init(name="ok", db=str(db))
+    run.log({"loss": 1.0}, step=0)
+    with pytest.raises(ValueError, match=re.escape(named)) as refused:
+        run.log({"loss": 2.0, name: 1.0}, step=1)
+    assert "\x9b" not in str(refused.value) and "\u202e" not in str(refused.value)
+    run.log({"loss": 2.0, "caf\u00e9 \u65e5\u672c \u00a0": 1.0}, step=1)  # other Unicode is fine
+    run.finish()
+    assert rows(db, "SELECT name FROM custom_scalars") == [("caf\u00e9 \u65e5\u672c \u00a0",)]
+    if CLI:  # what log took, import takes
+        into = tmp_path / "into.db"
+        done = subprocess.run([CLI, "import", str(db), "--db", str(into)], capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("step", [1.5, 2.0, "9", True])
+def test_a_step_that_is_not_an_integer_is_refused_not_rounded(tmp_path: Path, step) -> None:
+    db = tmp_path / "runs.db"
+    run = qklab.init(name="steps", db=str(db))
+    with pytest.raises(TypeError, match="step must be an integer"):
+        run.log({"loss": 1.0}, step=step)
+    run.log({"loss": 1.0}, step=torch.tensor(4))  # integers of any kind are integers
+    run.finish()
+    assert rows(db, "SELECT step FROM step_metrics") == [(4,)]
+
+
+# Issue 36, item 8: init(config=vars(args)) with an `inf` default stored Python's bare
+# Infinity, which show, export and import refused (exit 2, the whole file).
+def test_a_config_with_nan_and_infinity_is_stored_as_every_reader_reads_it(
+        tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    config = {"max_grad_norm": math.inf, "floor": -math.inf, "dropout": math.nan, "lr": 3e-4,
+              "note": "NaN stays text"}
+    run = qklab.init(name="inf", db=str(db), config=config)
+    run.log({"loss": 1.0}, step=0)
+    run.finish()
+    want = {"max_grad_norm": "inf", "floor": "-inf", "dropout": "nan", "lr": 3e-4,
+            "note": "NaN stays text"}
+    assert json.loads(rows(db, "SELECT user_config FROM runs")[0][0]) == want  # strict JSON
+    with pytest.raises(ValueError, match="user_config is not a JSON object"):
+        qklab._qklab.stored_user_config("[1]")  # the core's check, which init goes through
+    if not CLI:
+        return
+    with sqlite3.connect(db) as c:  # a row as older packages wrote it
+        c.execute("UPDATE runs SET user_config = '{\"clip\": Infinity, \"p\": NaN}'")
+    cli = lambda *a: subprocess.run([CLI, *a], capture_output=True, text=True, check=True).stdout
+    assert json.loads(cli("show", "inf", "--json", "--db", str(db)))["user_config"] == {
+        "clip": "inf", "p": "nan"}
+    assert '"clip": "inf"' in cli("show", "inf", "--db", str(db))
+    exported = json.loads(cli("export", "inf", "--format", "json", "--db", str(db)))
+    assert exported["user_config"] == {"clip": "inf", "p": "nan"}
+    cli("import", str(db), "--db", str(tmp_path / "into.db"))
 
 
 def spiking_losses(steps: int, spike_at: int) -> list[float]:

@@ -1,8 +1,13 @@
 // qklab/names.h — the rules every name a user gives must follow (runs, sweeps, comparisons).
 //
-// A name is stored, printed in tables, written into Slurm scripts and used in file names, so
-// it is refused when a table or a script would choke on it: empty, control characters (a
-// newline broke `list`), more than 200 bytes. Throws Error{InvalidRequest}.
+// A name is stored, printed in tables, written into Slurm scripts and CSV headers and used in
+// file names, so it is refused when a table or a script would choke on it: empty, more than
+// 200 bytes, control characters (a newline broke `list`; C0, DEL and the C1 range
+// U+0080..U+009F), bidi controls (U+202E shows a name reversed) or bytes that are not UTF-8.
+// One rule for every name: run and sweep names (CLI, app, lessons, Python), comparison names,
+// the Python package's custom scalar names, and every name import and merge read from a file,
+// so that whatever one of them accepts, the others accept. Throws Error{InvalidRequest} naming
+// `what`, the escaped name and the first character refused.
 #pragma once
 
 #include <string>
@@ -13,6 +18,8 @@ namespace qklab {
 // `what` names the kind in the message: "a run name", "a comparison name", ...
 void checkName(const std::string& name, const std::string& what);
 void checkRunName(const std::string& name);  // checkName(name, "a run name")
+// A custom scalar's name (the Python package's run.log, the custom_scalars table).
+void checkScalarName(const std::string& name);  // checkName(name, "a scalar name")
 
 // A name like `base` that is not taken: `base` itself when free, else "base (2)", "base (3)",
 // … (a lesson run a second time into the same database). The number is one past the highest

@@ -97,7 +97,8 @@ bool trainedOutsideQklab(const RunInfo& r);
 // "" for qklab's own runs.
 std::string outsideQklabReason(const RunInfo& r, const std::string& action);
 
-// s safe to print on a terminal: control characters and bytes that are not UTF-8 become \xNN.
+// s safe to print on a terminal: control characters, bidi controls and bytes that are not UTF-8
+// become \xNN.
 // Names read from a file (someone else's, or one written before checkRunName existed) may hold
 // ESC sequences that would clear the screen; every table and message that prints one uses this.
 std::string printableText(const std::string& s);

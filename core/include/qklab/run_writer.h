@@ -24,8 +24,15 @@ struct NewRun {
     int64_t seed = 0;
     std::string device, torchVersion, appVersion;
     std::string source = "qklab";  // RunInfo::source
-    std::string userConfigJson;    // RunInfo::userConfigJson
+    std::string userConfigJson;    // RunInfo::userConfigJson, stored as storedUserConfig says
 };
+
+// The user's own config (qklab.init(config=...)) as it is stored: a JSON object that every
+// reader reads, the NaN, Infinity and -Infinity that Python's json module writes becoming the
+// strings "nan", "inf" and "-inf" (no JSON reader reads the bare tokens; readers still take
+// them in rows older packages wrote). "" stays "". Anything import would refuse (not JSON, not
+// an object, beyond the stored-JSON limits) throws Error{InvalidRequest} naming user_config.
+std::string storedUserConfig(const std::string& json);
 
 // The single writer of one run. Rows are buffered and committed together by flush() (the
 // trainer calls it at probe steps and at least every ~0.5 s), so a SIGKILL loses at most the

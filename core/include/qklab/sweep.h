@@ -61,9 +61,9 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
 // check it with checkSweepName once --name has had its say).
 SweepDefinition loadSweepFile(const std::string& path);
 
-// A sweep's name follows the run-name rules (checkRunName: not empty, no control characters,
-// at most 200 bytes): it is stored, starts every point's run name and is written into a Slurm
-// script. Throws Error{InvalidRequest} saying "a sweep name ...".
+// A sweep's name follows the run-name rule (qklab/names.h: not empty, at most 200 bytes, UTF-8
+// without control or bidi characters): it is stored, starts every point's run name and is written
+// into a Slurm script. Throws Error{InvalidRequest} saying "a sweep name ...".
 void checkSweepName(const std::string& name);
 SweepDefinition loadSweepFile(const std::string& path);  // MissingFile when unreadable
 // A definition read back from a database (sweeps.definition_json): stored definitions are

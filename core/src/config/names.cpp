@@ -2,7 +2,6 @@
 #include "qklab/names.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "qklab/error.h"
 #include "util/text_util.h"
@@ -13,17 +12,23 @@ void checkName(const std::string& name, const std::string& what) {
     if (name.empty()) throw Error(ErrorCode::InvalidRequest, what + " cannot be empty");
     if (name.size() > 200)
         throw Error(ErrorCode::InvalidRequest, what + " is at most 200 bytes; '" +
-                                                   clipped(name, 60) + "' has " +
+                                                   clipped(printableText(name), 60) + "' has " +
                                                    std::to_string(name.size()));
-    for (unsigned char c : name)
-        if (c < 0x20 || c == 0x7f)
-            throw Error(ErrorCode::InvalidRequest,
-                        what + " cannot hold control characters (newline, tab, ...): '" +
-                            clipped(shortJson(nlohmann::json(name)), 60) + "'");
+    const std::string unsafe = firstUnsafeCharacter(name);
+    if (!unsafe.empty())
+        throw Error(ErrorCode::InvalidRequest,
+                    what +
+                        " cannot hold control characters (newline, tab, ESC, U+0080..U+009F), "
+                        "bidi controls or bytes that are not UTF-8; '" +
+                        clipped(printableText(name), 80) + "' holds " + unsafe);
 }
 
 void checkRunName(const std::string& name) {
     checkName(name, "a run name");
+}
+
+void checkScalarName(const std::string& name) {
+    checkName(name, "a scalar name");
 }
 
 int numberInSeries(const std::string& name, const std::string& base) {

@@ -273,7 +273,8 @@ void checkRuns(Database& src, int version, const std::string& path,
         }
         checkUuid(path, row, st.columnText(3), uuids);
         checkJsonObject(path, row, "config_json", st.columnText(2), true);
-        checkJsonObject(path, row, "user_config", st.columnText(7), true);  // qklab.init(config=)
+        // qklab.init(config=): older packages wrote bare NaN / Infinity, read as "nan" / "inf".
+        checkJsonObject(path, row, "user_config", quoteNonFiniteNumbers(st.columnText(7)), true);
         if (st.isNull(4)) continue;
         const auto sweep = sweepPoints.find(st.columnInt(4));
         if (sweep == sweepPoints.end())
@@ -283,6 +284,19 @@ void checkRuns(Database& src, int version, const std::string& path,
                    "sweep_point " + std::to_string(st.columnInt(5)) + " is outside its sweep's " +
                        std::to_string(sweep->second) + " points");
         if (!st.isNull(6)) checkJsonObject(path, row, "sweep_coords", st.columnText(6), false);
+    }
+}
+
+// Custom scalar names follow the one name rule (qklab/names.h), as run.log checks them.
+void checkScalarNames(Database& src, const std::string& path) {
+    Statement st(src, "SELECT run_id, name FROM custom_scalars GROUP BY run_id, name");
+    while (st.step()) {
+        try {
+            checkScalarName(st.columnText(1));
+        } catch (const Error& e) {
+            refuse(path, "run " + std::to_string(st.columnInt(0)),
+                   std::string("custom_scalars: ") + e.what());
+        }
     }
 }
 
@@ -311,6 +325,7 @@ void checkImportRows(Database& src, int version, const std::string& path) {
                                                        ? checkSweeps(src, path)
                                                        : std::map<int64_t, int64_t>{};
     checkRuns(src, version, path, sweepPoints);
+    if (hasFeature(version, SchemaFeature::ExternalRuns)) checkScalarNames(src, path);
     checkEventParams(src, path);
 }
 

@@ -66,7 +66,8 @@ json runConfigJson(RunStore& store, int64_t runId) {
 
 json parseUserConfig(const RunInfo& r) {
     if (r.userConfigJson.empty()) return nullptr;
-    return parseStoredJson(r.userConfigJson, "run " + std::to_string(r.id) + "'s user_config");
+    return parseStoredUserConfig(r.userConfigJson,
+                                 "run " + std::to_string(r.id) + "'s user_config");
 }
 
 json userConfigJson(RunStore& store, int64_t runId) {

@@ -21,6 +21,7 @@
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
 #include "store/store_internal.h"
+#include "util/text_util.h"
 
 namespace qklab {
 
@@ -247,11 +248,27 @@ void RunWriter::Impl::writeBlobs() {
     }
 }
 
+std::string storedUserConfig(const std::string& text) {
+    if (text.empty()) return text;
+    const std::string quoted = quoteNonFiniteNumbers(text);
+    nlohmann::json j;
+    try {
+        j = parseStoredJson(quoted, "user_config");
+    } catch (const Error& e) {
+        throw Error(ErrorCode::InvalidRequest, e.what());
+    }
+    if (!j.is_object())
+        throw Error(ErrorCode::InvalidRequest,
+                    "user_config is not a JSON object: '" + shortJson(j) + "'");
+    return quoted;
+}
+
 // ---- RunWriter ----
 
 RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new Impl) {
     Impl& d = *m_impl;
     if (!run.name.empty()) checkRunName(run.name);
+    const std::string userConfig = storedUserConfig(run.userConfigJson);
     d.db = openRunDatabase(dbPath);
     d.reserveRoom();  // a run that could not say why it failed is not started
     // One write transaction: the uniqueness check and the insert see the same database.
@@ -280,7 +297,7 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
             .bindText(13, run.sweep->coordsJson);
     else
         ins.bindNull(11).bindNull(12).bindNull(13);
-    ins.bindText(14, run.source).bindText(15, run.userConfigJson);
+    ins.bindText(14, run.source).bindText(15, userConfig);
     ins.exec();
     d.runId = d.db->lastInsertId();
     if (run.name.empty()) {

@@ -53,6 +53,28 @@ size_t utf8Length(const std::string& s, size_t i) {
     return n;
 }
 
+// The code point of the well-formed UTF-8 character of n bytes at s[i].
+char32_t codePoint(const std::string& s, size_t i, size_t n) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    if (n == 1) return byte(0);
+    char32_t c = byte(0) & (0xFF >> (n + 1));  // 110xxxxx, 1110xxxx, 11110xxx
+    for (size_t k = 1; k < n; ++k) c = (c << 6) | (byte(k) & 0x3F);
+    return c;
+}
+
+enum class Unsafe { None, NotUtf8, Control, Bidi };
+
+// Whether the character of n = utf8Length(s, i) bytes at s[i] may be printed (or named).
+Unsafe unsafeKind(const std::string& s, size_t i, size_t n) {
+    if (n == 0) return Unsafe::NotUtf8;
+    const char32_t c = codePoint(s, i, n);
+    if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) return Unsafe::Control;
+    if (c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+        (c >= 0x2066 && c <= 0x2069))
+        return Unsafe::Bidi;
+    return Unsafe::None;
+}
+
 std::string dumpText(const json& v) {
     return v.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws on bad UTF-8
 }
@@ -234,24 +256,72 @@ nlohmann::json parseStoredJson(const std::string& text, const std::string& what)
     }
 }
 
+std::string quoteNonFiniteNumbers(const std::string& text) {
+    // Python's spellings, longest first ("-Infinity" before "Infinity").
+    static const std::pair<std::string, std::string> kTokens[] = {
+        {"-Infinity", "\"-inf\""}, {"Infinity", "\"inf\""}, {"NaN", "\"nan\""}};
+    if (text.find_first_of("NI") == std::string::npos) return text;
+    std::string out;
+    out.reserve(text.size());
+    bool inString = false;
+    for (size_t i = 0; i < text.size();) {
+        const char c = text[i];
+        if (inString) {
+            const size_t n = c == '\\' && i + 1 < text.size() ? 2 : 1;  // \" stays in
+            out.append(text, i, n);
+            inString = c != '"';
+            i += n;
+            continue;
+        }
+        const auto token = std::find_if(std::begin(kTokens), std::end(kTokens), [&](const auto& t) {
+            return text.compare(i, t.first.size(), t.first) == 0;
+        });
+        if (token != std::end(kTokens)) {
+            out += token->second;
+            i += token->first.size();
+            continue;
+        }
+        inString = c == '"';
+        out += c;
+        ++i;
+    }
+    return out;
+}
+
+nlohmann::json parseStoredUserConfig(const std::string& text, const std::string& what) {
+    return parseStoredJson(quoteNonFiniteNumbers(text), what);
+}
+
+std::string firstUnsafeCharacter(const std::string& s) {
+    for (size_t i = 0, n; i < s.size(); i += std::max<size_t>(n, 1)) {
+        n = utf8Length(s, i);
+        const Unsafe kind = unsafeKind(s, i, n);
+        if (kind == Unsafe::None) continue;
+        char buf[48];
+        if (kind == Unsafe::NotUtf8)
+            std::snprintf(buf, sizeof buf, "byte 0x%02X (not UTF-8)",
+                          static_cast<unsigned char>(s[i]));
+        else
+            std::snprintf(buf, sizeof buf, "U+%04X (%s)", static_cast<unsigned>(codePoint(s, i, n)),
+                          kind == Unsafe::Control ? "a control character" : "a bidi control");
+        return std::string(buf) + " at byte " + std::to_string(i);
+    }
+    return {};
+}
+
 std::string printableText(const std::string& s) {
     std::string out;
     out.reserve(s.size());
-    const auto escape = [&](unsigned char c) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\x%02X", c);
-        out += buf;
-    };
     for (size_t i = 0, n; i < s.size(); i += std::max<size_t>(n, 1)) {
         n = utf8Length(s, i);
-        const auto c = static_cast<unsigned char>(s[i]);
-        // C1 controls are two bytes in UTF-8: C2 80..C2 9F (U+009B is a one-character CSI).
-        const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0;
-        if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F)) || c1) {
-            for (size_t k = 0; k < std::max<size_t>(n, 1); ++k)
-                escape(static_cast<unsigned char>(s[i + k]));
-        } else {
+        if (unsafeKind(s, i, n) == Unsafe::None) {
             out.append(s, i, n);
+            continue;
+        }
+        for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(s[i + k]));
+            out += buf;
         }
     }
     return out;

@@ -46,9 +46,25 @@ constexpr size_t kMaxStoredJsonBytes = size_t{4} << 20;
 // exit 2) whose message starts with `what`, e.g. "run 3's config_json in a.db".
 nlohmann::json parseStoredJson(const std::string& text, const std::string& what);
 
-// s safe to print on a terminal: control characters (C0, DEL and the C1 range U+0080..U+009F)
-// and bytes that are not UTF-8 become \xNN, so that text read from someone else's file (a run
-// name) can never clear the screen or retitle the window (ESC, OSC). Other text is unchanged.
+// JSON text as Python's json module writes it by default (allow_nan) made JSON: the bare tokens
+// NaN, Infinity and -Infinity outside strings become the strings "nan", "inf" and "-inf", the
+// form in which a user config (qklab.init(config=...)) is stored. Other text is unchanged.
+std::string quoteNonFiniteNumbers(const std::string& text);
+
+// A stored user config, as parseStoredJson reads it, after quoteNonFiniteNumbers: rows written
+// by older Python packages hold the bare tokens, which no JSON reader reads.
+nlohmann::json parseStoredUserConfig(const std::string& text, const std::string& what);
+
+// What a name, and any text printed on a terminal, may not hold: bytes that are not UTF-8,
+// control characters (C0, DEL and the C1 range U+0080..U+009F: U+009B is a one-character CSI)
+// and the bidi controls that reorder what a terminal or an editor shows (U+061C, U+200E,
+// U+200F, U+202A..U+202E, U+2066..U+2069). The first such character of s, described, e.g.
+// "U+009B (a control character) at byte 1"; empty when s holds none.
+std::string firstUnsafeCharacter(const std::string& s);
+
+// s safe to print on a terminal: every character firstUnsafeCharacter names becomes \xNN per
+// byte, so that text read from someone else's file (a run name) can never clear the screen,
+// retitle the window (ESC, OSC) or show itself reversed. Other text is unchanged.
 std::string printableText(const std::string& s);
 
 }  // namespace qklab
