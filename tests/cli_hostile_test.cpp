@@ -179,8 +179,10 @@ TEST_F(CliHostile, NamesAreEscapedWhereverTheyArePrinted) {
     }
     const std::string into = m_dir / "into.db";
     const Result m = cli("merge " + db + " --into " + into);
-    EXPECT_EQ(m.status, 2);  // such names are refused at import
-    EXPECT_EQ(noEscape(m.err), "");
+    // Issue 36: such names are stored under the rule, escaped, and the merge says so.
+    EXPECT_EQ(m.status, 0) << m.err;
+    EXPECT_EQ(noEscape(m.out + m.err), "");
+    EXPECT_EQ(rawText(into, "SELECT name FROM runs WHERE id = 1"), "x\\x1B[2J1");
 }
 
 // Issue 36, item 2: `run --name` and `sweep --name` took a C1 control (U+009B, a one-character

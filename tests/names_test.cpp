@@ -116,32 +116,48 @@ TEST(NameRule, AcceptsOtherUnicodeUpTo200Bytes) {
     }
 }
 
-// The invariant of the issue: a file whose run names and custom scalar names the rule accepts
-// imports, and one holding a name it refuses is refused whole, for every name above.
-TEST(NameRule, ImportAcceptsExactlyTheNamesTheRuleAccepts) {
+// The invariant of the issue: whatever a file's run, sweep and custom scalar names, it imports
+// (an older qklab wrote names this rule refuses: a database, or the shards of a sweep that
+// already ran, must still merge); a name the rule accepts is stored as it is, any other under
+// the rule (its refused bytes as \xNN), and the import says so.
+TEST(NameRule, ImportStoresEveryNameUnderTheRule) {
     std::vector<std::string> names = kAccepted;
     for (const auto& [name, what] : kRefused) names.push_back(name);
+    names.push_back(std::string(300, 'y'));  // longer than the rule's 200 bytes
     TempDir d;
     int k = 0;
     for (const std::string& name : names) {
+        const std::string under = nameUnderTheRule(name);
+        EXPECT_NO_THROW(checkRunName(under)) << sqlText(name);
         bool accepted = true;
         try {
             checkRunName(name);
         } catch (const Error&) {
             accepted = false;
         }
+        EXPECT_EQ(under == name, accepted) << sqlText(name);
         for (const std::string column : {"runs.name", "custom_scalars.name"}) {
             const std::string shard = d / ("shard" + std::to_string(++k) + ".db");
+            const std::string into = d / ("into" + std::to_string(k) + ".db");
             writeRun(shard, "plain", RunStatus::Finished, 2, false);
+            const bool run = column == "runs.name";
             const std::string sql =
-                column == "runs.name"
-                    ? "UPDATE runs SET name = " + sqlText(name)
+                run ? "UPDATE runs SET name = " + sqlText(name)
                     : "INSERT INTO custom_scalars VALUES(1, " + sqlText(name) + ", 0, 1.5)";
             ASSERT_TRUE(rawExec(shard, sql)) << sql;
-            EXPECT_EQ(imports(shard, d / ("into" + std::to_string(k) + ".db")), accepted)
-                << column << " = " << sqlText(name);
+            RunStore store(into);
+            const ImportResult r = store.importRuns(shard);
+            EXPECT_EQ(r.imported, 1) << sqlText(name);
+            EXPECT_EQ(r.renamed.empty(), accepted) << sqlText(name);
+            const std::string stored =
+                rawText(into, run ? "SELECT name FROM runs" : "SELECT name FROM custom_scalars");
+            EXPECT_EQ(stored, under) << sqlText(name);
         }
     }
+    EXPECT_EQ(nameUnderTheRule("a\xC2\x9B"
+                               "2J"),
+              "a\\xC2\\x9B2J");
+    EXPECT_EQ(nameUnderTheRule(""), "unnamed");
 }
 
 // Item 8: Python's json writes NaN and Infinity bare, which no JSON reader reads.

@@ -53,7 +53,8 @@ int importInto(const std::vector<std::string>& sources, const std::string& into)
         skipped += r.skipped;
         sweeps.insert(r.sweepIds.begin(), r.sweepIds.end());
         for (const auto& rename : r.renamed)
-            std::cerr << "renamed (name taken): " << rename << "\n";
+            std::cerr << "renamed (a name taken here, or one the name rule refuses): " << rename
+                      << "\n";
         for (const auto& note : r.notes) std::cerr << "note: " << note << "\n";
         std::cerr << sources[i] << ": " << r.imported << " imported, "
                   << (r.updated ? std::to_string(r.updated) + " updated, " : "") << r.skipped

@@ -21,6 +21,12 @@ void checkRunName(const std::string& name);  // checkName(name, "a run name")
 // A custom scalar's name (the Python package's run.log, the custom_scalars table).
 void checkScalarName(const std::string& name);  // checkName(name, "a scalar name")
 
+// A name from a file written before this rule (an older qklab took C1 and bidi characters):
+// `name` itself when the rule accepts it, else its printable form (each refused byte as
+// "\xNN", cut to 200 bytes; "unnamed" for an empty one). Import and merge store that, and say
+// so, rather than refuse a database, or the shards of a sweep that already ran, for a name.
+std::string nameUnderTheRule(const std::string& name);
+
 // A name like `base` that is not taken: `base` itself when free, else "base (2)", "base (3)",
 // … (a lesson run a second time into the same database). The number is one past the highest
 // already used, so a deleted middle run does not make names go back in time.

@@ -74,8 +74,10 @@ struct ImportResult {
     // holds more of them (more steps, or as many and an end: a shard merged while its task
     // still ran) and is provably that run continued (see importRuns).
     int64_t updated = 0;
-    std::vector<std::string> renamed;  // "old -> new" where a name was taken by another run
-    std::vector<int64_t> sweepIds;     // sweeps (in this store) the imported runs belong to
+    // "old -> new" where a name was taken by another run, or the name rule refuses it
+    // (nameUnderTheRule; "scalar old -> new" for a custom scalar).
+    std::vector<std::string> renamed;
+    std::vector<int64_t> sweepIds;  // sweeps (in this store) the imported runs belong to
     // Lines for the user: checkpoints not copied (and why), runs still being written.
     std::vector<std::string> notes;
 };

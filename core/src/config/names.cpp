@@ -23,6 +23,15 @@ void checkName(const std::string& name, const std::string& what) {
                         clipped(printableText(name), 80) + "' holds " + unsafe);
 }
 
+std::string nameUnderTheRule(const std::string& name) {
+    if (name.empty()) return "unnamed";
+    if (name.size() <= 200 && firstUnsafeCharacter(name).empty()) return name;
+    std::string printable = printableText(name);  // ASCII escapes and whole UTF-8 characters
+    size_t cut = std::min<size_t>(printable.size(), 200);
+    while (cut > 0 && (static_cast<unsigned char>(printable[cut]) & 0xC0) == 0x80) --cut;
+    return printable.substr(0, cut);
+}
+
 void checkRunName(const std::string& name) {
     checkName(name, "a run name");
 }

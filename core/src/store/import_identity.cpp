@@ -128,10 +128,10 @@ struct RunIdentity {
 };
 
 RunIdentity readIdentity(Database& db, int64_t id, bool sweeps, bool userConfig) {
-    Statement st(db, std::string("SELECT config_json, ") + (userConfig ? "user_config" : "''") +
-                         (sweeps ? ", ifnull(sweep_point, ''), ifnull(sweep_coords, '')"
-                                 : ", '', ''") +
-                         " FROM runs WHERE id = ?");
+    Statement st(db,
+                 std::string("SELECT config_json, ") + (userConfig ? "user_config" : "''") +
+                     (sweeps ? ", ifnull(sweep_point, ''), ifnull(sweep_coords, '')" : ", '', ''") +
+                     " FROM runs WHERE id = ?");
     st.bindInt(1, id);
     if (!st.step()) return {};
     return {st.columnText(0), st.columnText(1), st.columnText(2), st.columnText(3)};
@@ -163,7 +163,8 @@ std::string differingKeys(const nlohmann::json& a, const nlohmann::json& b) {
     std::string out;
     for (const char* key : {"base", "set", "axes", "zip", "seeds"}) {
         const nlohmann::json none;
-        if (a.value(key, none) != b.value(key, none)) out += (out.empty() ? "" : ", ") + std::string(key);
+        if (a.value(key, none) != b.value(key, none))
+            out += (out.empty() ? "" : ", ") + std::string(key);
     }
     return out;
 }

@@ -11,6 +11,7 @@
 // it; a source sweep joins the sweep with its UUID only when it is the same grid.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include <set>
 
 #include "qklab/error.h"
+#include "qklab/names.h"
 #include "qklab/run_store.h"
 #include "store/import_identity.h"
 #include "store/sqlite_db.h"
@@ -157,7 +159,8 @@ std::map<int64_t, int64_t> importSweeps(const Source& src, Database& dst) {
         Statement ins(dst,
                       "INSERT INTO sweeps(uuid, name, definition_json, points, status, "
                       "created_at, updated_at) VALUES(?, ?, ?, ?, 'partial', ?, ?)");
-        ins.bindText(1, uuid).bindText(2, freeName(dst, "sweeps", sel.columnText(2), uuid));
+        ins.bindText(1, uuid).bindText(
+            2, freeName(dst, "sweeps", nameUnderTheRule(sel.columnText(2)), uuid));
         ins.bindText(3, sel.columnText(3)).bindInt(4, sel.columnInt(4));
         ins.bindText(5, sel.columnText(5)).bindText(6, utcNowIso8601()).exec();
         ids[sel.columnInt(0)] = dst.lastInsertId();
@@ -270,6 +273,7 @@ class Importer {
     void requireContinuation(const Source& src, const SourceRun& r, const TargetRun& t,
                              std::optional<int64_t> sweep);
     void copyRun(const Source& src, const SourceRun& r, int64_t dstId);
+    void renameScalarsUnderTheRule(int64_t runId);
     void copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId);
     StagedCheckpoint stageOne(const Source& src, int64_t runId, int64_t step,
                               const std::string& stored);
@@ -388,7 +392,28 @@ void Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t ds
 void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId) {
     for (const char* table : kImportedRunTables)
         if (hasTable(*src.db, table)) copyRunRows(*src.db, m_dst, table, r.id, dstId);
+    renameScalarsUnderTheRule(dstId);
     copyCheckpoints(src, r, dstId);
+}
+
+// Custom scalar names an older package took (U+009B, U+202E) are stored under the rule, as
+// run names are; one that would then meet a name the run already has keeps a " (2)".
+void Importer::renameScalarsUnderTheRule(int64_t runId) {
+    std::vector<std::string> names;
+    Statement sel(m_dst, "SELECT DISTINCT name FROM custom_scalars WHERE run_id = ?");
+    sel.bindInt(1, runId);
+    while (sel.step()) names.push_back(sel.columnText(0));
+    const std::vector<std::string> stored = names;  // `names` grows with the new ones
+    for (const std::string& name : stored) {
+        std::string under = nameUnderTheRule(name);
+        if (under == name) continue;
+        if (std::find(names.begin(), names.end(), under) != names.end())
+            under = numberedName(under, names);
+        names.push_back(under);
+        Statement up(m_dst, "UPDATE custom_scalars SET name = ? WHERE run_id = ? AND name = ?");
+        up.bindText(1, under).bindInt(2, runId).bindText(3, name).exec();
+        m_result.renamed.push_back("scalar " + printableText(name) + " -> " + under);
+    }
 }
 
 // Columns of an updated run that stay as they are here: what the user wrote about it.
@@ -409,7 +434,7 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
                                      ") VALUES(?, ?, ?, ?" + marks + ")");
     int at = 1;
     if (!target) {
-        const std::string name = freeName(m_dst, "runs", r.name, r.uuid);
+        const std::string name = freeName(m_dst, "runs", nameUnderTheRule(r.name), r.uuid);
         if (name != r.name)
             m_result.renamed.push_back(printableText(r.name) + " -> " + printableText(name));
         st.bindText(at++, name);
