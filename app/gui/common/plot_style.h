@@ -41,8 +41,17 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
 // totalSteps: labels of events in the last fifth of the run go left of their line so they are
 // not cut off at the right edge.
 // toX maps a step to the plot's x (tokens seen, time); identity when empty.
+// reports: what each change did (qklab/change_reports.h), matched by step and kind: its label
+// adds the loss shift, and the mark (line and label) carries the whole report as its tip
+// (eventTipAt).
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
-                     int64_t totalSteps = 0, const std::function<double(double)>& toX = {});
+                     int64_t totalSteps = 0, const std::function<double(double)>& toX = {},
+                     const std::vector<ChangeReport>& reports = {});
+// The report of the event mark under `pos` (within a few pixels of its line or on its label),
+// as tooltip HTML; empty when there is none.
+QString eventTipAt(QCustomPlot* plot, const QPointF& pos);
+// A change report's few words for its event's label: "loss +0.32".
+QString changeReportLabel(const ChangeReport& r);
 
 // A vertical cursor at `step` (negative hides it).
 void setStepCursor(QCustomPlot* plot, double step);

@@ -90,9 +90,9 @@ std::string freeName(Database& db, const std::string& table, const std::string& 
 }
 
 // Checkpoints are not in the list: their files are copied (copyCheckpoints).
-const char* const kPerRunTables[] = {"step_metrics",   "probe_stats", "histograms",
-                                     "attention_maps", "spikes",      "events",
-                                     "logit_alarms",   "qk_clips",    "custom_scalars"};
+const char* const kPerRunTables[] = {
+    "step_metrics", "probe_stats",  "histograms", "attention_maps", "spikes",
+    "events",       "logit_alarms", "qk_clips",   "custom_scalars", "change_reports"};
 
 bool hasTable(Database& db, const std::string& table) {
     Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
