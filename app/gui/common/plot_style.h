@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QColor>
+#include <QPointF>
 #include <QString>
 #include <functional>
 #include <vector>
