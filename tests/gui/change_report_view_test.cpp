@@ -27,6 +27,7 @@ ChangeReport reportAt40() {
     r.reportStep = 59;
     r.lossBefore = 1.8;
     r.lossAfter = 2.12;
+    r.lossExpected = 1.8;
     r.lossZ = 4.1;
     r.entropyBefore = 2.44;
     r.entropyAfter = 0.055;
@@ -43,7 +44,7 @@ QStringList eventLabels(QCustomPlot* plot) {
     for (int i = 0; i < plot->itemCount(); ++i)
         if (auto* t = qobject_cast<QCPItemText*>(plot->item(i)))
             if (t->property("qklabRole").toString() == QLatin1String("event"))
-                out << t->text().trimmed();
+                out << t->text().trimmed().replace(QLatin1Char('\n'), QLatin1String(" / "));
     return out;
 }
 
@@ -91,7 +92,7 @@ class ChangeReportViewTest : public QObject {
         panel.replotNow();
         QCustomPlot* loss = panel.lossPlot();
         const QStringList labels = eventLabels(loss);
-        QVERIFY2(labels.contains(QStringLiteral("softcap tanh C=1000: loss +0.32")),
+        QVERIFY2(labels.contains(QStringLiteral("softcap tanh C=1000 / loss +0.32 vs trend")),
                  qPrintable(labels.join(" | ")));
         // No report yet: the label alone.
         QVERIFY2(labels.contains(QString::fromUtf8("lr \u00d70.5")),
@@ -113,12 +114,13 @@ class ChangeReportViewTest : public QObject {
         ChangeReport late = reportAt40();
         late.step = 70;
         late.kind = "lr_multiplier";
-        late.lossAfter = 1.75;
+        late.lossAfter = 1.75;  // 0.05 under the trend's 1.8
         batch.changeReports << late;
         panel.appendBatch(batch);
         panel.replotNow();
-        QVERIFY2(eventLabels(loss).contains(QString::fromUtf8("lr \u00d70.5: loss -0.05")),
-                 qPrintable(eventLabels(loss).join(" | ")));
+        QVERIFY2(
+            eventLabels(loss).contains(QString::fromUtf8("lr \u00d70.5 / loss -0.05 vs trend")),
+            qPrintable(eventLabels(loss).join(" | ")));
     }
 };
 

@@ -176,9 +176,10 @@ QString eventLabel(const EventRecord& e) {
 }
 
 QString changeReportLabel(const ChangeReport& r) {
-    const double shift = r.lossAfter - r.lossBefore;
+    // Against what the trend before led to expect: a falling loss falls after any change.
+    const double shift = r.lossAfter - r.lossExpected;
     if (!std::isfinite(shift)) return {};
-    return QStringLiteral("loss %1%2").arg(shift >= 0 ? "+" : "").arg(shift, 0, 'g', 2);
+    return QStringLiteral("loss %1%2 vs trend").arg(shift >= 0 ? "+" : "").arg(shift, 0, 'g', 2);
 }
 
 namespace {
@@ -240,7 +241,7 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, 
                                     .arg(QString::fromStdString(r->text).toHtmlEscaped());
             line->setProperty(kTip, tip);
             text->setProperty(kTip, tip);
-            label += QStringLiteral(": ") + changeReportLabel(*r);
+            label += QStringLiteral("\n") + changeReportLabel(*r);  // a second line: narrow
         }
         text->setText(nearEnd ? label + QStringLiteral(" ") : QStringLiteral(" ") + label);
         text->setColor(color);

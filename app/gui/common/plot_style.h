@@ -51,7 +51,8 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
 // The report of the event mark under `pos` (within a few pixels of its line or on its label),
 // as tooltip HTML; empty when there is none.
 QString eventTipAt(QCustomPlot* plot, const QPointF& pos);
-// A change report's few words for its event's label: "loss +0.32".
+// A change report's few words for its event's label (a second line under the event's own):
+// "loss +0.32 vs trend", the loss after against what the trend before led to expect.
 QString changeReportLabel(const ChangeReport& r);
 
 // A vertical cursor at `step` (negative hides it).
