@@ -82,6 +82,7 @@ class RunMonitor {
     // The latest 2 x kChangeReportSteps (step, loss), and the changes reported, by step and kind.
     std::deque<std::pair<int64_t, double>> m_recentLosses;
     std::map<std::pair<int64_t, std::string>, ChangeReport> m_changeReports;
+    std::set<std::pair<int64_t, std::string>> m_changesTried;
     int64_t m_lastStep = -1;
     int64_t m_spikesSoFar = 0, m_lastSpikeStep = -1000000;
 };

@@ -118,13 +118,15 @@ RunSeries RunMonitor::series() const {
 
 std::vector<ChangeReport> RunMonitor::reportChanges(int64_t step, bool final) {
     std::vector<ChangeReport> out;
+    std::optional<RunSeries> s;  // read once, when a change is due
     for (const Event& e : m_config.events) {
         const bool due = final ? e.step <= step : e.step + kChangeReportSteps - 1 <= step;
         if (e.step <= 0 || !due) continue;
-        const std::pair<int64_t, std::string> key{e.step, nameOf(e.kind)};
-        if (m_changeReports.count(key)) continue;
-        if (auto r = reportChange(m_config, e, series(), step)) {
-            m_changeReports.emplace(key, *r);
+        // Tried once: a change before a resumed run's first step has no steps to report on.
+        if (!m_changesTried.emplace(e.step, nameOf(e.kind)).second) continue;
+        if (!s) s = series();
+        if (auto r = reportChange(m_config, e, *s, step)) {
+            m_changeReports.emplace(std::make_pair(e.step, r->kind), *r);
             out.push_back(*r);
         }
     }
