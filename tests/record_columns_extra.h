@@ -25,6 +25,7 @@ ALTER TABLE spikes ADD COLUMN twice_z_score REAL;
 ALTER TABLE logit_alarms ADD COLUMN twice_threshold REAL;
 ALTER TABLE qk_clips ADD COLUMN twice_factor REAL;
 ALTER TABLE custom_scalars ADD COLUMN twice_value REAL;
+ALTER TABLE change_reports ADD COLUMN twice_loss_z REAL;
 ALTER TABLE runs ADD COLUMN extra_note TEXT;
 )sql";
 
@@ -55,6 +56,10 @@ inline void addExtraColumns(std::vector<RecordColumn<LogitAlarm>>& columns) {
 
 inline void addExtraColumns(std::vector<RecordColumn<QkClip>>& columns) {
     columns.push_back(twice("twice_factor", "twice the factor", &QkClip::factor));
+}
+
+inline void addExtraColumns(std::vector<RecordColumn<ChangeReport>>& columns) {
+    columns.push_back(twice("twice_loss_z", "twice the loss z", &ChangeReport::lossZ));
 }
 
 inline void addExtraColumns(std::vector<RecordColumn<CustomScalar>>& columns) {

@@ -38,7 +38,7 @@ class RecordColumnsTest : public ::testing::Test {
     }
     void TearDown() override { fs::remove_all(m_dir); }
 
-    // Steps 0..4 (loss 4, 3.5, ...), a spike, a logit alarm and a QK clip.
+    // Steps 0..4 (loss 4, 3.5, ...), a spike, a logit alarm, a QK clip and a change report.
     void writeRun() {
         NewRun run;
         run.name = "extra";
@@ -52,6 +52,11 @@ class RecordColumnsTest : public ::testing::Test {
         w.addSpike({3, "loss", 9, 7, SpikeKind::TokenSpike, 2, 2, 31, 10, 1, 1, "a paragraph"});
         w.addLogitAlarm({2, 0, "logit_max_raw", 41, 30, SpikeKind::HighLogits, 2, "past 30"});
         w.addQkClip({2, 0, 1, 400, 0.5});
+        ChangeReport report;
+        report.step = 1;
+        report.kind = "softcap";
+        report.lossZ = 3;
+        w.addChangeReport(report);
         w.finish(RunStatus::Finished);
     }
 
@@ -78,7 +83,7 @@ class RecordColumnsTest : public ::testing::Test {
         exec(
             "UPDATE step_metrics SET twice_loss = 100 WHERE step = 3;"
             "UPDATE spikes SET twice_z_score = 18; UPDATE logit_alarms SET twice_threshold = 50;"
-            "UPDATE qk_clips SET twice_factor = 0.5;"
+            "UPDATE qk_clips SET twice_factor = 0.5; UPDATE change_reports SET twice_loss_z = 7;"
             "UPDATE runs SET extra_note = 'from the extra column'");
     }
 
@@ -106,6 +111,7 @@ TEST_F(RecordColumnsTest, TheWriterStoresEveryExtraColumnThroughItsMigration) {
     EXPECT_EQ(real("SELECT twice_z_score FROM spikes"), 14.0);
     EXPECT_EQ(real("SELECT twice_threshold FROM logit_alarms"), 60.0);
     EXPECT_EQ(real("SELECT twice_factor FROM qk_clips"), 1.0);
+    EXPECT_EQ(real("SELECT twice_loss_z FROM change_reports"), 6.0);
 }
 
 TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
@@ -116,6 +122,7 @@ TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
     EXPECT_EQ(store.spikes(1).at(0).zScore, 9.0);
     EXPECT_EQ(store.logitAlarms(1).at(0).threshold, 25.0);
     EXPECT_EQ(store.qkClips(1).at(0).factor, 0.25);
+    EXPECT_EQ(store.changeReports(1).at(0).lossZ, 3.5);
     EXPECT_EQ(store.run(1).notes, "from the extra column");
 }
 

@@ -15,8 +15,11 @@
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 
+// Turns a file back into what a schema-11 build wrote (prefix of every older downgrade).
+#define QKLAB_UNDO_SCHEMA_12 "DROP TABLE change_reports; "
 // Turns a file back into what a schema-10 build wrote (prefix of every older downgrade).
 #define QKLAB_UNDO_SCHEMA_11                                                                 \
+    QKLAB_UNDO_SCHEMA_12                                                                     \
     "DROP TABLE custom_scalars; ALTER TABLE runs DROP COLUMN user_config; ALTER TABLE runs " \
     "DROP COLUMN source; "
 // Turns a file back into what a schema-9 build wrote (prefix of every older downgrade).
@@ -38,10 +41,11 @@ namespace qklab::testsupport {
 
 namespace fs = std::filesystem;
 
-constexpr int kLatestSchema = 11;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
+constexpr int kLatestSchema = 12;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
                                    // 7: comparisons, 8: sweeps and run UUIDs, 9: qk_clips,
                                    // 10: output-logit statistics and update norm,
-                                   // 11: external runs (source, user_config, custom_scalars)
+                                   // 11: external runs (source, user_config, custom_scalars),
+                                   // 12: change reports
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -27,12 +27,14 @@ struct LiveBatch {
     QVector<LogitAlarm> alarms;
     QVector<QkClip> clips;  // the heads QK-Clip scaled, by step
     QVector<EventRecord> events;
-    bool newHistograms = false;  // the store will hold new histogram rows after flush
+    QVector<ChangeReport> changeReports;  // what a change did, once its window closed
+    bool newHistograms = false;           // the store will hold new histogram rows after flush
     bool newAttentionMaps = false;
 
     bool empty() const {
         return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && alarms.isEmpty() &&
-               clips.isEmpty() && events.isEmpty() && !newHistograms && !newAttentionMaps;
+               clips.isEmpty() && events.isEmpty() && changeReports.isEmpty() && !newHistograms &&
+               !newAttentionMaps;
     }
 };
 

@@ -175,8 +175,40 @@ QString eventLabel(const EventRecord& e) {
         qklab::eventLabel(e.kind, e.paramsJson.empty() ? "{}" : e.paramsJson));
 }
 
+QString changeReportLabel(const ChangeReport& r) {
+    // Against what the trend before led to expect: a falling loss falls after any change.
+    const double shift = r.lossAfter - r.lossExpected;
+    if (!std::isfinite(shift)) return {};
+    return QStringLiteral("loss %1%2 vs trend").arg(shift >= 0 ? "+" : "").arg(shift, 0, 'g', 2);
+}
+
+namespace {
+
+// The report of event e, if one was made.
+const ChangeReport* reportOf(const std::vector<ChangeReport>& reports, const EventRecord& e) {
+    for (const ChangeReport& r : reports)
+        if (r.step == e.step && r.kind == e.kind) return &r;
+    return nullptr;
+}
+
+const char* kTip = "qklabTip";
+
+}  // namespace
+
+QString eventTipAt(QCustomPlot* plot, const QPointF& pos) {
+    for (int i = plot->itemCount() - 1; i >= 0; --i) {
+        QCPAbstractItem* item = plot->item(i);
+        const QString tip = item->property(kTip).toString();
+        if (!tip.isEmpty() && item->selectTest(pos, false) >= 0 &&
+            item->selectTest(pos, false) <= 4)
+            return tip;
+    }
+    return {};
+}
+
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, int64_t totalSteps,
-                     const std::function<double(double)>& toX) {
+                     const std::function<double(double)>& toX,
+                     const std::vector<ChangeReport>& reports) {
     removeItemsWithRole(plot, QStringLiteral("event"));
     QFont f = plot->font();
     f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
@@ -201,8 +233,17 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, 
         text->position->setCoords(x, 0.02 + 0.12 * (lane++ % 3));
         const bool nearEnd = totalSteps > 0 && e.step > totalSteps * 0.8;
         text->setPositionAlignment((nearEnd ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
-        text->setText(nearEnd ? eventLabel(e) + QStringLiteral(" ")
-                              : QStringLiteral(" ") + eventLabel(e));
+        QString label = eventLabel(e);
+        if (const ChangeReport* r = reportOf(reports, e)) {
+            const QString tip = QStringLiteral("<b>%1</b> (step %2)<br>%3")
+                                    .arg(label.toHtmlEscaped())
+                                    .arg(e.step)
+                                    .arg(QString::fromStdString(r->text).toHtmlEscaped());
+            line->setProperty(kTip, tip);
+            text->setProperty(kTip, tip);
+            label += QStringLiteral("\n") + changeReportLabel(*r);  // a second line: narrow
+        }
+        text->setText(nearEnd ? label + QStringLiteral(" ") : QStringLiteral(" ") + label);
         text->setColor(color);
         text->setFont(f);
         text->setSelectable(false);

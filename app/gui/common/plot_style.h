@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QColor>
+#include <QPointF>
 #include <QString>
 #include <functional>
 #include <vector>
@@ -41,8 +42,18 @@ void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QS
 // totalSteps: labels of events in the last fifth of the run go left of their line so they are
 // not cut off at the right edge.
 // toX maps a step to the plot's x (tokens seen, time); identity when empty.
+// reports: what each change did (qklab/change_reports.h), matched by step and kind: its label
+// adds the loss shift, and the mark (line and label) carries the whole report as its tip
+// (eventTipAt).
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
-                     int64_t totalSteps = 0, const std::function<double(double)>& toX = {});
+                     int64_t totalSteps = 0, const std::function<double(double)>& toX = {},
+                     const std::vector<ChangeReport>& reports = {});
+// The report of the event mark under `pos` (within a few pixels of its line or on its label),
+// as tooltip HTML; empty when there is none.
+QString eventTipAt(QCustomPlot* plot, const QPointF& pos);
+// A change report's few words for its event's label (a second line under the event's own):
+// "loss +0.32 vs trend", the loss after against what the trend before led to expect.
+QString changeReportLabel(const ChangeReport& r);
 
 // A vertical cursor at `step` (negative hides it).
 void setStepCursor(QCustomPlot* plot, double step);

@@ -27,6 +27,7 @@ struct RunSnapshot {
     std::vector<LogitAlarm> alarms;
     std::vector<QkClip> clips;  // by step, layer, head
     std::vector<EventRecord> events;
+    std::vector<ChangeReport> changeReports;  // what each change did (its event's mark)
     // Scalars a run trained outside qklab logged besides the step metrics, by name then step.
     std::vector<CustomScalar> customScalars;
     double loadSeconds = 0;  // how long the store read took (benchmarks)

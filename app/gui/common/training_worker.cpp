@@ -57,6 +57,7 @@ class TrainingWorker::Observer : public TrainingObserver {
         for (const auto& c : clips) m_batch.clips.push_back(c);
     }
     void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
+    void onChangeReport(const ChangeReport& r) override { m_batch.changeReports.push_back(r); }
     // A paused (or stopping) trainer waits after this: what it reported must be on screen.
     void onFlushPoint() override {
         if (m_worker->m_pauseRequested.load() || m_worker->m_stopRequested.load())

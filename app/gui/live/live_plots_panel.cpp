@@ -263,11 +263,16 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
         const bool dragging = (e->buttons() & Qt::LeftButton) &&
                               (e->pos() - m_pressPos).manhattanLength() > kDragPixels;
         if (dragging) m_follow->setChecked(false);
-        // A spike marker explains itself; anywhere else the cursor reads every curve.
-        if (showSpikeTip(plot, e->pos(), false))
+        // A spike marker explains itself, and an event's mark what its change did; anywhere
+        // else the cursor reads every curve.
+        if (showSpikeTip(plot, e->pos(), false)) {
             m_hover->hide();
-        else
+        } else if (const QString tip = eventTipAt(plot, e->pos()); !tip.isEmpty()) {
+            QToolTip::showText(plot->mapToGlobal(e->pos()), tip, plot);
+            m_hover->hide();
+        } else {
             m_hover->hover(plot, e->pos());
+        }
     });
     m_plots << plot;
     return plot;
@@ -405,6 +410,11 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
         m_markersDirty = true;
         refreshHeader();
     }
+    if (!batch.changeReports.isEmpty()) {
+        m_run.changeReports.insert(m_run.changeReports.end(), batch.changeReports.begin(),
+                                   batch.changeReports.end());
+        m_markersDirty = true;
+    }
     scheduleReplot();
 }
 
@@ -480,8 +490,9 @@ void LivePlotsPanel::refreshSpikes() {
 
 void LivePlotsPanel::refreshMarkers() {
     for (QCustomPlot* p : m_plots) {
-        setEventMarkers(p, m_run.events, m_run.config.schedule.steps,
-                        [this](double step) { return m_x(step); });
+        setEventMarkers(
+            p, m_run.events, m_run.config.schedule.steps, [this](double step) { return m_x(step); },
+            m_run.changeReports);
         setStepCursor(p, m_cursorStep < 0 ? -1.0 : m_x(m_cursorStep));
     }
     m_markersDirty = false;

@@ -59,6 +59,7 @@ const RecordTable<Spike>& spikeTable();
 const RecordTable<LogitAlarm>& logitAlarmTable();
 const RecordTable<QkClip>& qkClipTable();
 const RecordTable<CustomScalar>& customScalarTable();
+const RecordTable<ChangeReport>& changeReportTable();
 
 // A column of RunInfo: what a reader selects from `runs r` (the stored column or a subquery,
 // and what stands in for it in a file older than `since`), and where it shows.

@@ -175,6 +175,24 @@ struct LogitAlarm {
     std::string text;  // one paragraph written from the numbers
 };
 
+// What one change to a run (an event or intervention after step 0) did: the training loss, the
+// attention entropy and the max logit softmax sees, over the kChangeReportSteps steps from the
+// change on against as many before it (qklab/change_reports.h). NaN: not measured (no probe in
+// a window).
+struct ChangeReport {
+    int64_t step = 0;                      // the change's step
+    std::string kind;                      // its event kind, e.g. "softcap"
+    int64_t reportStep = 0;                // the last step measured after it
+    double lossBefore = 0, lossAfter = 0;  // mean training loss of the steps before, after
+    // What the steps before led to expect after (their least-squares line), and the after mean
+    // against it in spreads of the steps before around that line.
+    double lossExpected = 0, lossZ = 0;
+    double entropyBefore = 0, entropyAfter = 0;
+    double maxLogitBefore = 0, maxLogitAfter = 0;
+    bool moved = false;  // a measure moved beyond its noise (changeMoved)
+    std::string text;    // one paragraph with the numbers
+};
+
 // One QK-Clip (Kimi K2's MuonClip, attention.qk_clip): after the optimizer update of `step`,
 // head `head` of layer `layer` reached sMax = s * max_ij(q_i . k_j) > tau on the step's batch,
 // so its head-specific query and key weights were each scaled by `factor` = sqrt(tau / sMax)

@@ -51,6 +51,10 @@ struct ModelConfig {
     double initStd = 0.02;
 };
 
+// A softcap tighter than this flattens attention (the guide, §2; attention.softcap.c's help in
+// docs/CONFIG.md): its cost lasts, no transient (the spike diagnosis says so).
+constexpr double kSoftcapFlattensBelow = 20.0;
+
 struct SoftcapConfig {
     SoftcapKind kind = SoftcapKind::None;
     double c = 50.0;  // cap width C (Gemma 2: 50)

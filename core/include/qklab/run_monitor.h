@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "qklab/change_reports.h"
 #include "qklab/records.h"
 #include "qklab/run_config.h"
 #include "qklab/spikes.h"
@@ -27,6 +28,7 @@ constexpr size_t kProbeHistoryKept = 64;       // the run's first probe and the 
 struct MonitorReport {
     std::vector<LogitAlarm> alarms;
     std::vector<Spike> spikes;
+    std::vector<ChangeReport> changeReports;  // changes whose report window just closed
 };
 
 // True when a regular probe (at every multiple of `every`; 0 = probes off) at or after `step`
@@ -50,7 +52,8 @@ class RunMonitor {
     // first, or probes are off): then it is diagnosed now.
     MonitorReport addStep(const StepMetrics& m, bool qkNormActive, bool probeComing);
 
-    // The run ended: spikes still waiting are diagnosed from the latest probe before them.
+    // The run ended: spikes still waiting are diagnosed from the latest probe before them, and
+    // changes whose report window had not closed are reported over the steps it had.
     MonitorReport finish();
 
     bool waiting() const { return !m_undiagnosed.empty(); }
@@ -58,17 +61,29 @@ class RunMonitor {
   private:
     std::vector<LogitAlarm> raiseAlarms(const std::vector<ProbeStats>& rows, bool qkNormActive);
     std::vector<Spike> diagnoseWaiting();
+    // The reports of changes whose window closes at `step` (every one left when `final`).
+    std::vector<ChangeReport> reportChanges(int64_t step, bool final);
+    // The reports of earlier changes (before the spike's cause window) still in force at
+    // `step` that moved the run: what a spike's diagnosis quotes.
+    std::vector<std::string> changesInForce(int64_t step) const;
+    RunSeries series() const;
 
     const RunConfig& m_config;
     RollingZScore m_lossZ, m_gradZ;
     std::vector<ProbeSummary> m_probeHistory;       // the first probe and the latest 63
     std::map<int32_t, ProbeStats> m_firstLayerRow;  // per layer, for the alarms
+    std::map<int32_t, ProbeStats> m_lastLayerRow;   // per layer, the latest probe's row
     // Per layer, the q/k norm p90 of the latest kBaselineProbes probes (the alarms' baseline).
     std::map<int32_t, std::deque<double>> m_recentLayerQkNorms;
     // The LM head's log Z mean and max output logit of the latest kOutputBaselineSteps steps.
     std::deque<double> m_recentLogZ, m_recentOutMax;
     std::vector<std::pair<Spike, DiagnosisContext>> m_undiagnosed;
     std::set<std::pair<int32_t, std::string>> m_alarmsRaised;  // (layer, probe column)
+    // The latest 2 x kChangeReportSteps (step, loss), and the changes reported, by step and kind.
+    std::deque<std::pair<int64_t, double>> m_recentLosses;
+    std::map<std::pair<int64_t, std::string>, ChangeReport> m_changeReports;
+    std::set<std::pair<int64_t, std::string>> m_changesTried;
+    int64_t m_lastStep = -1;
     int64_t m_spikesSoFar = 0, m_lastSpikeStep = -1000000;
 };
 

@@ -55,6 +55,7 @@ class RunWriter {
     void addSpike(const Spike& s);
     void addLogitAlarm(const LogitAlarm& a);
     void addQkClip(const QkClip& c);
+    void addChangeReport(const ChangeReport& r);
     void addCustomScalar(const CustomScalar& c);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,8 +43,22 @@ struct ProbeSummary {
     double maxLogit = 0;  // max over layers of the raw max logit
     double p99Logit = 0;
     double qkNorm = 0;  // max over layers of max(q p90, k p90), raw projections
+    // What judges a weakened fuse (FuseReading): the largest share at the cap, and the largest
+    // q/k p90 length product out of the projections over the one entering the dot product
+    // (NaN when no layer has the latter).
+    double fracAtCap = 0;
+    double qkShrink = std::numeric_limits<double>::quiet_NaN();
+    // What a change report reads (change_reports.h): the max logit softmax sees (after the
+    // softcap) and the mean over layers of the attention entropy (nats).
+    double maxCapped = 0, entropy = 0;
 };
 ProbeSummary summarizeProbes(int64_t step, const std::vector<ProbeStats>& rows);
+// |q_raw| |k_raw| / (|q| |k|) of a row's p90 lengths: > 1 when QK-norm shortened q and k (NaN
+// when the row has no lengths entering the dot product).
+double qkShrinkOf(const ProbeStats& row);
+// What `history` shows of a fuse a change at `changeStep` weakened: the raw max logit from the
+// last probe before it on, and the share at the cap and qkShrink at that last probe.
+FuseReading fuseReading(const std::vector<ProbeSummary>& history, int64_t changeStep);
 
 // Thresholds from the domain brief (section 4): healthy below both, intervene beyond either.
 constexpr double kHealthyMaxLogit = 20.0;
@@ -113,6 +128,9 @@ struct DiagnosisContext {
     // interventions and anneals. A cause among them decides the verdict.
     std::vector<RunChange> changes;
     OutputLogitReading outputLogits;
+    // The reports (change_reports.h) of earlier changes, before that window, still in force at
+    // the spike and that moved the run: quoted, since their effect may outlast the window.
+    std::vector<std::string> changesInForce = {};
 };
 
 SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx);
@@ -136,13 +154,15 @@ const std::vector<LogitAlarmRule>& logitAlarmRules();
 // what the run changed in the window before it.
 struct AlarmContext {
     ProbeStats firstRow;
+    std::optional<ProbeStats> previousRow;  // the layer's probe before this one
     std::vector<double> recentQkNorms;
     bool qkNormActive = false;
     std::vector<RunChange> changes;
 };
 
 // The alarm for a layer row that crossed `rule`, stating only what its numbers show. A cause
-// among the run's changes decides it (run_change, or data for a dirty batch / context switch).
+// among the run's changes (a weakened fuse only when it was acting, judged from this row and
+// the layer's previous one) decides it (run_change, or data for a dirty batch / context switch).
 // Otherwise the q/k norms against the layer's recent probes: rising (>= kNormRiseRatio and
 // z >= kNormRiseZ) is a runaway in progress (tier 3); flat but >= kChronicNormGrowth x the
 // layer's first probe means the lengths grew earlier (tier 3, said so); neither, the logits

@@ -30,6 +30,9 @@ class TrainingObserver {
     // The heads QK-Clip scaled after one step's update (never called with an empty list).
     virtual void onQkClips(int64_t /*step*/, const std::vector<QkClip>&) {}
     virtual void onEvent(const EventRecord&) {}
+    // What a change (an event or intervention after step 0) did, once its report window closed
+    // (or the run ended first; qklab/change_reports.h).
+    virtual void onChangeReport(const ChangeReport&) {}
     virtual void onCheckpoint(const CheckpointInfo&) {}
     // Called about every 0.5 s and at probe steps: a good moment to commit buffered rows.
     virtual void onFlushPoint() {}

@@ -63,6 +63,19 @@ void writeNormVerdict(std::ostringstream& t, LogitAlarm& a, bool relative, bool 
     }
 }
 
+// The fuse a change at `changeStep` weakened, read from this row and the layer's previous one.
+FuseReading alarmFuseReading(const ProbeStats& row, const AlarmContext& ctx, int64_t changeStep) {
+    FuseReading r;
+    r.maxRawLogit = row.logitMaxRaw;
+    const auto& prev = ctx.previousRow;
+    if (prev && prev->step < changeStep) {
+        r.maxRawLogit = std::max(r.maxRawLogit, prev->logitMaxRaw);
+        r.fracAtCap = prev->fracAtCap;
+        r.qkShrink = qkShrinkOf(*prev);
+    }
+    return r;
+}
+
 }  // namespace
 
 const std::vector<LogitAlarmRule>& logitAlarmRules() {
@@ -90,7 +103,9 @@ LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
     t << "Layer " << row.layer << ", step " << row.step << ": " << rule.column << " "
       << fmt(a.value) << " passed the intervention line (" << fmt(rule.threshold) << "); ";
     writeNorms(t, row, ctx, recent);
-    if (const RunChange* cause = likeliestCause(ctx.changes)) {
+    std::vector<RunChange> changes = ctx.changes;
+    for (RunChange& c : changes) judgeFuse(c, alarmFuseReading(row, ctx, c.step));
+    if (const RunChange* cause = likeliestCause(changes)) {
         t << "The run changed just before: " << cause->text << ". That is the likeliest cause"
           << (rising ? ", while the q/k lengths also rose. "
                      : ", not a change in the q/k lengths. ");

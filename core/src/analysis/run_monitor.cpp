@@ -34,6 +34,8 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
         auto& recent = m_recentLayerQkNorms[row.layer];
         AlarmContext ctx;
         ctx.firstRow = m_firstLayerRow.emplace(row.layer, row).first->second;
+        if (auto last = m_lastLayerRow.find(row.layer); last != m_lastLayerRow.end())
+            ctx.previousRow = last->second;
         ctx.recentQkNorms.assign(recent.begin(), recent.end());
         ctx.qkNormActive = qkNormActive;
         for (const LogitAlarmRule& rule : logitAlarmRules()) {
@@ -42,6 +44,7 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
             if (ctx.changes.empty()) ctx.changes = changesBefore(m_config, row.step);
             alarms.push_back(makeLogitAlarm(rule, row, ctx));
         }
+        m_lastLayerRow[row.layer] = row;
         recent.push_back(std::max(row.qRawNormP90, row.kRawNormP90));
         if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
     }
@@ -74,7 +77,12 @@ MonitorReport RunMonitor::addStep(const StepMetrics& m, bool qkNormActive, bool 
         m_recentLogZ.pop_front();
         m_recentOutMax.pop_front();
     }
+    m_recentLosses.emplace_back(m.step, m.loss);
+    if (m_recentLosses.size() > static_cast<size_t>(2 * kChangeReportSteps))
+        m_recentLosses.pop_front();
+    m_lastStep = m.step;
     MonitorReport report;
+    report.changeReports = reportChanges(m.step, false);
     if (!spikeHere) return report;
     m_lastSpikeStep = m.step;
     ++m_spikesSoFar;
@@ -89,6 +97,7 @@ MonitorReport RunMonitor::addStep(const StepMetrics& m, bool qkNormActive, bool 
     ctx.stepsSoFar = m.step + 1;
     ctx.changes = changesBefore(m_config, m.step);  // events, interventions, anneals
     ctx.outputLogits = output;
+    ctx.changesInForce = changesInForce(m.step);
     m_undiagnosed.emplace_back(spike, ctx);
     // The diagnosis reads the probe at or after the spike: this step's own, or a later one.
     const bool probedHere = !m_probeHistory.empty() && m_probeHistory.back().step == m.step;
@@ -99,7 +108,44 @@ MonitorReport RunMonitor::addStep(const StepMetrics& m, bool qkNormActive, bool 
 MonitorReport RunMonitor::finish() {
     MonitorReport report;
     report.spikes = diagnoseWaiting();
+    report.changeReports = reportChanges(m_lastStep, true);
     return report;
+}
+
+RunSeries RunMonitor::series() const {
+    return {{m_recentLosses.begin(), m_recentLosses.end()}, m_probeHistory};
+}
+
+std::vector<ChangeReport> RunMonitor::reportChanges(int64_t step, bool final) {
+    std::vector<ChangeReport> out;
+    std::optional<RunSeries> s;  // read once, when a change is due
+    for (const Event& e : m_config.events) {
+        const bool due = final ? e.step <= step : e.step + kChangeReportSteps - 1 <= step;
+        if (e.step <= 0 || !due) continue;
+        // Tried once: a change before a resumed run's first step has no steps to report on.
+        if (!m_changesTried.emplace(e.step, nameOf(e.kind)).second) continue;
+        if (!s) s = series();
+        if (auto r = reportChange(m_config, e, *s, step)) {
+            m_changeReports.emplace(std::make_pair(e.step, r->kind), *r);
+            out.push_back(*r);
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> RunMonitor::changesInForce(int64_t step) const {
+    std::vector<std::string> out;
+    for (const Event& e : m_config.events) {
+        if (e.step <= 0 || e.step >= step - kCauseWindowSteps) continue;
+        if (!changeInForce(m_config, e, step)) continue;
+        const auto done = m_changeReports.find({e.step, nameOf(e.kind)});
+        // A change still being measured: its report so far, without the spike's own step.
+        const auto r = done != m_changeReports.end()
+                           ? std::optional<ChangeReport>(done->second)
+                           : reportChange(m_config, e, series(), step - 1);
+        if (r && r->moved) out.push_back(r->text);
+    }
+    return out;
 }
 
 // Diagnoses the spikes waiting for a probe, with the probe history as it is now.

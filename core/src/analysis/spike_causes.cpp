@@ -66,6 +66,8 @@ RunChange eventChange(const RunConfig& config, const Event& e, int64_t spikeStep
         case EventKind::QkAnneal: {
             c.fuse = ChangedFuse::QkNorm;
             const double from = qkNormStrength(before), to = qkNormStrength(now);
+            c.boundBefore = from;
+            c.boundAfter = to;
             c.effect = to < from - kAlphaChange      ? ChangeEffect::FuseWeakened
                        : to > from + kAlphaChange    ? ChangeEffect::FuseTightened
                        : now.qkNorm != before.qkNorm ? ChangeEffect::FuseTightened
@@ -74,12 +76,16 @@ RunChange eventChange(const RunConfig& config, const Event& e, int64_t spikeStep
         }
         case EventKind::Softcap:
             c.fuse = ChangedFuse::Softcap;
-            c.effect = boundChange(softcapBound(before), softcapBound(at),
-                                   at.softcapKind != before.softcapKind);
+            c.boundBefore = softcapBound(before);
+            c.boundAfter = softcapBound(at);
+            c.effect =
+                boundChange(c.boundBefore, c.boundAfter, at.softcapKind != before.softcapKind);
             break;
         case EventKind::QkClip:
             c.fuse = ChangedFuse::QkClip;
-            c.effect = boundChange(clipBound(before), clipBound(at), false);
+            c.boundBefore = clipBound(before);
+            c.boundAfter = clipBound(at);
+            c.effect = boundChange(c.boundBefore, c.boundAfter, false);
             break;
     }
     return c;
@@ -117,6 +123,8 @@ void addTrajectories(const RunConfig& config, int64_t from, int64_t step,
         c.step = from;
         c.fuse = ChangedFuse::QkNorm;
         c.effect = alphaTo < alphaFrom ? ChangeEffect::FuseWeakened : ChangeEffect::FuseTightened;
+        c.boundBefore = alphaFrom;
+        c.boundAfter = alphaTo;
         c.text = std::string("QK-norm alpha ") + (alphaTo < alphaFrom ? "fell" : "rose") +
                  " from " + diagnosisNumber(alphaFrom) + " to " + diagnosisNumber(alphaTo) + span +
                  annealSource(config, step, EventKind::QkAnneal, "anneal.qk_norm");
@@ -129,6 +137,8 @@ void addTrajectories(const RunConfig& config, int64_t from, int64_t step,
         c.step = from;
         c.fuse = ChangedFuse::Softcap;
         c.effect = boundChange(capFrom, capTo, false);
+        c.boundBefore = capFrom;
+        c.boundAfter = capTo;
         c.text = std::string("softcap C ") + (capTo > capFrom ? "rose" : "fell") + " from " +
                  diagnosisNumber(capFrom) + " to " + diagnosisNumber(capTo) + span +
                  " (anneal.softcap)";
@@ -138,6 +148,10 @@ void addTrajectories(const RunConfig& config, int64_t from, int64_t step,
 
 }  // namespace
 
+RunChange describeChange(const RunConfig& config, const Event& e) {
+    return eventChange(config, e, e.step);
+}
+
 std::vector<RunChange> changesBefore(const RunConfig& config, int64_t step) {
     const int64_t from = std::max<int64_t>(step - kCauseWindowSteps, 0);
     std::vector<RunChange> out;
@@ -145,6 +159,35 @@ std::vector<RunChange> changesBefore(const RunConfig& config, int64_t step) {
         if (e.step >= from && e.step <= step) out.push_back(eventChange(config, e, step));
     addTrajectories(config, from, step, out);
     return out;
+}
+
+namespace {
+
+// Why a weakened fuse was not acting by `r`, or "" when it was (or `r` cannot tell).
+std::string notActingWhy(const RunChange& c, const FuseReading& r) {
+    if (c.fuse == ChangedFuse::QkNorm) {
+        if (!(r.qkShrink <= 1)) return "";  // shortened q/k, or not measured
+        return "QK-norm did not shorten q and k (the projections' q/k lengths were " +
+               diagnosisNumber(r.qkShrink) + "x those entering the dot product)";
+    }
+    if (!std::isfinite(c.boundBefore) || !std::isfinite(r.maxRawLogit)) return "";
+    const double near = kFuseNearBound * c.boundBefore;
+    if (r.maxRawLogit >= near || r.fracAtCap > 0) return "";
+    const bool cap = c.fuse == ChangedFuse::Softcap;
+    return "the raw max logit stayed at or below " + diagnosisNumber(r.maxRawLogit) + ", under " +
+           diagnosisNumber(near) + " = " + diagnosisNumber(kFuseNearBound) + " x its old " +
+           (cap ? "C" : "tau") + (cap && r.fracAtCap == 0 ? ", none at the cap" : "");
+}
+
+}  // namespace
+
+void judgeFuse(RunChange& c, const FuseReading& r) {
+    if (c.effect != ChangeEffect::FuseWeakened || c.fuse == ChangedFuse::None) return;
+    const std::string why = notActingWhy(c, r);
+    if (why.empty()) return;
+    c.effect = ChangeEffect::Neutral;
+    c.notActing = true;
+    c.text += " (not acting before it: " + why + ")";
 }
 
 const RunChange* likeliestCause(const std::vector<RunChange>& changes) {
@@ -190,6 +233,13 @@ CauseAdvice adviceText(const RunChange& cause) {
                     "Check that batch, the sampler and the data pipeline. Do not touch "
                     "QK-norm."};
         case ChangeEffect::FuseTightened:
+            if (cause.fuse == ChangedFuse::Softcap && cause.boundAfter < kSoftcapFlattensBelow)
+                return {2, "Tier 2: " + what + " tightened the softcap to C = " +
+                               diagnosisNumber(cause.boundAfter) + ", below the ~" +
+                               diagnosisNumber(kSoftcapFlattensBelow) +
+                               " under which a softcap flattens attention (docs/CONFIG.md): "
+                               "its cost lasts, it is no transient. Set C back to 30-50 "
+                               "(Gemma 2: 50)."};
             return {1, "Tier 1: " + what +
                            " reshaped the logits the model had learned in one step; a "
                            "transient is expected. Change nothing unless it lasts; next time "

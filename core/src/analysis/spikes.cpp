@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace qklab {
@@ -105,17 +106,49 @@ std::optional<double> RollingZScore::push(double x) {
     return z;
 }
 
+double qkShrinkOf(const ProbeStats& row) {
+    const double entering = row.qNormP90 * row.kNormP90;
+    return entering > 0 ? row.qRawNormP90 * row.kRawNormP90 / entering
+                        : std::numeric_limits<double>::quiet_NaN();
+}
+
+FuseReading fuseReading(const std::vector<ProbeSummary>& history, int64_t changeStep) {
+    FuseReading r;
+    size_t from = 0;
+    bool before = false;
+    for (size_t i = 0; i < history.size(); ++i)
+        if (history[i].step < changeStep) {
+            from = i;
+            before = true;
+        }
+    if (before) {
+        r.fracAtCap = history[from].fracAtCap;
+        r.qkShrink = history[from].qkShrink;
+    }
+    for (size_t i = from; i < history.size(); ++i)
+        if (!(r.maxRawLogit >= history[i].maxLogit)) r.maxRawLogit = history[i].maxLogit;
+    return r;
+}
+
 ProbeSummary summarizeProbes(int64_t step, const std::vector<ProbeStats>& rows) {
     ProbeSummary s;
     s.step = step;
+    int layers = 0;
     for (const auto& r : rows) {
         if (r.head != -1) continue;
+        ++layers;
         s.maxLogit = std::max(s.maxLogit, r.logitMaxRaw);
+        s.maxCapped = std::max(s.maxCapped, r.logitMaxCapped);
+        s.entropy += r.entropy;
+        s.fracAtCap = std::max(s.fracAtCap, r.fracAtCap);
+        const double shrink = qkShrinkOf(r);
+        if (std::isfinite(shrink) && !(s.qkShrink >= shrink)) s.qkShrink = shrink;
         s.p99Logit = std::max(s.p99Logit, r.logitP99Raw);
         // Raw projection norms: with QK-norm on, the normalised ones are constant by design,
         // while the runaway the diagnosis looks for happens in the projections.
         s.qkNorm = std::max({s.qkNorm, r.qRawNormP90, r.kRawNormP90});
     }
+    if (layers > 0) s.entropy /= layers;
     return s;
 }
 
@@ -346,6 +379,13 @@ void writeProbeUnderCause(std::ostringstream& why, const RunChange& cause, const
                "lengths ran away earlier, which tier 3 (QK-norm) addresses. ";
 }
 
+// "An earlier change is still in force and moved the run: <its report>." Its effect may last
+// long after the cause window (a removed softcap: loss +0.32 to the end of the run).
+void writeChangesInForce(std::ostringstream& why, const DiagnosisContext& ctx) {
+    for (const std::string& report : ctx.changesInForce)
+        why << "An earlier change is still in force and moved the run: " << report << " ";
+}
+
 void writeFrequency(std::ostringstream& why, const SpikeEvidence& e, const DiagnosisContext& ctx) {
     why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar << " steps: ";
     if (e.rare)
@@ -365,7 +405,9 @@ void writeFrequency(std::ostringstream& why, const SpikeEvidence& e, const Diagn
 }  // namespace
 
 void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
-                   const DiagnosisContext& ctx) {
+                   const DiagnosisContext& given) {
+    DiagnosisContext ctx = given;  // a weakened fuse that was not acting is no cause
+    for (RunChange& c : ctx.changes) judgeFuse(c, fuseReading(history, c.step));
     const SpikeEvidence e = spikeEvidence(history, ctx);
     const RunChange* cause = likeliestCause(ctx.changes);
     std::ostringstream why;
@@ -398,6 +440,7 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         else
             writeVerdict(why, spike.kind, e);
     }
+    writeChangesInForce(why, ctx);
     writeFrequency(why, e, ctx);
     if (cause) {
         const CauseAdvice advice = adviceFor(*cause);

@@ -273,7 +273,8 @@ void attentionFields(FieldTable& t) {
           [](RunConfig& c) -> SoftcapKind& { return c.attention.softcap.kind; });
     t.add(
         "attention.softcap.c", "Cap width C", "",
-        "cap width C (Gemma 2: 50; below ~20 flattens attention)",
+        "cap width C (Gemma 2: 50; below ~" +
+            std::to_string(static_cast<int>(kSoftcapFlattensBelow)) + " flattens attention)",
         [](RunConfig& c) -> double& { return c.attention.softcap.c; }, 0.1, 1e4);
 }
 

@@ -43,6 +43,10 @@ class Recorder : public TrainingObserver {
         for (const auto& c : clips) m_writer.addQkClip(c);
         if (m_extra) m_extra->onQkClips(step, clips);
     }
+    void onChangeReport(const ChangeReport& r) override {
+        m_writer.addChangeReport(r);
+        if (m_extra) m_extra->onChangeReport(r);
+    }
     void onEvent(const EventRecord& e) override {
         m_writer.addEvent(e);
         if (m_extra) m_extra->onEvent(e);

@@ -244,9 +244,11 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
     if (!p.clips.empty()) observer.onQkClips(p.metrics.step, p.clips);
     const bool probeComing =
         probeComesAtOrAfter(p.metrics.step, config.probes.every, config.schedule.steps);
-    if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm))
-        for (const Spike& s : st.monitor.addStep(p.metrics, p.qkNormActive, probeComing).spikes)
-            observer.onSpike(s);
+    if (std::isfinite(p.metrics.loss) && std::isfinite(p.metrics.gradNorm)) {
+        const MonitorReport r = st.monitor.addStep(p.metrics, p.qkNormActive, probeComing);
+        for (const Spike& s : r.spikes) observer.onSpike(s);
+        for (const ChangeReport& c : r.changeReports) observer.onChangeReport(c);
+    }
     observer.onStep(p.metrics);
 }
 
@@ -466,11 +468,12 @@ void Trainer::Impl::runLoop(TrainingObserver& observer, RunOutcome& outcome) {
     LoopState st(config);
     trainSteps(st, observer, outcome);
     // A run that ended (stopped, diverged) before the probe a spike waited for: diagnose it with
-    // the latest probe before it, which its text says.
-    if (st.monitor.waiting()) {
-        for (const Spike& s : st.monitor.finish().spikes) observer.onSpike(s);
-        observer.onFlushPoint();
-    }
+    // the latest probe before it, which its text says. A change whose report window had not
+    // closed is reported over the steps it had.
+    const MonitorReport last = st.monitor.finish();
+    for (const Spike& s : last.spikes) observer.onSpike(s);
+    for (const ChangeReport& c : last.changeReports) observer.onChangeReport(c);
+    if (!last.spikes.empty() || !last.changeReports.empty()) observer.onFlushPoint();
 }
 
 void Trainer::Impl::trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome) {

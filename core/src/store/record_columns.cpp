@@ -360,6 +360,31 @@ const RecordTable<CustomScalar>& customScalarTable() {
     return table;
 }
 
+// KeepLast: a change reported again (a resumed run) keeps the last word. NULL measures: NaN
+// (a window without a probe).
+const RecordTable<ChangeReport>& changeReportTable() {
+    using R = ChangeReport;
+    static const RecordTable<R> table{
+        "change_reports", schemaVersionOf(SchemaFeature::ChangeReports), "step, kind",
+        RecordTable<R>::Insert::KeepLast,
+        built<RecordColumn<R>>({
+            column("step", "step", &R::step),
+            column("kind", "kind", &R::kind),
+            column("report_step", "measured to step", &R::reportStep),
+            column("loss_before", "loss before", &R::lossBefore),
+            column("loss_after", "loss after", &R::lossAfter),
+            column("loss_expected", "loss expected", &R::lossExpected),
+            column("loss_z", "loss z-score", &R::lossZ),
+            column("entropy_before", "entropy before", &R::entropyBefore),
+            column("entropy_after", "entropy after", &R::entropyAfter),
+            column("max_logit_before", "max logit before", &R::maxLogitBefore),
+            column("max_logit_after", "max logit after", &R::maxLogitAfter),
+            column("moved", "moved the run", &R::moved),
+            column("text", "report", &R::text),
+        })};
+    return table;
+}
+
 const std::vector<RunColumn>& runColumns() {
     static const std::vector<RunColumn> columns = makeRunColumns();
     return columns;

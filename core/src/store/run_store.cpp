@@ -249,6 +249,10 @@ std::vector<QkClip> RunStore::qkClips(int64_t runId) {
     return readRows(*m_db, m_version, qkClipTable(), runId);
 }
 
+std::vector<ChangeReport> RunStore::changeReports(int64_t runId) {
+    return readRows(*m_db, m_version, changeReportTable(), runId);
+}
+
 bool trainedOutsideQklab(const RunInfo& r) {
     return !r.source.empty() && r.source != "qklab";
 }

@@ -85,6 +85,7 @@ struct RunWriter::Impl {
     std::vector<Spike> spikes;
     std::vector<LogitAlarm> alarms;
     std::vector<QkClip> clips;
+    std::vector<ChangeReport> changeReports;
     std::vector<CustomScalar> customs;
     std::vector<EventRecord> events;
     std::vector<CheckpointInfo> checkpoints;
@@ -95,7 +96,7 @@ struct RunWriter::Impl {
 
     // Prepared once, reused by every flush.
     std::unique_ptr<Statement> insStep, insProbe, insHist, insMap, insSpike, insEvent, insCkpt;
-    std::unique_ptr<Statement> insAlarm, insClip, insCustom;
+    std::unique_ptr<Statement> insAlarm, insClip, insCustom, insChange;
     std::unique_ptr<Statement> updSummary;
 
     Statement& prepared(std::unique_ptr<Statement>& slot, const std::string& sql) {
@@ -113,7 +114,7 @@ struct RunWriter::Impl {
     bool empty() const {
         return steps.empty() && probes.empty() && histograms.empty() && maps.empty() &&
                spikes.empty() && alarms.empty() && clips.empty() && customs.empty() &&
-               events.empty() && checkpoints.empty();
+               changeReports.empty() && events.empty() && checkpoints.empty();
     }
 
     void writeRows();
@@ -163,6 +164,7 @@ void RunWriter::Impl::clearBuffers() {
     spikes.clear();
     alarms.clear();
     clips.clear();
+    changeReports.clear();
     customs.clear();
     events.clear();
     checkpoints.clear();
@@ -203,6 +205,7 @@ void RunWriter::Impl::writeRows() {
     insertAll(insAlarm, logitAlarmTable(), alarms);
     insertAll(insClip, qkClipTable(), clips);
     insertAll(insCustom, customScalarTable(), customs);
+    insertAll(insChange, changeReportTable(), changeReports);
     Statement& se = prepared(insEvent,
                              "INSERT INTO events(run_id, step, kind, params_json, source) "
                              "VALUES(?,?,?,?,?)");
@@ -336,9 +339,10 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     };
     // A clip at step s scaled the weights after s's update, before the checkpoint of s + 1:
     // clips from fromStep on are done again by the resumed run.
-    for (const char* table : {stepMetricTable().table, "probe_stats", "histograms",
-                              "attention_maps", spikeTable().table, logitAlarmTable().table,
-                              qkClipTable().table, customScalarTable().table})
+    for (const char* table :
+         {stepMetricTable().table, "probe_stats", "histograms", "attention_maps",
+          spikeTable().table, logitAlarmTable().table, qkClipTable().table,
+          customScalarTable().table, changeReportTable().table})
         run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
     // Events before fromStep are history (the trainer reports config events only when they
     // take effect, so those at or after fromStep are reported again as the run reaches them).
@@ -426,6 +430,10 @@ void RunWriter::addLogitAlarm(const LogitAlarm& a) {
 
 void RunWriter::addQkClip(const QkClip& c) {
     m_impl->clips.push_back(c);
+}
+
+void RunWriter::addChangeReport(const ChangeReport& r) {
+    m_impl->changeReports.push_back(r);
 }
 
 void RunWriter::addCustomScalar(const CustomScalar& c) {

@@ -197,6 +197,21 @@ CREATE TABLE custom_scalars(
     name TEXT NOT NULL, step INTEGER NOT NULL, value REAL,
     PRIMARY KEY(run_id, name, step)) WITHOUT ROWID;
 )sql",
+    // 12: what each change to a run did (qklab/change_reports.h): the loss (and what the trend
+    // before led to expect), attention entropy and the max logit softmax sees over the steps
+    // from the change on (to report_step) against as many before it; one row per change, by its
+    // step and event kind.
+    R"sql(
+CREATE TABLE change_reports(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, kind TEXT NOT NULL, report_step INTEGER NOT NULL,
+    loss_before REAL, loss_after REAL, loss_expected REAL, loss_z REAL,
+    entropy_before REAL, entropy_after REAL,
+    max_logit_before REAL, max_logit_after REAL,
+    moved INTEGER NOT NULL DEFAULT 0,
+    text TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY(run_id, step, kind));
+)sql",
 #ifdef QKLAB_EXTRA_COLUMNS
     kExtraColumnsMigration,  // the test build's (record_columns.cpp)
 #endif

@@ -28,6 +28,7 @@ enum class SchemaFeature {
     QkClips,        // the qk_clips table
     OutputLogits,   // step_metrics.logz_mean, logz_max, out_logit_max, z_loss_term, update_norm
     ExternalRuns,   // runs.source and .user_config, the custom_scalars table
+    ChangeReports,  // the change_reports table
 };
 
 struct SchemaFeatureVersion {
@@ -40,7 +41,7 @@ inline constexpr SchemaFeatureVersion kSchemaFeatures[] = {
     {SchemaFeature::LogitAlarms, 5},   {SchemaFeature::MapReasons, 6},
     {SchemaFeature::Comparisons, 7},   {SchemaFeature::Sweeps, 8},
     {SchemaFeature::QkClips, 9},       {SchemaFeature::OutputLogits, 10},
-    {SchemaFeature::ExternalRuns, 11},
+    {SchemaFeature::ExternalRuns, 11}, {SchemaFeature::ChangeReports, 12},
 };
 
 constexpr int schemaVersionOf(SchemaFeature feature) {
