@@ -20,7 +20,9 @@ For each claim the checker
      "made_from") and on seeds it was not (its "held_out", never one of made_from): every
      value must lie in it, and the range must reach past the made-from values' min and max by
      the margin (the table's "margin", or the claim's: that fraction of their spread), so that
-     a range is not the min-max of the seeds it is checked on. A claim may name its own
+     a range is not the min-max of the seeds it is checked on (the margin stops at the
+     claim's "limits", what the measure cannot pass: 0 for an entropy, sqrt(d_head) for a
+     QK-normed logit). A claim may name its own
      "made_from" and "held_out" (a range re-made after it failed on held-out seeds). A claim
      on named seeds ("seeds": "C = 30 ended lower on seed 1") is checked on those seeds only.
      A value that does not exist (a line never crossed) is out of range;
@@ -168,12 +170,15 @@ def margin_problem(claim, made, margin):
     lo, hi = claim["range"]
     reach = margin * (max(values) - min(values))
     need_lo, need_hi = min(values) - reach, max(values) + reach
+    floor, ceiling = claim.get("limits", [None, None])  # what the measure cannot pass
+    need_lo = need_lo if floor is None else max(need_lo, floor)
+    need_hi = need_hi if ceiling is None else min(need_hi, ceiling)
     if (lo is None or lo <= need_lo + 1e-12) and (hi is None or hi >= need_hi - 1e-12):
         return None
-    return "the range sits on its made-from seeds' edge: their min-max %s-%s with margin %g " \
-           "needs [%s, %s]" % (number(min(values)), number(max(values)), margin,
-                               number(need_lo) if lo is not None else "-",
-                               number(need_hi) if hi is not None else "-")
+    return "the range sits on its made-from seeds' edge: their min-max %.6g-%.6g with margin %g " \
+           "needs [%s, %s]" % (min(values), max(values), margin,
+                               "%.6g" % need_lo if lo is not None else "-",
+                               "%.6g" % need_hi if hi is not None else "-")
 
 
 def check(runner, claim, runs, table_margin, fast):

@@ -7,6 +7,7 @@
 Issue 36: a range must be checked on seeds it was not made from (held out), with the margin
 the table states, and a number in the documents that is not a row of the table is refused.
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -73,8 +74,8 @@ class Lab:
     def check(self, *extra):
         env = dict(os.environ, FAKE_VALUES=self.values)
         out = subprocess.run([sys.executable, CHECKER, "--root", self.tmp, "--table", self.table,
-                              "--cli", self.cli, "--db", os.path.join(self.tmp, "c.db")]
-                             + list(extra), capture_output=True, text=True, env=env)
+                              "--cli", self.cli] + list(extra), capture_output=True, text=True,
+                             env=env)
         return out.returncode, out.stdout + out.stderr
 
 
@@ -88,71 +89,117 @@ def table(made_from, held_out, rng, margin=0.5, text="loss 1.0-2.0", **claim):
             "not_claims": []}
 
 
+def load_checker():
+    spec = importlib.util.spec_from_file_location("check_claims", CHECKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeRunner:
+    """check()'s runner without training: every measure of seed s is values[s]."""
+
+    def __init__(self, root, values):
+        self.root, self.values, self.seeds_read = root, values, []
+
+    def measure(self, run, seed, what):
+        self.seeds_read.append(seed)
+        return self.values[seed]
+
+
 class HeldOutSeeds(unittest.TestCase):
-    def lab(self, tbl, values, doc="The loss 1.0-2.0 here.\n"):
+    """check() in this process on a one-claim table; the first and the last test run the
+    checker as a process with the fake qklab-cli."""
+
+    checker = load_checker()
+
+    def check(self, tbl, values, doc="The loss 1.0-2.0 here.\n", fast=False):
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
-        return Lab(tmp.name, tbl, {DOC: doc}, values)
+        os.makedirs(os.path.join(tmp.name, "docs"))
+        with open(os.path.join(tmp.name, DOC), "w") as f:
+            f.write(doc)
+        self.runner = FakeRunner(tmp.name, values)
+        return self.checker.check(self.runner, tbl["claims"][0], tbl["runs"], tbl["margin"],
+                                  fast)
 
     def test_a_range_checked_only_on_its_own_seeds_is_refused(self):
         for held_out in (None, [], [2, 3]):
-            lab = self.lab(table([1, 2], held_out, [1.0, 2.0]), {1: 1.4, 2: 1.6, 3: 1.5})
+            tbl = table([1, 2], held_out, [1.0, 2.0])
+            problems = self.checker.table_problems(tbl["runs"], tbl["claims"])
+            self.assertEqual(len(problems), 1, problems)
+            self.assertIn("held_out", problems[0])
+        with tempfile.TemporaryDirectory() as tmp:
+            lab = Lab(tmp, table([1, 2], [], [1.0, 2.0]), {DOC: "The loss 1.0-2.0 here.\n"}, {})
             rc, out = lab.check()
-            self.assertEqual(rc, 2, out)
-            self.assertIn("held_out", out)
+        self.assertEqual(rc, 2, out)
+        self.assertIn("run r: no \"held_out\" seeds", out)
 
     def test_a_held_out_seed_out_of_range_fails_the_claim(self):
-        lab = self.lab(table([1, 2], [3], [1.0, 2.0]), {1: 1.4, 2: 1.6, 3: 2.3})
-        rc, out = lab.check()
-        self.assertEqual(rc, 1, out)
-        self.assertIn("held-out seed 3 gives 2.3", out)
+        holds, _, why = self.check(table([1, 2], [3], [1.0, 2.0]), {1: 1.4, 2: 1.6, 3: 2.3})
+        self.assertFalse(holds)
+        self.assertEqual(why, "held-out seed 3 gives 2.3")
 
     def test_held_out_seeds_in_range_hold(self):
-        lab = self.lab(table([1, 2], [3], [1.0, 2.0]), {1: 1.4, 2: 1.6, 3: 1.9})
-        rc, out = lab.check()
-        self.assertEqual(rc, 0, out)
-        self.assertIn("made from 1: 1.4, 2: 1.6", out)
-        self.assertIn("held out 3: 1.9", out)
+        holds, measured, why = self.check(table([1, 2], [3], [1.0, 2.0]),
+                                          {1: 1.4, 2: 1.6, 3: 1.9})
+        self.assertTrue(holds, why)
+        self.assertEqual(measured, "made from 1: 1.4, 2: 1.6; held out 3: 1.9")
 
     def test_a_range_on_the_edge_of_its_seeds_is_refused(self):
         # Spread 0.2, margin 0.5: the range must reach 1.3 .. 1.7 at least; [1.35, 2] does not.
-        lab = self.lab(table([1, 2], [3], [1.35, 2.0], text="loss 1.35-2.0"),
-                       {1: 1.4, 2: 1.6, 3: 1.5}, doc="The loss 1.35-2.0 here.\n")
-        rc, out = lab.check()
-        self.assertEqual(rc, 1, out)
-        self.assertIn("margin", out)
-        self.assertIn("1.3", out)
+        holds, _, why = self.check(table([1, 2], [3], [1.35, 2.0], text="loss 1.35-2.0"),
+                                   {1: 1.4, 2: 1.6, 3: 1.5}, doc="The loss 1.35-2.0 here.\n")
+        self.assertFalse(holds)
+        self.assertIn("edge: their min-max 1.4-1.6 with margin 0.5 needs [1.3, 1.7]", why)
+
+    def test_the_margin_stops_at_what_the_measure_cannot_pass(self):
+        # Spread 0.2, margin 0.5: [1.3, 1.7], but the measure cannot pass 1.65.
+        tbl = table([1, 2], [3], [1.3, 1.65], text="loss 1.3-1.65")
+        doc = "The loss 1.3-1.65 here.\n"
+        holds, _, why = self.check(tbl, {1: 1.4, 2: 1.6, 3: 1.5}, doc=doc)
+        self.assertFalse(holds)
+        self.assertIn("needs [1.3, 1.7]", why)
+        tbl["claims"][0]["limits"] = [None, 1.65]
+        holds, _, why = self.check(tbl, {1: 1.4, 2: 1.6, 3: 1.5}, doc=doc)
+        self.assertTrue(holds, why)
 
     def test_fast_reads_the_first_made_from_and_the_first_held_out_seed(self):
         tbl = table([1, 2], [3, 4], [1.0, 2.0], fast=True)
-        lab = self.lab(tbl, {1: 1.4, 2: 1.6, 3: 1.9, 4: 5.0})
-        rc, out = lab.check("--fast")
-        self.assertEqual(rc, 0, out)
-        self.assertIn("made from 1: 1.4;", out)
-        self.assertIn("held out 3: 1.9", out)
-        rc, out = lab.check()
-        self.assertEqual(rc, 1, out)
-        self.assertIn("held-out seed 4 gives 5", out)
+        values = {1: 1.4, 2: 1.6, 3: 1.9, 4: 5.0}
+        holds, measured, why = self.check(tbl, values, fast=True)
+        self.assertTrue(holds, why)
+        self.assertEqual(self.runner.seeds_read, [1, 3])
+        holds, _, why = self.check(tbl, values)
+        self.assertFalse(holds)
+        self.assertEqual(why, "held-out seed 4 gives 5")
 
     def test_a_claims_own_seeds_replace_its_runs(self):
         # Re-made from seeds 1-3 after failing on seed 3, checked on seed 4.
         tbl = table([1, 2], [3], [1.0, 3.0], text="loss 1.0-3.0")
         tbl["claims"][0].update(made_from=[1, 2, 3], held_out=[4])
-        lab = self.lab(tbl, {1: 1.4, 2: 1.6, 3: 2.3, 4: 5.0}, doc="The loss 1.0-3.0 here.\n")
-        rc, out = lab.check()
-        self.assertEqual(rc, 1, out)
-        self.assertIn("made from 1: 1.4, 2: 1.6, 3: 2.3; held out 4: 5", out)
+        holds, measured, _ = self.check(tbl, {1: 1.4, 2: 1.6, 3: 2.3, 4: 5.0},
+                                        doc="The loss 1.0-3.0 here.\n")
+        self.assertFalse(holds)
+        self.assertEqual(measured, "made from 1: 1.4, 2: 1.6, 3: 2.3; held out 4: 5")
         tbl["claims"][0]["held_out"] = [3, 4]
-        lab = self.lab(tbl, {1: 1.4, 2: 1.6, 3: 2.3, 4: 2.0}, doc="The loss 1.0-3.0 here.\n")
-        rc, out = lab.check()
-        self.assertEqual(rc, 2, out)
-        self.assertIn("claim c1: seeds 3 are both made_from and held_out", out)
+        problems = self.checker.table_problems(tbl["runs"], tbl["claims"])
+        self.assertEqual(problems, ["claim c1: seeds 3 are both made_from and held_out"])
 
     def test_a_claim_on_named_seeds_needs_no_held_out_seed(self):
         tbl = table([1, 2], [3], [None, 0.0], text="lower on seed 2", seeds=[2])
-        lab = self.lab(tbl, {1: 0.5, 2: -0.1, 3: 0.5}, doc="It ended lower on seed 2.\n")
-        rc, out = lab.check()
-        self.assertEqual(rc, 0, out)
+        holds, measured, why = self.check(tbl, {1: 0.5, 2: -0.1, 3: 0.5},
+                                          doc="It ended lower on seed 2.\n")
+        self.assertTrue(holds, why)
+        self.assertEqual(self.runner.seeds_read, [2])
+
+    def test_the_checker_process_fails_a_held_out_seed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            lab = Lab(tmp, table([1, 2], [3], [1.0, 2.0]), {DOC: "The loss 1.0-2.0 here.\n"},
+                      {1: 1.4, 2: 1.6, 3: 2.3})
+            rc, out = lab.check()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("claim fails: c1 (held-out seed 3 gives 2.3)", out)
 
 
 class ClaimNumbers(unittest.TestCase):
