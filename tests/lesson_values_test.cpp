@@ -54,6 +54,16 @@ std::string fill(const std::string& text, int steps = 16) {
     return fillLessonValues(text, rows.lookup());
 }
 
+// The message lessonValuesIn gives for `text`, "" when it parses.
+std::string error(const std::string& text) {
+    try {
+        lessonValuesIn(text);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
 }  // namespace
 
 TEST(LessonValues, EachKindReadsTheWorstLayerOrTheOneNamed) {
@@ -88,14 +98,6 @@ TEST(LessonValues, NotThereYetShowsAnEllipsis) {
 }
 
 TEST(LessonValues, MalformedPlaceholdersNameThemselves) {
-    const auto error = [](const std::string& text) {
-        try {
-            lessonValuesIn(text);
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
     EXPECT_NE(error("{{max_logit at=10}}").find("is not a metric"), std::string::npos);
     EXPECT_NE(error("{{logit_max_rav at=10}}").find("did you mean \"logit_max_raw\""),
               std::string::npos);
@@ -190,14 +192,6 @@ TEST(LessonValues, NumbersAreTheUnroundedValuesOrTheCrossingStep) {
 // Issue 36: only decimal numbers (std::stod took "0x10" and "1e1" alike), no empty run=, and a
 // value echoed in a message is clipped.
 TEST(LessonValues, NumbersAreDecimalAndRunNamesAreNotEmpty) {
-    const auto error = [](const std::string& text) {
-        try {
-            lessonValuesIn(text);
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
     EXPECT_NE(error("{{loss at=0x10}}").find("is not a number"), std::string::npos);
     EXPECT_NE(error("{{loss first_above=nan}}").find("is not a number"), std::string::npos);
     EXPECT_NE(error("{{loss first_above=1e999}}").find("is not a number"), std::string::npos);
