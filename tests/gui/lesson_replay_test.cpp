@@ -10,6 +10,8 @@
 #include "lesson_test_util.h"
 #include "lessons/replay_bar.h"
 #include "lessons/replay_player.h"
+#include "live/attention_map_panel.h"
+#include "live/histogram_panel.h"
 #include "live/live_plots_panel.h"
 #include "shell/main_window.h"
 
@@ -117,6 +119,37 @@ class LessonReplayTest : public QObject {
         QCOMPARE(steps.size(), size_t(11));
         QCOMPARE(steps.back(), int64_t(10));  // the step after the pause, not a later one
         player.pause();
+    }
+
+    // Issue 37, item 2: a replay showed the whole stored run. The histograms and attention
+    // maps read the store, and the window's two-second "follow a run being written" timer
+    // reloaded the whole run under the replay (its header never said "finished"). Paused at
+    // step 20 of 100, every view must still end at 20 after that timer has had its chance.
+    void everyViewEndsAtTheReplayedStep() {
+        const QString db = m_dir.filePath(QStringLiteral("maps.db"));
+        const int64_t run = test::writeKnownRun(db, "with-maps", 100, true);
+        MainWindow w;
+        w.setQuiet(true);
+        w.show();
+        QVERIFY(w.openDatabase(db));
+        QString error;
+        QVERIFY2(w.startReplay(run, 50, &error), qPrintable(error));
+        ReplayPlayer* player = w.part<ReplayPlayer>();
+        player->pause();
+        player->seek(25);
+        const auto endsAt25 = [&] {
+            QCOMPARE(w.part<LivePlotsPanel>()->run().steps.back().step, int64_t(25));
+            QTRY_COMPARE(w.part<HistogramPanel>()->lastLoadedStep(), int64_t(20));
+            QCOMPARE(w.part<HistogramPanel>()->loadedSteps(), 3);
+            QTRY_COMPARE(w.part<AttentionMapPanel>()->shownStep(), int64_t(20));
+            QCOMPARE(w.part<AttentionMapPanel>()->stepCount(), 3);
+        };
+        endsAt25();
+        QTest::qWait(2500);  // the follow timer (2 s) would have reloaded the stored run
+        endsAt25();
+        player->seek(99);  // the whole run, once the replay reaches its end
+        QTRY_COMPARE(w.part<HistogramPanel>()->loadedSteps(), 10);
+        QTRY_COMPARE(w.part<AttentionMapPanel>()->stepCount(), 10);
     }
 
     // Scrub to k (the bar's slider and seek()): the live views hold exactly the steps 0..k and

@@ -5,6 +5,7 @@
 #include <QString>
 #include <cmath>
 
+#include "common/hist_bins.h"
 #include "gui_test_util.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
@@ -14,8 +15,10 @@ namespace qklab::gui::test {
 // `steps` steps; step s took tokens/tokensPerSec = 4*32/(1280 * (1 + s % 2)) seconds (0.1 s
 // on even steps, 0.05 s on odd ones); probes every 5 steps on two layers: layer 0's raw max
 // logit is 1.5^(s/5) (crosses 30 between probes), layer 1's 2 (never); a user event at step
-// 12, a spike at 40 and a logit alarm at the first probe past 30.
-inline int64_t writeKnownRun(const QString& db, const std::string& name, int steps = 100) {
+// 12, a spike at 40 and a logit alarm at the first probe past 30. With `maps`, a histogram
+// (layer 0, all heads) and a 2x2 attention map (layer 0, head 0) every 10 steps.
+inline int64_t writeKnownRun(const QString& db, const std::string& name, int steps = 100,
+                             bool maps = false) {
     RunConfig c = tinyConfig(steps);
     c.model.nLayers = 2;
     NewRun nr;
@@ -32,6 +35,17 @@ inline int64_t writeKnownRun(const QString& db, const std::string& name, int ste
         m.seqLen = 32;
         m.tokensPerSec = 1280.0 * (1 + s % 2);
         w.addStep(m);
+        if (maps && s % 10 == 0) {
+            LogitHistogram h;
+            h.step = s;
+            h.counts.assign(size_t(histBinsOf(c.probes).count()), 1);
+            w.addHistogram(h);
+            AttentionMap map;
+            map.step = s;
+            map.size = 2;
+            map.weights = {1, 0, 0.5f, 0.5f};
+            w.addAttentionMap(map);
+        }
         if (s % 5 != 0) continue;
         for (int layer = 0; layer < 2; ++layer) {
             ProbeStats p;

@@ -160,6 +160,7 @@ void AttentionMapPanel::setRun(int64_t runId, const RunConfig& config, const QSt
     m_runId = runId;
     m_config = config;
     m_dbPath = dbPath;
+    m_stepLimit.reset();
     m_steps.clear();
     m_maps.clear();
     m_layer->clear();
@@ -182,12 +183,32 @@ void AttentionMapPanel::notifyNewData(int64_t runId) {
     if (runId == m_runId && !m_reloadTimer->isActive()) m_reloadTimer->start();
 }
 
+void AttentionMapPanel::setStepLimit(int64_t step) {
+    if (m_stepLimit == step) return;
+    m_stepLimit = step;
+    reloadSteps();
+}
+
+int64_t AttentionMapPanel::shownStep() const {
+    return m_steps.empty() ? -1 : m_steps[std::min<size_t>(m_step->value(), m_steps.size() - 1)];
+}
+
 void AttentionMapPanel::reloadSteps() {
     if (m_runId == 0) return;
+    m_reloadTimer->stop();
     const int64_t runId = m_runId;
+    const std::optional<int64_t> limit = m_stepLimit;
     const uint64_t generation = ++m_generation;
     readStoreAsync<std::vector<int64_t>>(
-        this, m_dbPath, [runId](RunStore& store) { return store.attentionMapSteps(runId); },
+        this, m_dbPath,
+        [runId, limit](RunStore& store) {
+            std::vector<int64_t> steps = store.attentionMapSteps(runId);
+            if (limit)
+                steps.erase(std::remove_if(steps.begin(), steps.end(),
+                                           [&](int64_t s) { return s > *limit; }),
+                            steps.end());
+            return steps;
+        },
         [this, generation](std::vector<int64_t> steps) {
             if (generation != m_generation) return;
             const bool atEnd = m_steps.empty() || m_step->value() >= int(m_steps.size()) - 1;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QWidget>
+#include <optional>
 #include <vector>
 
 #include "qklab/records.h"
@@ -37,6 +38,11 @@ class AttentionMapPanel : public QWidget {
     void setRunLabel(int64_t runId, const QString& label);
     void clear();
     void notifyNewData(int64_t runId);  // live run stored new maps: refresh the step list
+    // A replay: only maps up to `step` exist yet (-1: none); reloads at once. setRun() lifts it.
+    void setStepLimit(int64_t step);
+    std::optional<int64_t> stepLimit() const { return m_stepLimit; }
+    // The step of the map shown (-1: none).
+    int64_t shownStep() const;
 
     int stepCount() const { return int(m_steps.size()); }
     QCustomPlot* plot() const { return m_plot; }
@@ -63,7 +69,8 @@ class AttentionMapPanel : public QWidget {
     RunConfig m_config;
     QString m_dbPath;
     std::vector<int64_t> m_steps;
-    std::vector<AttentionMap> m_maps;  // every layer/head of the shown step
+    std::optional<int64_t> m_stepLimit;  // a replay's position; none: every stored map
+    std::vector<AttentionMap> m_maps;    // every layer/head of the shown step
     uint64_t m_generation = 0;
 
     QComboBox* m_layer = nullptr;

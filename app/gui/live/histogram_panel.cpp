@@ -158,6 +158,7 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
                             const QString& runLabel) {
     m_runLabel->setText(runLabel.isEmpty() ? tr("Run %1").arg(runId) : runLabel);
     const bool same = runId == m_runId && dbPath == m_dbPath;
+    m_stepLimit.reset();
     m_runId = runId;
     m_config = config;
     m_dbPath = dbPath;
@@ -204,18 +205,31 @@ void HistogramPanel::notifyNewData(int64_t runId) {
     if (runId == m_runId && !m_reloadTimer->isActive()) m_reloadTimer->start();
 }
 
+void HistogramPanel::setStepLimit(int64_t step) {
+    if (m_stepLimit == step) return;
+    m_stepLimit = step;
+    reload();
+}
+
 void HistogramPanel::reload() {
     if (m_runId == 0) return;
+    m_reloadTimer->stop();
     const int64_t runId = m_runId;
+    const std::optional<int64_t> limit = m_stepLimit;
     const int32_t layer = m_layer->currentData().toInt();
     const int32_t head = m_head->currentData().isValid() ? m_head->currentData().toInt() : -1;
     const uint64_t generation = ++m_generation;
     const HistBins bins = m_bins;
     readStoreAsync<HistogramLoad>(
         this, m_dbPath,
-        [runId, layer, head, bins](RunStore& store) {
+        [runId, layer, head, bins, limit](RunStore& store) {
             HistogramLoad load;
             load.rows = store.histograms(runId, layer, head);
+            if (limit)
+                load.rows.erase(
+                    std::remove_if(load.rows.begin(), load.rows.end(),
+                                   [&](const LogitHistogram& h) { return h.step > *limit; }),
+                    load.rows.end());
             std::sort(
                 load.rows.begin(), load.rows.end(),
                 [](const LogitHistogram& a, const LogitHistogram& b) { return a.step < b.step; });

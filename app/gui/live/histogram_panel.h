@@ -9,6 +9,7 @@
 
 #include <QWidget>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/hist_bins.h"
@@ -46,6 +47,12 @@ class HistogramPanel : public QWidget {
     void clear();
     // New rows were written for this run (live training): reload soon, at most once a second.
     void notifyNewData(int64_t runId);
+    // A replay: only rows up to `step` exist yet (-1: none), as the live run had them then;
+    // reloads at once. setRun() lifts the limit.
+    void setStepLimit(int64_t step);
+    std::optional<int64_t> stepLimit() const { return m_stepLimit; }
+    // The newest step the view holds (-1: none).
+    int64_t lastLoadedStep() const { return m_rows.empty() ? -1 : m_rows.back().step; }
 
     // Rows currently loaded (tests and the smoke screenshots check them).
     int loadedSteps() const { return int(m_rows.size()); }
@@ -94,6 +101,7 @@ class HistogramPanel : public QWidget {
     HistBins m_bins;
     std::vector<LogitHistogram> m_rows;  // one layer/head, sorted by step
     uint64_t m_generation = 0;
+    std::optional<int64_t> m_stepLimit;  // a replay's position; none: every stored row
 
     QComboBox* m_layer = nullptr;
     QComboBox* m_head = nullptr;

@@ -439,6 +439,8 @@ void MainWindow::openComparison(const QString& savedName) {
 void MainWindow::followStoredRun() {
     const int64_t id = m_live->runId();
     if (id <= 0 || id == m_controller->activeRunId()) return;  // this app's own run is live
+    // A replay shows the run as it was at the replayed step; the stored whole would undo it.
+    if (m_replay->hasRun() && id == m_replay->runId()) return;
     const RunListModel& list = *m_browser->model();
     const int row = list.rowOf(id);
     if (row < 0) return;

@@ -159,6 +159,7 @@ class MainWindow : public LabWindow {
     // has committed more of it since it was loaded: the live view follows it as the run list
     // does.
     void followStoredRun();
+    void cutStoreViewsAtReplay();  // the store-read views end at the replayed step
     bool m_quiet = false;
 };
 

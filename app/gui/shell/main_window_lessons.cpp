@@ -101,6 +101,7 @@ void MainWindow::chooseLesson() {
     LessonChooser chooser(this);
     if (chooser.exec() != QDialog::Accepted || chooser.chosenPath().isEmpty()) return;
     if (chooser.freshDatabase() && !openFreshClassDatabase()) return;
+    m_lessonStage->setPreferReplay(chooser.replayRecorded());
     openLesson(chooser.chosenPath());
 }
 
@@ -173,6 +174,13 @@ bool MainWindow::startReplay(int64_t runId, double stepsPerSecond, QString* erro
     return true;
 }
 
+void MainWindow::cutStoreViewsAtReplay() {
+    if (!m_replay->hasRun()) return;
+    const int64_t step = m_replay->position();
+    m_histograms->setStepLimit(step);
+    m_attention->setStepLimit(step);
+}
+
 void MainWindow::stopReplay() {
     m_replay->clear();
     m_replayDock->hide();
@@ -191,22 +199,24 @@ void MainWindow::connectReplay() {
                     m_replay->dbPath().isEmpty() ? m_browser->databasePath() : m_replay->dbPath();
                 m_histograms->setRun(runId, config, db, label);
                 m_attention->setRun(runId, config, db, label);
+                cutStoreViewsAtReplay();
                 m_spikes->setSpikes(runId, {});
                 m_spikes->setLogitAlarms(runId, {});
             });
     connect(m_replay, &ReplayPlayer::batchReady, this, &MainWindow::onBatch);
-    // The store-read views follow the replayed step, at most four times a second.
+    // The store-read views (histograms, attention maps) hold the rows the live run had
+    // stored at the replayed step, no later ones: cut at once for a reset, then following
+    // the position at most four times a second.
     auto* follow = new QTimer(this);
     follow->setSingleShot(true);
     follow->setInterval(250);
-    connect(follow, &QTimer::timeout, this, [this] {
-        const int64_t step = m_replay->position();
-        if (step < 0) return;
-        if (m_tabs->currentWidget() == m_histograms) m_histograms->jumpToStep(step);
-        if (m_tabs->currentWidget() == m_attention) m_attention->jumpToStep(step);
-    });
+    connect(follow, &QTimer::timeout, this, [this] { cutStoreViewsAtReplay(); });
     connect(m_replay, &ReplayPlayer::positionChanged, follow, [follow] {
         if (!follow->isActive()) follow->start();
+    });
+    // Paused (a callout, the bar's pause, the end): cut now, without waiting for the timer.
+    connect(m_replay, &ReplayPlayer::playingChanged, this, [this](bool playing) {
+        if (!playing) cutStoreViewsAtReplay();
     });
     connect(m_replayBar, &ReplayBar::closeRequested, this, &MainWindow::stopReplay);
     // A run starting live takes the views back.
