@@ -407,22 +407,34 @@ class LessonPlayerTest : public QObject {
         LessonPlayer* player = w->part<LessonPlayer>();
         std::vector<int64_t> firstIds;
         auto* status = player->findChild<QLabel*>(QStringLiteral("lessonStatus"));
-        const auto trainedBoth = [&] {
-            QVERIFY(status->text().startsWith(QStringLiteral("Training")));
-            QTRY_VERIFY_WITH_TIMEOUT(status->text().contains(QStringLiteral("has finished")),
-                                     60000);
-            player->next();
-            QTRY_VERIFY_WITH_TIMEOUT(status->text().contains(QStringLiteral("has finished")),
-                                     60000);
-            QVERIFY(!c->isBusy());
-        };
         auto* replayInstead =
             player->findChild<QPushButton*>(QStringLiteral("lessonReplayInstead"));
+        auto* trainLive = player->findChild<QPushButton*>(QStringLiteral("lessonTrainLive"));
+        // A step with a recording trains nothing until the teacher chooses (issue 37): the
+        // second playing chooses "Train live".
+        const auto trainStep = [&](int playing) {
+            QCOMPARE(player->sourceChoiceWaiting(), playing == 2);
+            QCOMPARE(trainLive->isVisibleTo(player), playing == 2);
+            if (playing == 2) {
+                QVERIFY(!c->isBusy() && c->queued().isEmpty());
+                trainLive->click();
+            }
+            QVERIFY2(status->text().startsWith(QStringLiteral("Training")),
+                     qPrintable(status->text()));
+            QTRY_VERIFY_WITH_TIMEOUT(status->text().contains(QStringLiteral("has finished")),
+                                     60000);
+        };
+        const auto trainedBoth = [&](int playing) {
+            trainStep(playing);
+            player->next();
+            trainStep(playing);
+            QVERIFY(!c->isBusy());
+        };
         for (int playing = 1; playing <= 2; ++playing) {
             QVERIFY2(w->openLesson(path), qPrintable(player->errorText()));
             // The rehearsal's run is there to replay on the second playing.
             QCOMPARE(replayInstead->isVisibleTo(player), playing == 2);
-            trainedBoth();
+            trainedBoth(playing);
             player->next();
             QTRY_COMPARE(w->part<ComparePanel>()->runIds().size(), size_t(2));
             if (playing == 1) firstIds = w->part<ComparePanel>()->runIds();
@@ -433,13 +445,47 @@ class LessonPlayerTest : public QObject {
         QCOMPARE(store.findRun("twice-b (2)").id, again[1]);
         QVERIFY(again[0] > firstIds[1]);
         QCOMPARE(store.findRun("twice").id, firstIds[0]);
-        // Too slow on the day: the step's run stops and the newest recorded one replays.
+        // Too slow on the day: nothing trains, and the newest recorded run replays.
         player->goTo(0);
         QVERIFY(replayInstead->isVisibleTo(player));
+        QVERIFY(!c->isBusy());
         replayInstead->click();
         QTRY_VERIFY(w->part<ReplayPlayer>()->hasRun());
         QCOMPARE(w->part<ReplayPlayer>()->runId(), again[0]);
         QTRY_VERIFY_WITH_TIMEOUT(!c->isBusy(), 30000);
+    }
+
+    // Issue 37: Back to a training step while its run trains stopped that run, and its end
+    // ("“stale” ended: stopped at step 11") overwrote "Training “stale (2)” live." while the
+    // new run trained.
+    void aStoppedLessonRunLeavesNoStaleLine() {
+        nlohmann::json set = tinySet();
+        set["schedule.steps"] = 100000;  // still training when the step is entered again
+        nlohmann::json lesson = {{"title", "Stale"},
+                                 {"steps",
+                                  {{{"text", "Train."},
+                                    {"action",
+                                     {{"kind", "start_preset"},
+                                      {"preset", "default"},
+                                      {"name", "stale"},
+                                      {"set", set}}}}}}};
+        const QString path = writeFile(QStringLiteral("stale.json"), lesson.dump());
+        auto w = window();
+        QVERIFY(w);
+        RunController* c = w->controller();
+        LessonPlayer* player = w->part<LessonPlayer>();
+        auto* status = player->findChild<QLabel*>(QStringLiteral("lessonStatus"));
+        QVERIFY2(w->openLesson(path), qPrintable(player->errorText()));
+        QSignalSpy started(c, &RunController::started);
+        QVERIFY(started.wait(60000));
+        QSignalSpy ended(c, &RunController::finished);
+        player->goTo(0);  // Back to the same step: "stale" stops, "stale (2)" trains
+        QVERIFY(ended.wait(60000));
+        QVERIFY(started.count() == 2 || started.wait(60000));
+        QCoreApplication::processEvents();
+        QCOMPARE(status->text(), QStringLiteral("Training “stale (2)” live."));
+        c->stopAll();
+        QTRY_VERIFY_WITH_TIMEOUT(!c->isBusy(), 60000);
     }
 
     // Numbers in the text are the run's own: the callout's {{loss at=3}} is step 3's stored

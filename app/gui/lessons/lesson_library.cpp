@@ -84,6 +84,10 @@ bool LessonChooser::freshDatabase() const {
     return m_fresh->isChecked();
 }
 
+bool LessonChooser::replayRecorded() const {
+    return m_replayRecorded->isChecked() && !m_fresh->isChecked();
+}
+
 LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Open lesson"));
     auto* layout = new QVBoxLayout(this);
@@ -115,6 +119,12 @@ LessonChooser::LessonChooser(QWidget* parent) : QDialog(parent) {
                          "one; this one is kept)"));
     m_fresh->setObjectName(QStringLiteral("lessonFreshDatabase"));
     layout->addWidget(m_fresh);
+    m_replayRecorded = new QCheckBox(
+        tr("Replay recorded runs first (a slow laptop: each training step with a run recorded "
+           "in this database replays it at Space)"));
+    m_replayRecorded->setObjectName(QStringLiteral("lessonReplayRecorded"));
+    layout->addWidget(m_replayRecorded);
+    connect(m_fresh, &QCheckBox::toggled, m_replayRecorded, &QWidget::setDisabled);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);
     QPushButton* file = buttons->addButton(tr("Open file…"), QDialogButtonBox::ActionRole);
     layout->addWidget(buttons);

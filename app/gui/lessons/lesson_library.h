@@ -48,11 +48,15 @@ class LessonChooser : public QDialog {
     QString chosenPath() const { return m_chosen; }
     // "Start from a fresh database" was ticked: the class begins with no stored runs.
     bool freshDatabase() const;
+    // "Replay recorded runs first" was ticked: Space at a training step with a recording
+    // replays it (a slow laptop).
+    bool replayRecorded() const;
 
   private:
     void acceptCurrent();
     QListWidget* m_list = nullptr;
     QCheckBox* m_fresh = nullptr;
+    QCheckBox* m_replayRecorded = nullptr;
     QString m_chosen;
 };
 

@@ -146,13 +146,51 @@ void LessonPlayer::buildCallout(QVBoxLayout* layout) {
     });
 }
 
-void LessonPlayer::buildNavigation(QVBoxLayout* layout) {
+void LessonPlayer::buildSourceChoice(QVBoxLayout* layout) {
+    m_trainLive = new QPushButton(tr("Train live"));
+    m_trainLive->setObjectName(QStringLiteral("lessonTrainLive"));
+    m_trainLive->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+    m_trainLive->setToolTip(tr("Train this step's run now, on this machine"));
+    m_trainLive->hide();
     m_replayInstead = new QPushButton(tr("Replay the recorded run instead"));
     m_replayInstead->setObjectName(QStringLiteral("lessonReplayInstead"));
     m_replayInstead->setToolTip(
         tr("Too slow here? Play the run recorded for this step through the same views"));
-    layout->addWidget(m_replayInstead);
-    connect(m_replayInstead, &QPushButton::clicked, this, &LessonPlayer::replayInsteadRequested);
+    auto* row = new QHBoxLayout;
+    row->addWidget(m_trainLive);
+    row->addWidget(m_replayInstead);
+    row->addStretch(1);
+    layout->addLayout(row);
+    connect(m_replayInstead, &QPushButton::clicked, this, [this] {
+        endSourceChoice();
+        emit replayInsteadRequested();
+    });
+    connect(m_trainLive, &QPushButton::clicked, this, [this] {
+        endSourceChoice();
+        emit trainLiveRequested();
+    });
+}
+
+void LessonPlayer::offerSourceChoice(bool replayFirst) {
+    m_choiceWaiting = true;
+    m_replayFirst = replayFirst;
+    const QString key = tr(" (Space)");
+    m_trainLive->setText(tr("Train live") + (replayFirst ? QString() : key));
+    m_replayInstead->setText(tr("Replay the recorded run") + (replayFirst ? key : QString()));
+    m_trainLive->show();
+    m_replayInstead->show();
+}
+
+void LessonPlayer::endSourceChoice() {
+    if (!m_choiceWaiting) return;
+    m_choiceWaiting = false;
+    m_trainLive->hide();
+    m_replayInstead->setText(tr("Replay the recorded run instead"));
+    showReplayButton();
+}
+
+void LessonPlayer::buildNavigation(QVBoxLayout* layout) {
+    buildSourceChoice(layout);
     auto* nav = new QHBoxLayout;
     m_back = new QPushButton(tr("Back"));
     m_back->setObjectName(QStringLiteral("lessonBack"));
@@ -175,8 +213,11 @@ void LessonPlayer::buildNavigation(QVBoxLayout* layout) {
 }
 
 void LessonPlayer::forward() {
-    // A clicker has only Next: while a callout waits, Next continues the run it paused.
-    if (calloutVisible() && !m_continue->isHidden())
+    // A clicker has only Next: while a callout waits, Next continues the run it paused; while
+    // a training step waits for its source, Next takes the one offered first.
+    if (m_choiceWaiting)
+        (m_replayFirst ? m_replayInstead : m_trainLive)->click();
+    else if (calloutVisible() && !m_continue->isHidden())
         m_continue->click();
     else if (m_next->isEnabled())
         next();
@@ -242,6 +283,7 @@ void LessonPlayer::goTo(int index) {
     if (!m_lesson || index < 0 || index >= int(m_lesson->steps.size())) return;
     m_index = index;
     clearCallout();
+    endSourceChoice();
     m_status->clear();
     refresh();
     emit stepEntered(index);
@@ -268,16 +310,19 @@ void LessonPlayer::refresh() {
     m_text->setVisible(step != nullptr || m_error->isHidden());
     m_back->setEnabled(step && m_index > 0);
     m_next->setEnabled(step && m_index + 1 < count);
-    m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
-                                (step->action.contains("fallback_run") || m_recordedAvailable));
+    showReplayButton();
     m_notesToggle->setVisible(m_lesson && !m_lesson->teacherNotes.empty());
 }
 
 void LessonPlayer::setRecordedRunAvailable(bool available) {
     m_recordedAvailable = available;
+    showReplayButton();
+}
+
+void LessonPlayer::showReplayButton() {
     const LessonStep* step = currentStep();
     m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
-                                (step->action.contains("fallback_run") || available));
+                                (step->action.contains("fallback_run") || m_recordedAvailable));
 }
 
 void LessonPlayer::setValueFiller(std::function<QString(const QString&)> filler) {

@@ -44,7 +44,9 @@ class LessonPlayer : public QWidget {
     int currentIndex() const { return m_index; }
     const LessonStep* currentStep() const;
     QString counterText() const;
-    QString shownText() const;  // the rendered text, as a reader sees it
+    QString shownText() const;                          // the rendered text, as a reader sees it
+    QString filledText() const { return m_shownText; }  // the step's Markdown, numbers filled
+    QString calloutSource() const { return m_calloutSource; }  // as written, placeholders too
     QString errorText() const;
     QString calloutText() const;
     bool calloutVisible() const;
@@ -72,6 +74,11 @@ class LessonPlayer : public QWidget {
     // A finished run of this step's name is stored (a rehearsal): "Replay the recorded run
     // instead" is offered even without a fallback_run.
     void setRecordedRunAvailable(bool available);
+    // A training step with a recording waits for the teacher before anything trains: "Train
+    // live" or "Replay the recorded run"; forward() (Space, a clicker) takes the choice
+    // `replayFirst` names. Entering another step or choosing ends the wait.
+    void offerSourceChoice(bool replayFirst);
+    bool sourceChoiceWaiting() const { return m_choiceWaiting; }
 
   public:
     // Turns Markdown with placeholders into Markdown with numbers (LessonStage's).
@@ -81,6 +88,7 @@ class LessonPlayer : public QWidget {
     void stepEntered(int index);
     void resumeRequested();         // the callout's "Continue"
     void replayInsteadRequested();  // the step's recorded run instead of training live
+    void trainLiveRequested();      // the source choice's "Train live"
 
   protected:
     void changeEvent(QEvent* event) override;
@@ -92,6 +100,9 @@ class LessonPlayer : public QWidget {
     void buildNavigation(QVBoxLayout* layout);
     void buildCallout(QVBoxLayout* layout);
     void buildNotes(QVBoxLayout* layout);
+    void buildSourceChoice(QVBoxLayout* layout);
+    void endSourceChoice();
+    void showReplayButton();
     void refresh();
     QString filled(const QString& markdown) const;
 
@@ -108,6 +119,9 @@ class LessonPlayer : public QWidget {
     QScrollArea* m_calloutScroll = nullptr;
     QPushButton* m_continue = nullptr;
     QPushButton* m_replayInstead = nullptr;
+    QPushButton* m_trainLive = nullptr;
+    bool m_choiceWaiting = false;
+    bool m_replayFirst = false;
     QPushButton* m_back = nullptr;
     QPushButton* m_next = nullptr;
     QToolButton* m_notesToggle = nullptr;

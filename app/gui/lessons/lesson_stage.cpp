@@ -56,11 +56,17 @@ LessonStage::LessonStage(LabWindow* window, LessonPlayer* player, ReplayPlayer* 
     connect(m_player, &LessonPlayer::replayInsteadRequested, this, [this] {
         const LessonStep* step = m_player->currentStep();
         if (!step) return;
-        if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun)
-            m_window->controller()->stop();
+        m_preferReplay = true;
+        stopLessonRun();
         const QString fallback = textOf(step->action, "fallback_run");
         this->replay(fallback.isEmpty() ? QStringLiteral("id:%1").arg(m_recordedRun) : fallback,
                      nlohmann::json(), *step);
+    });
+    connect(m_player, &LessonPlayer::trainLiveRequested, this, [this] {
+        const LessonStep* step = m_player->currentStep();
+        if (!step || step->actionKind() != "start_preset") return;
+        m_preferReplay = false;
+        trainLive(*step);
     });
     connect(c, &RunController::calloutFired, this, [this](qint64 runId, const Callout& callout) {
         if (runId == m_lessonRun) onCallout(callout, true);
@@ -223,7 +229,23 @@ int64_t LessonStage::recordedRun(const QString& stepName) const {
     return id;
 }
 
+// A step with a recording (a fallback_run, or a run of its name trained before) waits for
+// the teacher's choice before anything trains; one without trains at once.
 void LessonStage::startPreset(const LessonStep& step) {
+    const QString stepName =
+        qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
+    m_recordedRun = recordedRun(stepName);
+    m_player->setRecordedRunAvailable(m_recordedRun > 0);
+    if (m_recordedRun > 0 || step.action.contains("fallback_run")) {
+        m_player->offerSourceChoice(m_preferReplay);
+        return say(m_preferReplay ? tr("A recording of this step is stored: Space replays it.")
+                                  : tr("A recording of this step is stored: Space trains live, "
+                                       "or replay the recording."));
+    }
+    trainLive(step);
+}
+
+void LessonStage::trainLive(const LessonStep& step) {
     // "blowup_no_qknorm.json" names a shipped preset as well as "blowup_no_qknorm"; found the
     // way the lesson's check found it when the lesson was opened.
     const QString preset = findLessonPreset(textOf(step.action, "preset"));
@@ -243,12 +265,11 @@ void LessonStage::startPreset(const LessonStep& step) {
     // step's name through m_started.
     const QString stepName =
         qs(lessonRunName(*m_player->lesson(), size_t(m_player->currentIndex())));
-    m_recordedRun = recordedRun(stepName);
-    m_player->setRecordedRunAvailable(m_recordedRun > 0);
     request.name = qs(numberedName(stepName.toStdString(), storedRunNames()));
     request.pauses = step.pauses;
     m_window->stopReplay();
     m_replaying = false;
+    stopLessonRun();
     RunController* c = m_window->controller();
     c->stopAll();
     // The lesson's run is known once it starts (the queue may still be ending the last one).
@@ -265,6 +286,14 @@ void LessonStage::startPreset(const LessonStep& step) {
                 });
     c->enqueue(request);
     say(tr("Training “%1” live.").arg(request.name));
+}
+
+// The lesson lets go of its live run before stopping it: its end ("stopped at step 11") is
+// no news to report while the next run trains or a replay plays.
+void LessonStage::stopLessonRun() {
+    const int64_t run = m_lessonRun;
+    m_lessonRun = 0;
+    if (run && m_window->controller()->activeRunId() == run) m_window->controller()->stop();
 }
 
 void LessonStage::intervene(const LessonStep& step) {
@@ -415,8 +444,7 @@ void LessonStage::replay(const QString& run, const nlohmann::json& speed, const 
     QString error;
     const double sps = speed.is_number() ? speed.get<double>() : 0;
     // The replay is there because the machine is slow: the lesson's live run stops.
-    if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun)
-        m_window->controller()->stop();
+    stopLessonRun();
     m_replay->setPauseConditions(step.pauses);
     if (!m_window->startReplay(id, sps, &error)) return say(error);
     m_replaying = true;

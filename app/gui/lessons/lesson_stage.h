@@ -42,6 +42,13 @@ class LessonStage : public QObject {
     int64_t lessonRunId() const { return m_lessonRun; }
     // The plot framed by the last callout (null: none now).
     QWidget* highlightedPlot() const;
+    // What a training step with a recorded run offers first (Space, a clicker): its replay
+    // (a slow laptop, `--lesson-replay`) or training live. The teacher's last choice in the
+    // lesson becomes the next step's first offer.
+    void setPreferReplay(bool replay) { m_preferReplay = replay; }
+    bool prefersReplay() const { return m_preferReplay; }
+    // The stage plays a replay of the lesson's run (not a live run).
+    bool replaying() const { return m_replaying; }
 
   signals:
     // A callout was shown (tests, screenshots).
@@ -54,6 +61,8 @@ class LessonStage : public QObject {
     static QStringList plotsOf(const LessonStep& step);
     void runAction(const LessonStep& step);
     void startPreset(const LessonStep& step);
+    void trainLive(const LessonStep& step);
+    void stopLessonRun();
     void intervene(const LessonStep& step);
     void openStoredRun(const LessonStep& step);
     void compare(const LessonStep& step);
@@ -83,6 +92,7 @@ class LessonStage : public QObject {
     QPointer<PlotHighlight> m_highlight;
     QTimer* m_valuesTimer = nullptr;
     int64_t m_recordedRun = 0;  // recordedRun() of the step that trains now
+    bool m_preferReplay = false;
 };
 
 }  // namespace qklab::gui

@@ -75,6 +75,10 @@ const OptionSpec kOptions[] = {
     {"lesson", "Open this lesson: a shipped lesson's id (02-blowup) or a lesson file.",
      "NAME|FILE"},
     {"lesson-step", "With --lesson: go to this step (1-based).", "N"},
+    {"lesson-replay",
+     "With --lesson: a training step with a recorded run offers its replay first (Space plays "
+     "it; a slow laptop), instead of training live.",
+     ""},
     {"presenter", "Start in presenter mode (View > Presenter mode, F11).", ""},
     {"replay", "Replay this stored run (id or name) through the live views.", "RUN"},
     {"replay-speed", "With --replay: steps per second (default: the recorded wall time).", "N"},
@@ -112,6 +116,7 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     o->theme = value("theme");
     o->lesson = value("lesson");
     o->lessonStep = value("lesson-step").toInt();
+    o->lessonReplay = isSet("lesson-replay");
     o->presenter = isSet("presenter");
     o->replay = value("replay");
     o->replaySpeed = value("replay-speed").toDouble();
@@ -285,6 +290,7 @@ void AutomationDriver::beginComparison() {
 bool AutomationDriver::beginLesson() {
     if (m_options.presenter) m_window->part<PresenterMode>()->setActive(true);
     if (!m_options.lesson.isEmpty()) {
+        m_window->part<LessonStage>()->setPreferReplay(m_options.lessonReplay);
         const bool ok =
             m_window->openLesson(m_options.lesson, std::max(0, m_options.lessonStep - 1));
         if (!ok) {

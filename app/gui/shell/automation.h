@@ -48,6 +48,7 @@ struct LaunchOptions {
     QString theme;         // light | dark; empty = the saved choice
     QString lesson;        // open this lesson (an embedded lesson's id, or a file)
     int lessonStep = 0;    // then go to this step (1-based; 0 = the first)
+    bool lessonReplay = false;  // training steps with a recording offer its replay first
     bool presenter = false;
     QString replay;              // replay this stored run (id or name)
     double replaySpeed = 0;      // steps per second; 0 = the recorded wall time
