@@ -228,9 +228,14 @@ bool AutomationDriver::openDatabaseAndPreset() {
     }
     if (!m_window->openDatabase(db)) return false;
     if (m_options.presetPath.isEmpty()) {
-        // The last preset is a convenience: silently skipped when it has gone away.
+        // The last preset is a convenience: silently skipped when it has gone away. Without
+        // one (a first start) the box names the shipped preset of all defaults, which is what
+        // the form holds, instead of standing empty.
         const QString last = QSettings().value(QStringLiteral("lastPreset")).toString();
-        if (!last.isEmpty() && QFileInfo::exists(last)) m_window->loadPreset(last);
+        if (!last.isEmpty() && QFileInfo::exists(last))
+            m_window->loadPreset(last);
+        else
+            m_window->loadPreset(QStringLiteral("default"));
     } else if (!m_window->loadPreset(m_options.presetPath)) {
         return false;
     }
