@@ -618,8 +618,9 @@ void MainWindow::restoreLayout() {
         // about 8 rows on a 1080-px screen (170 px showed 3 or 4); less on a projector.
         if (auto* runs = findChild<QDockWidget*>(QStringLiteral("runsDock")))
             resizeDocks({runs}, {std::min(290, height() / 4)}, Qt::Vertical);
-        // 340 px at least: the preset buttons' row without a scroll bar (on a 1024-px screen).
-        resizeDocks({m_setupDock}, {std::clamp(width() * 3 / 10, 340, 400)}, Qt::Horizontal);
+        // 340 px at least: the preset buttons' row without a scroll bar (on a 1024-px screen);
+        // 440 from 1260 px up: the interventions' rows without one.
+        resizeDocks({m_setupDock}, {std::clamp(width() * 35 / 100, 340, 440)}, Qt::Horizontal);
     }
 }
 
