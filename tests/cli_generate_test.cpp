@@ -1,6 +1,7 @@
 // cli_generate_test.cpp — `qklab-cli generate` end to end on a tiny trained run: greedy text is
-// deterministic and exactly --tokens bytes long, sampling repeats with its seed, and every bad
-// input exits 2 naming the option and value without touching the database.
+// deterministic and exactly --tokens bytes long (then a newline, even in a pipe), sampling
+// repeats with its seed, and every bad input exits 2 naming the option and value without
+// touching the database.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +59,9 @@ std::string CliGenerateTest::s_dir, CliGenerateTest::s_db;
 TEST_F(CliGenerateTest, GreedyIsDeterministicAndExactlyTokensLong) {
     const Result a = generate("tiny --prompt ROMEO: --tokens 40");
     ASSERT_EQ(a.status, 0) << a.err;
-    EXPECT_EQ(a.out.size(), 6u + 40u);  // a pipe gets no trailing newline
+    // Prompt, 40 bytes and a final newline, in this pipe as on a terminal (issue 37).
+    ASSERT_EQ(a.out.size(), 6u + 40u + 1u);
+    EXPECT_EQ(a.out.back(), '\n');
     EXPECT_EQ(a.out.rfind("ROMEO:", 0), 0u) << a.out;
     EXPECT_NE(a.err.find("checkpoint step 12"), std::string::npos) << a.err;
     EXPECT_NE(a.err.find("materialised cache"), std::string::npos) << a.err;  // auto on MHA
@@ -70,7 +73,8 @@ TEST_F(CliGenerateTest, GreedyIsDeterministicAndExactlyTokensLong) {
     // Without a prompt decoding starts from byte 0; the length is still exact.
     const Result bare = generate("tiny --tokens 7");
     ASSERT_EQ(bare.status, 0) << bare.err;
-    EXPECT_EQ(bare.out.size(), 7u);
+    EXPECT_EQ(bare.out.size(), 7u + 1u);
+    EXPECT_EQ(bare.out.back(), '\n');
 }
 
 TEST_F(CliGenerateTest, SamplingRepeatsWithItsSeedAndDiffersWithAnother) {
@@ -80,7 +84,7 @@ TEST_F(CliGenerateTest, SamplingRepeatsWithItsSeedAndDiffersWithAnother) {
     const Result c = generate(args + " --seed 8");
     ASSERT_EQ(a.status, 0) << a.err;
     ASSERT_EQ(c.status, 0) << c.err;
-    EXPECT_EQ(a.out.size(), 3u + 64u);
+    EXPECT_EQ(a.out.size(), 3u + 64u + 1u);
     EXPECT_EQ(a.out, b.out);
     EXPECT_NE(a.out, c.out);  // 64 bytes from a nearly untrained model: never all the same
 }

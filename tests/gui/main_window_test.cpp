@@ -24,6 +24,7 @@
 #include "run/run_controls_panel.h"
 #include "run/run_list_model.h"
 #include "setup/config_form.h"
+#include "shell/automation.h"
 
 using namespace qklab;
 using namespace qklab::gui;
@@ -121,6 +122,32 @@ class MainWindowTest : public QObject {
         const QSize least = w.minimumSizeHint().expandedTo(w.minimumSize());
         QVERIFY2(least.width() <= 1280 && least.height() <= 720,
                  qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
+    }
+
+    // Issue 37: --run-name without --autostart names the run the user starts next (it was
+    // ignored), and only that one.
+    void runNameNamesTheNextRunStarted() {
+        const QString db = m_dir.filePath(QStringLiteral("run-name.db"));
+        LaunchOptions options;
+        int exitCode = -1;
+        QVERIFY(parseLaunchOptions(
+            {QStringLiteral("qklab"), QStringLiteral("--quiet"), QStringLiteral("--db"), db,
+             QStringLiteral("--run-name"), QStringLiteral("my first run")},
+            &options, &exitCode));
+        MainWindow w;
+        AutomationDriver driver(&w, options);
+        QVERIFY(driver.begin());
+        QVERIFY(!w.controller()->isBusy());  // nothing starts by itself
+        w.part<ConfigForm>()->setConfig(test::tinyConfig(2));
+        for (int run = 0; run < 2; ++run) {  // the user's Start, twice
+            w.part<RunControlsPanel>()->startRun();
+            QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isBusy(), 60000);
+        }
+        RunStore store(db.toStdString(), StoreAccess::ReadOnly);
+        const std::vector<RunInfo> runs = store.listRuns();
+        QCOMPARE(int(runs.size()), 2);
+        QCOMPARE(QString::fromStdString(store.findRun("1").name), QStringLiteral("my first run"));
+        QVERIFY(QString::fromStdString(store.findRun("2").name) != QStringLiteral("my first run"));
     }
 
     // A lesson step's "view" is a tab or the set-up form: the window's tab table and the

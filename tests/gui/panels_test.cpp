@@ -41,10 +41,14 @@ class PanelsTest : public QObject {
     RunConfig m_config;
 
   private slots:
-    // With no run, every plot's axis rect spans its widget: the per-layer plots (legend
-    // hidden until their first probe) were drawn at a fraction of their cell's width.
+    // Before a run's first row, every plot's axis rect spans its widget: the per-layer plots
+    // (legend hidden until their first probe) were drawn at a fraction of their cell's width.
+    // (With no run at all the first-run panel stands in for the plots.)
     void emptyPlotsUseTheirWholeCell() {
         LivePlotsPanel panel;
+        QVERIFY(panel.showsEmptyState());
+        panel.startLive(1, test::tinyConfig(), QStringLiteral("empty"));
+        QVERIFY(!panel.showsEmptyState());
         panel.resize(1500, 900);
         panel.show();
         QVERIFY(QTest::qWaitForWindowExposed(&panel));

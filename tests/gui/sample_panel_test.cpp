@@ -97,14 +97,14 @@ class SamplePanelTest : public QObject {
         QCOMPARE(sample(*panel, 0, 0), greedy);
         QCOMPARE(fileBytes(m_db), before);  // readers never write
 
-        // The command line writes the same bytes.
+        // The command line writes the same bytes, and a final newline.
         QProcess cli;
         cli.start(
             QString::fromUtf8(qklab::testpaths::cliPath()),
             {QStringLiteral("generate"), QStringLiteral("1"), QStringLiteral("--prompt"), m_prompt,
              QStringLiteral("--tokens"), QStringLiteral("40"), QStringLiteral("--db"), m_db});
         QVERIFY(cli.waitForFinished(60000));
-        QCOMPARE(cli.readAllStandardOutput(), m_prompt.toUtf8() + greedy);
+        QCOMPARE(cli.readAllStandardOutput(), m_prompt.toUtf8() + greedy + '\n');
 
         const QByteArray a = sample(*panel, 1.0, 3), b = sample(*panel, 1.0, 3);
         QCOMPARE(a.size(), 40);

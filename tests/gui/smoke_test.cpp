@@ -47,8 +47,10 @@ class SmokeTest : public QObject {
         QVERIFY2(m.hasMatch(), qPrintable(out));
         QVERIFY2(m.captured(1).toInt() >= 50, qPrintable(out));
         QVERIFY(QFileInfo(shot).size() > 10000);
+        // The window fills the screen (the offscreen platform's 800x800, less a frame of a few
+        // pixels): it fits, so the first start maximizes it.
         const QImage image(shot);
-        QVERIFY2(image.width() >= 800 && image.height() >= 500,
+        QVERIFY2(image.width() >= 780 && image.height() >= 500,
                  qPrintable(QStringLiteral("%1x%2").arg(image.width()).arg(image.height())));
     }
 

@@ -8,6 +8,9 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QStackedWidget>
 #include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -77,9 +80,21 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     m_hover = new HoverCursor(this);
     QHBoxLayout* header = buildHeader();
     layout->addLayout(header);
-    m_grid = new QGridLayout;
+    // The plots scroll rather than shrink below a readable height (seven plots in 60 px
+    // rows at 1280x720 had their ticks overlap); with no run shown, one first action instead.
+    auto* plotArea = new QWidget;
+    m_grid = new QGridLayout(plotArea);
+    m_grid->setContentsMargins(0, 0, 0, 0);
     m_grid->setSpacing(2);
-    layout->addLayout(m_grid, 1);
+    auto* scroll = new QScrollArea;
+    scroll->setObjectName(QStringLiteral("livePlotsScroll"));
+    scroll->setWidget(plotArea);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    m_pages = new QStackedWidget;
+    m_pages->addWidget(buildEmptyState());
+    m_pages->addWidget(scroll);
+    layout->addWidget(m_pages, 1);
     buildLossAndGradientPlots();
     buildLanesPlot();
     buildProbePlots();
@@ -90,6 +105,7 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
         [this] { replotNow(); });
     header->insertWidget(1, m_custom->choice());
     relayoutPlots();
+    refreshEmptyState();
 
     m_replotTimer = new QTimer(this);
     m_replotTimer->setSingleShot(true);
@@ -133,6 +149,60 @@ QHBoxLayout* LivePlotsPanel::buildHeader() {
     top->addWidget(m_follow);
 
     return top;
+}
+
+// What a newcomer sees first: one button that trains the healthy example, and where else
+// to go.
+QWidget* LivePlotsPanel::buildEmptyState() {
+    m_emptyState = new QWidget;
+    m_emptyState->setObjectName(QStringLiteral("firstRunPanel"));
+    auto* column = new QWidget;  // a column of text a reader's eye can follow, centred
+    column->setMaximumWidth(560);
+    auto* v = new QVBoxLayout(column);
+    v->setSpacing(12);
+    auto* title = new QLabel(tr("Train a first run"));
+    QFont big = title->font();
+    big.setBold(true);
+    big.setPointSizeF(big.pointSizeF() * 1.6);
+    title->setFont(big);
+    auto* text = new QLabel(
+        tr("A small byte-level model (2 layers, 4 heads) trains for 150 steps at a modest "
+           "learning rate. Its loss, gradients and attention logits are drawn here as it trains: "
+           "the healthy picture the other lessons compare against."));
+    text->setWordWrap(true);
+    auto* start = new QPushButton(tr("▶  Train the healthy example"));
+    start->setObjectName(QStringLiteral("firstRunButton"));
+    QFont buttonFont = start->font();
+    buttonFont.setPointSizeF(buttonFont.pointSizeF() * 1.3);
+    start->setFont(buttonFont);
+    start->setMinimumHeight(start->sizeHint().height() * 3 / 2);
+    connect(start, &QPushButton::clicked, this, &LivePlotsPanel::firstRunRequested);
+    auto* other = new QLabel(
+        tr("Or pick a stored run in the Runs list, set up your own run on the left, or open a "
+           "lesson (File ▸ Open lesson…)."));
+    other->setWordWrap(true);
+    other->setEnabled(false);  // the quieter colour: a second choice
+    v->addWidget(title);
+    v->addWidget(text);
+    v->addWidget(start, 0, Qt::AlignLeft);
+    v->addWidget(other);
+    auto* rows = new QVBoxLayout(m_emptyState);
+    auto* middle = new QHBoxLayout;
+    middle->addStretch(1);
+    middle->addWidget(column, 4);
+    middle->addStretch(1);
+    rows->addStretch(1);
+    rows->addLayout(middle);
+    rows->addStretch(2);
+    return m_emptyState;
+}
+
+bool LivePlotsPanel::showsEmptyState() const {
+    return m_pages->currentWidget() == m_emptyState;
+}
+
+void LivePlotsPanel::refreshEmptyState() {
+    m_pages->setCurrentIndex(m_run.runId == 0 ? 0 : 1);
 }
 
 void LivePlotsPanel::buildLossAndGradientPlots() {
@@ -232,10 +302,10 @@ QCustomPlot* LivePlotsPanel::makePlot(const QString& title, const QString& yLabe
     auto* plot = new QCustomPlot(this);
     // The layout may make a plot narrower than its full title and legend: the title then
     // shortens (fitTitle) and the legend takes more rows, instead of the window growing past
-    // a 1024x768 projector. 100 px high, below stylePlot's 120: four rows of plots (seven
-    // since the output-logit plot) still let the window fit 1280x720.
+    // a 1024x768 projector. At least kReadableHeight high: below it the tick labels overlap,
+    // and the plots scroll instead.
     stylePlot(plot, yLabel);
-    plot->setMinimumSize(200, 100);
+    plot->setMinimumSize(200, kReadableHeight);
     plot->xAxis->setLabel(tr("step"));  // every x-axis says what it counts
     plot->plotLayout()->insertRow(0);
     QFont f = font();
@@ -341,6 +411,7 @@ void LivePlotsPanel::clear() {
     // Per-layer plots have no series until probes arrive: an empty legend box is noise.
     for (QCustomPlot* p : {m_logits, m_norms, m_entropy}) p->legend->setVisible(false);
     m_run = RunSnapshot{};
+    refreshEmptyState();
     m_x = StepToX(xAxisKindOf(m_xChoice), 1, 1);
     m_hover->hide();
     m_cursorStep = -1;
@@ -354,6 +425,7 @@ void LivePlotsPanel::clear() {
 void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     clear();
     m_run = std::move(snapshot);
+    refreshEmptyState();
     resetXMap();
     m_status = QString::fromLatin1(toString(m_run.info.status));
     refreshHeader();
@@ -376,6 +448,7 @@ void LivePlotsPanel::startLive(int64_t runId, const RunConfig& config, const QSt
     m_run.config = config;
     m_run.info.id = runId;
     m_run.info.name = name.toStdString();
+    refreshEmptyState();
     resetXMap();
     m_status = tr("training");
     refreshHeader();

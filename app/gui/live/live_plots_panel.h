@@ -30,6 +30,7 @@ class QCPGraph;
 class QCPRange;
 class QCustomPlot;
 class QLabel;
+class QStackedWidget;
 class QTimer;
 
 namespace qklab::gui {
@@ -40,6 +41,10 @@ class HoverCursor;
 class LivePlotsPanel : public QWidget {
     Q_OBJECT
   public:
+    // The least height of a plot: tick labels, title and legend stay apart (the plots scroll
+    // when the window has less room).
+    static constexpr int kReadableHeight = 150;
+
     explicit LivePlotsPanel(QWidget* parent = nullptr);
     ~LivePlotsPanel() override;
 
@@ -78,11 +83,18 @@ class LivePlotsPanel : public QWidget {
     void jumpToStep(qint64 step);
     void replotNow();
 
+    // No run shown: the first-run panel (one button) instead of empty plots.
+    bool showsEmptyState() const;
+
   signals:
     void stepSelected(qint64 step);
+    // The first-run panel's button: train the healthy example (the window loads and starts it).
+    void firstRunRequested();
 
   private:
     QHBoxLayout* buildHeader();
+    QWidget* buildEmptyState();
+    void refreshEmptyState();
     void buildLossAndGradientPlots();
     void buildLanesPlot();
     void buildProbePlots();
@@ -125,6 +137,8 @@ class LivePlotsPanel : public QWidget {
     QList<QCustomPlot*> m_plots;
     QList<QCustomPlot*> m_lessonPlots;  // setLessonMetrics
     QGridLayout* m_grid = nullptr;
+    QStackedWidget* m_pages = nullptr;  // the first-run panel, or the plots (scrolling)
+    QWidget* m_emptyState = nullptr;
     QCustomPlot* m_loss = nullptr;
     QCustomPlot* m_grad = nullptr;
     QCustomPlot* m_lanes = nullptr;

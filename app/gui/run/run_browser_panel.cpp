@@ -1,6 +1,7 @@
 // run_browser_panel.cpp — table, filter, edit actions and change polling.
 #include "run/run_browser_panel.h"
 
+#include <QAction>
 #include <QDir>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -130,7 +131,13 @@ RunBrowserPanel::RunBrowserPanel(QWidget* parent) : QWidget(parent) {
         const int64_t id = selectedRunId();
         if (id > 0) emit runActivated(id);
     });
-    connect(m_view, &QTableView::doubleClicked, this, &RunBrowserPanel::renameSelected);
+    // Double-click opens the run, as everywhere else a list opens what it lists; renaming
+    // is F2 or the context menu (a double-click used to open Rename over the opened run).
+    connect(m_view, &QTableView::doubleClicked, this, [this] {
+        const int64_t id = selectedRunId();
+        if (id > 0) emit runActivated(id);
+    });
+    addTableActions();
 
     m_poll = new QTimer(this);
     m_poll->setInterval(1000);
@@ -169,6 +176,24 @@ void RunBrowserPanel::buildTable() {
         m_view->setColumnWidth(source, 110);
     }
     m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+}
+
+// The edit buttons' actions again, on the table's context menu; Rename also on F2.
+void RunBrowserPanel::addTableActions() {
+    m_view->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto add = [this](const QString& text, auto slot, const QKeySequence& key = {}) {
+        auto* action = new QAction(text, m_view);
+        action->setShortcut(key);
+        action->setShortcutContext(Qt::WidgetShortcut);
+        connect(action, &QAction::triggered, this, slot);
+        m_view->addAction(action);
+    };
+    add(tr("Rename…"), &RunBrowserPanel::renameSelected, QKeySequence(Qt::Key_F2));
+    add(tr("Notes…"), &RunBrowserPanel::editNotesSelected);
+    add(tr("Tags…"), &RunBrowserPanel::editTagsSelected);
+    add(tr("Reuse config"), &RunBrowserPanel::reuseSelected);
+    add(tr("Compare"), &RunBrowserPanel::compareSelected);
+    add(tr("Delete…"), &RunBrowserPanel::deleteSelected);
 }
 
 void RunBrowserPanel::setPollInterval(int ms) {

@@ -84,6 +84,7 @@ class RunBrowserPanel : public QWidget {
 
   private:
     void buildTable();
+    void addTableActions();
     void poll();
     void showDetails();
     static QString outsideQklabDetails(const RunInfo& r);

@@ -35,10 +35,13 @@ PresetPicker::PresetPicker(QWidget* parent) : QWidget(parent) {
     auto* recommend = new QPushButton(tr("Recommend…"));
     recommend->setObjectName(QStringLiteral("recommendButton"));
     recommend->setToolTip(tr("Fill the form from the guide's settings for a model size"));
-    row->addWidget(m_combo, 1);
+    // The box on a line of its own, the buttons under it: in one row they made the set-up
+    // column 465 px wide, too wide beside the views on a 1024-px screen.
+    layout->addWidget(m_combo);
     row->addWidget(open);
     row->addWidget(m_save);
     row->addWidget(recommend);
+    row->addStretch(1);
     layout->addLayout(row);
     m_why = new QLabel;
     m_why->setWordWrap(true);

@@ -45,7 +45,10 @@ const OptionSpec kOptions[] = {
     {"autostart", "Start training the form's config at once.", ""},
     // Not "--name": the xcb platform plugin takes -name/--name (the X11 resource name) out of
     // argv before the app sees it.
-    {"run-name", "Name of the autostarted run.", "NAME"},
+    {"run-name",
+     "Name of the next run started: the autostarted one, or the one Start trains (it is in the "
+     "Train strip's name field until then).",
+     "NAME"},
     {"quit-after-steps", "Stop the run after N steps, then quit.", "N"},
     {"quit-after-ms", "Quit after this many milliseconds.", "MS"},
     {"screenshot", "Save a window screenshot before quitting.", "PNG"},
@@ -189,6 +192,9 @@ bool AutomationDriver::begin() {
         m_exitCode = 2;
         return false;
     }
+    // --run-name names the next run, started here (--autostart) or by the user's Start.
+    if (!m_options.runName.isEmpty())
+        m_window->part<RunControlsPanel>()->setRunName(m_options.runName);
     if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
     if (m_options.overlay) m_window->part<HistogramPanel>()->setOverlay(true);
     if (!beginLesson()) return false;
@@ -227,9 +233,14 @@ bool AutomationDriver::openDatabaseAndPreset() {
     }
     if (!m_window->openDatabase(db)) return false;
     if (m_options.presetPath.isEmpty()) {
-        // The last preset is a convenience: silently skipped when it has gone away.
+        // The last preset is a convenience: silently skipped when it has gone away. Without
+        // one (a first start) the box names the shipped preset of all defaults, which is what
+        // the form holds, instead of standing empty.
         const QString last = QSettings().value(QStringLiteral("lastPreset")).toString();
-        if (!last.isEmpty() && QFileInfo::exists(last)) m_window->loadPreset(last);
+        if (!last.isEmpty() && QFileInfo::exists(last))
+            m_window->loadPreset(last);
+        else
+            m_window->loadPreset(QStringLiteral("default"));
     } else if (!m_window->loadPreset(m_options.presetPath)) {
         return false;
     }
@@ -253,11 +264,9 @@ void AutomationDriver::watchRuns() {
     connect(c, &RunController::failed, this, [this] { m_exitCode = 1; });
 }
 
-// --autostart: the Train strip's Start, with --run-name in its name field.
+// --autostart: the Train strip's Start, with --run-name in its name field (begin() put it there).
 void AutomationDriver::autostart() {
-    auto* controls = m_window->part<RunControlsPanel>();
-    controls->setRunName(m_options.runName);
-    controls->startRun();
+    m_window->part<RunControlsPanel>()->startRun();
     if (m_window->controller()->isBusy()) return;
     std::cerr << "qklab: the run could not be started\n";
     m_exitCode = 2;

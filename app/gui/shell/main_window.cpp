@@ -18,6 +18,7 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -56,6 +57,26 @@ QDockWidget* makeDock(QMainWindow* window, const QString& title, const QString& 
     dock->setWidget(content);
     return dock;
 }
+
+// A side dock's content in a scroll area: a form wider or taller than the dock scrolls
+// instead of making the window wider than a 1024x768 screen.
+QWidget* scrolling(QWidget* content) {
+    auto* area = new QScrollArea;
+    area->setWidget(content);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+}
+
+// Only the shown tab counts towards the window's least size: a hidden view's controls (the
+// Sweeps tab's, Compare's) used to keep the window wider than the screen in every view.
+void sizeByShownTab(QTabWidget* tabs) {
+    for (int i = 0; i < tabs->count(); ++i) {
+        const auto policy =
+            i == tabs->currentIndex() ? QSizePolicy::Preferred : QSizePolicy::Ignored;
+        tabs->widget(i)->setSizePolicy(policy, policy);
+    }
+}
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : LabWindow(parent) {
@@ -70,7 +91,7 @@ MainWindow::MainWindow(QWidget* parent) : LabWindow(parent) {
     buildLessonParts();
     // Text the picked run writes, next to the set-up form (its own tab in the left column).
     m_sample = new SamplePanel;
-    m_sampleDock = makeDock(this, tr("Sample"), QStringLiteral("sampleDock"), m_sample);
+    m_sampleDock = makeDock(this, tr("Sample"), QStringLiteral("sampleDock"), scrolling(m_sample));
     addDockWidget(Qt::LeftDockWidgetArea, m_sampleDock);
     tabifyDockWidget(m_interventionDock, m_sampleDock);
     m_setupDock->raise();
@@ -95,7 +116,7 @@ void MainWindow::buildSetupDocks() {
     setupLayout->addWidget(m_presets);
     setupLayout->addWidget(m_form, 1);
     setupLayout->addWidget(m_preview);
-    m_setupDock = makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), setup);
+    m_setupDock = makeDock(this, tr("Set up a run"), QStringLiteral("setupDock"), scrolling(setup));
     addDockWidget(Qt::LeftDockWidgetArea, m_setupDock);
 
     m_controls = new RunControlsPanel(m_controller);
@@ -107,8 +128,8 @@ void MainWindow::buildSetupDocks() {
     m_interventions = new InterventionPanel(m_controller);
     ivLayout->addWidget(m_interventions);
     ivLayout->addStretch(1);
-    m_interventionDock =
-        makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"), ivBox);
+    m_interventionDock = makeDock(this, tr("Intervene mid-run"), QStringLiteral("interventionDock"),
+                                  scrolling(ivBox));
     addDockWidget(Qt::LeftDockWidgetArea, m_interventionDock);
     tabifyDockWidget(m_setupDock, m_interventionDock);
     m_setupDock->raise();
@@ -132,6 +153,8 @@ void MainWindow::buildCentre() {
     };
     m_tabs = new QTabWidget;
     for (const Tab& tab : m_tabList) m_tabs->addTab(tab.widget, tab.title);
+    sizeByShownTab(m_tabs);
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] { sizeByShownTab(m_tabs); });
     // The store alert sits above the views, where it cannot be missed.
     m_storeAlert = new StoreAlertBanner;
     auto* centre = new QWidget;
@@ -253,6 +276,11 @@ void MainWindow::connectPanels() {
             tr("Loaded the run's config into the form (interventions as events)"), 8000);
     });
     connect(m_live, &LivePlotsPanel::stepSelected, this, &MainWindow::jumpAll);
+    // The first-run panel's one button: lesson 1's run, through the form and Start as a user
+    // would do it, so the form and the preset box show what trains.
+    connect(m_live, &LivePlotsPanel::firstRunRequested, this, [this] {
+        if (loadPreset(QStringLiteral("healthy_attention"))) m_controls->startRun();
+    });
     connect(m_spikes, &SpikesPanel::stepSelected, this, &MainWindow::jumpAll);
     connect(m_spikes, &SpikesPanel::plotsRequested, this, [this](qint64 step) {
         m_tabs->setCurrentWidget(m_live);
@@ -588,10 +616,13 @@ void MainWindow::restoreLayout() {
         move(available.topLeft());
     }
     if (!restoreState(settings.value(QStringLiteral("windowState")).toByteArray())) {
-        // First start: most of the height to the views, a short run list, a readable form.
+        // First start: most of the height to the views, a readable form, and a run list of
+        // about 8 rows on a 1080-px screen (170 px showed 3 or 4); less on a projector.
         if (auto* runs = findChild<QDockWidget*>(QStringLiteral("runsDock")))
-            resizeDocks({runs}, {std::min(170, height() / 5)}, Qt::Vertical);
-        resizeDocks({m_setupDock}, {std::min(400, width() * 3 / 10)}, Qt::Horizontal);
+            resizeDocks({runs}, {std::min(290, height() / 4)}, Qt::Vertical);
+        // 340 px at least: the preset buttons' row without a scroll bar (on a 1024-px screen);
+        // 440 from 1260 px up: the interventions' rows without one.
+        resizeDocks({m_setupDock}, {std::clamp(width() * 35 / 100, 340, 440)}, Qt::Horizontal);
     }
 }
 

@@ -132,6 +132,9 @@ QWidget* SweepPanel::buildSweepSide() {
     auto* top = new QHBoxLayout;
     m_header = new QLabel(tr("No sweep selected."));
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Wrapped: "No sweeps in this database yet: …" in one line made the window 1372 px wide.
+    m_header->setWordWrap(true);
+    m_header->setMinimumWidth(120);
     m_resume = new QPushButton(tr("Resume sweep"));
     m_resume->setToolTip(
         tr("Run the missing, stopped and interrupted points "
