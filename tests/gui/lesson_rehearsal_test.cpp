@@ -12,6 +12,8 @@
 //   - no threshold label covers a curve point.
 // One ctest entry per lesson (gui_lesson_rehearsal_<id>), so that they run side by side.
 #include <QAbstractScrollArea>
+#include <QDir>
+#include <QFileInfo>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
@@ -43,8 +45,15 @@ using namespace qklab::gui;
 
 namespace {
 
-constexpr int kSettleMs = 540000;  // a live run on a busy 2-core machine; ctest's limit is 600 s
-const QSize kProjector(1024, 768);
+constexpr int kSettleMs = 1200000;  // a live run on a busy 2-core machine; ctest allows 1500 s
+
+// 1024x768, or $QKLAB_REHEARSAL_SIZE (WxH) for the screenshots at 1280x720.
+QSize projectorSize() {
+    const QStringList wh = qEnvironmentVariable("QKLAB_REHEARSAL_SIZE").split(QLatin1Char('x'));
+    if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0)
+        return QSize(wh[0].toInt(), wh[1].toInt());
+    return QSize(1024, 768);
+}
 
 QString qs(const std::string& s) {
     return QString::fromStdString(s);
@@ -84,6 +93,7 @@ class LessonRehearsal : public QObject {
     QTemporaryDir m_dir;
     std::unique_ptr<MainWindow> m_w;
     Lesson m_lesson;
+    QString m_path;
     QString m_db;
     bool m_replay = false;
     int m_clicks = 0;
@@ -229,7 +239,24 @@ class LessonRehearsal : public QObject {
         }
     }
 
+    // $QKLAB_REHEARSAL_SHOTS (a folder): the window at each callout, as the class saw it
+    // (tests/gui/shoot_rehearsal.sh fills docs/screenshots/lessons/ this way).
+    void shoot() {
+        const QString dir = qEnvironmentVariable("QKLAB_REHEARSAL_SHOTS");
+        if (dir.isEmpty() || !player()->calloutVisible()) return;
+        const QSize size = projectorSize();
+        const QString name = QStringLiteral("%1-step%2-%3-%4-%5x%6.png")
+                                 .arg(QFileInfo(m_path).completeBaseName())
+                                 .arg(player()->currentIndex() + 1)
+                                 .arg(m_callouts)
+                                 .arg(m_replay ? QStringLiteral("replay") : QStringLiteral("live"))
+                                 .arg(size.width())
+                                 .arg(size.height());
+        QVERIFY(m_w->grab().save(QDir(dir).filePath(name)));
+    }
+
     void checkPause() {
+        shoot();
         const int index = player()->currentIndex();
         const QString where = QStringLiteral("%1 %2 step %3")
                                   .arg(m_replay ? QStringLiteral("replay") : QStringLiteral("live"))
@@ -306,14 +333,19 @@ class LessonRehearsal : public QObject {
     void rehearse() {
         QFETCH(QString, path);
         m_lesson = readLesson(path);
+        m_path = path;
         m_db = m_dir.filePath(QFileInfo(path).completeBaseName() + QStringLiteral(".db"));
         m_w = std::make_unique<MainWindow>();
         m_w->setQuiet(true);
         m_w->show();
         QVERIFY(m_w->openDatabase(m_db));
         m_w->part<PresenterMode>()->setActive(true);
-        m_w->setGeometry(QRect(QPoint(0, 0), kProjector));
-        QTRY_COMPARE(m_w->size(), kProjector);
+        // Presenter mode's full-screen geometry may land after ours: set it until it holds.
+        for (int i = 0; i < 100 && m_w->size() != projectorSize(); ++i) {
+            m_w->setGeometry(QRect(QPoint(0, 0), projectorSize()));
+            QTest::qWait(20);
+        }
+        QCOMPARE(m_w->size(), projectorSize());
         connect(controller(), &RunController::calloutFired, this,
                 [this](qint64, const Callout& c) {
                     ++m_callouts;
