@@ -11,11 +11,13 @@
 #include <QStyle>
 #include <QTextBrowser>
 #include <QTextDocument>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "lessons/lesson_keys.h"
+#include "qklab/lesson_fit.h"
 
 namespace qklab::gui {
 
@@ -77,9 +79,9 @@ void LessonPlayer::applyFonts() {
     bold.setBold(true);
     m_stepTitle->setFont(bold);
     m_counter->setFont(bold);
-    QFont loud = bold;
-    loud.setPointSizeF(loud.pointSizeF() * 1.15);
-    m_calloutText->setFont(loud);
+    // Bold, at the text's size: the border and the colour make it loud, and the lesson
+    // column's budget (qklab/lesson_fit.h) counts its lines as the text's.
+    m_calloutText->setFont(bold);
     // The step's text keeps a few lines when a long callout needs the room.
     m_text->setMinimumHeight(3 * fontMetrics().lineSpacing() + 12);
 }
@@ -88,7 +90,9 @@ void LessonPlayer::applyFonts() {
 // (the step's text yields down to a few lines); beyond that it scrolls.
 void LessonPlayer::fitCallout() {
     if (m_callout->isHidden()) return;
-    const int width = std::max(50, m_calloutScroll->viewport()->width());
+    // The scroll area's own width: its viewport is narrower while a scroll bar shows, and the
+    // text is measured as it will be laid out once it needs none.
+    const int width = std::max(50, m_calloutScroll->width());
     const int needed = m_calloutText->heightForWidth(width) + 4;
     const int others = layout()->minimumSize().height() - m_calloutScroll->minimumHeight();
     const int room = std::max(3 * fontMetrics().height(), height() - others);
@@ -99,6 +103,9 @@ void LessonPlayer::fitCallout() {
 void LessonPlayer::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     fitCallout();
+    // Again once the layout has given the callout its new width (the dock's share of a
+    // presenter screen arrives after the text was measured at the old one).
+    QTimer::singleShot(0, this, &LessonPlayer::fitCallout);
 }
 
 void LessonPlayer::changeEvent(QEvent* event) {
@@ -284,8 +291,11 @@ void LessonPlayer::setValueFiller(std::function<QString(const QString&)> filler)
     m_filler = std::move(filler);
 }
 
+// Placeholders filled, and tables laid out as lists: a table's cells break words in a column
+// this narrow (lessonColumnMarkdown, which the lesson checker's budget counts).
 QString LessonPlayer::filled(const QString& markdown) const {
-    return m_filler && markdown.contains(QLatin1String("{{")) ? m_filler(markdown) : markdown;
+    const QString column = fromStd(lessonColumnMarkdown(markdown.toStdString()));
+    return m_filler && column.contains(QLatin1String("{{")) ? m_filler(column) : column;
 }
 
 void LessonPlayer::refreshValues() {
@@ -336,6 +346,7 @@ void LessonPlayer::showCallout(const QString& markdown, bool resumable) {
     m_continue->setVisible(resumable);
     m_callout->show();
     fitCallout();
+    QTimer::singleShot(0, this, &LessonPlayer::fitCallout);  // at the width the layout gives
 }
 
 void LessonPlayer::setCalloutResumable(bool resumable) {

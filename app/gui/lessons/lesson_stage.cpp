@@ -14,6 +14,7 @@
 #include "lessons/lesson_player.h"
 #include "lessons/plot_highlight.h"
 #include "lessons/replay_player.h"
+#include "qklab/lesson_fit.h"
 #include "qklab/lesson_values.h"
 #include "qklab/names.h"
 #include "qklab/run_store.h"
@@ -264,7 +265,8 @@ void LessonStage::startPreset(const LessonStep& step) {
                     disconnect(*connection);
                 });
     c->enqueue(request);
-    say(tr("Training “%1” live.").arg(request.name));
+    // With the config's warnings: presenter mode hides the setup dock that shows them.
+    say(qs(lessonStartStatus(request.name.toStdString(), request.config)));
 }
 
 void LessonStage::intervene(const LessonStep& step) {
