@@ -2,7 +2,8 @@
 // 1024x768 in presenter mode. The longest step text the budget allows, alone and with the
 // longest callout (and a spike's reading) it allows beside it, is rendered in the lesson dock:
 // nothing needs vertical scrolling and the callout's Continue button covers none of its lines.
-// And a step text's table is laid out without breaking a word.
+// And a step text's table is laid out without breaking a word, and a step before the lesson's
+// first run shows no other lesson's run.
 #include <QApplication>
 #include <QDockWidget>
 #include <QFile>
@@ -151,6 +152,31 @@ class LessonFitGuiTest : public QObject {
                                   prose(kCalloutReadingLines, kLessonCalloutChars);
         show(prose(rest, kLessonTextChars), QString::fromStdString(shown));
         expectNoScrolling("text and spike callout");
+    }
+
+    // Issue 37: lesson 7's first step (the Spikes view, before the lesson trains anything)
+    // showed the previous lesson's run. It shows the lesson's own first run when one is
+    // recorded, else none.
+    void aStepBeforeTheFirstRunShowsNoOtherRun() {
+        const nlohmann::json lesson = {
+            {"title", "Reading the probes"},
+            {"steps",
+             {{{"title", "Intro"}, {"text", "The guide's cases."}, {"view", "spikes"}},
+              {{"title", "Incident"},
+               {"text", "Train."},
+               {"action",
+                {{"kind", "start_preset"},
+                 {"preset", "healthy_attention"},
+                 {"name", "fit-first-run"}}}}}}};
+        m_window->openRun(m_other);
+        QTRY_COMPARE(m_window->shownLiveRun().runId, m_other);
+        open(lesson);
+        QTRY_COMPARE(m_window->shownLiveRun().runId, int64_t{0});
+        const int64_t recorded = test::writeKnownRun(m_db, "fit-first-run", 20);
+        m_window->openRun(m_other);
+        QTRY_COMPARE(m_window->shownLiveRun().runId, m_other);
+        open(lesson);
+        QTRY_COMPARE(m_window->shownLiveRun().runId, recorded);
     }
 
     // Issue 37: "incide nt", "probe s". A table in a step's text is laid out as a list, and no

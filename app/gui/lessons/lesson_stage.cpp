@@ -191,8 +191,12 @@ void LessonStage::showOwnRun(const LessonStep& step) {
     if (m_replaying || step.view == "compare" || step.view == "sweeps" || step.view == "config")
         return;
     const int64_t own = ownRunId();
-    if (own == 0 || m_window->shownLiveRun().runId == own) return;
     if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun) return;
+    if (own == 0) {  // not another lesson's run: none
+        if (m_window->shownLiveRun().runId != 0) m_window->showNoRun();
+        return;
+    }
+    if (m_window->shownLiveRun().runId == own) return;
     m_window->openRun(own);
     m_window->showTab(qs(step.view));
 }
@@ -336,6 +340,10 @@ int64_t LessonStage::ownRunId() {
     for (int i = m_player->currentIndex(); lesson && i >= 0; --i)
         if (lesson->steps[size_t(i)].actionKind() == "start_preset")
             return runIdQuietly(qs(lessonRunName(*lesson, size_t(i))));
+    // A step before the lesson's first run talks about that run (recorded, or none yet).
+    for (size_t i = 0; lesson && i < lesson->steps.size(); ++i)
+        if (lesson->steps[i].actionKind() == "start_preset")
+            return runIdQuietly(qs(lessonRunName(*lesson, i)));
     return 0;
 }
 
