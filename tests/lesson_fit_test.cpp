@@ -75,6 +75,23 @@ TEST(LessonFit, ASpikeCalloutShowsTheVerdictParagraph) {
     EXPECT_LE(lessonTextLines(r, kLessonCalloutChars), kCalloutReadingLines);
 }
 
+// An alarm's reading keeps what passed the line, the verdict and the advice (lesson 7 step 2's
+// alarm, as stored); the norms' numbers are the Spikes view's.
+TEST(LessonFit, AnAlarmsReadingIsItsHeadlineVerdictAndAdvice) {
+    const std::string alarm =
+        "Layer 0, step 10: logit_max_raw 122 passed the intervention line (30); q/k norm p90 28: "
+        "4.85x its median over the 2 probes before (5.77, z 5.18); 19x the layer's first probe "
+        "(step 0, 1.47). The q/k lengths have grown 2x or more since the layer's first probe: "
+        "the logits grew with them. Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give "
+        "it 1000 steps before judging.";
+    EXPECT_EQ(alarmReading(alarm),
+              "Layer 0, step 10: logit_max_raw 122 passed the intervention line (30). The q/k "
+              "lengths have grown 2x or more since the layer's first probe: the logits grew with "
+              "them. Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give it 1000 steps "
+              "before judging.");
+    EXPECT_LE(lessonTextLines(alarmReading(alarm), kLessonCalloutChars), kCalloutReadingLines);
+}
+
 TEST(LessonFit, TheCheckerSaysWhichFieldIsOverAndByHowMuch) {
     Lesson l;
     l.steps.resize(2);

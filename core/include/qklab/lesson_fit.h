@@ -45,6 +45,9 @@ int lessonTextLines(const std::string& markdown, int charsPerLine);
 // The first paragraph of a spike's diagnosis (its verdict and advice), cut to what
 // kCalloutReadingLines hold: what a spike callout shows under its text.
 std::string calloutReading(const std::string& diagnosis);
+// The same for a logit alarm's text: its first clause (the layer, step and value past the
+// line), then its verdict and advice; the q/k norms' numbers stay in the Spikes view.
+std::string alarmReading(const std::string& alarmText);
 
 // The status line the lesson player writes under a start_preset step's text when its run
 // starts: the run's name and each of the config's warnings (configWarnings: the setup dock

@@ -720,7 +720,7 @@ std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
 std::optional<Callout> PauseWatcher::onLogitAlarm(const LogitAlarm& a) {
     for (size_t i = 0; i < m_conditions.size(); ++i)
         if (!m_fired[i] && m_conditions[i].kind == "logit_alarm") {
-            const std::string reading = calloutReading(a.text);
+            const std::string reading = alarmReading(a.text);
             auto out = fire(i, a.step, a.value, reading);
             if (m_conditions[i].callout.empty()) out->text = reading;
             if (out->plot.empty()) out->plot = a.metric;

@@ -188,6 +188,15 @@ std::string calloutReading(const std::string& diagnosis) {
     return verdict + more;
 }
 
+std::string alarmReading(const std::string& alarmText) {
+    // "Layer 0, step 10: logit_max_raw 122 passed the intervention line (30); q/k norm p90 ...
+    // (step 0, 1.47). <verdict>. Tier 3: ..."
+    const size_t clause = alarmText.find("; ");
+    const size_t end = clause == std::string::npos ? clause : alarmText.find(". ", clause);
+    if (end == std::string::npos) return calloutReading(alarmText);
+    return calloutReading(alarmText.substr(0, clause) + "." + alarmText.substr(end + 1));
+}
+
 namespace {
 
 [[noreturn]] void over(const std::string& where, const std::string& field, const std::string& what,
