@@ -123,8 +123,9 @@ class LessonFitGuiTest : public QObject {
         // As the app does with --lesson --presenter: a lesson is open when presenting starts.
         show("A first lesson.", {});
         m_window->part<PresenterMode>()->setActive(true);
-        m_window->setGeometry(QRect(0, 0, 1024, 768));
-        QTRY_COMPARE(m_window->size(), QSize(1024, 768));
+        const QSize screen = m_window->screen()->geometry().size();
+        m_window->setGeometry(QRect(QPoint(0, 0), screen));
+        QTRY_COMPARE(m_window->size(), screen);
     }
 
     void cleanupTestCase() { delete m_window; }
@@ -208,14 +209,20 @@ class LessonFitGuiTest : public QObject {
     }
 };
 
-// A 1024x768 screen: presenter mode fills the screen it is on (offscreen's default is 800x800).
+// A 1024x768 screen (QKLAB_FIT_SCREEN=WxH another): presenter mode fills the screen it is on
+// (offscreen's default is 800x800).
 int main(int argc, char** argv) {
+    QByteArray size = qgetenv("QKLAB_FIT_SCREEN");
+    if (size.isEmpty()) size = "1024x768";
+    const QList<QByteArray> wh = size.split('x');
+    if (wh.size() != 2) return 1;
     QTemporaryDir dir;
     const QString config = dir.filePath(QStringLiteral("screen.json"));
     QFile file(config);
     if (!file.open(QIODevice::WriteOnly)) return 1;
-    file.write(R"({"screens": [{"name": "projector", "x": 0, "y": 0, "width": 1024,
-                  "height": 768, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
+    file.write(R"({"screens": [{"name": "projector", "x": 0, "y": 0, "width": )" + wh[0] +
+               R"(, "height": )" + wh[1] +
+               R"(, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
     file.close();
     qputenv("QT_QPA_PLATFORM", ("offscreen:configfile=" + config).toLocal8Bit());
     QApplication app(argc, argv);

@@ -15,6 +15,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "lessons/lesson_keys.h"
 #include "qklab/lesson_fit.h"
@@ -90,9 +91,15 @@ void LessonPlayer::applyFonts() {
 // (the step's text yields down to a few lines); beyond that it scrolls.
 void LessonPlayer::fitCallout() {
     if (m_callout->isHidden()) return;
-    // The scroll area's own width: its viewport is narrower while a scroll bar shows, and the
-    // text is measured as it will be laid out once it needs none.
-    const int width = std::max(50, m_calloutScroll->width());
+    // The step's text takes no more height than its lines while a callout shows: the rest is
+    // the callout's (at 1280x720 the text's share left the callout's last line to scroll).
+    const int textNeeded =
+        int(std::ceil(m_text->document()->size().height())) + 2 * m_text->frameWidth() + 2;
+    m_text->setMaximumHeight(std::max(m_text->minimumHeight(), textNeeded));
+    // Measured at the scroll area's width less a scroll bar's: the height this gives fits at
+    // either width, so a scroll bar shown once (narrowing the text) does not keep itself.
+    const int bar = m_calloutScroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+    const int width = std::max(50, m_calloutScroll->width() - bar);
     const int needed = m_calloutText->heightForWidth(width) + 4;
     const int others = layout()->minimumSize().height() - m_calloutScroll->minimumHeight();
     const int room = std::max(3 * fontMetrics().height(), height() - others);
@@ -128,6 +135,7 @@ void LessonPlayer::buildCallout(QVBoxLayout* layout) {
     m_calloutText->setObjectName(QStringLiteral("lessonCalloutText"));
     m_calloutText->setTextFormat(Qt::MarkdownText);
     m_calloutText->setWordWrap(true);
+    m_calloutText->setAlignment(Qt::AlignLeft | Qt::AlignTop);  // spare height below, not above
     // A long callout (a diagnosis) scrolls rather than being cut off on a 1280x720 projector.
     m_calloutScroll = new QScrollArea;
     m_calloutScroll->setObjectName(QStringLiteral("lessonCalloutScroll"));
@@ -314,6 +322,7 @@ void LessonPlayer::refreshValues() {
     }
     if (calloutVisible() && m_calloutSource.contains(QLatin1String("{{")))
         m_calloutText->setText(filled(m_calloutSource));
+    if (calloutVisible()) QTimer::singleShot(0, this, &LessonPlayer::fitCallout);  // new lengths
 }
 
 QString LessonPlayer::counterText() const {
@@ -356,6 +365,7 @@ void LessonPlayer::setCalloutResumable(bool resumable) {
 void LessonPlayer::clearCallout() {
     m_calloutText->clear();
     m_callout->hide();
+    m_text->setMaximumHeight(QWIDGETSIZE_MAX);
 }
 
 void LessonPlayer::setNotesVisible(bool visible) {
