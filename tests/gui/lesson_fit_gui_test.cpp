@@ -137,6 +137,20 @@ class LessonFitGuiTest : public QObject {
         expectNoScrolling("text alone");
     }
 
+    // A table is shown as a list of rows: the longest the budget allows fits too.
+    void theLongestTableFits() {
+        std::string table = "| run | max | loss |\n|---|---|---|\n", text;
+        for (int row = 0;; ++row) {
+            const std::string next =
+                table + "| run " + std::to_string(row) + " | 1063.25 | 2.51234 |\n";
+            if (lessonTextLines(next, kLessonTextChars) > kLessonColumnLines) break;
+            table = next;
+        }
+        QVERIFY(lessonTextLines(table, kLessonTextChars) >= kLessonColumnLines - 3);
+        show(table, {});
+        expectNoScrolling("a table");
+    }
+
     void theLongestTextAndCalloutFit() {
         const int callout = 8;
         const int rest = kLessonColumnLines - kCalloutFrameLines - callout;

@@ -9,8 +9,11 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStyle>
+#include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextCursor>
 #include <QTextDocument>
+#include <QTextList>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -153,6 +156,7 @@ void LessonPlayer::buildCallout(QVBoxLayout* layout) {
     m_continue->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
     box->addWidget(m_calloutScroll, 1);
     box->addWidget(m_continue, 0, Qt::AlignLeft);
+    box->addStretch(0);  // height the text does not need goes below Continue, not around it
     m_callout->hide();
     layout->addWidget(m_callout);
     connect(m_continue, &QPushButton::clicked, this, [this] {
@@ -270,6 +274,21 @@ void LessonPlayer::back() {
     goTo(m_index - 1);
 }
 
+// Markdown lists get a paragraph's margins on every item: in the lesson column a table laid
+// out as a list (lessonColumnMarkdown) then took a blank line per row more than the budget
+// counts. Items sit line under line, as counted.
+void LessonPlayer::setText(const QString& markdown) {
+    m_text->setMarkdown(markdown);
+    for (QTextBlock b = m_text->document()->begin(); b.isValid(); b = b.next()) {
+        if (!b.textList()) continue;
+        QTextCursor cursor(b);
+        QTextBlockFormat format = b.blockFormat();
+        format.setTopMargin(0);
+        format.setBottomMargin(0);
+        cursor.setBlockFormat(format);
+    }
+}
+
 void LessonPlayer::refresh() {
     const LessonStep* step = currentStep();
     const int count = m_lesson ? int(m_lesson->steps.size()) : 0;
@@ -277,7 +296,7 @@ void LessonPlayer::refresh() {
     m_stepTitle->setText(step ? fromStd(step->title) : QString());
     m_shownText = step ? filled(fromStd(step->text)) : QString();
     if (step)
-        m_text->setMarkdown(m_shownText);
+        setText(m_shownText);
     else
         m_text->clear();
     m_text->setVisible(step != nullptr || m_error->isHidden());
@@ -316,7 +335,7 @@ void LessonPlayer::refreshValues() {
         const QString now = filled(text);
         if (now != m_shownText) {
             m_shownText = now;
-            m_text->setMarkdown(now);
+            setText(now);
             m_text->verticalScrollBar()->setValue(scroll);
         }
     }

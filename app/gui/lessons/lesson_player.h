@@ -93,6 +93,7 @@ class LessonPlayer : public QWidget {
     void buildCallout(QVBoxLayout* layout);
     void buildNotes(QVBoxLayout* layout);
     void refresh();
+    void setText(const QString& markdown);  // the step's text, lists without item margins
     QString filled(const QString& markdown) const;
 
     std::optional<Lesson> m_lesson;
