@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_run.h"
+#include "qklab/lesson_fit.h"
 #include "qklab/run_store.h"
 #include "qklab/run_writer.h"
 #include "qklab/sweep.h"
@@ -228,6 +229,30 @@ TEST_F(CliFilesTest, LessonCheckRefusesWhatTheAppCannotPlay) {
     const Result ok =
         cli("lesson " + sq(good) + " --presets " + sq(qklab::testpaths::source("/experiments")));
     EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+// Issue 37: a text that would need scrolling in the lesson column at 1024x768 is refused with
+// the lesson, step, field and how far over it is; one that just fits passes.
+TEST_F(CliFilesTest, LessonCheckRefusesATextOneLineOverTheColumn) {
+    const auto items = [](int n) {  // n one-line list items: n lines of the budget
+        std::string t;
+        for (int i = 0; i < n; ++i) t += "- a\\n";
+        return t;
+    };
+    const auto check = [&](int lines) {
+        const std::string file =
+            write("long.json", lessonWith(R"({"title": "S", "text": ")" + items(lines) + R"("})"));
+        return cli("lesson " + sq(file));
+    };
+    const Result fits = check(qklab::kLessonColumnLines);
+    EXPECT_EQ(fits.status, 0) << fits.err;
+    const Result over = check(qklab::kLessonColumnLines + 1);
+    EXPECT_EQ(over.status, 2);
+    EXPECT_NE(over.err.find("long.json: step 2 (\"S\"): text: the text takes " +
+                            std::to_string(qklab::kLessonColumnLines + 1) + " lines"),
+              std::string::npos)
+        << over.err;
+    EXPECT_NE(over.err.find(": 1 line over"), std::string::npos) << over.err;
 }
 
 TEST_F(CliFilesTest, ShippedLessonsPassTheCheckWithTheShippedPresets) {

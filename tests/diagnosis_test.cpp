@@ -123,8 +123,9 @@ TEST(StagedDiagnosis, DirtyBatchIsADataProblem) {
     EXPECT_EQ(s->tier, 1) << s->diagnosis;
     EXPECT_TRUE(says(*s, "The run changed just before this spike: step 30, Dirty batch"))
         << s->diagnosis;
-    EXPECT_TRUE(
-        says(*s, "spike 1 in 31 steps: spikes are rare so far (at most one every 5000 steps)"))
+    EXPECT_TRUE(says(*s,
+                     "Rate: 1 spike in 31 steps so far, in a run shorter than the guide's tier-1 "
+                     "window (at most one spike per 5000 steps): within it."))
         << s->diagnosis;
     expectStatedNumbers(*s);
 }
@@ -173,10 +174,11 @@ TEST(StagedDiagnosis, HighLrRunawayPrescribesQkNorm) {
     }
     if (spikes.size() > 1) {  // the rate in words: steps per spike so far
         const int64_t steps = spikes[1].step + 1;
-        EXPECT_TRUE(says(spikes[1], "spike 2 in " + std::to_string(steps) +
-                                        " steps: about one every " +
+        EXPECT_TRUE(says(spikes[1], "Rate: 2 spikes in " + std::to_string(steps) +
+                                        " steps so far, about one every " +
                                         std::to_string(std::llround(steps / 2.0)) +
-                                        " steps, more often than once every 5000 steps"))
+                                        " steps: more often than the guide's tier-1 rate (at "
+                                        "most one per 5000 steps)"))
             << spikes[1].diagnosis;
     }
 }

@@ -125,6 +125,37 @@ TEST(LessonValues, TheCheckerRefusesAPlaceholderBeforeAnyRun) {
     }
 }
 
+// Issue 37: lesson 2 step 4 quoted the layer's max (1063) beside head 0's histogram (865).
+TEST(LessonValues, TheCheckerRefusesLayerValuesBesideOneHeadsHistogram) {
+    const auto errorOf = [](const nlohmann::json& step) {
+        nlohmann::json lesson = {
+            {"title", "t"},
+            {"steps",
+             {{{"text", "Train."},
+               {"action", {{"kind", "start_preset"}, {"preset", "p"}, {"name", "main"}}}},
+              step}}};
+        const LessonPresetLookup presets = [](const std::string&) -> std::optional<std::string> {
+            return R"({"schedule": {"steps": 100}, "probes": {"every": 5}})";
+        };
+        try {
+            parsePlayableLesson(lesson.dump(), "l.json", presets);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    nlohmann::json step = {{"text", "Raw max {{logit_max_raw last layer=0}}."},
+                           {"view", "histograms"},
+                           {"layer", 0},
+                           {"head", 0}};
+    EXPECT_NE(errorOf(step).find("l.json: step 2: head: the text quotes layer values (every "
+                                 "head) beside the histogram of head 0"),
+              std::string::npos)
+        << errorOf(step);
+    step.erase("head");  // all heads: the layer the placeholder reads
+    EXPECT_EQ(errorOf(step), "");
+}
+
 TEST(LessonValues, TheCheckerReadsEachPlaceholderAgainstItsRun) {
     const auto errorOf = [](const std::string& text, const std::string& callout = "ok") {
         nlohmann::json lesson = {

@@ -169,8 +169,9 @@ void expectTextMatchesEvidence(const Spike& s, const std::vector<ProbeSummary>& 
     EXPECT_EQ(says(s, ": a jump"), e.logitJump) << s.diagnosis;
     EXPECT_EQ(says(s, "jumped"), e.logitJump) << s.diagnosis;
     EXPECT_EQ(says(s, ": rising"), e.normsRising) << s.diagnosis;
-    EXPECT_TRUE(says(s, "spike " + std::to_string(ctx.spikesSoFar) + " in " +
-                            std::to_string(ctx.stepsSoFar) + " steps"))
+    EXPECT_TRUE(says(s, "Rate: " + std::to_string(ctx.spikesSoFar) +
+                            (ctx.spikesSoFar == 1 ? " spike in " : " spikes in ") +
+                            std::to_string(ctx.stepsSoFar) + " steps so far"))
         << s.diagnosis;
     EXPECT_EQ(s.probeMaxLogit, e.maxLogit.value);
     EXPECT_EQ(s.baselineMaxLogit, e.maxLogit.baseline);
@@ -232,10 +233,49 @@ TEST(SpikeDiagnosis, TierOneNeedsRareSpikes) {
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);
     EXPECT_EQ(s.tier, 4);
     EXPECT_TRUE(says(s,
-                     "spike 3 in 400 steps: about one every 133 steps, more often than once "
-                     "every 5000 steps"))
+                     "Rate: 3 spikes in 400 steps so far, about one every 133 steps: more "
+                     "often than the guide's tier-1 rate (at most one per 5000 steps)."))
         << s.diagnosis;
     expectTextMatchesEvidence(s, h, frequent);
+}
+
+// The observed rate is set against the guide's, never called "rare" beside a rate that is
+// not: a first spike in a short run is within the tier-1 window, two in 12000 steps within the
+// rate.
+TEST(SpikeDiagnosis, TheRateIsTheObservedOneAgainstTheGuides) {
+    const auto h = noisyHistory(6, 5, 6.3, 5.0);
+    const Spike first = diagnoseWith(h, {false, 1, 86, {}, {}});
+    EXPECT_TRUE(says(first,
+                     "Rate: 1 spike in 86 steps so far, in a run shorter than the guide's "
+                     "tier-1 window (at most one spike per 5000 steps): within it."))
+        << first.diagnosis;
+    EXPECT_FALSE(says(first, "rare")) << first.diagnosis;
+    const Spike two = diagnoseWith(h, {false, 2, 12000, {}, {}});
+    EXPECT_TRUE(says(two,
+                     "Rate: 2 spikes in 12000 steps so far, one every 6000 steps: within "
+                     "the guide's tier-1 rate (at most one per 5000 steps)."))
+        << two.diagnosis;
+}
+
+// The verdict and the advice come first, in their own paragraph; the evidence (the probe read,
+// the numbers, the rate) after it.
+TEST(SpikeDiagnosis, VerdictAndAdviceComeBeforeTheEvidence) {
+    for (const auto& h :
+         {history(12, 5, 35, 8), history(5, 5, 21, 5.1), history(6, 5, 6.5, 5.05)}) {
+        const Spike s = diagnose(h);
+        const size_t split = s.diagnosis.find("\n\nEvidence: ");
+        ASSERT_NE(split, std::string::npos) << s.diagnosis;
+        const std::string verdict = s.diagnosis.substr(0, split);
+        const std::string evidence = s.diagnosis.substr(split);
+        EXPECT_NE(verdict.find("Tier " + std::to_string(s.tier) + ":"), std::string::npos)
+            << s.diagnosis;
+        EXPECT_EQ(verdict.find("robe read"), std::string::npos) << s.diagnosis;
+        EXPECT_NE(evidence.find("robe read: step 80"), std::string::npos) << s.diagnosis;
+        EXPECT_NE(evidence.find("Rate: "), std::string::npos) << s.diagnosis;
+    }
+    // The verdict is the first sentence.
+    EXPECT_EQ(diagnose(history(12, 5, 35, 8)).diagnosis.rfind("Logits jumped and q/k lengths", 0),
+              0u);
 }
 
 TEST(SpikeDiagnosis, ARiseWithinTheHealthyRangeIsNotAJump) {

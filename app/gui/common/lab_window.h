@@ -56,6 +56,8 @@ class LabWindow : public QMainWindow {
     // played back through the live views (stepsPerSecond > 0 a fixed rate, else the recorded
     // wall time; false with *error when it cannot be read).
     virtual void openRun(int64_t runId) = 0;
+    // No run in the live and spikes views (a lesson step before its lesson's first run).
+    virtual void showNoRun() = 0;
     virtual void compareRuns(const std::vector<int64_t>& runIds) = 0;
     virtual void openComparison(const QString& savedName) = 0;
     virtual bool startReplay(int64_t runId, double stepsPerSecond, QString* error = nullptr) = 0;

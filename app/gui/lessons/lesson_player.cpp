@@ -9,13 +9,19 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStyle>
+#include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextCursor>
 #include <QTextDocument>
+#include <QTextList>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "lessons/lesson_keys.h"
+#include "qklab/lesson_fit.h"
 
 namespace qklab::gui {
 
@@ -77,9 +83,9 @@ void LessonPlayer::applyFonts() {
     bold.setBold(true);
     m_stepTitle->setFont(bold);
     m_counter->setFont(bold);
-    QFont loud = bold;
-    loud.setPointSizeF(loud.pointSizeF() * 1.15);
-    m_calloutText->setFont(loud);
+    // Bold, at the text's size: the border and the colour make it loud, and the lesson
+    // column's budget (qklab/lesson_fit.h) counts its lines as the text's.
+    m_calloutText->setFont(bold);
     // The step's text keeps a few lines when a long callout needs the room.
     m_text->setMinimumHeight(3 * fontMetrics().lineSpacing() + 12);
 }
@@ -88,7 +94,15 @@ void LessonPlayer::applyFonts() {
 // (the step's text yields down to a few lines); beyond that it scrolls.
 void LessonPlayer::fitCallout() {
     if (m_callout->isHidden()) return;
-    const int width = std::max(50, m_calloutScroll->viewport()->width());
+    // The step's text takes no more height than its lines while a callout shows: the rest is
+    // the callout's (at 1280x720 the text's share left the callout's last line to scroll).
+    const int textNeeded =
+        int(std::ceil(m_text->document()->size().height())) + 2 * m_text->frameWidth() + 2;
+    m_text->setMaximumHeight(std::max(m_text->minimumHeight(), textNeeded));
+    // Measured at the scroll area's width less a scroll bar's: the height this gives fits at
+    // either width, so a scroll bar shown once (narrowing the text) does not keep itself.
+    const int bar = m_calloutScroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+    const int width = std::max(50, m_calloutScroll->width() - bar);
     const int needed = m_calloutText->heightForWidth(width) + 4;
     const int others = layout()->minimumSize().height() - m_calloutScroll->minimumHeight();
     const int room = std::max(3 * fontMetrics().height(), height() - others);
@@ -99,6 +113,9 @@ void LessonPlayer::fitCallout() {
 void LessonPlayer::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     fitCallout();
+    // Again once the layout has given the callout its new width (the dock's share of a
+    // presenter screen arrives after the text was measured at the old one).
+    QTimer::singleShot(0, this, &LessonPlayer::fitCallout);
 }
 
 void LessonPlayer::changeEvent(QEvent* event) {
@@ -121,6 +138,7 @@ void LessonPlayer::buildCallout(QVBoxLayout* layout) {
     m_calloutText->setObjectName(QStringLiteral("lessonCalloutText"));
     m_calloutText->setTextFormat(Qt::MarkdownText);
     m_calloutText->setWordWrap(true);
+    m_calloutText->setAlignment(Qt::AlignLeft | Qt::AlignTop);  // spare height below, not above
     // A long callout (a diagnosis) scrolls rather than being cut off on a 1280x720 projector.
     m_calloutScroll = new QScrollArea;
     m_calloutScroll->setObjectName(QStringLiteral("lessonCalloutScroll"));
@@ -138,6 +156,7 @@ void LessonPlayer::buildCallout(QVBoxLayout* layout) {
     m_continue->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
     box->addWidget(m_calloutScroll, 1);
     box->addWidget(m_continue, 0, Qt::AlignLeft);
+    box->addStretch(0);  // height the text does not need goes below Continue, not around it
     m_callout->hide();
     layout->addWidget(m_callout);
     connect(m_continue, &QPushButton::clicked, this, [this] {
@@ -297,6 +316,21 @@ void LessonPlayer::back() {
     goTo(m_index - 1);
 }
 
+// Markdown lists get a paragraph's margins on every item: in the lesson column a table laid
+// out as a list (lessonColumnMarkdown) then took a blank line per row more than the budget
+// counts. Items sit line under line, as counted.
+void LessonPlayer::setText(const QString& markdown) {
+    m_text->setMarkdown(markdown);
+    for (QTextBlock b = m_text->document()->begin(); b.isValid(); b = b.next()) {
+        if (!b.textList()) continue;
+        QTextCursor cursor(b);
+        QTextBlockFormat format = b.blockFormat();
+        format.setTopMargin(0);
+        format.setBottomMargin(0);
+        cursor.setBlockFormat(format);
+    }
+}
+
 void LessonPlayer::refresh() {
     const LessonStep* step = currentStep();
     const int count = m_lesson ? int(m_lesson->steps.size()) : 0;
@@ -304,7 +338,7 @@ void LessonPlayer::refresh() {
     m_stepTitle->setText(step ? fromStd(step->title) : QString());
     m_shownText = step ? filled(fromStd(step->text)) : QString();
     if (step)
-        m_text->setMarkdown(m_shownText);
+        setText(m_shownText);
     else
         m_text->clear();
     m_text->setVisible(step != nullptr || m_error->isHidden());
@@ -329,8 +363,11 @@ void LessonPlayer::setValueFiller(std::function<QString(const QString&)> filler)
     m_filler = std::move(filler);
 }
 
+// Placeholders filled, and tables laid out as lists: a table's cells break words in a column
+// this narrow (lessonColumnMarkdown, which the lesson checker's budget counts).
 QString LessonPlayer::filled(const QString& markdown) const {
-    return m_filler && markdown.contains(QLatin1String("{{")) ? m_filler(markdown) : markdown;
+    const QString column = fromStd(lessonColumnMarkdown(markdown.toStdString()));
+    return m_filler && column.contains(QLatin1String("{{")) ? m_filler(column) : column;
 }
 
 void LessonPlayer::refreshValues() {
@@ -343,12 +380,13 @@ void LessonPlayer::refreshValues() {
         const QString now = filled(text);
         if (now != m_shownText) {
             m_shownText = now;
-            m_text->setMarkdown(now);
+            setText(now);
             m_text->verticalScrollBar()->setValue(scroll);
         }
     }
     if (calloutVisible() && m_calloutSource.contains(QLatin1String("{{")))
         m_calloutText->setText(filled(m_calloutSource));
+    if (calloutVisible()) QTimer::singleShot(0, this, &LessonPlayer::fitCallout);  // new lengths
 }
 
 QString LessonPlayer::counterText() const {
@@ -381,6 +419,7 @@ void LessonPlayer::showCallout(const QString& markdown, bool resumable) {
     m_continue->setVisible(resumable);
     m_callout->show();
     fitCallout();
+    QTimer::singleShot(0, this, &LessonPlayer::fitCallout);  // at the width the layout gives
 }
 
 void LessonPlayer::setCalloutResumable(bool resumable) {
@@ -390,6 +429,7 @@ void LessonPlayer::setCalloutResumable(bool resumable) {
 void LessonPlayer::clearCallout() {
     m_calloutText->clear();
     m_callout->hide();
+    m_text->setMaximumHeight(QWIDGETSIZE_MAX);
 }
 
 void LessonPlayer::setNotesVisible(bool visible) {

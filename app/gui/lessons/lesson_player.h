@@ -104,6 +104,7 @@ class LessonPlayer : public QWidget {
     void endSourceChoice();
     void showReplayButton();
     void refresh();
+    void setText(const QString& markdown);  // the step's text, lists without item margins
     QString filled(const QString& markdown) const;
 
     std::optional<Lesson> m_lesson;

@@ -14,6 +14,7 @@
 #include "lessons/lesson_player.h"
 #include "lessons/plot_highlight.h"
 #include "lessons/replay_player.h"
+#include "qklab/lesson_fit.h"
 #include "qklab/lesson_values.h"
 #include "qklab/names.h"
 #include "qklab/run_store.h"
@@ -196,8 +197,12 @@ void LessonStage::showOwnRun(const LessonStep& step) {
     if (m_replaying || step.view == "compare" || step.view == "sweeps" || step.view == "config")
         return;
     const int64_t own = ownRunId();
-    if (own == 0 || m_window->shownLiveRun().runId == own) return;
     if (m_lessonRun && m_window->controller()->activeRunId() == m_lessonRun) return;
+    if (own == 0) {  // not another lesson's run: none
+        if (m_window->shownLiveRun().runId != 0) m_window->showNoRun();
+        return;
+    }
+    if (m_window->shownLiveRun().runId == own) return;
     m_window->openRun(own);
     m_window->showTab(qs(step.view));
 }
@@ -285,7 +290,8 @@ void LessonStage::trainLive(const LessonStep& step) {
                     disconnect(*connection);
                 });
     c->enqueue(request);
-    say(tr("Training “%1” live.").arg(request.name));
+    // With the config's warnings: presenter mode hides the setup dock that shows them.
+    say(qs(lessonStartStatus(request.name.toStdString(), request.config)));
 }
 
 // The lesson lets go of its live run before stopping it: its end ("stopped at step 11") is
@@ -363,6 +369,10 @@ int64_t LessonStage::ownRunId() {
     for (int i = m_player->currentIndex(); lesson && i >= 0; --i)
         if (lesson->steps[size_t(i)].actionKind() == "start_preset")
             return runIdQuietly(qs(lessonRunName(*lesson, size_t(i))));
+    // A step before the lesson's first run talks about that run (recorded, or none yet).
+    for (size_t i = 0; lesson && i < lesson->steps.size(); ++i)
+        if (lesson->steps[i].actionKind() == "start_preset")
+            return runIdQuietly(qs(lessonRunName(*lesson, i)));
     return 0;
 }
 

@@ -44,7 +44,9 @@ QString spikeHtml(const Spike& s) {
         .arg(s.tier)
         .arg(formatNumber(s.probeMaxLogit), formatNumber(s.baselineMaxLogit),
              formatNumber(s.probeQkNorm), formatNumber(s.baselineQkNorm),
-             QString::fromStdString(s.diagnosis).toHtmlEscaped());
+             QString::fromStdString(s.diagnosis)
+                 .toHtmlEscaped()
+                 .replace(QStringLiteral("\n\n"), QStringLiteral("<br><br>")));
 }
 
 // A line needs two points: a curve with one (a lesson's callout at step 0, the first probe)

@@ -183,7 +183,10 @@ void SpikesPanel::addSpikes(int64_t runId, const std::vector<Spike>& spikes) {
 QString SpikesPanel::adviceOf(const Spike& s) {
     const QString text = QString::fromStdString(s.diagnosis);
     const qsizetype at = text.lastIndexOf(QStringLiteral("Tier %1:").arg(s.tier));
-    return at >= 0 ? text.mid(at) : tierText(s.tier);
+    if (at < 0) return tierText(s.tier);
+    // The advice ends the verdict paragraph; the evidence follows it.
+    const qsizetype end = text.indexOf(QStringLiteral("\n\n"), at);
+    return text.mid(at, end < 0 ? -1 : end - at);
 }
 
 void SpikesPanel::refreshSummary() {
@@ -237,7 +240,9 @@ void SpikesPanel::showDetails(int row) {
                            .arg(s.step)
                            .arg(kindText(s.kind))
                            .arg(s.tier)
-                           .arg(QString::fromStdString(s.diagnosis).toHtmlEscaped()));
+                           .arg(QString::fromStdString(s.diagnosis)
+                                    .toHtmlEscaped()
+                                    .replace(QStringLiteral("\n\n"), QStringLiteral("</p><p>"))));
 }
 
 }  // namespace qklab::gui

@@ -480,6 +480,13 @@ void MainWindow::followStoredRun() {
     if (written && (now.stepsDone != shown.stepsDone || now.status != shown.status)) openRun(id);
 }
 
+void MainWindow::showNoRun() {
+    ++m_openGeneration;  // a run still being read lands nowhere
+    m_live->showRun(RunSnapshot{});
+    m_spikes->setSpikes(0, {});
+    m_spikes->setLogitAlarms(0, {});
+}
+
 void MainWindow::openRun(int64_t runId) {
     // The training run is already shown live: reloading it would only repeat what is there.
     if (runId == m_live->runId() && runId == m_controller->activeRunId()) return;

@@ -57,6 +57,7 @@ class MainWindow : public LabWindow {
     bool applyOverrides(const QStringList& assignments, QString* error) override;
     RunConfig formConfig(QStringList* problems) override;
     void openRun(int64_t runId) override;  // loads a stored run into every view (async)
+    void showNoRun() override;
     void compareRuns(const std::vector<int64_t>& runIds) override;
     void openComparison(const QString& savedName) override;
     bool startReplay(int64_t runId, double stepsPerSecond, QString* error = nullptr) override;

@@ -13,6 +13,7 @@
 #include "qklab/error.h"
 #include "qklab/events.h"
 #include "qklab/input_file.h"
+#include "qklab/lesson_fit.h"
 #include "qklab/lesson_values.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_config.h"
@@ -94,7 +95,8 @@ const std::vector<PauseConditionKind>& pauseConditionKinds() {
         {"probe_below", "pause when a metric falls below the threshold", probeFields},
         {"spike",
          "pause at the first detected loss or grad-norm spike, when the first probe at or after "
-         "it (which its diagnosis reads) comes; the callout shows the diagnosis",
+         "it (which its diagnosis reads) comes; the callout shows the diagnosis's verdict and "
+         "advice (its evidence is in the Spikes view)",
          {{"callout", "text", false, "text before the diagnosis"}}},
         {"logit_alarm",
          "pause at the first logit alarm (raw max > 30 or p99 > 15 in a layer)",
@@ -609,8 +611,13 @@ std::vector<LessonRun> lessonRuns(const Lesson& lesson, const std::string& origi
 void checkLessonPlayable(const Lesson& lesson, const std::string& origin,
                          const LessonPresetLookup& presets) {
     std::map<std::string, RunConfig> configs;  // the runs the lesson trains, by name
-    for (const LessonRun& run : lessonRuns(lesson, origin, presets)) configs[run.name] = run.config;
+    std::map<size_t, std::string> status;      // what the player says as each one starts
+    for (const LessonRun& run : lessonRuns(lesson, origin, presets)) {
+        configs[run.name] = run.config;
+        status[run.step] = lessonStartStatus(run.name, run.config);
+    }
     checkLessonValues(lesson, origin, configs);
+    checkLessonFits(lesson, origin, status);
 }
 
 Lesson parsePlayableLesson(const std::string& text, const std::string& origin,
@@ -698,11 +705,13 @@ std::optional<Callout> PauseWatcher::onProbes(int64_t step, const std::vector<Pr
 std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
     for (size_t i = 0; i < m_conditions.size(); ++i)
         if (!m_fired[i] && m_conditions[i].kind == "spike") {
-            auto out = fire(i, s.step, s.value, s.diagnosis);
+            // The verdict and the advice: the evidence is the Spikes view's (lesson_fit.h).
+            const std::string reading = calloutReading(s.diagnosis);
+            auto out = fire(i, s.step, s.value, reading);
             if (out->plot.empty()) out->plot = s.metric;  // "loss" or "grad_norm"
             if (m_conditions[i].callout.empty())
                 out->text = "A " + s.metric + " spike at step " + std::to_string(s.step) + " (" +
-                            number(s.zScore) + " sigma).\n\n" + s.diagnosis;
+                            number(s.zScore) + " sigma).\n\n" + reading;
             return out;
         }
     return std::nullopt;
@@ -711,8 +720,9 @@ std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
 std::optional<Callout> PauseWatcher::onLogitAlarm(const LogitAlarm& a) {
     for (size_t i = 0; i < m_conditions.size(); ++i)
         if (!m_fired[i] && m_conditions[i].kind == "logit_alarm") {
-            auto out = fire(i, a.step, a.value, a.text);
-            if (m_conditions[i].callout.empty()) out->text = a.text;
+            const std::string reading = alarmReading(a.text);
+            auto out = fire(i, a.step, a.value, reading);
+            if (m_conditions[i].callout.empty()) out->text = reading;
             if (out->plot.empty()) out->plot = a.metric;
             return out;
         }

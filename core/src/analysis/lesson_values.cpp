@@ -220,6 +220,14 @@ void checkLessonValues(const Lesson& lesson, const std::string& origin,
         if (step.actionKind() == "start_preset") ownRun = lessonRunName(lesson, i);
         const std::string where = origin + ": step " + std::to_string(i + 1) + ": ";
         checkText(step.text, where + "text: ", ownRun, configs);
+        // Placeholders read layer rows (every head): beside one head's histogram they quote
+        // another number than the one shown (issue 37: 1063 beside head 0's 865).
+        if (step.view == "histograms" && step.head && !lessonValuesIn(step.text).empty())
+            throw Error(ErrorCode::InvalidConfig,
+                        where +
+                            "head: the text quotes layer values (every head) beside the "
+                            "histogram of head " +
+                            std::to_string(*step.head) + "; drop \"head\" to show all heads");
         for (size_t p = 0; p < step.pauses.size(); ++p)
             checkText(step.pauses[p].callout,
                       where + "pause[" + std::to_string(p) + "].callout: ", ownRun, configs);

@@ -386,13 +386,23 @@ void writeChangesInForce(std::ostringstream& why, const DiagnosisContext& ctx) {
         why << "An earlier change is still in force and moved the run: " << report << " ";
 }
 
+// The observed rate against the guide's tier-1 line (at most one spike per kRareSpikeSteps
+// steps; a run shorter than that counts as that long, so its first spike is within it).
 void writeFrequency(std::ostringstream& why, const SpikeEvidence& e, const DiagnosisContext& ctx) {
-    why << "This is spike " << ctx.spikesSoFar << " in " << ctx.stepsSoFar << " steps: ";
-    if (e.rare)
-        why << "spikes are rare so far (at most one every " << fmt(kRareSpikeSteps) << " steps). ";
+    const auto spikes = [](int n) { return std::to_string(n) + (n == 1 ? " spike" : " spikes"); };
+    why << "Rate: " << spikes(ctx.spikesSoFar) << " in " << ctx.stepsSoFar << " steps so far";
+    const double rareSteps = kRareSpikeSteps;
+    if (e.rare && double(ctx.stepsSoFar) < rareSteps)
+        why << ", in a run shorter than the guide's tier-1 window (at most one spike per "
+            << fmt(rareSteps) << " steps): within it. ";
+    else if (e.rare)
+        why << ", one every " << std::llround(double(ctx.stepsSoFar) / ctx.spikesSoFar)
+            << " steps: within the guide's tier-1 rate (at most one per " << fmt(rareSteps)
+            << " steps). ";
     else
-        why << "about one every " << std::llround(double(ctx.stepsSoFar) / ctx.spikesSoFar)
-            << " steps, more often than once every " << fmt(kRareSpikeSteps) << " steps. ";
+        why << ", about one every " << std::llround(double(ctx.stepsSoFar) / ctx.spikesSoFar)
+            << " steps: more often than the guide's tier-1 rate (at most one per " << fmt(rareSteps)
+            << " steps). ";
     bool first = true;  // events in the window that are not causes (an LR lowered, ...)
     for (const RunChange& c : ctx.changes)
         if (!c.isCause()) {
@@ -400,6 +410,17 @@ void writeFrequency(std::ostringstream& why, const SpikeEvidence& e, const Diagn
             first = false;
         }
     if (!first) why << ". ";
+}
+
+// The verdict and the advice, then a paragraph of evidence: a reader at a projector reads the
+// first lines, so what to do comes before the numbers that show why.
+std::string joinDiagnosis(const std::ostringstream& verdict, const std::ostringstream& evidence) {
+    const auto trimmed = [](std::string t) {
+        while (!t.empty() && t.back() == ' ') t.pop_back();
+        return t;
+    };
+    const std::string v = trimmed(verdict.str()), e = trimmed(evidence.str());
+    return e.empty() ? v : v + "\n\nEvidence: " + e;
 }
 
 }  // namespace
@@ -410,20 +431,20 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
     for (RunChange& c : ctx.changes) judgeFuse(c, fuseReading(history, c.step));
     const SpikeEvidence e = spikeEvidence(history, ctx);
     const RunChange* cause = likeliestCause(ctx.changes);
-    std::ostringstream why;
-    if (cause) writeCause(why, *cause, ctx.changes);
+    std::ostringstream verdict, why;  // why: the evidence
+    if (cause) writeCause(verdict, *cause, ctx.changes);
     if (history.empty()) {
         spike.kind = SpikeKind::DataOrAccumulation;
         spike.tier = 1;  // nothing says attention is involved: start with the data
         spike.probeStep = -1;
-        why << "No attention probe was recorded before this spike, so logits and q/k norms "
-               "cannot be read. Turn probes on (probes.every) to diagnose. ";
+        verdict << "No attention probe was recorded before this spike, so logits and q/k norms "
+                   "cannot be read. Turn probes on (probes.every) to diagnose. ";
         writeOutputLogits(why, e);
         if (e.outputJump) {
             spike.kind = SpikeKind::OutputLogits;
             spike.tier = 2;
-            why << "The output logits jumped: output-logit divergence in the LM head is the "
-                   "likelier cause. ";
+            verdict << "The output logits jumped: output-logit divergence in the LM head is the "
+                       "likelier cause. ";
         }
     } else {
         spike.kind = classify(e);
@@ -438,7 +459,7 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         if (cause)
             writeProbeUnderCause(why, *cause, e);
         else
-            writeVerdict(why, spike.kind, e);
+            writeVerdict(verdict, spike.kind, e);
     }
     writeChangesInForce(why, ctx);
     writeFrequency(why, e, ctx);
@@ -446,11 +467,11 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         const CauseAdvice advice = adviceFor(*cause);
         spike.kind = advice.kind;
         spike.tier = advice.tier;
-        why << advice.text;
+        verdict << advice.text;
     } else {
-        writeTier(why, spike.tier, spike.kind);
+        writeTier(verdict, spike.tier, spike.kind);
     }
-    spike.diagnosis = why.str();
+    spike.diagnosis = joinDiagnosis(verdict, why);
 }
 
 }  // namespace qklab
