@@ -2,7 +2,12 @@
 // steps in a second or two on a laptop CPU, and the paths CMake passes in.
 #pragma once
 
+#include <QApplication>
+#include <QFile>
+#include <QSize>
 #include <QString>
+#include <QTemporaryDir>
+#include <QTest>
 
 #include "qklab/run_config.h"
 #include "support/test_paths.h"
@@ -37,6 +42,31 @@ inline QStringList tinyOverrides(int64_t steps = 50) {
 
 inline QString sourceDir() {
     return QString::fromUtf8(qklab::testpaths::sourceDir());
+}
+
+// Runs the Qt Test object `Test` on one offscreen screen of `screen` pixels, without window
+// frames (the offscreen platform's default is 800x800): presenter mode fills that screen, and a
+// first start fits it. `QKLAB_TEST_SCREEN=WxH` in the environment picks another size.
+template <class Test>
+int execOnScreen(QSize screen, int argc, char** argv) {
+    const QList<QByteArray> wh = qgetenv("QKLAB_TEST_SCREEN").split('x');
+    if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0)
+        screen = QSize(wh[0].toInt(), wh[1].toInt());
+    QTemporaryDir dir;
+    const QString config = dir.filePath(QStringLiteral("screen.json"));
+    QFile file(config);
+    if (!file.open(QIODevice::WriteOnly)) return 1;
+    file.write(QStringLiteral(R"({"windowFrameMargins": false, "screens": [{"name": "screen",
+        "x": 0, "y": 0, "width": %1, "height": %2, "logicalDpi": 96, "logicalBaseDpi": 96,
+        "dpr": 1}]})")
+                   .arg(screen.width())
+                   .arg(screen.height())
+                   .toUtf8());
+    file.close();
+    qputenv("QT_QPA_PLATFORM", "offscreen:configfile=" + config.toLocal8Bit());
+    QApplication app(argc, argv);
+    Test test;
+    return QTest::qExec(&test, argc, argv);
 }
 
 }  // namespace qklab::gui::test

@@ -223,24 +223,8 @@ class LessonFitGuiTest : public QObject {
     }
 };
 
-// A 1024x768 screen (QKLAB_FIT_SCREEN=WxH another): presenter mode fills the screen it is on
-// (offscreen's default is 800x800).
+// A 1024x768 screen (QKLAB_TEST_SCREEN=WxH another): presenter mode fills the screen it is on.
 int main(int argc, char** argv) {
-    QByteArray size = qgetenv("QKLAB_FIT_SCREEN");
-    if (size.isEmpty()) size = "1024x768";
-    const QList<QByteArray> wh = size.split('x');
-    if (wh.size() != 2) return 1;
-    QTemporaryDir dir;
-    const QString config = dir.filePath(QStringLiteral("screen.json"));
-    QFile file(config);
-    if (!file.open(QIODevice::WriteOnly)) return 1;
-    file.write(R"({"screens": [{"name": "projector", "x": 0, "y": 0, "width": )" + wh[0] +
-               R"(, "height": )" + wh[1] +
-               R"(, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
-    file.close();
-    qputenv("QT_QPA_PLATFORM", ("offscreen:configfile=" + config).toLocal8Bit());
-    QApplication app(argc, argv);
-    LessonFitGuiTest test;
-    return QTest::qExec(&test, argc, argv);
+    return qklab::gui::test::execOnScreen<LessonFitGuiTest>(QSize(1024, 768), argc, argv);
 }
 #include "lesson_fit_gui_test.moc"

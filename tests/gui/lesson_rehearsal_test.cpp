@@ -16,6 +16,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalSpy>
@@ -47,14 +48,6 @@ namespace {
 
 constexpr int kSettleMs = 1200000;  // a live run on a busy 2-core machine; ctest allows 1500 s
 
-// 1024x768, or $QKLAB_REHEARSAL_SIZE (WxH) for the screenshots at 1280x720.
-QSize projectorSize() {
-    const QStringList wh = qEnvironmentVariable("QKLAB_REHEARSAL_SIZE").split(QLatin1Char('x'));
-    if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0)
-        return QSize(wh[0].toInt(), wh[1].toInt());
-    return QSize(1024, 768);
-}
-
 QString qs(const std::string& s) {
     return QString::fromStdString(s);
 }
@@ -65,9 +58,9 @@ QStringList labelBoxesCoveringData(QCustomPlot* plot) {
     for (int i = 0; i < plot->itemCount(); ++i) {
         auto* label = qobject_cast<QCPItemText*>(plot->item(i));
         if (!label || !label->visible()) continue;
-        const QRectF box = QRectF(label->topLeft->pixelPosition(),
-                                  label->bottomRight->pixelPosition())
-                               .normalized();
+        const QRectF box =
+            QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition())
+                .normalized();
         for (int g = 0; g < plot->graphCount(); ++g) {
             QCPGraph* graph = plot->graph(g);
             if (!graph->visible()) continue;
@@ -97,9 +90,9 @@ class LessonRehearsal : public QObject {
     QString m_db;
     bool m_replay = false;
     int m_clicks = 0;
-    int m_callouts = 0;           // callouts shown at the current step
-    int64_t m_calloutStep = -1;   // the run step of the last one
-    size_t m_runsExpected = 0;    // runs the lesson trained so far
+    int m_callouts = 0;          // callouts shown at the current step
+    int64_t m_calloutStep = -1;  // the run step of the last one
+    size_t m_runsExpected = 0;   // runs the lesson trained so far
 
     LessonPlayer* player() const { return m_w->part<LessonPlayer>(); }
     RunController* controller() const { return m_w->controller(); }
@@ -130,8 +123,7 @@ class LessonRehearsal : public QObject {
     bool trains(const LessonStep& s) const { return s.actionKind() == "start_preset"; }
 
     bool sourceRunning() const {
-        if (m_w->part<LessonStage>()->replaying())
-            return replayer()->isPlaying();
+        if (m_w->part<LessonStage>()->replaying()) return replayer()->isPlaying();
         return controller()->isBusy() && !controller()->isPaused();
     }
 
@@ -140,24 +132,26 @@ class LessonRehearsal : public QObject {
     // trains, as lesson 1 does).
     void settle() {
         const int index = player()->currentIndex();
-        const bool nextWatches =
-            index + 1 < int(m_lesson.steps.size()) &&
-            !m_lesson.steps[size_t(index + 1)].pauses.empty() &&
-            m_lesson.steps[size_t(index + 1)].actionKind() == "none";
-        QTRY_VERIFY_WITH_TIMEOUT(
-            player()->calloutVisible() || player()->sourceChoiceWaiting() || !sourceRunning() ||
-                (nextWatches && m_callouts >= int(step().pauses.size())),
-            kSettleMs);
+        const bool nextWatches = index + 1 < int(m_lesson.steps.size()) &&
+                                 !m_lesson.steps[size_t(index + 1)].pauses.empty() &&
+                                 m_lesson.steps[size_t(index + 1)].actionKind() == "none";
+        QTRY_VERIFY_WITH_TIMEOUT(player()->calloutVisible() || player()->sourceChoiceWaiting() ||
+                                     !sourceRunning() ||
+                                     (nextWatches && m_callouts >= int(step().pauses.size())),
+                                 kSettleMs);
         if (step().view == "compare")
             QTRY_VERIFY_WITH_TIMEOUT(!m_w->part<ComparePanel>()->runIds().empty(), 60000);
     }
 
     // The run a placeholder without run= reads: the replay's, else the newest of the series of
-    // the latest training step up to this one.
+    // the latest training step up to this one (the first one's, before it).
     int64_t ownRun() const {
         if (m_w->part<LessonStage>()->replaying()) return replayer()->runId();
         for (int i = player()->currentIndex(); i >= 0; --i)
             if (trains(m_lesson.steps[size_t(i)])) return newestOf(lessonRunName(m_lesson, i));
+        // A step before the lesson's first run talks about that run (recorded, or none yet).
+        for (size_t i = 0; i < m_lesson.steps.size(); ++i)
+            if (trains(m_lesson.steps[i])) return newestOf(lessonRunName(m_lesson, i));
         return 0;
     }
     int64_t newestOf(const std::string& name) const {
@@ -181,33 +175,31 @@ class LessonRehearsal : public QObject {
     std::string expectedText(const std::string& markdown, int64_t own, int64_t at) const {
         RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
         std::map<int64_t, std::pair<std::vector<StepMetrics>, std::vector<ProbeStats>>> rows;
-        return fillLessonValues(markdown, [&](const std::string& run)
-                                              -> std::optional<LessonRunRows> {
-            const int64_t id = run.empty() ? own : newestOf(run);
-            if (id == 0) return std::nullopt;
-            auto& r = rows[id];
-            r.first = store.stepMetrics(id);
-            r.second = store.probeStats(id, -1);
-            if (id == own) {
-                r.first.erase(std::remove_if(r.first.begin(), r.first.end(),
-                                             [&](const StepMetrics& m) { return m.step > at; }),
-                              r.first.end());
-                r.second.erase(std::remove_if(r.second.begin(), r.second.end(),
-                                              [&](const ProbeStats& p) { return p.step > at; }),
-                               r.second.end());
-            }
-            return LessonRunRows{&r.first, &r.second};
-        });
+        return fillLessonValues(
+            markdown, [&](const std::string& run) -> std::optional<LessonRunRows> {
+                const int64_t id = run.empty() ? own : newestOf(run);
+                if (id == 0) return std::nullopt;
+                auto& r = rows[id];
+                r.first = store.stepMetrics(id);
+                r.second = store.probeStats(id, -1);
+                if (id == own) {
+                    r.first.erase(std::remove_if(r.first.begin(), r.first.end(),
+                                                 [&](const StepMetrics& m) { return m.step > at; }),
+                                  r.first.end());
+                    r.second.erase(std::remove_if(r.second.begin(), r.second.end(),
+                                                  [&](const ProbeStats& p) { return p.step > at; }),
+                                   r.second.end());
+                }
+                return LessonRunRows{&r.first, &r.second};
+            });
     }
 
     void checkViewsEndAt(int64_t at, const QString& where) {
         LivePlotsPanel* live = m_w->part<LivePlotsPanel>();
         const RunSnapshot& shown = live->run();
-        if (!shown.steps.empty())
-            QVERIFY2(shown.steps.back().step <= at, qPrintable(where));
+        if (!shown.steps.empty()) QVERIFY2(shown.steps.back().step <= at, qPrintable(where));
         for (const ProbeStats& p : shown.probes) QVERIFY2(p.step <= at, qPrintable(where));
-        for (const Spike& s : shown.spikes)
-            QVERIFY2(spikeReportStep(s) <= at, qPrintable(where));
+        for (const Spike& s : shown.spikes) QVERIFY2(spikeReportStep(s) <= at, qPrintable(where));
         for (QCustomPlot* plot : live->plots())
             for (int g = 0; g < plot->graphCount(); ++g) {
                 bool found = false;
@@ -234,8 +226,8 @@ class LessonRehearsal : public QObject {
             if (!plot->isVisible()) continue;
             plot->replot();
             const QStringList covering = labelBoxesCoveringData(plot);
-            QVERIFY2(covering.isEmpty(),
-                     qPrintable(where + QStringLiteral(": ") + covering.join(QStringLiteral(", "))));
+            QVERIFY2(covering.isEmpty(), qPrintable(where + QStringLiteral(": ") +
+                                                    covering.join(QStringLiteral(", "))));
         }
     }
 
@@ -244,7 +236,7 @@ class LessonRehearsal : public QObject {
     void shoot() {
         const QString dir = qEnvironmentVariable("QKLAB_REHEARSAL_SHOTS");
         if (dir.isEmpty() || !player()->calloutVisible()) return;
-        const QSize size = projectorSize();
+        const QSize size = m_w->screen()->geometry().size();
         const QString name = QStringLiteral("%1-step%2-%3-%4-%5x%6.png")
                                  .arg(QFileInfo(m_path).completeBaseName())
                                  .arg(player()->currentIndex() + 1)
@@ -280,10 +272,9 @@ class LessonRehearsal : public QObject {
             QTRY_COMPARE_WITH_TIMEOUT(player()->filledText(),
                                       qs(expectedText(step().text, own, at)), 3000);
             if (player()->calloutVisible())
-                QTRY_COMPARE_WITH_TIMEOUT(player()->calloutText(),
-                                          qs(expectedText(player()->calloutSource().toStdString(),
-                                                          own, at)),
-                                          3000);
+                QTRY_COMPARE_WITH_TIMEOUT(
+                    player()->calloutText(),
+                    qs(expectedText(player()->calloutSource().toStdString(), own, at)), 3000);
         }
     }
 
@@ -340,17 +331,11 @@ class LessonRehearsal : public QObject {
         m_w->show();
         QVERIFY(m_w->openDatabase(m_db));
         m_w->part<PresenterMode>()->setActive(true);
-        // Presenter mode's full-screen geometry may land after ours: set it until it holds.
-        for (int i = 0; i < 100 && m_w->size() != projectorSize(); ++i) {
-            m_w->setGeometry(QRect(QPoint(0, 0), projectorSize()));
-            QTest::qWait(20);
-        }
-        QCOMPARE(m_w->size(), projectorSize());
-        connect(controller(), &RunController::calloutFired, this,
-                [this](qint64, const Callout& c) {
-                    ++m_callouts;
-                    m_calloutStep = c.step;
-                });
+        QTRY_COMPARE(m_w->size(), m_w->screen()->geometry().size());  // full screen
+        connect(controller(), &RunController::calloutFired, this, [this](qint64, const Callout& c) {
+            ++m_callouts;
+            m_calloutStep = c.step;
+        });
         connect(replayer(), &ReplayPlayer::calloutFired, this, [this](qint64, const Callout& c) {
             ++m_callouts;
             m_calloutStep = c.step;
@@ -372,5 +357,8 @@ class LessonRehearsal : public QObject {
     }
 };
 
-QTEST_MAIN(LessonRehearsal)
+// A 1024x768 projector (QKLAB_TEST_SCREEN=1280x720 another), filled by presenter mode.
+int main(int argc, char** argv) {
+    return test::execOnScreen<LessonRehearsal>(QSize(1024, 768), argc, argv);
+}
 #include "lesson_rehearsal_test.moc"

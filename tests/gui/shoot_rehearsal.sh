@@ -19,7 +19,7 @@ for size in 1024x768 1280x720; do
     echo "shoot_rehearsal: $id at $size"
     QT_QPA_PLATFORM=offscreen OMP_WAIT_POLICY=PASSIVE QKLAB_EXPERIMENTS_DIR=$PWD/experiments \
       XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data QTEST_FUNCTION_TIMEOUT=1490000 \
-      QKLAB_REHEARSAL_SIZE=$size QKLAB_REHEARSAL_SHOTS=$out \
+      QKLAB_TEST_SCREEN=$size QKLAB_REHEARSAL_SHOTS=$out \
       "$build/tests/gui/lesson_rehearsal_test" "rehearse:$id" >"$tmp/log" 2>&1 ||
       { echo "shoot_rehearsal: $id at $size failed:" >&2; grep -A3 FAIL "$tmp/log" >&2 || true; }
     rm -rf "$tmp"

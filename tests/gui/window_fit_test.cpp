@@ -166,22 +166,10 @@ class WindowFitTest : public QObject {
     }
 };
 
-// A 1920x1080 screen without window frames (the offscreen platform's default is 800x600): the
-// first start fits the window to it, and a window resized to 1024x768 is that size exactly
-// unless its least size is larger.
+// A 1920x1080 screen: the first start fits the window to it, and a window resized to 1024x768
+// is that size exactly unless its least size is larger.
 int main(int argc, char** argv) {
-    QTemporaryDir dir;
-    const QString config = dir.filePath(QStringLiteral("screen.json"));
-    QFile file(config);
-    if (!file.open(QIODevice::WriteOnly)) return 1;
-    file.write(R"({"windowFrameMargins": false, "screens": [{"name": "hd", "x": 0, "y": 0,
-        "width": 1920, "height": 1080, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
-    file.close();
-    qputenv("QT_QPA_PLATFORM", "offscreen:configfile=" + config.toLocal8Bit());
-    QApplication app(argc, argv);
-    WindowFitTest test;
-    QTEST_SET_MAIN_SOURCE_PATH
-    return QTest::qExec(&test, argc, argv);
+    return qklab::gui::test::execOnScreen<WindowFitTest>(QSize(1920, 1080), argc, argv);
 }
 
 #include "window_fit_test.moc"
