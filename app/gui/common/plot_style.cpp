@@ -23,6 +23,79 @@ void removeItemsWithRole(QCustomPlot* plot, const QString& role) {
         QCPAbstractItem* item = plot->item(i);
         if (item->property(kRole).toString() == role) plot->removeItem(item);
     }
+    QCPLegend* legend = plot->legend;  // null in a plot that removed its legend
+    for (int i = legend ? legend->itemCount() - 1 : -1; i >= 0; --i)
+        if (QCPAbstractLegendItem* entry = legend->item(i);
+            entry && entry->property(kRole).toString() == role)
+            legend->removeItem(i);  // and re-flows the rest: no empty cell
+}
+
+// A threshold's legend entry: a piece of its dashed line, then its name. Fonts and text colour
+// are the legend's (presenter mode and the theme set them on every entry).
+class ThresholdLegendItem : public QCPAbstractLegendItem {
+  public:
+    ThresholdLegendItem(QCPLegend* legend, const QPen& pen, const QString& text)
+        : QCPAbstractLegendItem(legend), m_pen(pen), m_text(text) {
+        setProperty(kRole, QStringLiteral("threshold"));
+        setFont(legend->font());
+        setTextColor(legend->textColor());
+        setSelectable(false);
+    }
+
+  protected:
+    void draw(QCPPainter* painter) override {
+        const QSize icon = mParentLegend->iconSize();
+        const double y = mRect.top() + mRect.height() / 2.0;
+        QPen pen = m_pen;
+        pen.setWidthF(std::max(1.5, pen.widthF()));
+        painter->setPen(pen);
+        painter->drawLine(QLineF(mRect.left(), y, mRect.left() + icon.width(), y));
+        painter->setFont(mFont);
+        painter->setPen(QPen(mTextColor));
+        const int textLeft = mRect.left() + icon.width() + mParentLegend->iconTextPadding();
+        painter->drawText(QRect(textLeft, mRect.top(), mRect.right() - textLeft, mRect.height()),
+                          Qt::AlignLeft | Qt::AlignVCenter, m_text);
+    }
+    QSize minimumOuterSizeHint() const override {
+        const QFontMetrics fm(mFont);
+        const QSize icon = mParentLegend->iconSize();
+        return QSize(icon.width() + mParentLegend->iconTextPadding() +
+                         fm.horizontalAdvance(m_text) + mMargins.left() + mMargins.right(),
+                     std::max(icon.height(), fm.height()) + mMargins.top() + mMargins.bottom());
+    }
+
+  private:
+    QPen m_pen;
+    QString m_text;
+};
+
+const char* kWrapTitle = "qklabWrapTitle";
+
+// The title's words in as many lines as the plot's width needs (a word longer than the width
+// keeps a line of its own).
+void wrapTitle(QCustomPlot* plot) {
+    if (plot->plotLayout()->rowCount() < 1) return;
+    auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    if (!title || !title->property(kWrapTitle).isValid()) return;
+    const QFontMetrics fm(title->font());
+    const int width = std::max(40, plot->width() - 8);
+    QStringList lines;
+    for (const QString& paragraph :
+         title->property(kWrapTitle).toString().split(QLatin1Char('\n'))) {
+        QString line;
+        for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+            const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+            if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
+                lines << line;
+                line = word;
+            } else {
+                line = longer;
+            }
+        }
+        lines << line;
+    }
+    const QString text = lines.join(QLatin1Char('\n'));
+    if (title->text() != text) title->setText(text);
 }
 // As many x ticks as the axis has room for: QCPAxisTicker asks for about five whatever the
 // width, and a narrow plot (compare's small multiples, a projector) ran them together
@@ -139,35 +212,75 @@ void setLogAxis(QCPAxis* axis, bool log) {
     }
 }
 
-void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
-                      bool labelBelow) {
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label) {
     auto* line = new QCPItemStraightLine(plot);
     line->setProperty(kRole, QStringLiteral("threshold"));
     line->point1->setCoords(0, y);
     line->point2->setCoords(1, y);
-    line->setPen(QPen(color, 1.2, Qt::DashLine));
+    const QPen pen(color, 1.2, Qt::DashLine);
+    line->setPen(pen);
     line->setSelectable(false);
-    auto* text = new QCPItemText(plot);
-    text->setProperty(kRole, QStringLiteral("threshold"));
-    text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    text->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    text->position->setCoords(0.995, y);
-    text->setPositionAlignment(Qt::AlignRight | (labelBelow ? Qt::AlignTop : Qt::AlignBottom));
-    text->setText(label);
-    // Dark red on the dark theme's near-black was barely readable: the label is lightened
-    // there, and sits on a box of the plot's own background so that curves under it do not
-    // cross the letters.
-    text->setColor(currentTheme() == Theme::Dark ? color.lighter(170) : color);
-    QColor box = plot->axisRect()->backgroundBrush().color();
-    if (plot->axisRect()->backgroundBrush().style() == Qt::NoBrush)
-        box = currentTheme() == Theme::Dark ? QColor(30, 30, 30) : QColor(Qt::white);
-    box.setAlpha(210);
-    text->setBrush(QBrush(box));
-    text->setPadding(QMargins(3, 0, 3, 0));
-    QFont f = plot->font();
-    f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
-    text->setFont(f);
-    text->setSelectable(false);
+    if (label.isEmpty() || !plot->legend) return;
+    // First in the legend, before the series: what the lines mean is read once, then the data.
+    auto* entry = new ThresholdLegendItem(plot->legend, pen, label);
+    plot->legend->addItem(entry);
+    plot->legend->setVisible(true);
+}
+
+namespace {
+
+// Each data point of a graph or curve within its axes' ranges, in the plot's pixels.
+template <typename Visit>
+void forEachShownPoint(QCPAbstractPlottable* p, Visit visit) {
+    const QCPRange keys = p->keyAxis()->range(), values = p->valueAxis()->range();
+    auto at = [&](double k, double v) {
+        if (!std::isfinite(k) || !std::isfinite(v) || !keys.contains(k) || !values.contains(v))
+            return;
+        double x = 0, y = 0;
+        p->coordsToPixels(k, v, x, y);
+        visit(QPointF(x, y));
+    };
+    if (auto* g = qobject_cast<QCPGraph*>(p))
+        for (const QCPGraphData& d : *g->data()) at(d.key, d.value);
+    if (auto* c = qobject_cast<QCPCurve*>(p))
+        for (const QCPCurveData& d : *c->data()) at(d.key, d.value);
+}
+
+}  // namespace
+
+QList<QRectF> labelBoxesCoveringData(QCustomPlot* plot) {
+    QList<QRectF> boxes;
+    for (int i = 0; i < plot->itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(plot->item(i));
+        if (text && text->visible() && text->brush().style() != Qt::NoBrush &&
+            text->brush().color().alpha() > 0)
+            boxes << QRectF(text->topLeft->pixelPosition(), text->bottomRight->pixelPosition())
+                         .normalized();
+    }
+    if (plot->legend && plot->legend->visible() &&
+        plot->legend->layout() == plot->axisRect()->insetLayout())
+        boxes << QRectF(plot->legend->outerRect());
+    QList<QRectF> covering;
+    for (const QRectF& box : boxes) {
+        bool covers = false;
+        for (int i = 0; i < plot->plottableCount() && !covers; ++i)
+            if (plot->plottable(i)->visible())
+                forEachShownPoint(plot->plottable(i),
+                                  [&](const QPointF& pt) { covers = covers || box.contains(pt); });
+        if (covers) covering << box;
+    }
+    return covering;
+}
+
+void setWrappedTitle(QCustomPlot* plot, const QString& title) {
+    if (plot->plotLayout()->rowCount() < 1) return;
+    auto* element = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    if (!element) return;
+    if (!element->property(kWrapTitle).isValid())  // once: before the layout of every replot
+        QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { wrapTitle(plot); });
+    element->setProperty(kWrapTitle, title);
+    element->setText(title);
+    wrapTitle(plot);
 }
 
 QString eventLabel(const EventRecord& e) {
@@ -263,19 +376,63 @@ void setStepCursor(QCustomPlot* plot, double step) {
     line->setSelectable(false);
 }
 
+namespace {
+
+// A text ticker that leaves out a tick whose label would touch a more important one's, as laid
+// out on its axis now (at each replot, after a resize too). Ticks are given most important first.
+class SpacedTextTicker : public QCPAxisTickerText {
+  public:
+    SpacedTextTicker(QCPAxis* axis, std::vector<std::pair<double, QString>> ticks)
+        : m_axis(axis), m_ranked(std::move(ticks)) {
+        for (const auto& [x, label] : m_ranked) addTick(x, label);
+    }
+
+  protected:
+    QVector<double> createTickVector(double, const QCPRange& range) override {
+        // Labels stack on a vertical axis and stand side by side on a horizontal one.
+        const QFontMetrics fm(m_axis->tickLabelFont());
+        double gap = fm.height() + 2;
+        if (m_axis->orientation() == Qt::Horizontal)
+            for (const auto& [x, label] : m_ranked)
+                gap = std::max(gap, fm.horizontalAdvance(label) + 8.0);
+        QVector<double> kept;  // pixel positions of the ticks kept so far, beside `ticks`
+        QVector<double> ticks;
+        for (const auto& [x, label] : m_ranked) {
+            if (!range.contains(x)) continue;
+            const double px = m_axis->coordToPixel(x);
+            bool clear = true;
+            for (double k : kept) clear = clear && std::fabs(px - k) >= gap;
+            if (!clear) continue;
+            kept << px;
+            ticks << x;
+        }
+        std::sort(ticks.begin(), ticks.end());
+        return ticks;
+    }
+
+  private:
+    QCPAxis* m_axis;  // owns this ticker (through its shared pointer)
+    std::vector<std::pair<double, QString>> m_ranked;
+};
+
+}  // namespace
+
 void setHistogramTicker(QCPAxis* axis, const HistBins& bins) {
     if (!bins.symlog) {
         axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
         return;
     }
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    const double raws[] = {-1e6, -1e4, -1e3, -100, -30, -10, -3, 0, 3, 10, 30, 100, 1e3, 1e4, 1e6};
+    // Most important first: 0, the decades outward, then 3 and 30.
+    const double raws[] = {0, 10, -10, 100, -100, 1e3, -1e3, 1e4, -1e4, 1e6, -1e6, 30, -30, 3, -3};
+    std::vector<std::pair<double, QString>> ticks;
     for (double r : raws) {
         const double x = bins.fromRaw(r);
         if (!bins.edges.empty() && (x < bins.edges.front() || x > bins.edges.back())) continue;
-        ticker->addTick(x, std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
+        ticks.emplace_back(x,
+                           std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
     }
-    axis->setTicker(ticker);
+    axis->setTicker(
+        QSharedPointer<QCPAxisTickerText>(new SpacedTextTicker(axis, std::move(ticks))));
 }
 
 QColor layerColor(int layer) {
