@@ -309,36 +309,68 @@ void ComparePanel::groupingChanged() {
     fillEvents();
 }
 
+void ComparePanel::setLessonMetrics(const QStringList& metrics) {
+    m_plots->setLessonMetrics(metrics);
+}
+
+void ComparePanel::presenterChanged() {
+    m_plots->relayoutPlots();
+    fillSummary();
+}
+
+// In presenter mode the summary is a list: a row per column and a column per run. Eighteen
+// columns were cut at the right beside the lesson at 1024x768; two or three runs' columns fit.
 void ComparePanel::fillSummary() {
     const auto& columns = summaryColumns();
     const auto& runs = m_comparison.runs;
+    const bool list = presenterActive();
     m_summary->setSortingEnabled(false);
     m_summary->clear();
-    m_summary->setColumnCount(int(columns.size()) + 1);
-    m_summary->setRowCount(int(runs.size()));
+    m_summary->setColumnCount(list ? int(runs.size()) : int(columns.size()) + 1);
+    m_summary->setRowCount(list ? int(columns.size()) : int(runs.size()));
+    m_summary->verticalHeader()->setVisible(list);
     QStringList headers{tr("run")};
     for (const SummaryColumn& c : columns) headers << QString::fromUtf8(c.title);
-    m_summary->setHorizontalHeaderLabels(headers);
+    if (list)
+        m_summary->setVerticalHeaderLabels(headers.mid(1));
+    else
+        m_summary->setHorizontalHeaderLabels(headers);
     for (size_t r = 0; r < runs.size(); ++r) {
         // A run trained outside qklab is named with its source beside qklab's own runs.
         const RunInfo& info = runs[r].snap.info;
-        auto* name = new NumberItem(
+        QString label =
             trainedOutsideQklab(info)
                 ? tr("%1 (%2)").arg(runs[r].label(), QString::fromStdString(info.source))
-                : runs[r].label());
+                : runs[r].label();
+        if (list) label.replace(label.indexOf(QLatin1Char(' ')), 1, QLatin1Char('\n'));
+        auto* name = new NumberItem(label);
         name->setData(Qt::UserRole, double(runs[r].summary.runId));
         name->setData(Qt::DecorationRole, m_plots->runColor(r));
-        m_summary->setItem(int(r), 0, name);
+        if (list)
+            m_summary->setHorizontalHeaderItem(int(r), name);
+        else
+            m_summary->setItem(int(r), 0, name);
         for (size_t c = 0; c < columns.size(); ++c) {
             auto* item = new NumberItem(QString::fromStdString(columns[c].text(runs[r].summary)));
             if (columns[c].number)
                 if (const auto v = columns[c].number(runs[r].summary))
                     item->setData(Qt::UserRole, *v);
-            m_summary->setItem(int(r), int(c) + 1, item);
+            if (list)
+                m_summary->setItem(int(c), int(r), item);
+            else
+                m_summary->setItem(int(r), int(c) + 1, item);
         }
     }
-    // The best value of each column that has a "better" direction: bold on a tint, on every run
-    // that reaches it; nothing when all runs tie (no run is better there).
+    markBestSummaryValues(list);
+    m_summary->setSortingEnabled(!list);
+    m_summary->resizeColumnsToContents();
+}
+
+// The best value of each column that has a "better" direction: bold on a tint, on every run
+// that reaches it; nothing when all runs tie (no run is better there).
+void ComparePanel::markBestSummaryValues(bool list) {
+    const auto& columns = summaryColumns();
+    const auto& runs = m_comparison.runs;
     for (size_t c = 0; c < columns.size(); ++c) {
         if (columns[c].better == 0 || !columns[c].number || runs.size() < 2) continue;
         std::vector<std::optional<double>> values;
@@ -356,7 +388,8 @@ void ComparePanel::fillSummary() {
         if (!best || allEqual) continue;
         for (size_t r = 0; r < runs.size(); ++r) {
             if (!values[r] || *values[r] != *best) continue;
-            QTableWidgetItem* item = m_summary->item(int(r), int(c) + 1);
+            QTableWidgetItem* item =
+                list ? m_summary->item(int(c), int(r)) : m_summary->item(int(r), int(c) + 1);
             QFont f = item->font();
             f.setBold(true);
             item->setFont(f);
@@ -364,8 +397,6 @@ void ComparePanel::fillSummary() {
             item->setToolTip(tr("best of the compared runs"));
         }
     }
-    m_summary->setSortingEnabled(true);
-    m_summary->resizeColumnsToContents();
 }
 
 void ComparePanel::setDifferencesOnly(bool on) {
