@@ -259,8 +259,15 @@ class PlotReadabilityTest : public QObject {
                      qPrintable(QStringLiteral("ticks %1 and %2 overlap")
                                     .arg(heat->yAxis->tickVectorLabels().value(i - 1),
                                          heat->yAxis->tickVectorLabels().value(i))));
+        // The right axis names every threshold line, 20 and 30 sharing a label when close.
         QVERIFY(heat->yAxis2->visible());
-        QStringList named = heat->yAxis2->tickVectorLabels();
+        const QVector<double> right = heat->yAxis2->tickVector();
+        for (int i = 1; i < right.size(); ++i)
+            QVERIFY(std::fabs(heat->yAxis2->coordToPixel(right[i]) -
+                              heat->yAxis2->coordToPixel(right[i - 1])) >= gap);
+        QStringList named;
+        for (const QString& label : heat->yAxis2->tickVectorLabels())
+            named << label.split(QLatin1Char('/'));
         named.sort();
         QCOMPARE(named, (QStringList{QStringLiteral("-20"), QStringLiteral("-30"),
                                      QStringLiteral("20"), QStringLiteral("30")}));

@@ -71,14 +71,14 @@ class ThresholdLegendItem : public QCPAbstractLegendItem {
 
 const char* kWrapTitle = "qklabWrapTitle";
 
-// The title's words in as many lines as the plot's width needs (a word longer than the width
-// keeps a line of its own).
-void wrapTitle(QCustomPlot* plot) {
+// The title's words in as many lines as `width` (the plot's own when negative) needs; a word
+// longer than the width keeps a line of its own.
+void wrapTitle(QCustomPlot* plot, int width = -1) {
     if (plot->plotLayout()->rowCount() < 1) return;
     auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
     if (!title || !title->property(kWrapTitle).isValid()) return;
     const QFontMetrics fm(title->font());
-    const int width = std::max(40, plot->width() - 8);
+    width = std::max(40, (width < 0 ? plot->width() : width) - 8);
     QStringList lines;
     for (const QString& paragraph :
          title->property(kWrapTitle).toString().split(QLatin1Char('\n'))) {
@@ -272,6 +272,10 @@ QList<QRectF> labelBoxesCoveringData(QCustomPlot* plot) {
     return covering;
 }
 
+void wrapTitleTo(QCustomPlot* plot, int width) {
+    wrapTitle(plot, width);
+}
+
 void setWrappedTitle(QCustomPlot* plot, const QString& title) {
     if (plot->plotLayout()->rowCount() < 1) return;
     auto* element = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
@@ -379,13 +383,12 @@ void setStepCursor(QCustomPlot* plot, double step) {
 namespace {
 
 // A text ticker that leaves out a tick whose label would touch a more important one's, as laid
-// out on its axis now (at each replot, after a resize too). Ticks are given most important first.
+// out on its axis now (at each replot, after a resize too). Ticks are given most important
+// first. With `merge`, a tick left out adds its label to the nearest kept one's ("20/30").
 class SpacedTextTicker : public QCPAxisTickerText {
   public:
-    SpacedTextTicker(QCPAxis* axis, std::vector<std::pair<double, QString>> ticks)
-        : m_axis(axis), m_ranked(std::move(ticks)) {
-        for (const auto& [x, label] : m_ranked) addTick(x, label);
-    }
+    SpacedTextTicker(QCPAxis* axis, std::vector<std::pair<double, QString>> ticks, bool merge)
+        : m_axis(axis), m_ranked(std::move(ticks)), m_merge(merge) {}
 
   protected:
     QVector<double> createTickVector(double, const QCPRange& range) override {
@@ -395,27 +398,47 @@ class SpacedTextTicker : public QCPAxisTickerText {
         if (m_axis->orientation() == Qt::Horizontal)
             for (const auto& [x, label] : m_ranked)
                 gap = std::max(gap, fm.horizontalAdvance(label) + 8.0);
-        QVector<double> kept;  // pixel positions of the ticks kept so far, beside `ticks`
-        QVector<double> ticks;
+        QVector<double> ticks, pixels;  // kept so far, and where
+        m_shown.clear();
         for (const auto& [x, label] : m_ranked) {
             if (!range.contains(x)) continue;
             const double px = m_axis->coordToPixel(x);
-            bool clear = true;
-            for (double k : kept) clear = clear && std::fabs(px - k) >= gap;
-            if (!clear) continue;
-            kept << px;
+            int nearest = -1;
+            for (int k = 0; k < pixels.size(); ++k)
+                if (std::fabs(px - pixels[k]) < gap &&
+                    (nearest < 0 || std::fabs(px - pixels[k]) < std::fabs(px - pixels[nearest])))
+                    nearest = k;
+            if (nearest >= 0) {
+                if (m_merge) m_shown[ticks[nearest]] += QLatin1Char('/') + label;
+                continue;
+            }
+            pixels << px;
             ticks << x;
+            m_shown[x] = label;
         }
         std::sort(ticks.begin(), ticks.end());
         return ticks;
+    }
+    QVector<QString> createLabelVector(const QVector<double>& ticks, const QLocale&, QChar,
+                                       int) override {
+        QVector<QString> labels;
+        for (double t : ticks) labels << m_shown.value(t);
+        return labels;
     }
 
   private:
     QCPAxis* m_axis;  // owns this ticker (through its shared pointer)
     std::vector<std::pair<double, QString>> m_ranked;
+    bool m_merge;
+    QMap<double, QString> m_shown;  // the labels of the ticks kept at the last layout
 };
 
 }  // namespace
+
+void setSpacedTicks(QCPAxis* axis, std::vector<std::pair<double, QString>> ranked, bool merge) {
+    axis->setTicker(
+        QSharedPointer<QCPAxisTickerText>(new SpacedTextTicker(axis, std::move(ranked), merge)));
+}
 
 void setHistogramTicker(QCPAxis* axis, const HistBins& bins) {
     if (!bins.symlog) {
@@ -431,8 +454,7 @@ void setHistogramTicker(QCPAxis* axis, const HistBins& bins) {
         ticks.emplace_back(x,
                            std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
     }
-    axis->setTicker(
-        QSharedPointer<QCPAxisTickerText>(new SpacedTextTicker(axis, std::move(ticks))));
+    setSpacedTicks(axis, std::move(ticks), false);
 }
 
 QColor layerColor(int layer) {
@@ -467,6 +489,9 @@ void placeLegendOutside(QCustomPlot* plot, int row) {
     plot->legend->setBrush(Qt::NoBrush);
     plot->legend->setMargins(QMargins(4, 0, 4, 0));
     plot->legend->setColumnSpacing(12);
+    // A 22 px swatch, not 32: with the threshold entries beside the series, the 10 px saved
+    // per column let two columns fit a 1024x768 projector's logit plot instead of one.
+    plot->legend->setIconSize(22, 12);
     // An empty legend (a per-layer plot before its first probe) is a grid without columns,
     // whose maximum width is its margins: it capped the whole layout column, and the axis
     // rect stayed at its minimum width in a wide cell. A width whose sum with the margins
@@ -476,14 +501,23 @@ void placeLegendOutside(QCustomPlot* plot, int row) {
 
 void fitLegendColumns(QCustomPlot* plot) {
     QCPLegend* legend = plot->legend;
-    int widest = 1;
     // itemCount() counts the grid's cells; a cell left empty by a removed entry has no item.
+    std::vector<int> widths;
     for (int i = 0; i < legend->itemCount(); ++i)
         if (QCPAbstractLegendItem* item = legend->item(i))
-            widest = std::max(widest, item->minimumOuterSizeHint().width());
+            widths.push_back(item->minimumOuterSizeHint().width());
     const int available = plot->width() - legend->margins().left() - legend->margins().right();
-    const int columns = std::clamp(available / (widest + legend->columnSpacing()), 1,
-                                   std::max(1, legend->itemCount()));
+    // The most columns whose own widest entries fit side by side (filled row by row): the
+    // widest entry of all ("healthy max < 20") no longer sets every column's width.
+    int columns = 1;
+    for (int k = int(widths.size()); k > 1 && columns == 1; --k) {
+        std::vector<int> column(size_t(k), 0);
+        for (size_t i = 0; i < widths.size(); ++i)
+            column[i % size_t(k)] = std::max(column[i % size_t(k)], widths[i]);
+        int total = legend->columnSpacing() * (k - 1);
+        for (int w : column) total += w;
+        if (total <= available) columns = k;
+    }
     if (legend->wrap() == columns) return;
     legend->setWrap(columns);
     legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // re-flow the existing entries

@@ -11,6 +11,7 @@
 #include <QRectF>
 #include <QString>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "common/hist_bins.h"
@@ -70,10 +71,16 @@ QString changeReportLabel(const ChangeReport& r);
 // lines as the plot's width needs instead of being cut at both ends ("rm p90 (raw projec"):
 // set once; re-wrapped at each resize of the plot. A plot styled by stylePlot().
 void setWrappedTitle(QCustomPlot* plot, const QString& title);
+// Wraps such a title for `width` pixels now (a figure paints the plot at its own width; the
+// next replot wraps it for the widget again).
+void wrapTitleTo(QCustomPlot* plot, int width);
 
 // A vertical cursor at `step` (negative hides it).
 void setStepCursor(QCustomPlot* plot, double step);
 
+// Text ticks on `axis`, most important first; at each layout a tick whose label would touch a
+// kept one's is left out, or with `merge` joins its label to the nearest kept one ("20/30").
+void setSpacedTicks(QCPAxis* axis, std::vector<std::pair<double, QString>> ranked, bool merge);
 // Tick labels in raw logit units on a symlog histogram axis; ticks closer than a label's
 // height to a more important one (0, then the decades, then 3 and 30) are left out, so a
 // short heat map does not stack its labels into one block.

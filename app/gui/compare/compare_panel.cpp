@@ -60,7 +60,7 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_legend);
     layout->addWidget(buildToolbar());
 
-    auto* split = new QSplitter(Qt::Vertical);
+    auto* split = m_split = new QSplitter(Qt::Vertical);
     m_views = new QTabWidget;
     m_plots = new ComparePlots;
     m_views->addTab(m_plots, tr("Curves"));
@@ -316,6 +316,15 @@ void ComparePanel::setLessonMetrics(const QStringList& metrics) {
 void ComparePanel::presenterChanged() {
     m_plots->relayoutPlots();
     fillSummary();
+    // The plots take three quarters of the height in presenter mode: at 3:2 a lesson's four
+    // got 125 px at 1280x720, and their log ticks ran together. The list scrolls instead.
+    if (presenterActive() && m_splitSizes.isEmpty()) {
+        m_splitSizes = m_split->sizes();
+        m_split->setSizes({3000, 1000});
+    } else if (!presenterActive() && !m_splitSizes.isEmpty()) {
+        m_split->setSizes(m_splitSizes);
+        m_splitSizes.clear();
+    }
 }
 
 // In presenter mode the summary is a list: a row per column and a column per run. Eighteen

@@ -23,6 +23,7 @@ class QHBoxLayout;
 class QPainter;
 class QLabel;
 class QSlider;
+class QSplitter;
 class QTabWidget;
 class QTableWidget;
 class QTextBrowser;
@@ -149,6 +150,8 @@ class ComparePanel : public QWidget {
     QComboBox* m_multiMetric = nullptr;
     QCheckBox* m_diffOnly = nullptr;
     QTableWidget* m_summary = nullptr;
+    QSplitter* m_split = nullptr;  // curves above, tables below
+    QList<int> m_splitSizes;       // before presenter mode: restored on leaving it
     QTableWidget* m_diff = nullptr;
     QTextBrowser* m_events = nullptr;
     QTimer* m_liveTimer = nullptr;

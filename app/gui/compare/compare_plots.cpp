@@ -269,6 +269,8 @@ void ComparePlots::redraw() {
         setWrappedTitle(plot, titleOf(info));
         if (m_comparison) drawMetric(plot, info);
         plot->rescaleAxes();
+        // Alpha lives in [0, 1]: its band stays put, with no run drawn (all without QK-norm) too.
+        if (info.metric == CompareMetric::Alpha) plot->yAxis->setRange(-0.05, 1.05);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
     m_lastRedrawMs = timer.nsecsElapsed() / 1e6;

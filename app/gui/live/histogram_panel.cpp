@@ -176,17 +176,18 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
     // Their numbers are tick labels of the right axis, between the map and the colour scale:
     // a label on the map hid counts, and one at the right edge sat under the scale.
     clearItems(m_heat, QStringLiteral("threshold"));
-    QSharedPointer<QCPAxisTickerText> named(new QCPAxisTickerText);
+    // Close on a symlog axis, 20 and 30 share a label ("20/30") where the map is short.
+    std::vector<std::pair<double, QString>> named;
     for (double t : {kHealthyMaxLogit, kInterveneMaxLogit}) {
         const QColor color = t == kHealthyMaxLogit ? QColor(230, 150, 0) : QColor(200, 0, 0);
         for (double sign : {1.0, -1.0}) {
             const double y = m_bins.fromRaw(sign * t);
             if (y <= m_bins.edges.front() || y >= m_bins.edges.back()) continue;
             addThresholdLine(m_heat, y, color, QString());
-            named->addTick(y, QString::number(sign * t));
+            named.emplace_back(y, QString::number(sign * t));
         }
     }
-    m_heat->yAxis2->setTicker(named);
+    setSpacedTicks(m_heat->yAxis2, std::move(named), /*merge=*/true);
     if (!same) {
         m_rows.clear();
         rebuildSelectors();
