@@ -416,7 +416,7 @@ class PanelsTest : public QObject {
         QCOMPARE(outLogits->graph(3)->valueAxis(), outLogits->yAxis2);  // mean log Z^2
         // One user event: a marker line and label on every plot; thresholds on the logit plot.
         for (QCustomPlot* p : panel.plots()) QVERIFY(p->itemCount() >= 2);
-        QVERIFY(panel.logitPlot()->itemCount() >= 6);
+        QVERIFY(panel.logitPlot()->itemCount() >= 4);  // two lines; their names in the legend
 
         // Live rows already in the snapshot are not drawn twice.
         LiveBatch batch;

@@ -23,6 +23,79 @@ void removeItemsWithRole(QCustomPlot* plot, const QString& role) {
         QCPAbstractItem* item = plot->item(i);
         if (item->property(kRole).toString() == role) plot->removeItem(item);
     }
+    QCPLegend* legend = plot->legend;  // null in a plot that removed its legend
+    for (int i = legend ? legend->itemCount() - 1 : -1; i >= 0; --i)
+        if (QCPAbstractLegendItem* entry = legend->item(i);
+            entry && entry->property(kRole).toString() == role)
+            legend->removeItem(i);  // and re-flows the rest: no empty cell
+}
+
+// A threshold's legend entry: a piece of its dashed line, then its name. Fonts and text colour
+// are the legend's (presenter mode and the theme set them on every entry).
+class ThresholdLegendItem : public QCPAbstractLegendItem {
+  public:
+    ThresholdLegendItem(QCPLegend* legend, const QPen& pen, const QString& text)
+        : QCPAbstractLegendItem(legend), m_pen(pen), m_text(text) {
+        setProperty(kRole, QStringLiteral("threshold"));
+        setFont(legend->font());
+        setTextColor(legend->textColor());
+        setSelectable(false);
+    }
+
+  protected:
+    void draw(QCPPainter* painter) override {
+        const QSize icon = mParentLegend->iconSize();
+        const double y = mRect.top() + mRect.height() / 2.0;
+        QPen pen = m_pen;
+        pen.setWidthF(std::max(1.5, pen.widthF()));
+        painter->setPen(pen);
+        painter->drawLine(QLineF(mRect.left(), y, mRect.left() + icon.width(), y));
+        painter->setFont(mFont);
+        painter->setPen(QPen(mTextColor));
+        const int textLeft = mRect.left() + icon.width() + mParentLegend->iconTextPadding();
+        painter->drawText(QRect(textLeft, mRect.top(), mRect.right() - textLeft, mRect.height()),
+                          Qt::AlignLeft | Qt::AlignVCenter, m_text);
+    }
+    QSize minimumOuterSizeHint() const override {
+        const QFontMetrics fm(mFont);
+        const QSize icon = mParentLegend->iconSize();
+        return QSize(icon.width() + mParentLegend->iconTextPadding() +
+                         fm.horizontalAdvance(m_text) + mMargins.left() + mMargins.right(),
+                     std::max(icon.height(), fm.height()) + mMargins.top() + mMargins.bottom());
+    }
+
+  private:
+    QPen m_pen;
+    QString m_text;
+};
+
+const char* kWrapTitle = "qklabWrapTitle";
+
+// The title's words in as many lines as `width` (the plot's own when negative) needs; a word
+// longer than the width keeps a line of its own.
+void wrapTitle(QCustomPlot* plot, int width = -1) {
+    if (plot->plotLayout()->rowCount() < 1) return;
+    auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    if (!title || !title->property(kWrapTitle).isValid()) return;
+    const QFontMetrics fm(title->font());
+    width = std::max(40, (width < 0 ? plot->width() : width) - 8);
+    QStringList lines;
+    for (const QString& paragraph :
+         title->property(kWrapTitle).toString().split(QLatin1Char('\n'))) {
+        QString line;
+        for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+            const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+            if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
+                lines << line;
+                line = word;
+            } else {
+                line = longer;
+            }
+        }
+        lines << line;
+    }
+    const QString text = lines.join(QLatin1Char('\n'));
+    if (title->text() != text) title->setText(text);
 }
 // As many x ticks as the axis has room for: QCPAxisTicker asks for about five whatever the
 // width, and a narrow plot (compare's small multiples, a projector) ran them together
@@ -139,35 +212,79 @@ void setLogAxis(QCPAxis* axis, bool log) {
     }
 }
 
-void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
-                      bool labelBelow) {
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label) {
     auto* line = new QCPItemStraightLine(plot);
     line->setProperty(kRole, QStringLiteral("threshold"));
     line->point1->setCoords(0, y);
     line->point2->setCoords(1, y);
-    line->setPen(QPen(color, 1.2, Qt::DashLine));
+    const QPen pen(color, 1.2, Qt::DashLine);
+    line->setPen(pen);
     line->setSelectable(false);
-    auto* text = new QCPItemText(plot);
-    text->setProperty(kRole, QStringLiteral("threshold"));
-    text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    text->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    text->position->setCoords(0.995, y);
-    text->setPositionAlignment(Qt::AlignRight | (labelBelow ? Qt::AlignTop : Qt::AlignBottom));
-    text->setText(label);
-    // Dark red on the dark theme's near-black was barely readable: the label is lightened
-    // there, and sits on a box of the plot's own background so that curves under it do not
-    // cross the letters.
-    text->setColor(currentTheme() == Theme::Dark ? color.lighter(170) : color);
-    QColor box = plot->axisRect()->backgroundBrush().color();
-    if (plot->axisRect()->backgroundBrush().style() == Qt::NoBrush)
-        box = currentTheme() == Theme::Dark ? QColor(30, 30, 30) : QColor(Qt::white);
-    box.setAlpha(210);
-    text->setBrush(QBrush(box));
-    text->setPadding(QMargins(3, 0, 3, 0));
-    QFont f = plot->font();
-    f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
-    text->setFont(f);
-    text->setSelectable(false);
+    if (label.isEmpty() || !plot->legend) return;
+    // First in the legend, before the series: what the lines mean is read once, then the data.
+    auto* entry = new ThresholdLegendItem(plot->legend, pen, label);
+    plot->legend->addItem(entry);
+    plot->legend->setVisible(true);
+}
+
+namespace {
+
+// Each data point of a graph or curve within its axes' ranges, in the plot's pixels.
+template <typename Visit>
+void forEachShownPoint(QCPAbstractPlottable* p, Visit visit) {
+    const QCPRange keys = p->keyAxis()->range(), values = p->valueAxis()->range();
+    auto at = [&](double k, double v) {
+        if (!std::isfinite(k) || !std::isfinite(v) || !keys.contains(k) || !values.contains(v))
+            return;
+        double x = 0, y = 0;
+        p->coordsToPixels(k, v, x, y);
+        visit(QPointF(x, y));
+    };
+    if (auto* g = qobject_cast<QCPGraph*>(p))
+        for (const QCPGraphData& d : *g->data()) at(d.key, d.value);
+    if (auto* c = qobject_cast<QCPCurve*>(p))
+        for (const QCPCurveData& d : *c->data()) at(d.key, d.value);
+}
+
+}  // namespace
+
+QList<QRectF> labelBoxesCoveringData(QCustomPlot* plot) {
+    QList<QRectF> boxes;
+    for (int i = 0; i < plot->itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(plot->item(i));
+        if (text && text->visible() && text->brush().style() != Qt::NoBrush &&
+            text->brush().color().alpha() > 0)
+            boxes << QRectF(text->topLeft->pixelPosition(), text->bottomRight->pixelPosition())
+                         .normalized();
+    }
+    if (plot->legend && plot->legend->visible() &&
+        plot->legend->layout() == plot->axisRect()->insetLayout())
+        boxes << QRectF(plot->legend->outerRect());
+    QList<QRectF> covering;
+    for (const QRectF& box : boxes) {
+        bool covers = false;
+        for (int i = 0; i < plot->plottableCount() && !covers; ++i)
+            if (plot->plottable(i)->visible())
+                forEachShownPoint(plot->plottable(i),
+                                  [&](const QPointF& pt) { covers = covers || box.contains(pt); });
+        if (covers) covering << box;
+    }
+    return covering;
+}
+
+void wrapTitleTo(QCustomPlot* plot, int width) {
+    wrapTitle(plot, width);
+}
+
+void setWrappedTitle(QCustomPlot* plot, const QString& title) {
+    if (plot->plotLayout()->rowCount() < 1) return;
+    auto* element = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    if (!element) return;
+    if (!element->property(kWrapTitle).isValid())  // once: before the layout of every replot
+        QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { wrapTitle(plot); });
+    element->setProperty(kWrapTitle, title);
+    element->setText(title);
+    wrapTitle(plot);
 }
 
 QString eventLabel(const EventRecord& e) {
@@ -263,19 +380,81 @@ void setStepCursor(QCustomPlot* plot, double step) {
     line->setSelectable(false);
 }
 
+namespace {
+
+// A text ticker that leaves out a tick whose label would touch a more important one's, as laid
+// out on its axis now (at each replot, after a resize too). Ticks are given most important
+// first. With `merge`, a tick left out adds its label to the nearest kept one's ("20/30").
+class SpacedTextTicker : public QCPAxisTickerText {
+  public:
+    SpacedTextTicker(QCPAxis* axis, std::vector<std::pair<double, QString>> ticks, bool merge)
+        : m_axis(axis), m_ranked(std::move(ticks)), m_merge(merge) {}
+
+  protected:
+    QVector<double> createTickVector(double, const QCPRange& range) override {
+        // Labels stack on a vertical axis and stand side by side on a horizontal one.
+        const QFontMetrics fm(m_axis->tickLabelFont());
+        double gap = fm.height() + 2;
+        if (m_axis->orientation() == Qt::Horizontal)
+            for (const auto& [x, label] : m_ranked)
+                gap = std::max(gap, fm.horizontalAdvance(label) + 8.0);
+        QVector<double> ticks, pixels;  // kept so far, and where
+        m_shown.clear();
+        for (const auto& [x, label] : m_ranked) {
+            if (!range.contains(x)) continue;
+            const double px = m_axis->coordToPixel(x);
+            int nearest = -1;
+            for (int k = 0; k < pixels.size(); ++k)
+                if (std::fabs(px - pixels[k]) < gap &&
+                    (nearest < 0 || std::fabs(px - pixels[k]) < std::fabs(px - pixels[nearest])))
+                    nearest = k;
+            if (nearest >= 0) {
+                if (m_merge) m_shown[ticks[nearest]] += QLatin1Char('/') + label;
+                continue;
+            }
+            pixels << px;
+            ticks << x;
+            m_shown[x] = label;
+        }
+        std::sort(ticks.begin(), ticks.end());
+        return ticks;
+    }
+    QVector<QString> createLabelVector(const QVector<double>& ticks, const QLocale&, QChar,
+                                       int) override {
+        QVector<QString> labels;
+        for (double t : ticks) labels << m_shown.value(t);
+        return labels;
+    }
+
+  private:
+    QCPAxis* m_axis;  // owns this ticker (through its shared pointer)
+    std::vector<std::pair<double, QString>> m_ranked;
+    bool m_merge;
+    QMap<double, QString> m_shown;  // the labels of the ticks kept at the last layout
+};
+
+}  // namespace
+
+void setSpacedTicks(QCPAxis* axis, std::vector<std::pair<double, QString>> ranked, bool merge) {
+    axis->setTicker(
+        QSharedPointer<QCPAxisTickerText>(new SpacedTextTicker(axis, std::move(ranked), merge)));
+}
+
 void setHistogramTicker(QCPAxis* axis, const HistBins& bins) {
     if (!bins.symlog) {
         axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
         return;
     }
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    const double raws[] = {-1e6, -1e4, -1e3, -100, -30, -10, -3, 0, 3, 10, 30, 100, 1e3, 1e4, 1e6};
+    // Most important first: 0, the decades outward, then 3 and 30.
+    const double raws[] = {0, 10, -10, 100, -100, 1e3, -1e3, 1e4, -1e4, 1e6, -1e6, 30, -30, 3, -3};
+    std::vector<std::pair<double, QString>> ticks;
     for (double r : raws) {
         const double x = bins.fromRaw(r);
         if (!bins.edges.empty() && (x < bins.edges.front() || x > bins.edges.back())) continue;
-        ticker->addTick(x, std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
+        ticks.emplace_back(x,
+                           std::fabs(r) >= 1e3 ? QString::number(r, 'g', 2) : QString::number(r));
     }
-    axis->setTicker(ticker);
+    setSpacedTicks(axis, std::move(ticks), false);
 }
 
 QColor layerColor(int layer) {
@@ -310,6 +489,9 @@ void placeLegendOutside(QCustomPlot* plot, int row) {
     plot->legend->setBrush(Qt::NoBrush);
     plot->legend->setMargins(QMargins(4, 0, 4, 0));
     plot->legend->setColumnSpacing(12);
+    // A 22 px swatch, not 32: with the threshold entries beside the series, the 10 px saved
+    // per column let two columns fit a 1024x768 projector's logit plot instead of one.
+    plot->legend->setIconSize(22, 12);
     // An empty legend (a per-layer plot before its first probe) is a grid without columns,
     // whose maximum width is its margins: it capped the whole layout column, and the axis
     // rect stayed at its minimum width in a wide cell. A width whose sum with the margins
@@ -319,14 +501,23 @@ void placeLegendOutside(QCustomPlot* plot, int row) {
 
 void fitLegendColumns(QCustomPlot* plot) {
     QCPLegend* legend = plot->legend;
-    int widest = 1;
     // itemCount() counts the grid's cells; a cell left empty by a removed entry has no item.
+    std::vector<int> widths;
     for (int i = 0; i < legend->itemCount(); ++i)
         if (QCPAbstractLegendItem* item = legend->item(i))
-            widest = std::max(widest, item->minimumOuterSizeHint().width());
+            widths.push_back(item->minimumOuterSizeHint().width());
     const int available = plot->width() - legend->margins().left() - legend->margins().right();
-    const int columns = std::clamp(available / (widest + legend->columnSpacing()), 1,
-                                   std::max(1, legend->itemCount()));
+    // The most columns whose own widest entries fit side by side (filled row by row): the
+    // widest entry of all ("healthy max < 20") no longer sets every column's width.
+    int columns = 1;
+    for (int k = int(widths.size()); k > 1 && columns == 1; --k) {
+        std::vector<int> column(size_t(k), 0);
+        for (size_t i = 0; i < widths.size(); ++i)
+            column[i % size_t(k)] = std::max(column[i % size_t(k)], widths[i]);
+        int total = legend->columnSpacing() * (k - 1);
+        for (int w : column) total += w;
+        if (total <= available) columns = k;
+    }
     if (legend->wrap() == columns) return;
     legend->setWrap(columns);
     legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // re-flow the existing entries

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <QColor>
+#include <QList>
 #include <QPointF>
+#include <QRectF>
 #include <QString>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "common/hist_bins.h"
@@ -33,9 +36,18 @@ void placeLegendOutside(QCustomPlot* plot, int row);
 void fitLegendColumns(QCustomPlot* plot);
 void setLogAxis(QCPAxis* axis, bool log);
 
-// Horizontal reference line with a small label at the right edge (thresholds 20 and 30).
-void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label,
-                      bool labelBelow = false);
+// Horizontal dashed reference line (thresholds 20 and 30, the QK-norm bound). Its label is an
+// entry of the plot's legend, drawn as a piece of the dashed line and the text: a boxed label
+// at the right edge of the data hid the curves it was about (issue 37). The legend shows even
+// before the plot has series. An empty label draws the line alone (the caller names it
+// elsewhere, e.g. on an axis).
+void addThresholdLine(QCustomPlot* plot, double y, const QColor& color, const QString& label);
+
+// The label boxes of `plot` that cover a data point: every QCPItemText with a visible brush
+// (a box) and the legend when it sits inside the axis rect, whose rectangle (in the plot's
+// pixels) contains the pixel of a point of a visible graph or curve within the axes' ranges.
+// Empty when no label hides data; the invariant tests hold every plot to.
+QList<QRectF> labelBoxesCoveringData(QCustomPlot* plot);
 
 // Replace the event markers (vertical dashed lines with the event kind as a label); user
 // interventions are drawn in a stronger colour than config events.
@@ -55,13 +67,27 @@ QString eventTipAt(QCustomPlot* plot, const QPointF& pos);
 // "loss +0.32 vs trend", the loss after against what the trend before led to expect.
 QString changeReportLabel(const ChangeReport& r);
 
+// A title (a QCPTextElement at the plot layout's row 0) that wraps at spaces into as many
+// lines as the plot's width needs instead of being cut at both ends ("rm p90 (raw projec"):
+// set once; re-wrapped at each resize of the plot. A plot styled by stylePlot().
+void setWrappedTitle(QCustomPlot* plot, const QString& title);
+// Wraps such a title for `width` pixels now (a figure paints the plot at its own width; the
+// next replot wraps it for the widget again).
+void wrapTitleTo(QCustomPlot* plot, int width);
+
 // A vertical cursor at `step` (negative hides it).
 void setStepCursor(QCustomPlot* plot, double step);
 
-// Tick labels in raw logit units on a symlog histogram axis.
+// Text ticks on `axis`, most important first; at each layout a tick whose label would touch a
+// kept one's is left out, or with `merge` joins its label to the nearest kept one ("20/30").
+void setSpacedTicks(QCPAxis* axis, std::vector<std::pair<double, QString>> ranked, bool merge);
+// Tick labels in raw logit units on a symlog histogram axis; ticks closer than a label's
+// height to a more important one (0, then the decades, then 3 and 30) are left out, so a
+// short heat map does not stack its labels into one block.
 void setHistogramTicker(QCPAxis* axis, const HistBins& bins);
 
-// Remove the items a function above added ("threshold", "event", "cursor").
+// Remove the items a function above added ("threshold", "event", "cursor"), and the legend
+// entries addThresholdLine added with them.
 void clearItems(QCustomPlot* plot, const QString& role);
 // Tags an item drawn elsewhere with a role, so that clearItems() removes it.
 void setItemRole(QCPAbstractItem* item, const QString& role);

@@ -170,6 +170,27 @@ const CompareMetricInfo& compareMetricInfo(CompareMetric m) {
     return compareMetrics().front();
 }
 
+std::optional<CompareMetric> compareMetricFor(const QString& m) {
+    for (const CompareMetricInfo& info : compareMetrics())
+        if (m == QLatin1String(info.column)) return info.metric;
+    if (m.startsWith(QLatin1String("q_")) || m.startsWith(QLatin1String("k_")))
+        return CompareMetric::QNorm;
+    if (m.startsWith(QLatin1String("logit_")) || m == QLatin1String("frac_at_cap"))
+        return CompareMetric::MaxLogit;
+    if (m == QLatin1String("logz_max") || m == QLatin1String("out_logit_max") ||
+        m == QLatin1String("z_loss_term"))
+        return CompareMetric::LogZMean;
+    if (m == QLatin1String("update_norm")) return CompareMetric::GradNorm;
+    return std::nullopt;
+}
+
+bool withoutQkNorm(const CompareRun& run) {
+    if (run.snap.config.attention.qkNorm != QkNormVariant::None) return false;
+    for (const EventRecord& e : run.snap.events)
+        if (e.kind == "qk_norm") return false;
+    return true;
+}
+
 Series seriesOf(const CompareRun& run, CompareMetric metric, int layer) {
     const CompareMetricInfo& info = compareMetricInfo(metric);
     if (const ProbeColumn* probe = findColumn(probeColumns(), info.column))

@@ -11,6 +11,7 @@
 #include <QString>
 #include <QStringList>
 #include <QVector>
+#include <optional>
 #include <vector>
 
 #include "common/run_data.h"
@@ -90,6 +91,14 @@ struct CompareMetricInfo {
 };
 const std::vector<CompareMetricInfo>& compareMetrics();
 const CompareMetricInfo& compareMetricInfo(CompareMetric m);
+// The compared metric that draws a lesson step's plot name (a record column, as the live
+// plots' plotForMetric takes it): its own column, else the plot telling the same story (q_*
+// and k_* the q norm, other logit_* the raw max logit, the LM head's columns mean log Z,
+// update_norm the gradient norm); none for a name no compared plot draws.
+std::optional<CompareMetric> compareMetricFor(const QString& lessonMetric);
+// A run that never had QK-norm on (its config none, no qk_norm event): its stored alpha 0 is
+// "no QK-norm", not an anneal's end, and is not drawn.
+bool withoutQkNorm(const CompareRun& run);
 
 struct Series {
     QVector<double> steps, values;  // NaN values are gaps (a diverged step)

@@ -136,6 +136,7 @@ void ComparePanel::paintFigure(QCPPainter& p, const FigureLayout& f, const QFont
     for (const auto& [plot, rect] : f.plots) {
         p.save();
         p.translate(rect.topLeft());
+        wrapTitleTo(plot, rect.width());  // toPainter lays out without a replot's signals
         plot->toPainter(&p, rect.width(), rect.height());
         p.restore();
     }

@@ -60,7 +60,7 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_legend);
     layout->addWidget(buildToolbar());
 
-    auto* split = new QSplitter(Qt::Vertical);
+    auto* split = m_split = new QSplitter(Qt::Vertical);
     m_views = new QTabWidget;
     m_plots = new ComparePlots;
     m_views->addTab(m_plots, tr("Curves"));
@@ -309,36 +309,77 @@ void ComparePanel::groupingChanged() {
     fillEvents();
 }
 
+void ComparePanel::setLessonMetrics(const QStringList& metrics) {
+    m_plots->setLessonMetrics(metrics);
+}
+
+void ComparePanel::presenterChanged() {
+    m_plots->relayoutPlots();
+    fillSummary();
+    // The plots take three quarters of the height in presenter mode: at 3:2 a lesson's four
+    // got 125 px at 1280x720, and their log ticks ran together. The list scrolls instead.
+    if (presenterActive() && m_splitSizes.isEmpty()) {
+        m_splitSizes = m_split->sizes();
+        m_split->setSizes({3000, 1000});
+    } else if (!presenterActive() && !m_splitSizes.isEmpty()) {
+        m_split->setSizes(m_splitSizes);
+        m_splitSizes.clear();
+    }
+}
+
+// In presenter mode the summary is a list: a row per column and a column per run. Eighteen
+// columns were cut at the right beside the lesson at 1024x768; two or three runs' columns fit.
 void ComparePanel::fillSummary() {
     const auto& columns = summaryColumns();
     const auto& runs = m_comparison.runs;
+    const bool list = presenterActive();
     m_summary->setSortingEnabled(false);
     m_summary->clear();
-    m_summary->setColumnCount(int(columns.size()) + 1);
-    m_summary->setRowCount(int(runs.size()));
+    m_summary->setColumnCount(list ? int(runs.size()) : int(columns.size()) + 1);
+    m_summary->setRowCount(list ? int(columns.size()) : int(runs.size()));
+    m_summary->verticalHeader()->setVisible(list);
     QStringList headers{tr("run")};
     for (const SummaryColumn& c : columns) headers << QString::fromUtf8(c.title);
-    m_summary->setHorizontalHeaderLabels(headers);
+    if (list)
+        m_summary->setVerticalHeaderLabels(headers.mid(1));
+    else
+        m_summary->setHorizontalHeaderLabels(headers);
     for (size_t r = 0; r < runs.size(); ++r) {
         // A run trained outside qklab is named with its source beside qklab's own runs.
         const RunInfo& info = runs[r].snap.info;
-        auto* name = new NumberItem(
+        QString label =
             trainedOutsideQklab(info)
                 ? tr("%1 (%2)").arg(runs[r].label(), QString::fromStdString(info.source))
-                : runs[r].label());
+                : runs[r].label();
+        if (list) label.replace(label.indexOf(QLatin1Char(' ')), 1, QLatin1Char('\n'));
+        auto* name = new NumberItem(label);
         name->setData(Qt::UserRole, double(runs[r].summary.runId));
         name->setData(Qt::DecorationRole, m_plots->runColor(r));
-        m_summary->setItem(int(r), 0, name);
+        if (list)
+            m_summary->setHorizontalHeaderItem(int(r), name);
+        else
+            m_summary->setItem(int(r), 0, name);
         for (size_t c = 0; c < columns.size(); ++c) {
             auto* item = new NumberItem(QString::fromStdString(columns[c].text(runs[r].summary)));
             if (columns[c].number)
                 if (const auto v = columns[c].number(runs[r].summary))
                     item->setData(Qt::UserRole, *v);
-            m_summary->setItem(int(r), int(c) + 1, item);
+            if (list)
+                m_summary->setItem(int(c), int(r), item);
+            else
+                m_summary->setItem(int(r), int(c) + 1, item);
         }
     }
-    // The best value of each column that has a "better" direction: bold on a tint, on every run
-    // that reaches it; nothing when all runs tie (no run is better there).
+    markBestSummaryValues(list);
+    m_summary->setSortingEnabled(!list);
+    m_summary->resizeColumnsToContents();
+}
+
+// The best value of each column that has a "better" direction: bold on a tint, on every run
+// that reaches it; nothing when all runs tie (no run is better there).
+void ComparePanel::markBestSummaryValues(bool list) {
+    const auto& columns = summaryColumns();
+    const auto& runs = m_comparison.runs;
     for (size_t c = 0; c < columns.size(); ++c) {
         if (columns[c].better == 0 || !columns[c].number || runs.size() < 2) continue;
         std::vector<std::optional<double>> values;
@@ -356,7 +397,8 @@ void ComparePanel::fillSummary() {
         if (!best || allEqual) continue;
         for (size_t r = 0; r < runs.size(); ++r) {
             if (!values[r] || *values[r] != *best) continue;
-            QTableWidgetItem* item = m_summary->item(int(r), int(c) + 1);
+            QTableWidgetItem* item =
+                list ? m_summary->item(int(c), int(r)) : m_summary->item(int(r), int(c) + 1);
             QFont f = item->font();
             f.setBold(true);
             item->setFont(f);
@@ -364,8 +406,6 @@ void ComparePanel::fillSummary() {
             item->setToolTip(tr("best of the compared runs"));
         }
     }
-    m_summary->setSortingEnabled(true);
-    m_summary->resizeColumnsToContents();
 }
 
 void ComparePanel::setDifferencesOnly(bool on) {

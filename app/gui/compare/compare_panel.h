@@ -23,6 +23,7 @@ class QHBoxLayout;
 class QPainter;
 class QLabel;
 class QSlider;
+class QSplitter;
 class QTabWidget;
 class QTableWidget;
 class QTextBrowser;
@@ -55,6 +56,11 @@ class ComparePanel : public QWidget {
     QTabWidget* views() const { return m_views; }
     QTableWidget* summaryTable() const { return m_summary; }
     QTableWidget* diffTable() const { return m_diff; }
+    // A lesson step's plots (ComparePlots::setLessonMetrics).
+    void setLessonMetrics(const QStringList& metrics);
+    // Presenter mode on or off: the plots a lesson names, and the summary as a list (one row
+    // per column, one column per run) so that it fits beside the lesson at 1024x768.
+    void presenterChanged();
     void setDifferencesOnly(bool on);
     void setSmoothing(double weight);
     void setGroupSeeds(bool on);  // group by seed, or not at all
@@ -108,6 +114,7 @@ class ComparePanel : public QWidget {
     void connectViewControls();
     void buildSaveRow(QHBoxLayout* row);
     void fillSummary();
+    void markBestSummaryValues(bool list);
     void fillDiff();
     void fillEvents();
     void fillLegend();
@@ -143,6 +150,8 @@ class ComparePanel : public QWidget {
     QComboBox* m_multiMetric = nullptr;
     QCheckBox* m_diffOnly = nullptr;
     QTableWidget* m_summary = nullptr;
+    QSplitter* m_split = nullptr;  // curves above, tables below
+    QList<int> m_splitSizes;       // before presenter mode: restored on leaving it
     QTableWidget* m_diff = nullptr;
     QTextBrowser* m_events = nullptr;
     QTimer* m_liveTimer = nullptr;

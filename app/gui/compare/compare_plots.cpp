@@ -12,6 +12,7 @@
 #include "common/plot_export.h"
 #include "common/plot_style.h"
 #include "common/qk_clip_marks.h"
+#include "common/theme.h"
 
 namespace qklab::gui {
 namespace {
@@ -53,15 +54,12 @@ ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
     m_hover->setReadout([this](QCustomPlot* plot, double x) { return readout(plot, x); });
     m_stack = new QStackedLayout(this);
     auto* overlay = new QWidget;
-    auto* grid = new QGridLayout(overlay);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(2);
-    int i = 0;
-    for (const CompareMetricInfo& info : compareMetrics()) {
-        QCustomPlot* plot = makePlot(info.title, info.logScale, &m_plots);
-        grid->addWidget(plot, i / kOverlayColumns, i % kOverlayColumns);
-        ++i;
-    }
+    m_overlayGrid = new QGridLayout(overlay);
+    m_overlayGrid->setContentsMargins(0, 0, 0, 0);
+    m_overlayGrid->setSpacing(2);
+    for (const CompareMetricInfo& info : compareMetrics())
+        makePlot(info.title, info.logScale, &m_plots);
+    relayoutPlots();
     m_stack->addWidget(overlay);
     auto* multiples = new QWidget;
     m_multiGrid = new QGridLayout(multiples);
@@ -81,6 +79,7 @@ QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
     f.setBold(true);
     f.setPointSizeF(std::max(7.0, f.pointSizeF() - 1));
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
+    setWrappedTitle(plot, title);  // two lines rather than "rm p90 (raw projec"
     if (logScale) setLogAxis(plot->yAxis, true);
     plot->xAxis->setLabel(xAxisTitle(m_xKind));
     installExportMenu(plot);
@@ -131,8 +130,10 @@ void ComparePlots::drawMultiples() {
         setLogAxis(plot->yAxis, info.logScale);
         plot->xAxis->setLabel(xAxisTitle(m_xKind));
         if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
-            title->setText(
-                QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label()));
+            QString text = QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label());
+            if (info.metric == CompareMetric::Alpha && withoutQkNorm(m_comparison->runs[r]))
+                text += tr(" · no QK-norm");
+            setWrappedTitle(plot, text);
             title->setTextColor(runColor(r));
         }
         drawRun(plot, info, r, false);
@@ -150,8 +151,51 @@ void ComparePlots::drawMultiples() {
     }
 }
 
+void ComparePlots::setLessonMetrics(const QStringList& metrics) {
+    m_lessonPlots.clear();
+    for (const QString& metric : metrics)
+        if (const std::optional<CompareMetric> m = compareMetricFor(metric))
+            if (QCustomPlot* plot = plotOf(*m); plot && !m_lessonPlots.contains(plot))
+                m_lessonPlots << plot;
+    relayoutPlots();
+}
+
+QList<QCustomPlot*> ComparePlots::shownPlots() const {
+    if (!presenterActive() || m_lessonPlots.isEmpty()) return m_plots;
+    QList<QCustomPlot*> shown;
+    for (QCustomPlot* plot : m_plots)  // in compareMetrics() order, as the full grid
+        if (m_lessonPlots.contains(plot)) shown << plot;
+    return shown;
+}
+
+// Columns of the overlay now: all twelve four to a row; a lesson's few two to a row (one
+// alone takes the width), a last odd one spanning the row.
+int ComparePlots::overlayColumns() const {
+    const int n = int(shownPlots().size());
+    return n == 1 ? 1 : n <= 6 ? 2 : kOverlayColumns;
+}
+
+void ComparePlots::relayoutPlots() {
+    for (QCustomPlot* plot : m_plots) {
+        m_overlayGrid->removeWidget(plot);
+        plot->hide();
+    }
+    const QList<QCustomPlot*> shown = shownPlots();
+    const int columns = overlayColumns();
+    for (int i = 0; i < shown.size(); ++i) {
+        const int span = i + 1 == shown.size() && columns == 2 && i % 2 == 0 ? 2 : 1;
+        m_overlayGrid->addWidget(shown[i], i / columns, i % columns, 1, span);
+        shown[i]->show();
+    }
+    const int rows = (int(shown.size()) + columns - 1) / columns;
+    for (int r = 0; r < std::max(rows, m_overlayGrid->rowCount()); ++r)
+        m_overlayGrid->setRowStretch(r, r < rows ? 1 : 0);
+    for (int c = 0; c < kOverlayColumns; ++c)
+        m_overlayGrid->setColumnStretch(c, c < columns ? 1 : 0);
+}
+
 int ComparePlots::gridColumns() const {
-    if (!m_multiples) return kOverlayColumns;
+    if (!m_multiples) return overlayColumns();
     return multiplesColumns(m_comparison ? m_comparison->runs.size() : 0);
 }
 
@@ -222,11 +266,25 @@ void ComparePlots::redraw() {
         plot->clearGraphs();
         clearItems(plot, QStringLiteral("event"));
         plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        setWrappedTitle(plot, titleOf(info));
         if (m_comparison) drawMetric(plot, info);
         plot->rescaleAxes();
+        // Alpha lives in [0, 1]: its band stays put, with no run drawn (all without QK-norm) too.
+        if (info.metric == CompareMetric::Alpha) plot->yAxis->setRange(-0.05, 1.05);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
     m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
+}
+
+// The alpha plot names the runs without QK-norm (their stored alpha 0 is not drawn: a flat
+// line at 0 read as an anneal that had ended); every other title is the metric's.
+QString ComparePlots::titleOf(const CompareMetricInfo& info) const {
+    if (info.metric != CompareMetric::Alpha || !m_comparison) return info.title;
+    QStringList none;
+    for (const CompareRun& run : m_comparison->runs)
+        if (withoutQkNorm(run)) none << run.label();
+    if (none.isEmpty()) return info.title;
+    return tr("%1\nno QK-norm (not drawn): %2").arg(info.title, none.join(QStringLiteral(", ")));
 }
 
 void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) {
@@ -247,6 +305,7 @@ void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) 
 void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index,
                            bool inGroup) {
     const CompareRun& run = m_comparison->runs[index];
+    if (info.metric == CompareMetric::Alpha && withoutQkNorm(run)) return;  // titleOf says so
     const Series s = seriesOf(run, info.metric, m_layer);
     if (s.steps.isEmpty()) return;
     const QColor color = runColor(index);
@@ -269,8 +328,10 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
                              const CurveGroup& group) {
     const std::vector<size_t>& members = group.members;
     std::vector<Series> series;
-    for (size_t m : members)
-        series.push_back(seriesOf(m_comparison->runs[m], info.metric, m_layer));
+    for (size_t m : members)  // a run without QK-norm has no alpha: no band where it is
+        series.push_back(info.metric == CompareMetric::Alpha && withoutQkNorm(m_comparison->runs[m])
+                             ? Series()
+                             : seriesOf(m_comparison->runs[m], info.metric, m_layer));
     for (Series& s : series) s.values = smoothed(s.values, m_smoothing);
     const BandSeries band = groupBand(series);
     if (band.steps.isEmpty()) return;

@@ -5,6 +5,7 @@
 // divergence, QK-Clip and intervention markers.
 #pragma once
 
+#include <QStringList>
 #include <QWidget>
 #include <vector>
 
@@ -39,6 +40,14 @@ class ComparePlots : public QWidget {
     // One plot per run for `metric`, linked axes, instead of the overlay.
     void setSmallMultiples(bool on, CompareMetric metric);
     void redraw();
+    // The plots a lesson step names (record columns, as compareMetricFor() maps them). In
+    // presenter mode only those are laid out, two to a row, as in the live view: twelve plots
+    // of 60 px stacked their ticks into one block on a projector. Outside presenter mode, or
+    // with none that maps, all twelve are.
+    void setLessonMetrics(const QStringList& metrics);
+    // Lays the overlay out again (presenter mode on entering and leaving).
+    void relayoutPlots();
+    QList<QCustomPlot*> shownPlots() const;
 
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* plotOf(CompareMetric metric) const;
@@ -52,6 +61,8 @@ class ComparePlots : public QWidget {
   private:
     QCustomPlot* makePlot(const QString& title, bool logScale, QList<QCustomPlot*>* group);
     void drawMultiples();
+    int overlayColumns() const;
+    QString titleOf(const CompareMetricInfo& info) const;
     void drawMetric(QCustomPlot* plot, const CompareMetricInfo& info);
     void drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index, bool inGroup);
     void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info, const CurveGroup& group);
@@ -77,8 +88,10 @@ class ComparePlots : public QWidget {
     int m_layer = -1;
     double m_smoothing = 0;
     QString m_groupBy;
-    std::vector<CurveGroup> m_groups;  // of m_groupBy, made again at each redraw
-    QList<QCustomPlot*> m_plots;       // in compareMetrics() order
+    std::vector<CurveGroup> m_groups;   // of m_groupBy, made again at each redraw
+    QList<QCustomPlot*> m_plots;        // in compareMetrics() order
+    QList<QCustomPlot*> m_lessonPlots;  // setLessonMetrics
+    QGridLayout* m_overlayGrid = nullptr;
     QList<QCustomPlot*> m_multiPlots;  // small multiples: one per run, made on demand
     bool m_multiples = false;
     CompareMetric m_multiMetric = CompareMetric::MaxLogit;

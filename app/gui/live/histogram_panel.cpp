@@ -114,6 +114,12 @@ QCustomPlot* HistogramPanel::buildHeatMap() {
     m_heat = new QCustomPlot;
     stylePlot(m_heat, tr("logit"), false);
     m_heat->xAxis->setLabel(tr("step (click to pick)"));
+    // The right axis names the threshold lines (setRun), on the left axis's scale.
+    m_heat->yAxis2->setVisible(true);
+    m_heat->yAxis2->setSubTicks(false);
+    m_heat->yAxis2->setTickLabelFont(m_heat->yAxis->tickLabelFont());
+    connect(m_heat->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_heat->yAxis2,
+            qOverload<const QCPRange&>(&QCPAxis::setRange));
     installExportMenu(m_heat);
     m_map = new QCPColorMap(m_heat->xAxis, m_heat->yAxis);
     m_scale = new QCPColorScale(m_heat);
@@ -168,16 +174,21 @@ void HistogramPanel::setRun(int64_t runId, const RunConfig& config, const QStrin
     m_hist->xAxis->setLabel(histogramAxisLabel(m_bins));
     // The domain's thresholds (|logit| 20 healthy, 30 intervene) drawn on the heat map in the
     // histogram's own scale, so a blow-up is seen crossing them.
+    // Their numbers are tick labels of the right axis, between the map and the colour scale:
+    // a label on the map hid counts, and one at the right edge sat under the scale.
     clearItems(m_heat, QStringLiteral("threshold"));
+    // Close on a symlog axis, 20 and 30 share a label ("20/30") where the map is short.
+    std::vector<std::pair<double, QString>> named;
     for (double t : {kHealthyMaxLogit, kInterveneMaxLogit}) {
         const QColor color = t == kHealthyMaxLogit ? QColor(230, 150, 0) : QColor(200, 0, 0);
         for (double sign : {1.0, -1.0}) {
             const double y = m_bins.fromRaw(sign * t);
-            if (y > m_bins.edges.front() && y < m_bins.edges.back())
-                addThresholdLine(m_heat, y, color,
-                                 sign > 0 ? QStringLiteral("%1").arg(t) : QString());
+            if (y <= m_bins.edges.front() || y >= m_bins.edges.back()) continue;
+            addThresholdLine(m_heat, y, color, QString());
+            named.emplace_back(y, QString::number(sign * t));
         }
     }
+    setSpacedTicks(m_heat->yAxis2, std::move(named), /*merge=*/true);
     if (!same) {
         m_rows.clear();
         rebuildSelectors();

@@ -278,13 +278,16 @@ void LivePlotsPanel::buildProbePlots() {
 }
 
 // Output-logit divergence (Wortsman et al. 2023): log Z of the LM head drifts away from 0
-// when nothing anchors it (z-loss does); the z-loss term, mean(log Z^2), on the right.
+// when nothing anchors it (z-loss does); mean (log Z)² on the right, the quantity z-loss would
+// penalise, recorded whether z-loss is on or off. The LM head's max logit is named so: beside
+// the attention plots' "max logit" lines a bare "max logit" read as theirs.
 void LivePlotsPanel::buildOutputLogitPlot() {
-    m_outLogits = makePlot(tr("Output logits: log Z mean, max; max logit; z-loss term (right)"),
-                           tr("log Z, logit"), tr("Output logits"));
+    m_outLogits = makePlot(tr("Output logits (LM head): log Z mean, max; max logit; "
+                              "mean (log Z)² (right)"),
+                           tr("log Z, logit"), tr("Output logits (LM head)"));
     const std::pair<const char*, QString> lanes[] = {{"logz_mean", tr("log Z mean")},
                                                      {"logz_max", tr("log Z max")},
-                                                     {"out_logit_max", tr("max logit")}};
+                                                     {"out_logit_max", tr("LM-head max logit")}};
     const QColor colors[] = {QColor(31, 119, 180), QColor(174, 199, 232), QColor(214, 39, 40)};
     for (size_t i = 0; i < std::size(lanes); ++i) {
         QCPGraph* g = stepGraph(m_outLogits, lanes[i].first);
@@ -292,9 +295,9 @@ void LivePlotsPanel::buildOutputLogitPlot() {
         g->setPen(QPen(colors[i], 1.2));
     }
     m_outLogits->yAxis2->setVisible(true);
-    m_outLogits->yAxis2->setLabel(tr("z-loss term"));
+    m_outLogits->yAxis2->setLabel(tr("mean (log Z)²"));
     QCPGraph* term = stepGraph(m_outLogits, "z_loss_term", m_outLogits->yAxis2);
-    term->setName(tr("mean log Z² (right)"));
+    term->setName(tr("mean (log Z)² (right)"));
     term->setPen(QPen(QColor(127, 127, 127), 1));
     themePlot(m_outLogits);  // the right axis shown after makePlot()
 }
@@ -385,7 +388,7 @@ QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, i
 void LivePlotsPanel::setupThresholds() {
     clearItems(m_logits, QStringLiteral("threshold"));
     addThresholdLine(m_logits, kHealthyMaxLogit, QColor(230, 150, 0),
-                     tr("healthy max < %1").arg(kHealthyMaxLogit), /*labelBelow=*/true);
+                     tr("healthy max < %1").arg(kHealthyMaxLogit));
     addThresholdLine(m_logits, kInterveneMaxLogit, QColor(200, 0, 0),
                      tr("intervene > %1").arg(kInterveneMaxLogit));
     // With RMS QK-norm and s = 1/sqrt(d_qk), |logit| <= sqrt(d_qk) (d_qk = d_head, plus d_rope
@@ -396,8 +399,7 @@ void LivePlotsPanel::setupThresholds() {
         addThresholdLine(m_logits, std::sqrt(double(c.dQk())), QColor(90, 90, 90),
                          c.attention.kind == AttentionKind::Mla
                              ? tr("QK-norm bound √(d_head+d_rope)")
-                             : tr("QK-norm bound √d_head"),
-                         /*labelBelow=*/true);
+                             : tr("QK-norm bound √d_head"));
 }
 
 void LivePlotsPanel::clear() {

@@ -448,6 +448,7 @@ const RunSnapshot& MainWindow::shownLiveRun() const {
 
 void MainWindow::setLessonPlots(const QStringList& metrics) {
     m_live->setLessonMetrics(metrics);
+    m_compare->setLessonMetrics(metrics);  // a compare step shows the same few, readable
 }
 
 bool MainWindow::postIntervention(const Event& event) {

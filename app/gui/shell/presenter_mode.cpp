@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "common/theme.h"
+#include "compare/compare_panel.h"
 #include "live/live_plots_panel.h"
 
 namespace qklab::gui {
@@ -138,6 +139,8 @@ void PresenterMode::applyToAllPlots(bool adopt) {
         live->relayoutPlots();  // presenter mode shows only the plots the lesson step names
         live->replotNow();
     }
+    for (ComparePanel* compare : m_window->findChildren<ComparePanel*>())
+        compare->presenterChanged();
 }
 
 void PresenterMode::setActive(bool on) {

@@ -176,9 +176,9 @@ void SweepPlots::setReport(const SweepReport& report, bool validation) {
         key->setName(tr("diverged seed(s): drawn at the loss at init"));
     }
     addThresholdLine(m_loss, report.initialLoss, QColor(120, 120, 120),
-                     tr("loss at init %1").arg(report.initialLoss, 0, 'f', 3), true);
+                     tr("loss at init %1").arg(report.initialLoss, 0, 'f', 3));
     addThresholdLine(m_logit, kHealthyMaxLogit, QColor(230, 150, 0),
-                     tr("healthy max < %1").arg(kHealthyMaxLogit), true);
+                     tr("healthy max < %1").arg(kHealthyMaxLogit));
     addThresholdLine(m_logit, kInterveneMaxLogit, QColor(200, 0, 0),
                      tr("intervene > %1").arg(kInterveneMaxLogit));
     m_logit->legend->setVisible(!report.configurations.empty());

@@ -34,8 +34,8 @@ const std::vector<LessonField>& lessonStepFields() {
         {"action", "object", false, "what runs (below; default none)"},
         {"pause", "list of conditions", false, "when to stop and explain (below)"},
         {"plots", "list of text", false,
-         "metrics whose live plots presenter mode shows (1 to 6; default: loss, raw max logit, "
-         "q/k norms, entropy and the plots the pause conditions name)"},
+         "metrics whose live plots, and Compare plots, presenter mode shows (1 to 6; default: "
+         "loss, raw max logit, q/k norms, entropy and the plots the pause conditions name)"},
     };
     return fields;
 }
