@@ -23,8 +23,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextBrowser>
-#include <cmath>
 
+#include "common/plot_style.h"
 #include "common/run_controller.h"
 #include "compare/compare_panel.h"
 #include "lesson_test_util.h"
@@ -50,32 +50,6 @@ constexpr int kSettleMs = 1200000;  // a live run on a busy 2-core machine; ctes
 
 QString qs(const std::string& s) {
     return QString::fromStdString(s);
-}
-
-// The names of the text labels of `plot` whose box covers a point of one of its curves.
-QStringList labelBoxesCoveringData(QCustomPlot* plot) {
-    QStringList covering;
-    for (int i = 0; i < plot->itemCount(); ++i) {
-        auto* label = qobject_cast<QCPItemText*>(plot->item(i));
-        if (!label || !label->visible()) continue;
-        const QRectF box =
-            QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition())
-                .normalized();
-        for (int g = 0; g < plot->graphCount(); ++g) {
-            QCPGraph* graph = plot->graph(g);
-            if (!graph->visible()) continue;
-            for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
-                const QPointF at = graph->coordsToPixels(it->key, it->value);
-                if (std::isfinite(it->value) && box.contains(at)) {
-                    covering << QStringLiteral("“%1” covers %2 at %3")
-                                    .arg(label->text(), graph->name())
-                                    .arg(it->key);
-                    break;
-                }
-            }
-        }
-    }
-    return covering;
 }
 
 }  // namespace
@@ -214,7 +188,6 @@ class LessonRehearsal : public QObject {
     }
 
     void checkFits(const QString& where) {
-        if (qEnvironmentVariableIsSet("TMP_SKIP_FIT")) return;  // TEMPORARY
         auto* text = player()->findChild<QTextBrowser*>(QStringLiteral("lessonText"));
         QTRY_COMPARE_WITH_TIMEOUT(text->verticalScrollBar()->maximum(), 0, 2000);
         if (player()->calloutVisible()) {
@@ -225,9 +198,12 @@ class LessonRehearsal : public QObject {
         for (QCustomPlot* plot : m_w->part<LivePlotsPanel>()->shownPlots()) {
             if (!plot->isVisible()) continue;
             plot->replot();
-            const QStringList covering = labelBoxesCoveringData(plot);
-            QVERIFY2(covering.isEmpty(), qPrintable(where + QStringLiteral(": ") +
-                                                    covering.join(QStringLiteral(", "))));
+            const QList<QRectF> covering = labelBoxesCoveringData(plot);
+            QVERIFY2(covering.isEmpty(),
+                     qPrintable(where + QStringLiteral(": a label box at %1,%2 covers a point of %3")
+                                            .arg(covering.value(0).x())
+                                            .arg(covering.value(0).y())
+                                            .arg(plot->objectName())));
         }
     }
 
