@@ -185,12 +185,15 @@ class Run:
                                 f"{type(id).__name__}")
         elif self.name:
             ref = "name:" + self.name
-        stored = _qklab.stored_run(self.db, ref) if ref else None
-        which = f"run {ref.split(':', 1)[1]!r}" if ref else "a run"
+        if ref is None:
+            if resume == "must":
+                raise ValueError("qklab.init: resume = 'must' needs the run's id= or name=")
+            return
+        stored = _qklab.stored_run(self.db, ref)
         if stored is None:
             if resume == "must" or isinstance(id, int):
-                raise ValueError(f"qklab.init: resume = 'must' but {self.db} has no {which}"
-                                 if resume == "must" else
+                raise ValueError(f"qklab.init: resume = 'must' but {self.db} has no run "
+                                 f"{ref.split(':', 1)[1]!r}" if resume == "must" else
                                  f"qklab.init: {self.db} has no run with id {id}")
             return
         said = (f"{self.db} has a run named {stored['name']!r} already (id {stored['id']}, "
@@ -200,6 +203,9 @@ class Run:
         if resume is None and id is None:
             raise ValueError(f"qklab.init: {said}: pass resume='allow' (or id=) to continue it, "
                              "or choose another name")
+        if stored["source"] in ("", "qklab"):
+            raise ValueError(f"qklab.init: {said} that qklab trained itself: continue it with "
+                             "qklab-cli resume, or choose another name")
         if stored["status"] == "finished":
             raise ValueError(f"qklab.init: cannot continue: {said} and finished; qklab appends "
                              "to runs that were stopped, killed or failed")
@@ -413,7 +419,9 @@ def log(data: Mapping[str, Any], step: Optional[int] = None, commit: bool = True
 
 
 def finish(status: Optional[str] = None, message: str = "") -> None:
-    _require_run().finish(status, message)
+    """Finishes the latest run; nothing to do without one (as wandb.finish())."""
+    if _current is not None:
+        _current.finish(status, message)
 
 
 # A script that ends without finish() finishes its runs; one that dies of an exception

@@ -184,6 +184,10 @@ def test_a_reused_name_fails_at_init_and_resume_appends_after_the_last_stored_st
         qklab.init(name="r", db=str(db), resume="never")
     with pytest.raises(ValueError, match="resume = 'must' but .* has no run 'other'"):
         qklab.init(name="other", db=str(db), resume="must")
+    with pytest.raises(ValueError, match="resume = 'must' needs the run's id= or name="):
+        qklab.init(db=str(db), resume="must")
+    with pytest.raises(ValueError, match="has no run with id 7"):
+        qklab.init(id=7, db=str(db))
     again = qklab.init(name="r", db=str(db), resume="allow")
     again.watch(nanogpt(), every=4, probe_batch=token_batch())
     with pytest.raises(ValueError, match="step 5 is stored already: the run was resumed after "
