@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -43,7 +44,16 @@ AttentionFn = Callable[[nn.Module, torch.Tensor], Sequence[tuple]]
 ``softcap * tanh(logits / softcap)`` when softcap is not None). k may have fewer heads than q
 (GQA/MQA); it is repeated to H."""
 
-_HF_KINDS = {"gpt2": "hf-gpt2", "llama": "hf-llama", "qwen3": "hf-qwen3", "gemma2": "hf-gemma2"}
+_MODEL_TYPE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
+
+
+def _hf_kind(config: Any) -> str:
+    """"hf-<model_type>" (hf-llama, hf-olmo2, hf-deepseek_v3, ...): the family as the model's
+    own config names it; plain "hf" when it names none a source can show."""
+    model_type = getattr(config, "model_type", None)
+    if isinstance(model_type, str) and _MODEL_TYPE.fullmatch(model_type):
+        return "hf-" + model_type
+    return "hf"
 
 
 class LayerCapture(NamedTuple):
@@ -65,8 +75,8 @@ class LayerCapture(NamedTuple):
 class AttentionFinder:
     """Captures every attention layer of one model; build it with :func:`find_attention`.
 
-    ``kind`` is one of "nanogpt", "hf-gpt2", "hf-llama", "hf-qwen3", "hf-gemma2", "hf" or
-    "custom". For "custom", ``n_layers`` and ``n_heads`` are 0 until the first ``capture()``,
+    ``kind`` is "nanogpt", "hf-<model_type>" (the Hugging Face config's own ``model_type``:
+    "hf-gpt2", "hf-llama", "hf-olmo2", ...), "hf" or "custom". For "custom", ``n_layers`` and ``n_heads`` are 0 until the first ``capture()``,
     because only the user's function knows them.
     """
 
@@ -278,7 +288,7 @@ class _HFFinder(AttentionFinder):
 
     def __init__(self, model: nn.Module, modules: list[nn.Module]) -> None:
         config = modules[0].config
-        kind = _HF_KINDS.get(getattr(config, "model_type", ""), "hf")
+        kind = _hf_kind(config)
         heads = getattr(modules[0], "num_heads", None) or config.num_attention_heads
         super().__init__(model, kind, len(modules), int(heads))
         self.attention_modules = modules

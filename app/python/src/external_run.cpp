@@ -2,6 +2,7 @@
 // probes and monitor (external_run.h).
 #include "external_run.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,31 @@ StepMetrics emptyStep(int64_t step) {
     return m;
 }
 
+// Continues a run the package stored before (qklab.init(resume=...)): claims it for this
+// process (refused while another process writes it, or once it finished) and opens a writer
+// that appends after its last stored step. Rows past that step (a probe committed before its
+// step's row, when the process was killed in between) are dropped by the writer.
+std::unique_ptr<RunWriter> resumeWriter(const ExternalRunSpec& spec, int64_t& lastStep,
+                                        int64_t& lastProbe) {
+    RunStore store(spec.dbPath);
+    const RunInfo stored = store.run(spec.resumeRunId);
+    if (!trainedOutsideQklab(stored))
+        throw Error(ErrorCode::InvalidRequest,
+                    "run " + std::to_string(stored.id) + " ('" + printableText(stored.name) +
+                        "') was trained by qklab itself: continue it with qklab-cli resume");
+    const RunInfo before = store.claimForResume(stored.id);
+    try {
+        lastStep = before.stepsDone - 1;
+        auto writer = std::make_unique<RunWriter>(spec.dbPath, before.id, lastStep + 1);
+        for (const ProbeStats& p : store.probeStats(before.id, -1))
+            lastProbe = std::max(lastProbe, p.step);
+        return writer;
+    } catch (...) {
+        store.releaseResumeClaim(before);
+        throw;
+    }
+}
+
 }  // namespace
 
 RunConfig externalRunConfig(const ExternalRunSpec& spec) {
@@ -43,7 +69,12 @@ RunConfig externalRunConfig(const ExternalRunSpec& spec) {
     }
     c.probes.every = spec.probeEvery;
     c.probes.attnMapEvery = spec.mapEvery;
-    if (spec.steps > 0) c.schedule.steps = spec.steps;
+    if (spec.steps > 0) {
+        c.schedule.steps = spec.steps;
+        // qklab's default warm-up is not the user's: a short run (steps < 30) must not be
+        // refused for a setting it never made (issue 38, item 4).
+        c.schedule.warmupSteps = std::min(c.schedule.warmupSteps, spec.steps);
+    }
     c.eval.every = 0;
     c.run.seed = spec.seed;
     c.why = "a run trained outside qklab and logged through its Python package";
@@ -53,6 +84,11 @@ RunConfig externalRunConfig(const ExternalRunSpec& spec) {
 
 ExternalRun::ExternalRun(const ExternalRunSpec& spec)
     : m_config(externalRunConfig(spec)), m_monitor(m_config) {
+    m_prober = std::make_unique<ExternalProber>(m_config.probes);
+    if (spec.resumeRunId > 0) {
+        m_writer = resumeWriter(spec, m_resumedAfter, m_lastProbeStep);
+        return;
+    }
     NewRun run;
     run.name = spec.name;
     run.configJson = configToJson(m_config).dump();
@@ -62,7 +98,6 @@ ExternalRun::ExternalRun(const ExternalRunSpec& spec)
     run.source = spec.source;
     run.userConfigJson = spec.userConfigJson;
     m_writer = std::make_unique<RunWriter>(spec.dbPath, run);
-    m_prober = std::make_unique<ExternalProber>(m_config.probes);
 }
 
 ExternalRun::~ExternalRun() = default;
@@ -73,6 +108,11 @@ int64_t ExternalRun::runId() const {
 
 MonitorReport ExternalRun::log(int64_t step, const std::map<std::string, double>& values) {
     if (m_finished) throw Error(ErrorCode::InvalidRequest, "log: the run is finished");
+    if (step <= m_resumedAfter)
+        throw Error(ErrorCode::InvalidRequest,
+                    "log: step " + std::to_string(step) + " is stored already: the run was " +
+                        "resumed after step " + std::to_string(m_resumedAfter) +
+                        ", its last stored step; log steps after it");
     if (step < 0 || (m_open && step < m_open->step))
         throw Error(ErrorCode::InvalidRequest,
                     "log: step " + std::to_string(step) + " comes before step " +

@@ -33,6 +33,9 @@ struct ExternalRunSpec {
     bool qkNorm = false;  // the model normalises q and k (Qwen3): the diagnosis's tier 4
     double softcap = 0;   // attention logit cap (Gemma 2), 0 = none
     int64_t probeEvery = 0, mapEvery = 0, steps = 0;
+    // > 0: continue this run (qklab.init(resume=...)) instead of creating one. Its steps up to
+    // the last stored one stay; later steps are appended.
+    int64_t resumeRunId = 0;
 };
 
 // The qklab config an external run is stored with: the model's shape, its QK-norm and cap,
@@ -46,6 +49,11 @@ class ExternalRun {
     ~ExternalRun();  // an unfinished run is left "running" for readers to see as interrupted
 
     int64_t runId() const;
+    // The last step whose row was stored before this writer started (-1 for a new run) and the
+    // last probed step at or before it: a resumed run logs after the first and probes after the
+    // second.
+    int64_t resumedAfter() const { return m_resumedAfter; }
+    int64_t lastProbeStep() const { return m_lastProbeStep; }
 
     // One step's scalars by name: qklab's step metrics (stepMetricTable() names: loss,
     // grad_norm, lr, val_loss, ...) go into the step row, any other name is a custom scalar.
@@ -74,6 +82,7 @@ class ExternalRun {
     // values in several calls (loss, then val_loss).
     std::optional<StepMetrics> m_open;
     int64_t m_lastProbeStep = -1;
+    int64_t m_resumedAfter = -1;
     bool m_lastLossFinite = true, m_finished = false;
     std::chrono::steady_clock::time_point m_lastFlush = std::chrono::steady_clock::now();
 };

@@ -6,6 +6,7 @@
 // RuntimeError with qklab's message.
 #include <torch/extension.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <variant>
@@ -82,6 +83,36 @@ py::dict probe(ExternalRun& run, int64_t step, const std::vector<py::tuple>& lay
     return reportDict(r);
 }
 
+// The run `ref` ("id:N" or "name:X") of the database at `dbPath` as {id, name, status,
+// steps_done, source}, or None when the file or the run does not exist. Reads only.
+py::object storedRun(const std::string& dbPath, const std::string& ref) {
+    std::error_code ec;
+    if (!std::filesystem::exists(dbPath, ec)) return py::none();
+    RunStore store(dbPath, StoreAccess::ReadOnly);
+    RunInfo r;
+    try {
+        r = store.findRun(ref);
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::NotFound) return py::none();
+        throw;
+    }
+    py::dict d;
+    d["id"] = r.id;
+    d["name"] = r.name;
+    d["status"] = toString(r.status);
+    d["steps_done"] = r.stepsDone;
+    d["source"] = r.source;
+    return d;
+}
+
+// Tags (comma separated) and notes of a run, as the app's details and `qklab-cli tag` set them.
+void annotateRun(const std::string& dbPath, int64_t runId, const std::string& tags,
+                 const std::string& notes) {
+    RunStore store(dbPath);
+    if (!tags.empty()) store.setTags(runId, tags);
+    if (!notes.empty()) store.setNotes(runId, notes);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_qklab, m) {
@@ -106,6 +137,10 @@ PYBIND11_MODULE(_qklab, m) {
           "raises ValueError for a name the store (and import) would refuse");
     m.def("stored_user_config", &storedUserConfig, py::arg("json"),
           "the config's JSON text as it is stored (NaN and Infinity as \"nan\" and \"inf\")");
+    m.def("stored_run", &storedRun, py::arg("db_path"), py::arg("ref"),
+          "the run 'id:N' or 'name:X' as a dict, or None; reads only");
+    m.def("annotate_run", &annotateRun, py::arg("db_path"), py::arg("run_id"), py::arg("tags"),
+          py::arg("notes"), "stores a run's tags (comma separated) and notes");
 
     py::class_<ExternalRunSpec>(m, "RunSpec")
         .def(py::init<>())
@@ -124,12 +159,15 @@ PYBIND11_MODULE(_qklab, m) {
         .def_readwrite("softcap", &ExternalRunSpec::softcap)
         .def_readwrite("probe_every", &ExternalRunSpec::probeEvery)
         .def_readwrite("map_every", &ExternalRunSpec::mapEvery)
-        .def_readwrite("steps", &ExternalRunSpec::steps);
+        .def_readwrite("steps", &ExternalRunSpec::steps)
+        .def_readwrite("resume_run_id", &ExternalRunSpec::resumeRunId);
 
     py::class_<ExternalRun>(m, "Run")
         .def(py::init<const ExternalRunSpec&>())
         .def_property_readonly("id", &ExternalRun::runId)
         .def_property_readonly("finished", &ExternalRun::finished)
+        .def_property_readonly("resumed_after", &ExternalRun::resumedAfter)
+        .def_property_readonly("last_probe_step", &ExternalRun::lastProbeStep)
         .def(
             "log",
             [](ExternalRun& r, int64_t step, const std::map<std::string, double>& values) {

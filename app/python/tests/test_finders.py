@@ -224,7 +224,7 @@ def test_transformers4_style_dispatch_is_captured(impl: str) -> None:
     reference.load_state_dict(model.state_dict())
     eager_before, mapping = eager_attention_forward, mapping_state(model)
     finder = find_attention(model)
-    assert (finder.kind, finder.n_layers, finder.n_heads) == ("hf", 2, H)
+    assert (finder.kind, finder.n_layers, finder.n_heads) == ("hf-legacy", 2, H)  # its model_type
     caps = finder.capture(ids)
     assert eager_attention_forward is eager_before and mapping_state(model) == mapping
     with torch.no_grad():
@@ -465,3 +465,19 @@ def test_unsupported_model_raises_type_error_naming_it(model: nn.Module) -> None
     with pytest.raises(TypeError, match=type(model).__name__) as info:
         find_attention(model)
     assert "attention_fn" in str(info.value)
+
+
+# Issue 38, item 11: the source names the model's own family, not "hf", for every family the
+# Hugging Face finder handles.
+@pytest.mark.parametrize("config_class, family", [
+    ("MistralConfig", "mistral"), ("Olmo2Config", "olmo2"), ("Phi3Config", "phi3")])
+def test_the_finders_kind_is_the_models_own_model_type(config_class: str, family: str) -> None:
+    torch.manual_seed(0)
+    config = getattr(transformers, config_class)(
+        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=H, num_key_value_heads=2, max_position_embeddings=32,
+        pad_token_id=0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    finder = find_attention(model)
+    assert finder.kind == "hf-" + family
+    assert len(finder.capture(token_batch())) == 2
