@@ -199,11 +199,12 @@ class LessonRehearsal : public QObject {
             if (!plot->isVisible()) continue;
             plot->replot();
             const QList<QRectF> covering = labelBoxesCoveringData(plot);
-            QVERIFY2(covering.isEmpty(),
-                     qPrintable(where + QStringLiteral(": a label box at %1,%2 covers a point of %3")
-                                            .arg(covering.value(0).x())
-                                            .arg(covering.value(0).y())
-                                            .arg(plot->objectName())));
+            QVERIFY2(
+                covering.isEmpty(),
+                qPrintable(where + QStringLiteral(": a label box at %1,%2 covers a point of %3")
+                                       .arg(covering.value(0).x())
+                                       .arg(covering.value(0).y())
+                                       .arg(plot->objectName())));
         }
     }
 

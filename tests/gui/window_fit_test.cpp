@@ -17,6 +17,7 @@
 
 #include "common/gui_types.h"
 #include "common/run_controller.h"
+#include "gui_test_util.h"
 #include "lessons/lesson_player.h"
 #include "live/live_plots_panel.h"
 #include "shell/automation.h"
