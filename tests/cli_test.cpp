@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "qklab/compare.h"
 #include "qklab/environment.h"
 #include "qklab/run_store.h"
+#include "qklab/run_writer.h"
 #include "support/test_paths.h"
 
 namespace fs = std::filesystem;
@@ -430,8 +432,9 @@ TEST_F(CliTest, CompareDiffsConfigsAndSummarizesRuns) {
     const Result r = cli("compare base id:2 --json --db " + m_db);
     ASSERT_EQ(r.status, 0) << r.err;
     const json j = json::parse(r.out);
-    EXPECT_EQ(j["runs"], json::parse(R"([{"id":1,"name":"base","source":"qklab"},
-                                         {"id":2,"name":"capped","source":"qklab"}])"));
+    EXPECT_EQ(j["runs"], json::parse(R"([
+        {"id":1,"name":"base","source":"qklab","user_config":null},
+        {"id":2,"name":"capped","source":"qklab","user_config":null}])"));
     EXPECT_EQ(j["diff"], json::parse(R"({"attention.softcap.kind":["none","tanh"],
                                          "attention.softcap.c":[50.0,30.0]})"));
     ASSERT_EQ(j["summary"].size(), 2u);
@@ -513,6 +516,79 @@ TEST_F(CliTest, CompareGroupsRunsByAnyKey) {
     const Result bad = cli("compare a b --group-by optim.nope --db " + m_db);
     EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("'optim.nope'"), std::string::npos) << bad.err;
+}
+
+namespace {
+
+// A run as the Python package stores one (external_run.cpp): qklab's config with what it found
+// in the model, the user's own config beside it, one step.
+void storePythonRun(const std::string& db, const std::string& name, int64_t seed,
+                    const std::string& userConfig) {
+    qklab::RunConfig c;
+    c.run.seed = seed;
+    qklab::NewRun run;
+    run.name = name;
+    run.configJson = qklab::configToJson(c).dump();
+    run.seed = seed;
+    run.source = "python: gpt2";
+    run.userConfigJson = qklab::storedUserConfig(userConfig);
+    qklab::RunWriter w(db, run);
+    qklab::StepMetrics m;
+    m.step = 0;
+    m.loss = 3.0;
+    w.addStep(m);
+    w.finish(qklab::RunStatus::Finished);
+}
+
+}  // namespace
+
+// Issue 38: two Python runs at LR 6e-4 and 3e-3, both seed 0, were "same config but for
+// run.seed" with `diff {}`. The user config is the run's config: its keys are diffed (user.lr),
+// grouped by, in the JSON, and only runs equal in both configs but the seed are replicates.
+TEST_F(CliTest, CompareDiffsAndGroupsByTheUserConfig) {
+    storePythonRun(m_db, "lr6e-4", 0, R"({"lr": 6e-4, "opt": {"beta2": 0.95}})");
+    storePythonRun(m_db, "lr3e-3", 0, R"({"lr": 3e-3, "opt": {"beta2": 0.95}})");
+    storePythonRun(m_db, "lr3e-3-s1", 1, R"({"lr": 3e-3, "opt": {"beta2": 0.95}})");
+    const Result two = cli("compare 1 2 --json --db " + m_db);
+    ASSERT_EQ(two.status, 0) << two.err;
+    const json j = json::parse(two.out);
+    EXPECT_EQ(j["diff"], json::parse(R"({"user.lr": [0.0006, 0.003]})"));
+    EXPECT_EQ(j["seed_groups"], json::parse("[[1],[2]]"));
+    EXPECT_EQ(j["runs"][0]["user_config"],
+              json::parse(R"({"lr": 0.0006, "opt": {"beta2": 0.95}})"));
+    EXPECT_EQ(j["runs"][1]["user_config"]["lr"], 0.003);
+
+    const Result text = cli("compare 1 2 --db " + m_db);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("user.lr  0.0006  0.003\n"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("no differences"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("same config but for run.seed"), std::string::npos) << text.out;
+    const Result all = cli("compare 1 2 --all --db " + m_db);  // nested user keys, dotted
+    const size_t beta2 = all.out.find("\nuser.opt.beta2 ");
+    ASSERT_NE(beta2, std::string::npos) << all.out;
+    std::istringstream line(all.out.substr(beta2 + 1, all.out.find('\n', beta2 + 1) - beta2));
+    std::vector<std::string> cells{std::istream_iterator<std::string>(line), {}};
+    EXPECT_EQ(cells, (std::vector<std::string>{"user.opt.beta2", "0.95", "0.95"}));
+
+    // Equal user configs, different seeds: replicates still.
+    const json three = json::parse(cli("compare 1 2 3 --json --db " + m_db).out);
+    EXPECT_EQ(three["seed_groups"], json::parse("[[1],[2,3]]"));
+    EXPECT_EQ(three["diff"]["run.seed"], json::parse("[0,0,1]"));
+    EXPECT_NE(cli("compare 1 2 3 --db " + m_db)
+                  .out.find("same config but for run.seed: lr3e-3, "
+                            "lr3e-3-s1\n"),
+              std::string::npos);
+
+    const Result grouped = cli("compare 1 2 3 --group-by user.lr --json --db " + m_db);
+    ASSERT_EQ(grouped.status, 0) << grouped.err;
+    EXPECT_EQ(json::parse(grouped.out)["groups"], json::parse(R"j([
+        {"value": "0.0006", "label": "user.lr=0.0006 (1 run)", "runs": [1]},
+        {"value": "0.003", "label": "user.lr=0.003 (2 runs)", "runs": [2, 3]}])j"));
+    // The bare key is not qklab's: refused, naming the key it means.
+    const Result bare = cli("compare 1 2 --group-by lr --db " + m_db);
+    EXPECT_EQ(bare.status, 2);
+    EXPECT_NE(bare.err.find("'lr'"), std::string::npos) << bare.err;
+    EXPECT_NE(bare.err.find("'user.lr'"), std::string::npos) << bare.err;
 }
 
 // ---- sweeps -------------------------------------------------------------------------------

@@ -171,39 +171,89 @@ TEST(ConfigDiffTest, EqualConfigsHaveNoDifference) {
 }
 
 TEST(SeedGroupsTest, TwinsDifferingOnlyInSeedAreGrouped) {
-    std::vector<RunConfig> c(6);
-    c[0].run.seed = 1;
-    c[1].optim.lr = 1e-2;
-    c[1].run.seed = 1;
-    c[2].run.seed = 2;  // twin of 0
-    c[3].optim.lr = 1e-2;
-    c[3].run.seed = 5;       // twin of 1
-    c[4].model.dModel = 64;  // alone
-    c[5].optim.lr = 2e-2;    // seed and LR differ from 0 and 1: no twin
-    c[5].run.seed = 9;
+    std::vector<ComparedConfig> c(6);
+    c[0].qklab.run.seed = 1;
+    c[1].qklab.optim.lr = 1e-2;
+    c[1].qklab.run.seed = 1;
+    c[2].qklab.run.seed = 2;  // twin of 0
+    c[3].qklab.optim.lr = 1e-2;
+    c[3].qklab.run.seed = 5;       // twin of 1
+    c[4].qklab.model.dModel = 64;  // alone
+    c[5].qklab.optim.lr = 2e-2;    // seed and LR differ from 0 and 1: no twin
+    c[5].qklab.run.seed = 9;
     const std::vector<std::vector<size_t>> expected{{0, 2}, {1, 3}, {4}, {5}};
     EXPECT_EQ(seedGroups(c), expected);
 }
 
 TEST(SeedGroupsTest, EventsCountAndEveryRunHasAGroup) {
-    std::vector<RunConfig> c(3);
-    c[1].run.seed = 2;
-    c[2].run.seed = 3;
-    c[2].events.push_back(lrEvent(5, 0.5));
+    std::vector<ComparedConfig> c(3);
+    c[1].qklab.run.seed = 2;
+    c[2].qklab.run.seed = 3;
+    c[2].qklab.events.push_back(lrEvent(5, 0.5));
     EXPECT_EQ(seedGroups(c), (std::vector<std::vector<size_t>>{{0, 1}, {2}}));
     EXPECT_TRUE(seedGroups({}).empty());
 }
 
+// A Python run's user config is its config (issue 38): runs differing only in it are no
+// replicates, its keys are diffed and grouped by as user.KEY, nested keys dotted.
+TEST(SeedGroupsTest, TheUserConfigCountsAsConfig) {
+    std::vector<ComparedConfig> c{{RunConfig{}, json{{"lr", 6e-4}, {"opt", {{"beta2", 0.95}}}}},
+                                  {RunConfig{}, json{{"lr", 3e-3}, {"opt", {{"beta2", 0.95}}}}},
+                                  {RunConfig{}, json{{"lr", 3e-3}, {"opt", {{"beta2", 0.95}}}}},
+                                  {RunConfig{}, nullptr}};
+    c[2].qklab.run.seed = 5;
+    EXPECT_EQ(seedGroups(c), (std::vector<std::vector<size_t>>{{0}, {1, 2}, {3}}));
+    // The user's own top-level seed is a seed, as run.seed; a nested one is a setting.
+    std::vector<ComparedConfig> seeds{{RunConfig{}, json{{"lr", 3e-3}, {"seed", 1}}},
+                                      {RunConfig{}, json{{"lr", 3e-3}, {"seed", 2}}},
+                                      {RunConfig{}, json{{"lr", 3e-3}, {"data", {{"seed", 2}}}}},
+                                      {RunConfig{}, json{{"lr", 3e-3}, {"data", {{"seed", 3}}}}}};
+    EXPECT_EQ(seedGroups(seeds), (std::vector<std::vector<size_t>>{{0, 1}, {2}, {3}}));
+    const auto rows = configDiff({c[0], c[1]});
+    EXPECT_EQ(differingKeys(rows), std::vector<std::string>{"user.lr"});
+    EXPECT_EQ(rowOf(rows, "user.lr").values, (std::vector<std::string>{"0.0006", "0.003"}));
+    EXPECT_EQ(rowOf(rows, "user.lr").jsonValues, (std::vector<json>{6e-4, 3e-3}));
+    EXPECT_EQ(rowOf(rows, "user.opt.beta2").values, (std::vector<std::string>{"0.95", "0.95"}));
+    EXPECT_EQ(rows.back().key, "events");  // user keys before events
+    const auto byLr = groupByKey(c, "user.lr");
+    ASSERT_EQ(byLr.size(), 3u);
+    EXPECT_EQ(byLr[1].members, (std::vector<size_t>{1, 2}));
+    EXPECT_EQ(byLr[2].label, "user.lr=(missing) (1 run)");  // qklab's own run has none
+    try {
+        groupByKey(c, "lr");
+        FAIL() << "a bare user key was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("'user.lr'"), std::string::npos) << e.what();
+    }
+}
+
+// An unreadable user config: strict throws naming the run, lenient compares it as none.
+TEST(SeedGroupsTest, AnUnreadableUserConfigIsNamedOrLeftOut) {
+    RunInfo info;
+    info.id = 4;
+    info.configJson = configToJson(RunConfig{}).dump();
+    info.userConfigJson = "[1, 2]";
+    EXPECT_TRUE(comparedConfig(info).user.is_null());
+    try {
+        comparedConfig(info, /*strict=*/true);
+        FAIL() << "a user config that is no object was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("run 4's user_config"), std::string::npos) << e.what();
+    }
+    info.userConfigJson = R"({"lr": 0.1})";
+    EXPECT_EQ(comparedConfig(info, true).user, json({{"lr", 0.1}}));
+}
+
 // Group by any key: runs with the same value together, groups in order of their first run.
 TEST(GroupByKeyTest, RunsWithTheSameValueShareAGroup) {
-    std::vector<RunConfig> c(5);
-    c[0].optim.lr = 1e-3;
-    c[1].optim.lr = 3e-3;
-    c[2].optim.lr = 1e-3;
-    c[3].optim.lr = 3e-3;
-    c[3].run.seed = 9;  // other keys do not matter
-    c[4].optim.lr = 1e-2;
-    c[1].attention.qkNorm = QkNormVariant::Rms;
+    std::vector<ComparedConfig> c(5);
+    c[0].qklab.optim.lr = 1e-3;
+    c[1].qklab.optim.lr = 3e-3;
+    c[2].qklab.optim.lr = 1e-3;
+    c[3].qklab.optim.lr = 3e-3;
+    c[3].qklab.run.seed = 9;  // other keys do not matter
+    c[4].qklab.optim.lr = 1e-2;
+    c[1].qklab.attention.qkNorm = QkNormVariant::Rms;
     const auto byLr = groupByKey(c, "optim.lr");
     ASSERT_EQ(byLr.size(), 3u);
     EXPECT_EQ(byLr[0].members, (std::vector<size_t>{0, 2}));
@@ -219,18 +269,18 @@ TEST(GroupByKeyTest, RunsWithTheSameValueShareAGroup) {
     EXPECT_EQ(byNorm[1].label, "attention.qk_norm=rms (1 run)");  // strings bare
     // A key equal everywhere: one group; every seed different: every run alone.
     EXPECT_EQ(groupByKey(c, "model.d_model").size(), 1u);
-    c[0].run.seed = 1;
-    c[1].run.seed = 2;
-    c[2].run.seed = 3;
-    c[4].run.seed = 4;
+    c[0].qklab.run.seed = 1;
+    c[1].qklab.run.seed = 2;
+    c[2].qklab.run.seed = 3;
+    c[4].qklab.run.seed = 4;
     EXPECT_EQ(groupByKey(c, "run.seed").size(), 5u);
     EXPECT_TRUE(groupByKey({}, "optim.lr").empty());
 }
 
 TEST(GroupByKeyTest, EventsGroupWithALabelCutShortAndUnknownKeysAreRefused) {
-    std::vector<RunConfig> c(3);
-    c[0].events = {lrEvent(5, 0.5), lrEvent(10, 0.5)};
-    c[2].events = c[0].events;
+    std::vector<ComparedConfig> c(3);
+    c[0].qklab.events = {lrEvent(5, 0.5), lrEvent(10, 0.5)};
+    c[2].qklab.events = c[0].qklab.events;
     const auto byEvents = groupByKey(c, "events");
     ASSERT_EQ(byEvents.size(), 2u);
     EXPECT_EQ(byEvents[0].members, (std::vector<size_t>{0, 2}));

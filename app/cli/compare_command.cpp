@@ -91,19 +91,10 @@ void printTable(const Table& cells, bool rightAlign) {
     }
 }
 
-// A key's value in configToJson(c), found by its dotted key: the JSON output keeps numbers
-// numbers (the diff's cells are text).
-nlohmann::json valueAt(const RunConfig& c, const std::string& dottedKey) {
-    std::string pointer = "/" + dottedKey;
-    std::replace(pointer.begin(), pointer.end(), '.', '/');
-    const nlohmann::json j = configToJson(c);
-    const nlohmann::json::json_pointer p(pointer);
-    return j.contains(p) ? j.at(p) : nlohmann::json(nullptr);
-}
-
 // --group-by KEY in JSON: each group's value, label and run ids.
 nlohmann::ordered_json groupsJson(const std::vector<RunInfo>& runs,
-                                  const std::vector<RunConfig>& configs, const std::string& key) {
+                                  const std::vector<ComparedConfig>& configs,
+                                  const std::string& key) {
     auto out = nlohmann::ordered_json::array();
     for (const RunGroup& g : groupByKey(configs, key)) {
         auto ids = nlohmann::ordered_json::array();
@@ -127,17 +118,21 @@ void printOutsideQklab(const std::vector<RunInfo>& runs) {
     }
 }
 
-void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+void printJson(const std::vector<RunInfo>& runs, const std::vector<ComparedConfig>& configs,
                const std::vector<RunSummary>& summaries, const std::string& groupBy) {
     nlohmann::ordered_json out;
     out["runs"] = nlohmann::ordered_json::array();
-    for (const auto& r : runs)
-        out["runs"].push_back({{"id", r.id}, {"name", r.name}, {"source", r.source}});
-    out["diff"] = nlohmann::ordered_json::object();  // registry order, as in the text table
+    for (size_t i = 0; i < runs.size(); ++i)
+        out["runs"].push_back({{"id", runs[i].id},
+                               {"name", runs[i].name},
+                               {"source", runs[i].source},
+                               {"user_config", nlohmann::ordered_json(configs[i].user)}});
+    // Registry order, then user.*, as in the text table; numbers stay numbers.
+    out["diff"] = nlohmann::ordered_json::object();
     for (const auto& row : configDiff(configs)) {
         if (!row.differs) continue;
         auto values = nlohmann::ordered_json::array();
-        for (const auto& c : configs) values.push_back(nlohmann::ordered_json(valueAt(c, row.key)));
+        for (const auto& v : row.jsonValues) values.push_back(nlohmann::ordered_json(v));
         out["diff"][row.key] = values;
     }
     out["summary"] = nlohmann::ordered_json::array();
@@ -153,7 +148,7 @@ void printJson(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& c
     std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
-void printDiff(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+void printDiff(const std::vector<RunInfo>& runs, const std::vector<ComparedConfig>& configs,
                bool allKeys) {
     Table table{{"key"}};
     for (const auto& r : runs) table[0].push_back(r.name);
@@ -182,7 +177,7 @@ void printSummary(const std::vector<RunSummary>& summaries) {
 }
 
 // Runs that differ only in their seed: the spread between them is noise, not the settings.
-void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs) {
+void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<ComparedConfig>& configs) {
     for (const auto& group : seedGroups(configs)) {
         if (group.size() < 2) continue;
         std::string names;
@@ -192,7 +187,7 @@ void printSeedGroups(const std::vector<RunInfo>& runs, const std::vector<RunConf
 }
 
 // --group-by KEY: the runs by their value of KEY, one line a group.
-void printGroups(const std::vector<RunInfo>& runs, const std::vector<RunConfig>& configs,
+void printGroups(const std::vector<RunInfo>& runs, const std::vector<ComparedConfig>& configs,
                  const std::string& key) {
     std::cout << "\ngroups by " << printableText(key) << ":\n";
     for (const RunGroup& g : groupByKey(configs, key)) {
@@ -203,14 +198,15 @@ void printGroups(const std::vector<RunInfo>& runs, const std::vector<RunConfig>&
     }
 }
 
-// What the run trained with. An unreadable config or intervention is compared as the
-// defaults / left out, and said: a silent fallback would show a difference that is not there.
-RunConfig trainedConfig(const RunInfo& info) {
+// What the run trained with, its user config included. An unreadable config or intervention is
+// compared as the defaults / left out, and said: a silent fallback would show a difference that is
+// not there.
+ComparedConfig trainedConfig(const RunInfo& info) {
     try {
-        return configAsTrained(info, /*strict=*/true);
+        return comparedConfig(info, /*strict=*/true);
     } catch (const Error& e) {
         std::cerr << "warning: " << e.what() << " (compared as far as it could be read)\n";
-        return configAsTrained(info);
+        return comparedConfig(info);
     }
 }
 
@@ -221,7 +217,8 @@ void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db) {
     cmd.add_flag("--json", args.asJson, "machine-readable output");
     cmd.add_flag("--all", args.allKeys, "every config key, not only the differences");
     cmd.add_option("--group-by", args.groupBy,
-                   "list the runs grouped by their value of this config key (optim.lr)");
+                   "list the runs grouped by their value of this config key (optim.lr; "
+                   "user.lr for the lr of a Python run's user config)");
     db.addOption(cmd, args.dbPath);
 }
 
@@ -242,7 +239,7 @@ int cmdCompare(const CompareArgs& o) {
     }
     RunStore& store = *opened;
     std::vector<RunInfo> runs;
-    std::vector<RunConfig> configs;
+    std::vector<ComparedConfig> configs;
     std::vector<RunSummary> summaries;
     for (const auto& ref : o.runRefs) {
         runs.push_back(store.findRun(ref));

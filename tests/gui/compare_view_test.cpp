@@ -141,6 +141,33 @@ class CompareViewTest : public QObject {
         QCOMPARE(int(c.runs[2].snap.config.events.size()), 1);
     }
 
+    // Issue 38: Python runs at two LRs (user config) and one seed were one seed group. The
+    // user config is config: two seeds at one LR group, the two LRs do not, and Group by
+    // offers user.lr.
+    void pythonRunsGroupBySeedOnlyWithEqualUserConfigs() {
+        const std::string db = m_dir.filePath(QStringLiteral("python.db")).toStdString();
+        const std::pair<const char*, int64_t> runs[] = {
+            {R"({"lr": 6e-4})", 0}, {R"({"lr": 3e-3})", 0}, {R"({"lr": 3e-3})", 1}};
+        for (const auto& [user, seed] : runs) {
+            RunConfig c = test::tinyConfig(30);
+            c.run.seed = seed;
+            NewRun nr;
+            nr.configJson = configToJson(c).dump();
+            nr.seed = seed;
+            nr.source = "python: gpt2";
+            nr.userConfigJson = user;
+            RunWriter(db, nr).finish(RunStatus::Finished);
+        }
+        RunStore store(db, StoreAccess::ReadOnly);
+        const Comparison c = loadComparison(store, {1, 2, 3});
+        QCOMPARE(c.seedGroups, (std::vector<std::vector<size_t>>{{0}, {1, 2}}));
+        QVERIFY(groupByKeys(c).contains(QStringLiteral("user.lr")));
+        const std::vector<CurveGroup> byLr = curveGroups(c, QStringLiteral("user.lr"));
+        QCOMPARE(int(byLr.size()), 2);
+        QCOMPARE(byLr[1].members, (std::vector<size_t>{1, 2}));
+        QCOMPARE(byLr[1].label, QStringLiteral("user.lr=0.003 (2 runs)"));
+    }
+
     void seriesTakeTheWorstLayerAndKeepGaps() {
         RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
         const Comparison c = loadComparison(store, m_ids);

@@ -59,7 +59,7 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
     QElapsedTimer timer;
     timer.start();
     Comparison c;
-    std::vector<RunConfig> configs;
+    std::vector<ComparedConfig> configs;  // the user config too: seed groups and the diff
     for (int64_t id : runIds) {
         CompareRun r;
         try {
@@ -74,7 +74,7 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
         // 97 of the 220 ms that loading 10 x 20k-step runs took (compare_bench).
         r.summary =
             summarizeRun(r.snap.info, r.snap.config, r.snap.steps, r.snap.probes, r.snap.spikes);
-        configs.push_back(r.snap.config);
+        configs.emplace_back(r.snap.config, comparedUserConfig(r.snap.info));
         c.runs.push_back(std::move(r));
     }
     c.diff = configDiff(configs);
@@ -87,8 +87,9 @@ std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy)
     std::vector<CurveGroup> groups;
     if (groupBy.isEmpty()) return groups;
     if (groupBy != QLatin1String(kGroupBySeed)) {
-        std::vector<RunConfig> configs;
-        for (const CompareRun& r : c.runs) configs.push_back(r.snap.config);
+        std::vector<ComparedConfig> configs;
+        for (const CompareRun& r : c.runs)
+            configs.emplace_back(r.snap.config, comparedUserConfig(r.snap.info));
         for (const RunGroup& g : groupByKey(configs, groupBy.toStdString()))
             groups.push_back({g.members, QString::fromStdString(g.label)});
         return groups;

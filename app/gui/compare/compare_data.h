@@ -43,7 +43,8 @@ struct CurveGroup {
     QString label;                // the legend's text, e.g. "1 a + 2 b (2 seeds)"
 };
 
-// "Group by" seeds: runs whose configs differ only in run.seed (Comparison::seedGroups).
+// "Group by" seeds: runs whose configs (user config included) differ only in run.seed
+// (Comparison::seedGroups).
 inline const char* const kGroupBySeed = "seed";
 
 // The groups for a "Group by" choice: "" none (empty result), kGroupBySeed, or a config key

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qklab/run_config.h"
@@ -23,35 +24,63 @@ namespace qklab {
 // Error; otherwise the config falls back to defaults and bad interventions are skipped.
 RunConfig configAsTrained(const RunInfo& info, bool strict = false);
 
-// One config key across runs. key: the dotted key as `qklab-cli keys` lists it, or "events"
-// (the run's events, interventions included, as JSON). values: each run's value as compact
-// JSON text, in the order of the configs given. A string is shown bare (rms, not "rms"); a key
-// a config lacks is "" (the row differs; equality is decided on the JSON values, not the text).
+// A run's whole config as compared: qklab's config as trained and the user's own config (a
+// run logged from Python: qklab.init(config={...})). Both are what the run ran with, so a
+// comparison diffs and groups by both and calls runs seed replicates only when both are equal
+// but for run.seed (issue 38: two Python runs at LR 6e-4 and 3e-3 were called replicates).
+struct ComparedConfig {
+    RunConfig qklab;
+    nlohmann::json user;  // a JSON object, or null for qklab's own runs
+    // Implicit from a RunConfig: a run without a user config (qklab's own runs).
+    ComparedConfig(RunConfig config = {}, nlohmann::json userConfig = nullptr)  // NOLINT
+        : qklab(std::move(config)), user(std::move(userConfig)) {}
+};
+
+// The user config's keys in a diff or group-by are this prefix and the user's own keys joined
+// by dots: {"lr": 3e-3, "opt": {"beta2": 0.95}} is user.lr and user.opt.beta2.
+inline constexpr const char* kUserConfigPrefix = "user.";
+
+// configAsTrained(info, strict) and the run's user config (parseUserConfig). strict: an
+// unreadable user config throws Error{NotQklabDatabase} naming the run; otherwise it is null.
+ComparedConfig comparedConfig(const RunInfo& info, bool strict = false);
+// The user config alone, as comparedConfig reads it (for a caller holding the RunConfig).
+nlohmann::json comparedUserConfig(const RunInfo& info, bool strict = false);
+
+// One config key across runs. key: the dotted key as `qklab-cli keys` lists it, a user config
+// key (user.lr), or "events" (the run's events, interventions included, as JSON). values: each
+// run's value as compact JSON text, in the order of the configs given. A string is shown bare
+// (rms, not "rms"); a key a config lacks is "" (the row differs; equality is decided on the
+// JSON values, not the text). jsonValues: the same values as JSON, null where one is missing.
 struct ConfigDiffRow {
     std::string key;
     std::vector<std::string> values;
     bool differs = false;  // not all values equal
+    std::vector<nlohmann::json> jsonValues = {};
 };
 
-// Every key of configToJson() flattened to dotted keys (registry order), then "events".
-std::vector<ConfigDiffRow> configDiff(const std::vector<RunConfig>& configs);
+// Every key of configToJson() flattened to dotted keys (registry order), then the user
+// config's keys (user.*, in the user's order), then "events".
+std::vector<ConfigDiffRow> configDiff(const std::vector<ComparedConfig>& configs);
 
-// Runs whose configs are equal in everything but run.seed (events included) form a group.
-// Returns groups of indices into `configs`, each in input order, groups ordered by their first
-// member; a run with no twin is a group of one.
-std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& configs);
+// Runs whose configs are equal in everything but run.seed (events and the user config
+// included; the user config's top-level "seed" is a seed too) form a group. Returns groups of
+// indices into `configs`, each in input order, groups ordered by their first member; a run with no
+// twin is a group of one.
+std::vector<std::vector<size_t>> seedGroups(const std::vector<ComparedConfig>& configs);
 
 // Runs with equal values of one config key form a group: the comparison's "Group by", as
-// TensorBoard and W&B group runs. key: a dotted key as configDiff() names it, or "events";
-// values are equal as JSON (1 and "1" differ), a key a config lacks is a value of its own.
+// TensorBoard and W&B group runs. key: a dotted key as configDiff() names it (user.lr for the
+// user config's lr), or "events"; values are equal as JSON (1 and "1" differ), a key a config
+// lacks is a value of its own.
 struct RunGroup {
     std::vector<size_t> members;  // indices into the configs, ascending
     std::string value;            // the key's value as configDiff() shows it; "" when missing
     std::string label;            // "optim.lr=0.003 (2 runs)"; a long value ends in "..."
 };
 // Groups ordered by their first member; every config in exactly one. Throws
-// Error{InvalidConfig} naming `key` when no config has it.
-std::vector<RunGroup> groupByKey(const std::vector<RunConfig>& configs, const std::string& key);
+// Error{InvalidConfig} naming `key` when no config has it (and user.KEY when that is a key).
+std::vector<RunGroup> groupByKey(const std::vector<ComparedConfig>& configs,
+                                 const std::string& key);
 
 struct RunSummary {
     int64_t runId = 0;

@@ -11,6 +11,7 @@
 
 #include "qklab/error.h"
 #include "qklab/events.h"
+#include "qklab/run_export.h"
 #include "qklab/spikes.h"
 
 namespace qklab {
@@ -39,9 +40,10 @@ void flattenInto(const json& node, const std::string& prefix, FlatConfig& out) {
 }
 
 // configToJson's leaves as dotted keys in registry order (the JSON object itself sorts its
-// keys), then "events" as one value: the order `qklab-cli keys` and the form use.
-FlatConfig flatConfig(const RunConfig& c) {
-    json j = configToJson(c);
+// keys), then the user config's leaves (user.*), then "events" as one value: the order
+// `qklab-cli keys` and the form use. A user value that is an array is one leaf, as qklab's.
+FlatConfig flatConfig(const ComparedConfig& compared) {
+    json j = configToJson(compared.qklab);
     const json events = j.contains("events") ? j["events"] : json::array();
     j.erase("events");
     FlatConfig flat;
@@ -56,6 +58,11 @@ FlatConfig flatConfig(const RunConfig& c) {
     std::stable_sort(flat.begin(), flat.end(), [&](const auto& a, const auto& b) {
         return rankOf(a.first) < rankOf(b.first);
     });
+    if (compared.user.is_object()) {
+        const std::string prefix = kUserConfigPrefix;
+        for (auto it = compared.user.begin(); it != compared.user.end(); ++it)
+            flattenInto(it.value(), prefix + it.key(), flat);
+    }
     flat.emplace_back("events", events);
     return flat;
 }
@@ -63,6 +70,16 @@ FlatConfig flatConfig(const RunConfig& c) {
 // A cell of the diff: strings bare (rms, cosine, a data path), everything else compact JSON.
 std::string diffText(const json& v) {
     return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// Why `key` cannot group: a user config key given without its prefix ("lr") is named whole.
+std::string notAKey(const std::vector<ComparedConfig>& configs, const std::string& key) {
+    const std::string user = kUserConfigPrefix + key;
+    for (const auto& c : configs)
+        for (const auto& entry : flatConfig(c))
+            if (entry.first == user)
+                return "not a config key; the user config's '" + key + "' is '" + user + "'";
+    return "not a config key (see qklab-cli keys; the user config's keys are user.KEY)";
 }
 
 // ---- summary --------------------------------------------------------------------------------
@@ -252,7 +269,24 @@ RunConfig configAsTrained(const RunInfo& info, bool strict) {
     return config;
 }
 
-std::vector<ConfigDiffRow> configDiff(const std::vector<RunConfig>& configs) {
+ComparedConfig comparedConfig(const RunInfo& info, bool strict) {
+    return ComparedConfig(configAsTrained(info, strict), comparedUserConfig(info, strict));
+}
+
+json comparedUserConfig(const RunInfo& info, bool strict) {
+    try {
+        const json user = parseUserConfig(info);
+        // Stored only as an object (RunWriter); anything else in a hostile file is unreadable.
+        if (user.is_object() || user.is_null()) return user;
+        throw Error(ErrorCode::NotQklabDatabase,
+                    "run " + std::to_string(info.id) + "'s user_config is not a JSON object");
+    } catch (const Error&) {
+        if (strict) throw;
+        return nullptr;
+    }
+}
+
+std::vector<ConfigDiffRow> configDiff(const std::vector<ComparedConfig>& configs) {
     std::vector<std::map<std::string, json>> values;
     std::vector<std::string> keys;  // union, in the first config's order, extras after
     std::set<std::string> seen;
@@ -273,6 +307,7 @@ std::vector<ConfigDiffRow> configDiff(const std::vector<RunConfig>& configs) {
             const auto it = values[i].find(key);
             const json* v = it == values[i].end() ? nullptr : &it->second;
             row.values.push_back(v ? diffText(*v) : std::string());
+            row.jsonValues.push_back(v ? *v : json(nullptr));
             if (i == 0)
                 first = v;
             else if (!v != !first || (v && *v != *first))
@@ -283,12 +318,18 @@ std::vector<ConfigDiffRow> configDiff(const std::vector<RunConfig>& configs) {
     return rows;
 }
 
-std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& configs) {
+std::vector<std::vector<size_t>> seedGroups(const std::vector<ComparedConfig>& configs) {
     std::vector<json> keys;
     for (const auto& c : configs) {
-        json j = configToJson(c);
+        json j = configToJson(c.qklab);
         if (j.contains("run") && j["run"].is_object()) j["run"].erase("seed");
-        keys.push_back(std::move(j));
+        // The whole user config, as JSON: a user key that only differs in how it is nested
+        // or spelled ("a.b" against {"a": {"b"}}) still differs. Its top-level "seed" is the
+        // seed too: a script that keeps its seed in config={"seed": ...} (as wandb users do)
+        // runs replicates with init(seed=) left at 0.
+        json user = c.user;
+        if (user.is_object()) user.erase("seed");
+        keys.push_back(json::array({std::move(j), std::move(user)}));
     }
     std::vector<std::vector<size_t>> groups;
     std::vector<bool> placed(configs.size(), false);
@@ -304,7 +345,8 @@ std::vector<std::vector<size_t>> seedGroups(const std::vector<RunConfig>& config
     return groups;
 }
 
-std::vector<RunGroup> groupByKey(const std::vector<RunConfig>& configs, const std::string& key) {
+std::vector<RunGroup> groupByKey(const std::vector<ComparedConfig>& configs,
+                                 const std::string& key) {
     std::vector<std::optional<json>> values;
     for (const auto& c : configs) {
         values.emplace_back();
@@ -313,8 +355,7 @@ std::vector<RunGroup> groupByKey(const std::vector<RunConfig>& configs, const st
     }
     if (!configs.empty() &&
         std::none_of(values.begin(), values.end(), [](const auto& v) { return v.has_value(); }))
-        throw Error(ErrorCode::InvalidConfig,
-                    "group by '" + key + "': not a config key (see qklab-cli keys)");
+        throw Error(ErrorCode::InvalidConfig, "group by '" + key + "': " + notAKey(configs, key));
     std::vector<RunGroup> groups;
     std::vector<bool> placed(configs.size(), false);
     for (size_t i = 0; i < configs.size(); ++i) {
