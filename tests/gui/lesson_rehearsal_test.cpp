@@ -36,6 +36,7 @@
 #include "live/histogram_panel.h"
 #include "live/live_plots_panel.h"
 #include "qcustomplot.h"
+#include "qklab/lesson_fit.h"
 #include "qklab/lesson_values.h"
 #include "qklab/names.h"
 #include "shell/main_window.h"
@@ -64,9 +65,9 @@ class LessonRehearsal : public QObject {
     QString m_db;
     bool m_replay = false;
     int m_clicks = 0;
-    int m_callouts = 0;          // callouts shown at the current step
-    int64_t m_calloutStep = -1;  // the run step of the last one
-    size_t m_runsExpected = 0;   // runs the lesson trained so far
+    int m_callouts = 0;         // callouts shown at the current step
+    int64_t m_sentStep = -1;    // the last step the live trainer sent
+    size_t m_runsExpected = 0;  // runs the lesson trained so far
 
     LessonPlayer* player() const { return m_w->part<LessonPlayer>(); }
     RunController* controller() const { return m_w->controller(); }
@@ -139,7 +140,9 @@ class LessonRehearsal : public QObject {
     // else the own run's last stored step.
     int64_t currentRunStep(int64_t own) const {
         if (m_w->part<LessonStage>()->replaying()) return replayer()->position();
-        if (controller()->isPaused() && m_calloutStep >= 0) return m_calloutStep;
+        // Paused: after the last step the trainer sent (a spike's callout comes at the probe
+        // its report waited for, after the spike's own step).
+        if (controller()->isPaused() && m_sentStep >= 0) return m_sentStep;
         RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
         const std::vector<StepMetrics> steps = store.stepMetrics(own);
         return steps.empty() ? -1 : steps.back().step;
@@ -171,7 +174,11 @@ class LessonRehearsal : public QObject {
     void checkViewsEndAt(int64_t at, const QString& where) {
         LivePlotsPanel* live = m_w->part<LivePlotsPanel>();
         const RunSnapshot& shown = live->run();
-        if (!shown.steps.empty()) QVERIFY2(shown.steps.back().step <= at, qPrintable(where));
+        const int64_t shownEnd = shown.steps.empty() ? -1 : shown.steps.back().step;
+        QVERIFY2(shownEnd == at, qPrintable(where + QStringLiteral(": the views end at step %1, "
+                                                                   "not %2")
+                                                        .arg(shownEnd)
+                                                        .arg(at)));
         for (const ProbeStats& p : shown.probes) QVERIFY2(p.step <= at, qPrintable(where));
         for (const Spike& s : shown.spikes) QVERIFY2(spikeReportStep(s) <= at, qPrintable(where));
         for (QCustomPlot* plot : live->plots())
@@ -189,11 +196,28 @@ class LessonRehearsal : public QObject {
 
     void checkFits(const QString& where) {
         auto* text = player()->findChild<QTextBrowser*>(QStringLiteral("lessonText"));
-        QTRY_COMPARE_WITH_TIMEOUT(text->verticalScrollBar()->maximum(), 0, 2000);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            text->verticalScrollBar()->maximum() == 0,
+            qPrintable(where + QStringLiteral(": the step text scrolls by %1 px")
+                                   .arg(text->verticalScrollBar()->maximum())),
+            2000);
         if (player()->calloutVisible()) {
             auto* scroll = player()->findChild<QScrollArea*>(QStringLiteral("lessonCalloutScroll"));
             QVERIFY2(scroll->verticalScrollBar()->maximum() == 0,
                      qPrintable(where + QStringLiteral(": the callout scrolls")));
+            // Its last line above Continue, not under it.
+            auto* label = player()->findChild<QLabel*>(QStringLiteral("lessonCalloutText"));
+            auto* resume = player()->findChild<QPushButton*>(QStringLiteral("lessonContinue"));
+            const int textBottom = scroll->mapTo(player(), QPoint(0, scroll->height())).y();
+            const int labelBottom =
+                label->mapTo(player(), QPoint(0, label->heightForWidth(label->width()))).y();
+            QVERIFY2(labelBottom <= textBottom,
+                     qPrintable(where + QStringLiteral(": the callout's text ends %1 px below "
+                                                       "its area")
+                                            .arg(labelBottom - textBottom)));
+            if (resume->isVisible())
+                QVERIFY2(labelBottom <= resume->mapTo(player(), QPoint(0, 0)).y(),
+                         qPrintable(where + QStringLiteral(": Continue covers the callout")));
         }
         for (QCustomPlot* plot : m_w->part<LivePlotsPanel>()->shownPlots()) {
             if (!plot->isVisible()) continue;
@@ -225,7 +249,6 @@ class LessonRehearsal : public QObject {
     }
 
     void checkPause() {
-        shoot();
         const int index = player()->currentIndex();
         const QString where = QStringLiteral("%1 %2 step %3")
                                   .arg(m_replay ? QStringLiteral("replay") : QStringLiteral("live"))
@@ -246,13 +269,19 @@ class LessonRehearsal : public QObject {
         if (own && step().view != "compare" && m_w->part<LivePlotsPanel>()->runId() == own)
             checkViewsEndAt(at, where);
         if (own || step().view == "compare") {
+            // As the lesson column lays it out (a table as a list).
             QTRY_COMPARE_WITH_TIMEOUT(player()->filledText(),
-                                      qs(expectedText(step().text, own, at)), 3000);
+                                      qs(expectedText(lessonColumnMarkdown(step().text), own, at)),
+                                      3000);
             if (player()->calloutVisible())
                 QTRY_COMPARE_WITH_TIMEOUT(
                     player()->calloutText(),
-                    qs(expectedText(player()->calloutSource().toStdString(), own, at)), 3000);
+                    qs(expectedText(lessonColumnMarkdown(player()->calloutSource().toStdString()),
+                                    own, at)),
+                    3000);
         }
+        m_w->part<LivePlotsPanel>()->replotNow();
+        shoot();
     }
 
     // Plays the open lesson from its first step to its last by keyboard.
@@ -309,13 +338,12 @@ class LessonRehearsal : public QObject {
         QVERIFY(m_w->openDatabase(m_db));
         m_w->part<PresenterMode>()->setActive(true);
         QTRY_COMPARE(m_w->size(), m_w->screen()->geometry().size());  // full screen
-        connect(controller(), &RunController::calloutFired, this, [this](qint64, const Callout& c) {
-            ++m_callouts;
-            m_calloutStep = c.step;
-        });
-        connect(replayer(), &ReplayPlayer::calloutFired, this, [this](qint64, const Callout& c) {
-            ++m_callouts;
-            m_calloutStep = c.step;
+        connect(controller(), &RunController::calloutFired, this,
+                [this](qint64, const Callout&) { ++m_callouts; });
+        connect(replayer(), &ReplayPlayer::calloutFired, this,
+                [this](qint64, const Callout&) { ++m_callouts; });
+        connect(controller(), &RunController::batchReady, this, [this](const LiveBatch& b) {
+            if (!b.steps.isEmpty()) m_sentStep = b.steps.back().step;
         });
         // A replay plays fast: the test is about what it shows, not its pace.
         connect(replayer(), &ReplayPlayer::playingChanged, this, [this](bool playing) {

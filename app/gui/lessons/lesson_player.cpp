@@ -353,9 +353,14 @@ void LessonPlayer::setRecordedRunAvailable(bool available) {
     showReplayButton();
 }
 
+void LessonPlayer::setReplaying(bool replaying) {
+    m_replaying = replaying;
+    showReplayButton();
+}
+
 void LessonPlayer::showReplayButton() {
     const LessonStep* step = currentStep();
-    m_replayInstead->setVisible(step && step->actionKind() == "start_preset" &&
+    m_replayInstead->setVisible(step && !m_replaying && step->actionKind() == "start_preset" &&
                                 (step->action.contains("fallback_run") || m_recordedAvailable));
 }
 

@@ -78,6 +78,8 @@ class LessonPlayer : public QWidget {
     // live" or "Replay the recorded run"; forward() (Space, a clicker) takes the choice
     // `replayFirst` names. Entering another step or choosing ends the wait.
     void offerSourceChoice(bool replayFirst);
+    // The lesson plays a recording now: "Replay the recorded run instead" has nothing to add.
+    void setReplaying(bool replaying);
     bool sourceChoiceWaiting() const { return m_choiceWaiting; }
 
   public:
@@ -123,6 +125,7 @@ class LessonPlayer : public QWidget {
     QPushButton* m_trainLive = nullptr;
     bool m_choiceWaiting = false;
     bool m_replayFirst = false;
+    bool m_replaying = false;
     QPushButton* m_back = nullptr;
     QPushButton* m_next = nullptr;
     QToolButton* m_notesToggle = nullptr;

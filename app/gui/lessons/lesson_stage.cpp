@@ -124,6 +124,7 @@ bool LessonStage::openLesson(const QString& nameOrFile, int startIndex) {
         m_lessonRun = 0;
         if (m_replaying) m_window->stopReplay();
         m_replaying = false;
+        m_player->setReplaying(false);
         m_player->setLesson(lesson, startIndex);
         return true;
     } catch (const std::exception& e) {
@@ -274,6 +275,7 @@ void LessonStage::trainLive(const LessonStep& step) {
     request.pauses = step.pauses;
     m_window->stopReplay();
     m_replaying = false;
+    m_player->setReplaying(false);
     stopLessonRun();
     RunController* c = m_window->controller();
     c->stopAll();
@@ -427,6 +429,7 @@ void LessonStage::openStoredRun(const LessonStep& step) {
     if (!findRun(textOf(step.action, "run"), &id)) return;
     m_window->stopReplay();
     m_replaying = false;
+    m_player->setReplaying(false);
     m_window->openRun(id);
     if (step.view != "config") m_window->showTab(qs(step.view));
     armConditions(step);
@@ -459,7 +462,8 @@ void LessonStage::replay(const QString& run, const nlohmann::json& speed, const 
     if (!m_window->startReplay(id, sps, &error)) return say(error);
     m_replaying = true;
     if (step.view != "config") m_window->showTab(qs(step.view));
-    say(tr("Replaying run %1 (recorded before class).").arg(run));
+    m_player->setReplaying(true);
+    say(tr("Replaying run %1.").arg(id));  // one line in the lesson column's budget
 }
 
 bool LessonStage::sourcePaused() const {
