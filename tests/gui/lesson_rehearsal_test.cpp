@@ -249,6 +249,9 @@ class LessonRehearsal : public QObject {
     }
 
     void checkPause() {
+        m_w->part<LivePlotsPanel>()->replotNow();
+        QTest::qWait(50);  // the views' queued replots
+        shoot();
         const int index = player()->currentIndex();
         const QString where = QStringLiteral("%1 %2 step %3")
                                   .arg(m_replay ? QStringLiteral("replay") : QStringLiteral("live"))
@@ -280,8 +283,6 @@ class LessonRehearsal : public QObject {
                                     own, at)),
                     3000);
         }
-        m_w->part<LivePlotsPanel>()->replotNow();
-        shoot();
     }
 
     // Plays the open lesson from its first step to its last by keyboard.
