@@ -281,7 +281,7 @@ TEST_F(CliFilesTest, GenerateThreadsAreBounded) {
         EXPECT_NE(capped.err.find("warning: --threads = 1000 is more than"), std::string::npos)
             << capped.err;
     }
-    EXPECT_EQ(capped.out.size(), 4u);
+    EXPECT_EQ(capped.out.size(), 5u);  // 4 tokens and the final newline
 }
 
 // ---- item 17: resuming a sweep while a killed sweep's workers still stop ---------------------

@@ -436,6 +436,13 @@ void LessonStage::openStoredRun(const LessonStep& step) {
 }
 
 void LessonStage::compare(const LessonStep& step) {
+    // A comparison reads whole stored runs: a replay playing on would only take the lesson
+    // column's height (its bar) and the views' attention.
+    if (m_replaying) {
+        m_window->stopReplay();
+        m_replaying = false;
+        m_player->setReplaying(false);
+    }
     const QString saved = textOf(step.action, "comparison");
     if (!saved.isEmpty()) {
         m_window->openComparison(saved);
