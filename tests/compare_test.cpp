@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "qklab/error.h"
+#include "qklab/run_export.h"
 #include "qklab/run_writer.h"
 
 namespace fs = std::filesystem;
@@ -224,6 +225,60 @@ TEST(SeedGroupsTest, TheUserConfigCountsAsConfig) {
         FAIL() << "a bare user key was accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("'user.lr'"), std::string::npos) << e.what();
+    }
+}
+
+// A run trained outside qklab records only what qklab observed (issue 38, item 2): its other
+// keys are unknown, not qklab's defaults. They are left out of the diff, a run that has a key
+// differs from one that lacks it, and rows stored before (with every default) read the same.
+TEST(UnobservedKeysTest, KeysARunDidNotRecordAreUnknownNotDefaults) {
+    RunInfo python;
+    python.id = 7;
+    python.source = "python: hf-gpt2";
+    python.configJson = R"({"model": {"n_layers": 2, "n_heads": 4, "d_model": 64},
+                            "attention": {"qk_norm": "none"}, "probes": {"every": 10}})";
+    const auto unknown = unobservedConfigKeys(python);
+    EXPECT_TRUE(unknown.count("optim.lr"));
+    EXPECT_TRUE(unknown.count("model.rope"));      // GPT-2 has none; qklab never looked
+    EXPECT_TRUE(unknown.count("attention.kind"));  // not stored: unknown
+    EXPECT_TRUE(unknown.count("run.seed"));
+    EXPECT_FALSE(unknown.count("model.n_layers"));
+    EXPECT_FALSE(unknown.count("probes.every"));
+    EXPECT_EQ(withoutKeys(json::parse(python.configJson), unknown),
+              json::parse(python.configJson));  // nothing stored is unknown here
+    // A row stored before: qklab's defaults for every key, of which only the observable stay.
+    RunInfo legacy = python;
+    legacy.configJson = configToJson(RunConfig{}).dump();
+    const json shown = withoutKeys(json::parse(legacy.configJson), unobservedConfigKeys(legacy));
+    EXPECT_FALSE(shown.contains("optim"));
+    EXPECT_FALSE(shown.contains("data"));
+    EXPECT_FALSE(shown["model"].contains("rope"));
+    EXPECT_EQ(shown["model"]["n_layers"], RunConfig{}.model.nLayers);
+    EXPECT_EQ(shown["attention"]["qk_norm"], "none");
+    // qklab's own runs recorded everything.
+    RunInfo own = legacy;
+    own.source = "qklab";
+    EXPECT_TRUE(unobservedConfigKeys(own).empty());
+
+    // The diff: lr is in no row for the Python run; against a qklab run at the default LR the
+    // row differs (unknown is not 0.003), and the two are no seed replicates.
+    const ComparedConfig ext = comparedConfig(python), mine = comparedConfig(own);
+    const auto rows = configDiff({ext, mine});
+    EXPECT_EQ(rowOf(rows, "optim.lr").values, (std::vector<std::string>{"", "0.003"}));
+    EXPECT_TRUE(rowOf(rows, "optim.lr").differs);
+    EXPECT_EQ(rowOf(rows, "optim.lr").jsonValues[0], json(nullptr));
+    EXPECT_EQ(seedGroups({ext, mine}).size(), 2u);
+    // Two Python runs that recorded the same keys and differ in no known one are replicates.
+    RunInfo twin = python;
+    twin.id = 8;
+    EXPECT_EQ(seedGroups({ext, comparedConfig(twin)}).size(), 1u);
+    // Grouping by a key no run recorded says so.
+    try {
+        groupByKey({ext, comparedConfig(twin)}, "optim.lr");
+        FAIL() << "grouped by a key no run recorded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("none of these runs recorded it"), std::string::npos)
+            << e.what();
     }
 }
 

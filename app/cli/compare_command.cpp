@@ -104,17 +104,18 @@ nlohmann::ordered_json groupsJson(const std::vector<RunInfo>& runs,
     return out;
 }
 
-// A run trained outside qklab: its qklab config holds what qklab found in the model and the
-// probe settings; the rest of the diff shows qklab's defaults, which it never trained with.
+// A run trained outside qklab: its qklab config holds only what qklab found in the model and
+// the probe settings (the diff leaves the rest out as unknown); it trained with its user config.
 void printOutsideQklab(const std::vector<RunInfo>& runs) {
     for (const RunInfo& r : runs) {
         if (!trainedOutsideQklab(r)) continue;
-        std::cout << "\nrun " << r.id << " '" << printableText(r.name.substr(0, 80))
-                  << "' was trained outside qklab (" << printableText(r.source.substr(0, 80))
-                  << "): of its qklab config only the model's shape, QK-norm, softcap and the "
-                     "probe settings are its own; it ran with its user config: "
-                  << printableText(r.userConfigJson.substr(0, 400))
-                  << (r.userConfigJson.size() > 400 ? "..." : "") << "\n";
+        std::cout
+            << "\nrun " << r.id << " '" << printableText(r.name.substr(0, 80))
+            << "' was trained outside qklab (" << printableText(r.source.substr(0, 80))
+            << "): of its qklab config only the model's shape, QK-norm, softcap and the "
+               "probe settings were recorded, the rest is unknown; it ran with its user config: "
+            << printableText(r.userConfigJson.substr(0, 400))
+            << (r.userConfigJson.size() > 400 ? "..." : "") << "\n";
     }
 }
 

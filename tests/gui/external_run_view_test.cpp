@@ -38,7 +38,7 @@ using namespace qklab::gui;
 namespace {
 const QString kSource = QStringLiteral("python: hf-llama");
 const QString kOutside = QStringLiteral("trained outside qklab (python: hf-llama)");
-constexpr int64_t kQklabRun = 1, kExternalRun = 2;
+constexpr int64_t kQklabRun = 1, kExternalRun = 2, kUnwatchedRun = 3;
 
 double tokensAt(int64_t step) {
     return 1024.0 * double(step + 1);
@@ -75,6 +75,16 @@ class ExternalRunViewTest : public QObject {
             w.addCustomScalar({s, "tokens_seen", tokensAt(s)});
             w.addCustomScalar({s, "train/acc", s == 5 ? nan : accuracyAt(s)});
         }
+        w.finish(RunStatus::Finished);
+    }
+
+    // A run the package logged without watch(): its stored config holds no model (issue 38).
+    static void storeUnwatchedRun(const QString& db) {
+        NewRun run;
+        run.name = "unwatched";
+        run.configJson = R"({"probes": {"every": 0}})";
+        run.source = "python";
+        RunWriter w(db.toStdString(), run);
         w.finish(RunStatus::Finished);
     }
 
@@ -122,6 +132,7 @@ class ExternalRunViewTest : public QObject {
         m_db = m_dir.filePath(QStringLiteral("external.db"));
         storeQklabRun(m_db);
         storeExternalRun(m_db);
+        storeUnwatchedRun(m_db);
     }
 
     void customScalarsArePlottedAsStored() {
@@ -208,6 +219,9 @@ class ExternalRunViewTest : public QObject {
                  QStringLiteral("qklab"));
         const QString lr = QStringLiteral("lr ");
         QVERIFY(!model->index(row, settings).data().toString().contains(lr));
+        // Only what qklab observed of the model: a run it never watched has no model.
+        QCOMPARE(model->index(model->rowOf(kUnwatchedRun), settings).data().toString(),
+                 QStringLiteral("model not watched"));
         QVERIFY(model->index(model->rowOf(kQklabRun), settings).data().toString().contains(lr));
 
         browser.selectRun(kExternalRun);
@@ -245,6 +259,13 @@ class ExternalRunViewTest : public QObject {
         QCOMPARE(diff->item(0, 1 - external)->text(), QStringLiteral("qklab"));
         QVERIFY(diff->item(1, external)->text().contains(QStringLiteral("lr=0.03")));
         QVERIFY(diff->item(1, 1 - external)->text().isEmpty());
+        // qklab never recorded the external run's lr (issue 38): its cell is empty, not 0.003.
+        int lrRow = -1;
+        for (int r = 0; r < diff->rowCount(); ++r)
+            if (diff->verticalHeaderItem(r)->text() == QStringLiteral("optim.lr")) lrRow = r;
+        QVERIFY(lrRow >= 0);
+        QCOMPARE(diff->item(lrRow, external)->text(), QString());
+        QCOMPARE(diff->item(lrRow, 1 - external)->text(), QStringLiteral("0.003"));
     }
 
     void generateIsOffWithTheReason() {

@@ -62,7 +62,29 @@ QString formatNumber(double v) {
     return QString::number(v, 'g', 4);
 }
 
-QString keySettings(const RunConfig& c, bool external) {
+// keySettings() of a run trained outside qklab: only the keys it recorded.
+QString externalKeySettings(const RunConfig& c, const std::set<std::string>& unknown) {
+    const auto known = [&](const char* key) { return unknown.count(key) == 0; };
+    QStringList parts;
+    if (known("attention.qk_norm"))
+        parts << QStringLiteral("qk_norm=%1").arg(QString::fromUtf8(nameOf(c.attention.qkNorm)));
+    if (known("attention.softcap.kind") && c.attention.softcap.kind != SoftcapKind::None)
+        parts << QStringLiteral("softcap %1 C=%2")
+                     .arg(QString::fromUtf8(nameOf(c.attention.softcap.kind)))
+                     .arg(formatNumber(c.attention.softcap.c));
+    if (known("model.n_layers"))
+        parts << QStringLiteral("%1L d%2 h%3")
+                     .arg(c.model.nLayers)
+                     .arg(c.model.dModel)
+                     .arg(c.model.nHeads);
+    if (known("attention.kind") && c.attention.kind == AttentionKind::Mla)
+        parts << QStringLiteral("MLA c%1 r%2").arg(c.attention.mla.dC).arg(c.attention.mla.dRope);
+    if (parts.isEmpty()) return QObject::tr("model not watched");
+    return parts.join(QStringLiteral(", "));
+}
+
+QString keySettings(const RunConfig& c, bool external, const std::set<std::string>& unknown) {
+    if (external) return externalKeySettings(c, unknown);
     QStringList parts;
     parts << QStringLiteral("qk_norm=%1").arg(QString::fromUtf8(nameOf(c.attention.qkNorm)));
     if (c.attention.qkNorm != QkNormVariant::None && c.attention.qkNormOn != QkNormTarget::QK)
@@ -73,9 +95,6 @@ QString keySettings(const RunConfig& c, bool external) {
                      .arg(QString::fromUtf8(nameOf(c.attention.softcap.kind)))
                      .arg(formatNumber(c.attention.softcap.c));
     }
-    const QString shape =
-        QStringLiteral("%1L d%2 h%3").arg(c.model.nLayers).arg(c.model.dModel).arg(c.model.nHeads);
-    if (external) return (parts << shape).join(QStringLiteral(", "));
     if (c.attention.qkClip.tau > 0)
         parts << QStringLiteral("qk_clip tau=%1").arg(formatNumber(c.attention.qkClip.tau));
     if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
@@ -83,7 +102,10 @@ QString keySettings(const RunConfig& c, bool external) {
     if (c.anneal.qkNorm.start < c.anneal.qkNorm.end || c.anneal.qkNorm.start < 1.0) {
         parts << QStringLiteral("anneal %1-%2").arg(c.anneal.qkNorm.start).arg(c.anneal.qkNorm.end);
     }
-    parts << shape;
+    parts << QStringLiteral("%1L d%2 h%3")
+                 .arg(c.model.nLayers)
+                 .arg(c.model.dModel)
+                 .arg(c.model.nHeads);
     if (c.attention.kind == AttentionKind::Mla)
         parts << QStringLiteral("MLA c%1 r%2").arg(c.attention.mla.dC).arg(c.attention.mla.dRope);
     for (const std::string& change : settingChanges(c)) parts << QString::fromStdString(change);

@@ -8,6 +8,8 @@
 #include <QString>
 #include <cstdint>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "qklab/compare.h"  // configAsTrained
@@ -43,9 +45,11 @@ RunConfig configOfRun(const RunInfo& info);
 // Short human summary of the settings that matter for stability ("qk_norm=rms, softcap
 // tanh C=50, lr 3e-3"), then each event as the change it made ("qk_norm none→rms @50"), for
 // the run list and window titles. For a run trained outside qklab (`external`) only what qklab
-// found in the model (QK-norm, cap, shape): its stored learning rate and schedule are
-// defaults qklab never trained with, and the user's own settings are its user config.
-QString keySettings(const RunConfig& c, bool external = false);
+// found in the model (QK-norm, cap, shape, MLA) and did not leave `unknown`
+// (unobservedConfigKeys): the rest was never recorded, and the user's own settings are its user
+// config.
+QString keySettings(const RunConfig& c, bool external = false,
+                    const std::set<std::string>& unknown = {});
 
 // Whether a run was trained outside qklab: qklab::trainedOutsideQklab (qklab/run_store.h).
 // Why qklab cannot `action` such a run ("intervene in", "generate from"): "Run 3 was trained

@@ -12,6 +12,7 @@
 #include "common/plot_style.h"
 #include "qklab/error.h"
 #include "qklab/record_columns.h"
+#include "qklab/run_export.h"
 
 namespace qklab::gui {
 namespace {
@@ -74,7 +75,8 @@ Comparison loadComparison(RunStore& store, const std::vector<int64_t>& runIds) {
         // 97 of the 220 ms that loading 10 x 20k-step runs took (compare_bench).
         r.summary =
             summarizeRun(r.snap.info, r.snap.config, r.snap.steps, r.snap.probes, r.snap.spikes);
-        configs.emplace_back(r.snap.config, comparedUserConfig(r.snap.info));
+        configs.emplace_back(r.snap.config, comparedUserConfig(r.snap.info),
+                             unobservedConfigKeys(r.snap.info));
         c.runs.push_back(std::move(r));
     }
     c.diff = configDiff(configs);
@@ -89,7 +91,8 @@ std::vector<CurveGroup> curveGroups(const Comparison& c, const QString& groupBy)
     if (groupBy != QLatin1String(kGroupBySeed)) {
         std::vector<ComparedConfig> configs;
         for (const CompareRun& r : c.runs)
-            configs.emplace_back(r.snap.config, comparedUserConfig(r.snap.info));
+            configs.emplace_back(r.snap.config, comparedUserConfig(r.snap.info),
+                                 unobservedConfigKeys(r.snap.info));
         for (const RunGroup& g : groupByKey(configs, groupBy.toStdString()))
             groups.push_back({g.members, QString::fromStdString(g.label)});
         return groups;

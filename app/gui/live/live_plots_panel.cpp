@@ -729,7 +729,8 @@ void LivePlotsPanel::refreshHeader() {
                  : QString();
     QString text = tr("Run %1 “%2” — %3 · %4%5")
                        .arg(m_run.runId)
-                       .arg(name, m_status, source, keySettings(m_run.config, external));
+                       .arg(name, m_status, source,
+                            keySettings(m_run.config, external, unobservedConfigKeys(m_run.info)));
     QStringList changes;  // interventions: keySettings() names the config's own events
     for (const EventRecord& e : m_run.events)
         if (e.source == "user") changes << tr("%1 @%2").arg(eventLabel(e)).arg(e.step);

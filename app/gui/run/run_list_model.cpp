@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/run_data.h"
+#include "qklab/run_export.h"
 
 namespace qklab::gui {
 
@@ -78,7 +79,8 @@ void RunListModel::setRuns(std::vector<RunInfo> runs) {
             runs[i].interventions.size() == m_runs[i].interventions.size())
             settings.push_back(m_settings[i]);
         else
-            settings.push_back(keySettings(configAsTrained(runs[i]), trainedOutsideQklab(runs[i])));
+            settings.push_back(keySettings(configAsTrained(runs[i]), trainedOutsideQklab(runs[i]),
+                                           unobservedConfigKeys(runs[i])));
     }
     if (sameIds) {
         m_runs = std::move(runs);

@@ -83,6 +83,10 @@ class AttentionFinder:
     kind: str
     n_layers: int
     n_heads: int
+    # Multi-head latent attention (DeepSeek-V2/V3) as (d_c, d_rope, q_lora): the latent width,
+    # the decoupled RoPE width per head and the query low-rank width (0 = full rank); None when
+    # the attention is not MLA.
+    mla: tuple[int, int, int] | None = None
 
     def __init__(self, model: nn.Module, kind: str, n_layers: int, n_heads: int) -> None:
         self.model = model
@@ -270,6 +274,16 @@ def _scale_of(query: torch.Tensor, scaling: Any) -> float:
     return float(scaling) if scaling is not None else query.shape[-1] ** -0.5
 
 
+def _mla_of(config: Any) -> tuple[int, int, int] | None:
+    """MLA's widths from a DeepSeek-style config (kv_lora_rank, qk_rope_head_dim, q_lora_rank),
+    None for any other attention."""
+    d_c = getattr(config, "kv_lora_rank", None)
+    if not d_c:
+        return None
+    return int(d_c), int(getattr(config, "qk_rope_head_dim", 0) or 0), int(
+        getattr(config, "q_lora_rank", 0) or 0)
+
+
 def _softcap_of(softcap: Any) -> float | None:
     return float(softcap) if softcap else None
 
@@ -291,6 +305,7 @@ class _HFFinder(AttentionFinder):
         kind = _hf_kind(config)
         heads = getattr(modules[0], "num_heads", None) or config.num_attention_heads
         super().__init__(model, kind, len(modules), int(heads))
+        self.mla = _mla_of(config)
         self.attention_modules = modules
         # No KV cache for a probe: it would only cost memory. User wrappers may not take it.
         params = inspect.signature(model.forward).parameters

@@ -151,6 +151,7 @@ class Run:
         self._notes = "" if notes is None else str(notes)
         self._steps = int(steps) if steps else 0
         self._seed = int(seed) if seed is not None else 0
+        self._seed_known = seed is not None
         self._active = mode != "disabled" and _is_writer_rank()
         self._core: Optional[_qklab.Run] = None
         self._finder: Optional[AttentionFinder] = None
@@ -312,6 +313,8 @@ class Run:
             len(first), heads, width, tokens)
         spec.qk_norm = any(_normalises(c.q, c.q_raw) for c in first)
         spec.softcap = float(max((c for c in softcaps if c), default=0.0))
+        if finder.mla is not None:
+            spec.mla_d_c, spec.mla_d_rope, spec.mla_q_lora = finder.mla
         spec.source = f"python: {finder.kind}"
         spec.device = str(self._probe_batch.device)
         self._every = every
@@ -354,6 +357,7 @@ class Run:
             spec.name = self.name or ""
             spec.user_config_json = _config_json(self.config) if self.config else ""
             spec.seed = self._seed
+            spec.seed_known = self._seed_known
             spec.steps = self._steps
             spec.torch_version = torch.__version__
             if not spec.source.startswith("python"):

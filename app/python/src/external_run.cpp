@@ -6,10 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "qklab/error.h"
 #include "qklab/names.h"
 #include "qklab/record_columns.h"
+#include "qklab/run_export.h"
 #include "qklab/run_store.h"
 #include "qklab/version.h"
 
@@ -62,6 +64,13 @@ RunConfig externalRunConfig(const ExternalRunSpec& spec) {
         c.model.dModel = spec.nHeads * spec.headDim;  // the attention's width
         c.model.seqLen = spec.seqLen;
     }
+    if (spec.mlaDC > 0) {
+        c.attention.kind = AttentionKind::Mla;
+        c.attention.mla.dC = spec.mlaDC;
+        c.attention.mla.dRope = spec.mlaDRope;
+        c.attention.mla.qLora = spec.mlaQLora;
+        c.model.dModel = spec.nHeads * (spec.headDim - spec.mlaDRope);  // content width d_head
+    }
     if (spec.qkNorm) c.attention.qkNorm = QkNormVariant::Rms;
     if (spec.softcap > 0) {
         c.attention.softcap.kind = SoftcapKind::Tanh;
@@ -82,6 +91,20 @@ RunConfig externalRunConfig(const ExternalRunSpec& spec) {
     return c;
 }
 
+nlohmann::json storedExternalConfig(const ExternalRunSpec& spec, const RunConfig& config) {
+    std::set<std::string> unknown;
+    for (const FieldInfo& f : configFields()) {
+        const bool model = f.key.rfind("model.", 0) == 0 || f.key.rfind("attention.", 0) == 0;
+        const bool seen = observableOutsideQklab(f.key) && !(model && spec.nLayers == 0) &&
+                          !(f.key.rfind("attention.mla.", 0) == 0 && spec.mlaDC == 0) &&
+                          !(f.key == "attention.softcap.c" && spec.softcap <= 0) &&
+                          !(f.key == "schedule.steps" && spec.steps <= 0) &&
+                          !(f.key == "run.seed" && !spec.seedKnown);
+        if (!seen) unknown.insert(f.key);
+    }
+    return withoutKeys(configToJson(config), unknown);
+}
+
 ExternalRun::ExternalRun(const ExternalRunSpec& spec)
     : m_config(externalRunConfig(spec)), m_monitor(m_config) {
     m_prober = std::make_unique<ExternalProber>(m_config.probes);
@@ -91,7 +114,7 @@ ExternalRun::ExternalRun(const ExternalRunSpec& spec)
     }
     NewRun run;
     run.name = spec.name;
-    run.configJson = configToJson(m_config).dump();
+    run.configJson = storedExternalConfig(spec, m_config).dump();
     run.seed = spec.seed;
     run.device = spec.device;
     run.torchVersion = spec.torchVersion;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,21 +28,29 @@ struct ExternalRunSpec {
     std::string source = "python";  // "python: <finder kind>"
     std::string userConfigJson;     // the user's config, already JSON text
     int64_t seed = 0;
+    bool seedKnown = false;  // the user gave the seed (qklab.init(seed=...))
     std::string device, torchVersion;
     // The model as the probes see it (0 = not watched: no probes, no model in the config).
     int64_t nLayers = 0, nHeads = 0, headDim = 0, seqLen = 0;
     bool qkNorm = false;  // the model normalises q and k (Qwen3): the diagnosis's tier 4
     double softcap = 0;   // attention logit cap (Gemma 2), 0 = none
+    // Multi-head latent attention (DeepSeek-V2/V3): the latent width, the decoupled RoPE width
+    // per head (part of headDim) and the query low-rank width; mlaDC = 0: not MLA.
+    int64_t mlaDC = 0, mlaDRope = 0, mlaQLora = 0;
     int64_t probeEvery = 0, mapEvery = 0, steps = 0;
     // > 0: continue this run (qklab.init(resume=...)) instead of creating one. Its steps up to
     // the last stored one stay; later steps are appended.
     int64_t resumeRunId = 0;
 };
 
-// The qklab config an external run is stored with: the model's shape, its QK-norm and cap,
-// the probe schedule and the step count as far as they are known; qklab's defaults elsewhere
-// (the run's own settings are its user config). Validated as any config is.
+// The qklab config an external run is watched with: the model's shape, its QK-norm, cap and
+// MLA, the probe schedule and the step count as far as they are known; qklab's defaults
+// elsewhere. Validated as any config is.
 RunConfig externalRunConfig(const ExternalRunSpec& spec);
+// The same as stored: only the keys qklab observed (externalRunConfig's defaults are not what
+// the run trained with; its own settings are its user config), so that show, export and
+// compare leave the rest out as unknown (issue 38, item 2).
+nlohmann::json storedExternalConfig(const ExternalRunSpec& spec, const RunConfig& config);
 
 class ExternalRun {
   public:

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 import qklab
-from test_finders import B, SOFTCAP, T, build, fp64_logits, nanogpt, token_batch
+from test_finders import B, H, SOFTCAP, T, build, fp64_logits, nanogpt, token_batch
 
 HERE = Path(__file__).resolve().parent
 CLI = os.environ.get("QKLAB_CLI")
@@ -289,6 +289,55 @@ def test_a_script_that_raises_leaves_its_run_failed_with_the_exception(tmp_path:
 
 
 @pytest.mark.skipif(not CLI, reason="QKLAB_CLI (the build's qklab-cli) is not set")
+# Issue 38, item 2: qklab stores what it observed of a model and nothing else. The learning
+# rate, schedule, RoPE and data of a run trained outside qklab are unknown, not qklab's
+# defaults (a 6e-4 run was shown as optim.lr 0.003, GPT-2 as model.rope true).
+def test_only_what_qklab_observed_is_stored_as_the_runs_config(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    run = qklab.init(name="gpt2", db=str(db), config={"lr": 6e-4})
+    run.watch(build("gpt2"), every=1, probe_batch=token_batch())
+    run.log({"loss": 2.5}, step=0)
+    run.finish()
+    config = json.loads(rows(db, "SELECT config_json FROM runs")[0][0])
+    assert set(config) == {"why", "model", "attention", "probes", "spikes", "events"}
+    assert config["events"] == []
+    assert config["model"] == {"n_layers": 2, "n_heads": H, "d_model": 32}
+    assert config["attention"] == {"kind": "mha", "qk_norm": "none",
+                                   "softcap": {"kind": "none"}}
+    # What the user gave is known: the step count and the seed.
+    run = qklab.init(name="told", db=str(db), steps=20, seed=3)
+    run.log({"loss": 2.0}, step=0)
+    run.finish()
+    told = json.loads(rows(db, "SELECT config_json FROM runs WHERE name = 'told'")[0][0])
+    assert told["schedule"] == {"steps": 20} and told["run"] == {"seed": 3}
+    assert "model" not in told  # not watched: no model at all
+    if CLI:
+        shown = json.loads(subprocess.run([CLI, "show", "gpt2", "--json", "--db", str(db)],
+                                          capture_output=True, text=True, check=True).stdout)
+        assert shown["config"] == config
+
+
+def test_deepseek_v3s_latent_attention_is_stored_as_mla(tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.DeepseekV3Config(
+        vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        num_hidden_layers=2, first_k_dense_replace=2, num_attention_heads=4,
+        num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=4,
+        qk_nope_head_dim=8, v_head_dim=8, max_position_embeddings=32)
+    model = transformers.AutoModelForCausalLM.from_config(
+        config, attn_implementation="eager").eval()
+    db = tmp_path / "runs.db"
+    run = qklab.init(name="ds", db=str(db))
+    run.watch(model, every=1, probe_batch=token_batch())
+    run.log({"loss": 2.5}, step=0)
+    run.finish()
+    stored = json.loads(rows(db, "SELECT config_json FROM runs")[0][0])
+    assert stored["attention"]["kind"] == "mla"
+    assert stored["attention"]["mla"] == {"d_c": 16, "d_rope": 4, "q_lora": 0}
+    assert stored["model"]["d_model"] == 4 * 8  # heads x the content width (nope)
+
+
 def test_show_compare_and_export_read_an_external_run(tmp_path: Path) -> None:
     db, _ = probed_run(tmp_path, nanogpt(), "external")
     run = qklab.init(name="second", db=str(db))

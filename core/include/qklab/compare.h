@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,16 +32,22 @@ RunConfig configAsTrained(const RunInfo& info, bool strict = false);
 struct ComparedConfig {
     RunConfig qklab;
     nlohmann::json user;  // a JSON object, or null for qklab's own runs
+    // Keys of `qklab` the run did not record (unobservedConfigKeys, qklab/run_export.h): their
+    // values are qklab's defaults, which it never trained with, so the diff leaves them out
+    // and a run that lacks a key differs from one that has it (issue 38).
+    std::set<std::string> unknown;
     // Implicit from a RunConfig: a run without a user config (qklab's own runs).
-    ComparedConfig(RunConfig config = {}, nlohmann::json userConfig = nullptr)  // NOLINT
-        : qklab(std::move(config)), user(std::move(userConfig)) {}
+    ComparedConfig(RunConfig config = {}, nlohmann::json userConfig = nullptr,  // NOLINT
+                   std::set<std::string> unknownKeys = {})
+        : qklab(std::move(config)), user(std::move(userConfig)), unknown(std::move(unknownKeys)) {}
 };
 
 // The user config's keys in a diff or group-by are this prefix and the user's own keys joined
 // by dots: {"lr": 3e-3, "opt": {"beta2": 0.95}} is user.lr and user.opt.beta2.
 inline constexpr const char* kUserConfigPrefix = "user.";
 
-// configAsTrained(info, strict) and the run's user config (parseUserConfig). strict: an
+// configAsTrained(info, strict), the run's user config (parseUserConfig) and the keys it did
+// not record. strict: an
 // unreadable user config throws Error{NotQklabDatabase} naming the run; otherwise it is null.
 ComparedConfig comparedConfig(const RunInfo& info, bool strict = false);
 // The user config alone, as comparedConfig reads it (for a caller holding the RunConfig).

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "qklab/run_config.h"
@@ -24,10 +25,23 @@ nlohmann::json logitAlarmsJson(RunStore& store, int64_t runId);
 // by factor^2 = tau / s_max).
 nlohmann::json qkClipsJson(RunStore& store, int64_t runId);
 
-// The run's stored config as JSON (null when none was stored). The text is someone else's
-// file as far as qklab knows: read within the JSON limits, and an unreadable one throws
-// Error{NotQklabDatabase} naming the run, the column and the file (bad input, exit 2).
+// The run's stored config as JSON (null when none was stored), without unobservedConfigKeys(). The
+// text is someone else's file as far as qklab knows: read within the JSON limits, and an unreadable
+// one throws Error{NotQklabDatabase} naming the run, the column and the file (bad input, exit 2).
 nlohmann::json runConfigJson(RunStore& store, int64_t runId);
+
+// Whether a run trained outside qklab can record `dottedKey` of qklab's config: what the
+// Python package observes in the model (layers, heads, width, QK-norm, attention softcap,
+// MLA), the probe and spike settings it applies itself, and the step count and seed when the
+// user gives them. The rest (LR, schedule, data, ...) the run trained with its user config.
+bool observableOutsideQklab(const std::string& dottedKey);
+// The config keys (configFields()) a run did not record: none for qklab's own runs; for a run
+// trained outside qklab every key its stored config lacks or the package cannot observe (rows
+// stored before issue 38 held qklab's defaults there) and every key of an unreadable config.
+// Such a key is unknown, not a default: show, export and compare leave it out.
+std::set<std::string> unobservedConfigKeys(const RunInfo& r);
+// `config` without the keys in `unknown` (objects left empty are removed).
+nlohmann::json withoutKeys(nlohmann::json config, const std::set<std::string>& unknown);
 
 // The user's own config of a run logged from Python (qklab.init(config=...)); null for
 // qklab's own runs. Read within the JSON limits, as runConfigJson.

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "qklab/error.h"
 #include "qklab/events.h"
@@ -48,6 +49,9 @@ FlatConfig flatConfig(const ComparedConfig& compared) {
     j.erase("events");
     FlatConfig flat;
     flattenInto(j, "", flat);
+    flat.erase(std::remove_if(flat.begin(), flat.end(),
+                              [&](const auto& e) { return compared.unknown.count(e.first) > 0; }),
+               flat.end());
     std::map<std::string, size_t> rank;
     const auto& fields = configFields();
     for (size_t i = 0; i < fields.size(); ++i) rank[fields[i].key] = i;
@@ -79,6 +83,9 @@ std::string notAKey(const std::vector<ComparedConfig>& configs, const std::strin
         for (const auto& entry : flatConfig(c))
             if (entry.first == user)
                 return "not a config key; the user config's '" + key + "' is '" + user + "'";
+    if (findField(key))
+        return "none of these runs recorded it (a run trained outside qklab records only what "
+               "qklab observed; its own settings are user.KEY)";
     return "not a config key (see qklab-cli keys; the user config's keys are user.KEY)";
 }
 
@@ -270,7 +277,8 @@ RunConfig configAsTrained(const RunInfo& info, bool strict) {
 }
 
 ComparedConfig comparedConfig(const RunInfo& info, bool strict) {
-    return ComparedConfig(configAsTrained(info, strict), comparedUserConfig(info, strict));
+    return ComparedConfig(configAsTrained(info, strict), comparedUserConfig(info, strict),
+                          unobservedConfigKeys(info));
 }
 
 json comparedUserConfig(const RunInfo& info, bool strict) {
@@ -321,7 +329,7 @@ std::vector<ConfigDiffRow> configDiff(const std::vector<ComparedConfig>& configs
 std::vector<std::vector<size_t>> seedGroups(const std::vector<ComparedConfig>& configs) {
     std::vector<json> keys;
     for (const auto& c : configs) {
-        json j = configToJson(c.qklab);
+        json j = withoutKeys(configToJson(c.qklab), c.unknown);  // unknown is not a default
         if (j.contains("run") && j["run"].is_object()) j["run"].erase("seed");
         // The whole user config, as JSON: a user key that only differs in how it is nested
         // or spelled ("a.b" against {"a": {"b"}}) still differs. Its top-level "seed" is the

@@ -1,6 +1,7 @@
 // run_export.cpp — see qklab/run_export.h.
 #include "qklab/run_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -39,6 +40,21 @@ json rowsJson(const RecordTable<Record>& table, const std::vector<Record>& rows)
     return out;
 }
 
+// Removes the dotted `key` from `node`; true when `node` is an empty object afterwards, so
+// that the object above drops it too.
+bool eraseDotted(json& node, const std::string& key) {
+    if (!node.is_object()) return false;
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) {
+        node.erase(key);
+        return node.empty();
+    }
+    const auto it = node.find(key.substr(0, dot));
+    if (it == node.end()) return false;
+    if (eraseDotted(*it, key.substr(dot + 1))) node.erase(it);
+    return node.empty();
+}
+
 }  // namespace
 
 json logitAlarmsJson(RunStore& store, int64_t runId) {
@@ -58,10 +74,52 @@ json runSummaryJson(RunStore& store, int64_t runId) {
 }
 
 json runConfigJson(RunStore& store, int64_t runId) {
-    const std::string text = store.run(runId).configJson;
-    if (text.empty()) return nullptr;
-    return parseStoredJson(text,
-                           "run " + std::to_string(runId) + "'s config_json in " + store.path());
+    const RunInfo r = store.run(runId);
+    if (r.configJson.empty()) return nullptr;
+    json config = parseStoredJson(
+        r.configJson, "run " + std::to_string(runId) + "'s config_json in " + store.path());
+    if (!trainedOutsideQklab(r)) return config;
+    return withoutKeys(std::move(config), unobservedConfigKeys(r));
+}
+
+bool observableOutsideQklab(const std::string& key) {
+    static const std::set<std::string> keys = {"why",
+                                               "model.n_layers",
+                                               "model.n_heads",
+                                               "model.d_model",
+                                               "attention.kind",
+                                               "attention.mla.d_c",
+                                               "attention.mla.d_rope",
+                                               "attention.mla.q_lora",
+                                               "attention.qk_norm",
+                                               "attention.softcap.kind",
+                                               "attention.softcap.c",
+                                               "schedule.steps",
+                                               "run.seed"};
+    return keys.count(key) || key.rfind("probes.", 0) == 0 || key.rfind("spikes.", 0) == 0;
+}
+
+std::set<std::string> unobservedConfigKeys(const RunInfo& r) {
+    std::set<std::string> unknown;
+    if (!trainedOutsideQklab(r)) return unknown;
+    json stored = json::object();
+    try {
+        stored = parseStoredJson(r.configJson, "run " + std::to_string(r.id) + "'s config_json");
+    } catch (const Error&) {  // an unreadable config records nothing
+    }
+    for (const FieldInfo& f : configFields()) {
+        std::string pointer = "/" + f.key;
+        std::replace(pointer.begin(), pointer.end(), '.', '/');
+        const json::json_pointer at(pointer);
+        if (!observableOutsideQklab(f.key) || !stored.is_object() || !stored.contains(at))
+            unknown.insert(f.key);
+    }
+    return unknown;
+}
+
+json withoutKeys(json config, const std::set<std::string>& unknown) {
+    for (const std::string& key : unknown) eraseDotted(config, key);
+    return config;
 }
 
 json parseUserConfig(const RunInfo& r) {
