@@ -30,8 +30,11 @@ struct ExternalRunSpec {
     std::string device, torchVersion;
     // The model as the probes see it (0 = not watched: no probes, no model in the config).
     int64_t nLayers = 0, nHeads = 0, headDim = 0, seqLen = 0;
-    bool qkNorm = false;  // the model normalises q and k (Qwen3): the diagnosis's tier 4
-    double softcap = 0;   // attention logit cap (Gemma 2), 0 = none
+    // The model's QK-norm, a Choices<QkNormVariant> name ("none", "rms", "rms_affine", ...):
+    // declared by attention_fn, else "rms" where q and k change length on their way to the
+    // softmax (Qwen3, OLMo 2). Not "none": the diagnosis's tier 4, its alarms read normalised q/k.
+    std::string qkNorm = "none";
+    double softcap = 0;  // attention logit cap (Gemma 2), 0 = none
     int64_t probeEvery = 0, mapEvery = 0, steps = 0;
     // > 0: continue this run (qklab.init(resume=...)) instead of creating one. Its steps up to
     // the last stored one stay; later steps are appended.
