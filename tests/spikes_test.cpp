@@ -78,6 +78,25 @@ TEST(SpikeDiagnosis, TokenSpikeWithFlatNormsPrescribesSoftcap) {
     EXPECT_NE(s.diagnosis.find("softcap"), std::string::npos);
 }
 
+// Issue 38, item 13: a token spike in a run capped at C = 50 (Gemma 2) was told to "add a tanh
+// softcap with C = 50"; it is told the cap it has and what comes after it.
+TEST(SpikeDiagnosis, TierTwoStartsFromTheRunsOwnCap) {
+    Spike capped;
+    capped.step = 85;
+    DiagnosisContext ctx{false, 1, 86, {}, {}};
+    ctx.softcapC = 50;
+    diagnoseSpike(capped, history(5, 5, 21, 5.1), ctx);
+    EXPECT_EQ(capped.kind, SpikeKind::TokenSpike);
+    EXPECT_EQ(capped.tier, 2);
+    EXPECT_EQ(capped.diagnosis.find("add a tanh softcap"), std::string::npos) << capped.diagnosis;
+    EXPECT_NE(capped.diagnosis.find("Tier 2: the run has an attention softcap already, C = 50: "
+                                    "lower it to C = 30"),
+              std::string::npos)
+        << capped.diagnosis;
+    EXPECT_NE(diagnose(history(5, 5, 21, 5.1)).diagnosis.find("add a tanh softcap with C = 50"),
+              std::string::npos);
+}
+
 TEST(SpikeDiagnosis, NormalLogitsPointAtTheData) {
     const Spike s = diagnose(history(6, 5, 6.5, 5.05));
     EXPECT_EQ(s.kind, SpikeKind::DataOrAccumulation);

@@ -39,7 +39,8 @@ if _major_minor(_torch.__version__) != _major_minor(_qklab.TORCH_VERSION):
         "qklab here: `pip install --force-reinstall ./app/python`."
     )
 
-from .finders import AttentionFinder, LayerCapture, find_attention  # noqa: E402
+from .finders import (AttentionFinder, AttentionLayer, LayerCapture,  # noqa: E402
+                      QK_NORM_KINDS, find_attention)
 from .run import Run, finish, init, log, watch  # noqa: E402
 
 __version__ = _qklab.__version__
@@ -48,7 +49,9 @@ QklabError = _qklab.QklabError
 
 __all__ = [
     "AttentionFinder",
+    "AttentionLayer",
     "LayerCapture",
+    "QK_NORM_KINDS",
     "QklabError",
     "Run",
     "default_db_path",

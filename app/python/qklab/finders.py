@@ -14,8 +14,10 @@ Three sources are recognised:
 * nanoGPT's ``CausalSelfAttention`` (recognised by structure, because users import their own
   copy of ``model.py``): a forward pre-hook takes the block input and recomputes q and k with
   the module's own ``c_attn``.
-* Anything else through ``attention_fn``, a callable ``(model, batch) -> [(q, k, scale, softcap),
-  ...]``, one tuple per layer.
+* Anything else through ``attention_fn``, a callable ``(model, batch) -> [layer, ...]``, one
+  :class:`AttentionLayer` (or a dict with its fields, or a ``(q, k, scale, softcap)`` tuple) per
+  layer. An AttentionLayer can also hand over the raw q and k and declare the QK-norm, as the
+  built-in finders do for Qwen3 and OLMo 2.
 
 A capture never changes the model: it runs in ``eval()`` under ``torch.no_grad()`` on the
 original (uncompiled, unwrapped) module, and restores train/eval flags, hooks and the attention
@@ -24,25 +26,66 @@ function mapping in ``finally`` blocks, also when the forward raises.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import torch
 from torch import nn
 
-__all__ = ["AttentionFn", "AttentionFinder", "LayerCapture", "find_attention", "unwrap_model"]
+from . import _qklab
 
-AttentionFn = Callable[[nn.Module, torch.Tensor], Sequence[tuple]]
-"""``attention_fn(model, batch)`` returns one ``(q, k, scale, softcap)`` per layer: q and k as
-(B, H, T, D) tensors the way the softmax logits use them (``logits = scale * q @ k^T``, then
-``softcap * tanh(logits / softcap)`` when softcap is not None). k may have fewer heads than q
-(GQA/MQA); it is repeated to H."""
+__all__ = ["AttentionFn", "AttentionFinder", "AttentionLayer", "LayerCapture", "QK_NORM_KINDS",
+           "find_attention", "unwrap_model"]
+
+
+QK_NORM_KINDS: tuple[str, ...] = tuple(_qklab.QK_NORM_KINDS)  # qklab/choices.h's names
+"""What ``AttentionLayer.qk_norm`` may say: "none", "rms" (per head, no gain), "rms_affine" (per
+head, learnable gain; Qwen3), "layernorm", "l2_scale" (L2 with a learnable scale), "whole_rms"
+(RMS over the whole projection; OLMo 2): the names of qklab's config (``attention.qk_norm``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionLayer:
+    """One attention layer as ``attention_fn`` hands it to qklab.
+
+    q, k: (B, H, T, D) tensors as the softmax logits use them, after projection, RoPE and any
+    QK-norm (``logits = scale * q @ k^T``, then ``softcap * tanh(logits / softcap)`` when softcap
+    is not None). k may have fewer heads than q (GQA/MQA); it is repeated to H.
+
+    q_raw, k_raw: the same queries and keys straight out of the projections, before QK-norm and
+    RoPE ((B, H, T, D_raw) and (B, H_k, T, D_raw)), for the probes' raw q/k norms, the lengths
+    the spike diagnosis watches grow. Both or neither; without them the raw norms are q's and
+    k's, which is right only for a model without QK-norm.
+
+    qk_norm: the model's QK-norm, one of :data:`QK_NORM_KINDS` ("rms", "rms_affine", ...), or
+    "none"; None (not said) lets qklab infer it as for the built-in finders: "rms" when q_raw's
+    lengths differ from q's, else "none". A QK-norm other than "none" needs q_raw and k_raw. It
+    is stored as the run's ``attention.qk_norm``, and with QK-norm on, the diagnosis prescribes
+    from tier 4 and the alarms read the normalised q/k lengths.
+
+    ``attention_fn`` may return, per layer, an AttentionLayer, a dict with these field names,
+    or the tuple ``(q, k, scale, softcap)`` (raw q/k equal to q/k, QK-norm not said).
+    """
+
+    q: torch.Tensor
+    k: torch.Tensor
+    scale: float
+    softcap: Optional[float] = None
+    q_raw: Optional[torch.Tensor] = None
+    k_raw: Optional[torch.Tensor] = None
+    qk_norm: Optional[str] = None
+
+
+AttentionFn = Callable[[nn.Module, torch.Tensor], Sequence[Any]]
+"""``attention_fn(model, batch)`` returns one :class:`AttentionLayer` per layer (or a dict with
+its fields, or a ``(q, k, scale, softcap)`` tuple)."""
 
 _MODEL_TYPE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
 
@@ -87,12 +130,14 @@ class AttentionFinder:
     # the decoupled RoPE width per head and the query low-rank width (0 = full rank); None when
     # the attention is not MLA.
     mla: tuple[int, int, int] | None = None
+    qk_norm: Optional[str]  # declared by attention_fn (after a capture), else None: inferred
 
     def __init__(self, model: nn.Module, kind: str, n_layers: int, n_heads: int) -> None:
         self.model = model
         self.kind = kind
         self.n_layers = n_layers
         self.n_heads = n_heads
+        self.qk_norm = None
 
     def __repr__(self) -> str:
         return (f"AttentionFinder(kind={self.kind!r}, n_layers={self.n_layers}, "
@@ -128,9 +173,11 @@ def find_attention(model: nn.Module, attention_fn: AttentionFn | None = None) ->
     """Locate the attention layers of ``model`` (after unwrapping torch.compile and DDP/DP).
 
     ``attention_fn`` is the escape hatch for models qklab does not recognise: a callable
-    ``(model, batch) -> [(q, k, scale, softcap), ...]`` (softcap None for none), called with the
-    unwrapped model in eval mode under no_grad. Raises TypeError, naming the model's class and
-    pointing at ``attention_fn``, when no attention is found.
+    ``(model, batch) -> [layer, ...]``, each layer an :class:`AttentionLayer` (q, k, scale,
+    softcap, and optionally q_raw, k_raw and qk_norm), a dict with its fields, or a ``(q, k,
+    scale, softcap)`` tuple (softcap None for none), called with the unwrapped model in eval
+    mode under no_grad. Raises TypeError, naming the model's class and pointing at
+    ``attention_fn``, when no attention is found.
     """
     inner = unwrap_model(model)
     if attention_fn is not None:
@@ -148,7 +195,7 @@ def find_attention(model: nn.Module, attention_fn: AttentionFn | None = None) ->
         f"{type(inner).__qualname__}: it recognises Hugging Face transformers models whose "
         "attention uses ALL_ATTENTION_FUNCTIONS (GPT-2, Llama, Qwen3, Gemma2, ...) and "
         "nanoGPT's CausalSelfAttention. For any other model pass attention_fn=fn, where "
-        "fn(model, batch) returns one (q, k, scale, softcap) per layer.")
+        "fn(model, batch) returns one qklab.AttentionLayer(q, k, scale, softcap) per layer.")
 
 
 def unwrap_model(model: Any) -> nn.Module:
@@ -514,26 +561,91 @@ class _CustomFinder(AttentionFinder):
         batch = _to_model_device(self.model, batch)
         with _probe_mode(self.model):
             items = list(self.fn(self.model, batch))
-        captures = [_custom_capture(i, item) for i, item in enumerate(items)]
+        layers = [_custom_layer(i, item) for i, item in enumerate(items)]
+        declared = {i: layer.qk_norm for i, layer in enumerate(layers)
+                    if layer.qk_norm is not None}
+        if len(set(declared.values())) > 1:
+            said = ", ".join(f"layer {i}: {kind!r}" for i, kind in declared.items())
+            raise ValueError(f"attention_fn declares different QK-norms ({said}); a run has one "
+                             "attention.qk_norm: declare the same in every layer")
+        self.qk_norm = next(iter(declared.values()), None)
+        captures = [_custom_capture(i, layer) for i, layer in enumerate(layers)]
         self.n_layers = len(captures)
         self.n_heads = int(captures[0].q.shape[1]) if captures else 0
         return captures
 
 
-def _custom_capture(index: int, item: Sequence) -> LayerCapture:
-    """Validate one (q, k, scale, softcap) early, with the layer named, rather than failing
-    later inside the C++ probe code with a shape error nobody can place."""
-    if len(item) != 4:
-        raise ValueError(f"attention_fn layer {index}: expected (q, k, scale, softcap), "
-                         f"got {len(item)} items")
-    q, k, scale, softcap = item
+_LAYER_FIELDS = tuple(f.name for f in dataclasses.fields(AttentionLayer))
+
+
+def _custom_layer(index: int, item: Any) -> AttentionLayer:
+    """An AttentionLayer from what attention_fn gave for one layer: itself, a dict of its
+    fields, or the tuple (q, k, scale, softcap)."""
+    where = f"attention_fn layer {index}"
+    if isinstance(item, (AttentionLayer, Mapping)):
+        layer = item if isinstance(item, AttentionLayer) else _layer_of_dict(where, item)
+        if layer.qk_norm is not None and layer.qk_norm not in QK_NORM_KINDS:
+            raise ValueError(f"{where}: qk_norm = {layer.qk_norm!r}: must be None (not said) or "
+                             f"one of {', '.join(QK_NORM_KINDS)}")
+        return layer
+    if isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 4:
+        return AttentionLayer(*item)
+    got = f"{len(item)} items" if isinstance(item, Sequence) else type(item).__name__
+    raise ValueError(f"{where}: expected a qklab.AttentionLayer, a dict with its fields "
+                     f"({', '.join(_LAYER_FIELDS)}) or a (q, k, scale, softcap) tuple, got {got}")
+
+
+def _layer_of_dict(where: str, item: Mapping) -> AttentionLayer:
+    unknown = sorted(str(key) for key in item if key not in _LAYER_FIELDS)
+    missing = [key for key in ("q", "k", "scale") if key not in item]
+    if unknown or missing:
+        raise ValueError(f"{where}: " + (f"unknown keys {unknown}" if unknown else
+                                         f"missing keys {missing}") +
+                         f"; an attention layer has {', '.join(_LAYER_FIELDS)}")
+    return AttentionLayer(**item)
+
+
+def _is_heads(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.dim() == 4 and x.is_floating_point()
+
+
+def _custom_raw(where: str, q: torch.Tensor, k: torch.Tensor, layer: AttentionLayer
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """q_raw and k_raw checked against q and k, or q and k themselves when not given."""
+    q_raw, k_raw, kind = layer.q_raw, layer.k_raw, layer.qk_norm
+    if q_raw is None and k_raw is None:
+        if kind not in (None, "none"):
+            raise ValueError(f"{where}: qk_norm = {kind!r} needs q_raw and k_raw, the queries and "
+                             "keys out of the projections before QK-norm: the diagnosis reads "
+                             "their lengths")
+        return q, k
+    if q_raw is None or k_raw is None:
+        raise ValueError(f"{where}: give both q_raw and k_raw, or neither")
+    for name, raw, like in (("q_raw", q_raw, q), ("k_raw", k_raw, k)):
+        if not _is_heads(raw):
+            raise ValueError(f"{where}: {name} must be a floating (B, H, T, D) tensor")
+        if (raw.shape[0], raw.shape[1], raw.shape[2]) != (like.shape[0], like.shape[1],
+                                                          like.shape[2]):
+            raise ValueError(f"{where}: {name} {tuple(raw.shape)} needs the (B, H, T) of "
+                             f"{name[0]} {tuple(like.shape)}")
+    return q_raw.detach(), k_raw.detach()
+
+
+def _custom_capture(index: int, layer: AttentionLayer) -> LayerCapture:
+    """Validate one layer early, with the layer named, rather than failing later inside the
+    C++ probe code with a shape error nobody can place."""
+    where = f"attention_fn layer {index}"
+    q, k, scale, softcap = layer.q, layer.k, layer.scale, layer.softcap
     if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)
             and q.dim() == 4 and k.dim() == 4):
-        raise ValueError(f"attention_fn layer {index}: q and k must be (B, H, T, D) tensors")
+        raise ValueError(f"{where}: q and k must be (B, H, T, D) tensors")
     if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
-        raise ValueError(f"attention_fn layer {index}: q {tuple(q.shape)} and k "
+        raise ValueError(f"{where}: q {tuple(q.shape)} and k "
                          f"{tuple(k.shape)} differ in batch or head dim")
     if softcap is not None and not float(softcap) > 0:
-        raise ValueError(f"attention_fn layer {index}: softcap must be None or > 0")
-    q, k = q.detach(), _repeat_heads(k.detach(), q.shape[1])
-    return LayerCapture(q, k, q, k, float(scale), None if softcap is None else float(softcap))
+        raise ValueError(f"{where}: softcap must be None or > 0")
+    q, k = q.detach(), k.detach()
+    q_raw, k_raw = _custom_raw(where, q, k, layer)
+    heads = q.shape[1]
+    return LayerCapture(q, _repeat_heads(k, heads), q_raw, _repeat_heads(k_raw, heads),
+                        float(scale), None if softcap is None else float(softcap))

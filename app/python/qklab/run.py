@@ -241,7 +241,8 @@ class Run:
         probe_batch: (B, T) token ids, the same batch at every probe so that probes compare.
         maps_every: steps between stored attention maps (default 10 x every); 0 = none.
         attention_fn: for models qklab does not recognise, a callable(model, batch) returning
-        [(q, k, scale, softcap or None)] per layer (see docs/PYTHON.md).
+        one qklab.AttentionLayer(q, k, scale, softcap, q_raw=, k_raw=, qk_norm=) per layer, or
+        a (q, k, scale, softcap) tuple (see docs/PYTHON.md).
         """
         checks.refuse_unknown("qklab.watch", unknown, (
             "model", "every", "log_freq", "probe_batch", "maps_every", "attention_fn"))
@@ -311,7 +312,9 @@ class Run:
         spec = self._spec
         spec.n_layers, spec.n_heads, spec.head_dim, spec.seq_len = (
             len(first), heads, width, tokens)
-        spec.qk_norm = any(_normalises(c.q, c.q_raw) for c in first)
+        # What attention_fn declared, else what the lengths show (the built-in finders).
+        spec.qk_norm = finder.qk_norm or (
+            "rms" if any(_normalises(c.q, c.q_raw) for c in first) else "none")
         spec.softcap = float(max((c for c in softcaps if c), default=0.0))
         if finder.mla is not None:
             spec.mla_d_c, spec.mla_d_rope, spec.mla_q_lora = finder.mla

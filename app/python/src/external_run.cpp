@@ -71,7 +71,12 @@ RunConfig externalRunConfig(const ExternalRunSpec& spec) {
         c.attention.mla.qLora = spec.mlaQLora;
         c.model.dModel = spec.nHeads * (spec.headDim - spec.mlaDRope);  // content width d_head
     }
-    if (spec.qkNorm) c.attention.qkNorm = QkNormVariant::Rms;
+    const auto qkNorm = parseChoice<QkNormVariant>(spec.qkNorm);
+    if (!qkNorm)
+        throw Error(ErrorCode::InvalidRequest, "qk_norm = '" + printableText(spec.qkNorm) +
+                                                   "': must be one of " +
+                                                   choiceList<QkNormVariant>());
+    c.attention.qkNorm = *qkNorm;
     if (spec.softcap > 0) {
         c.attention.softcap.kind = SoftcapKind::Tanh;
         c.attention.softcap.c = spec.softcap;

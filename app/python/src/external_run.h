@@ -32,8 +32,11 @@ struct ExternalRunSpec {
     std::string device, torchVersion;
     // The model as the probes see it (0 = not watched: no probes, no model in the config).
     int64_t nLayers = 0, nHeads = 0, headDim = 0, seqLen = 0;
-    bool qkNorm = false;  // the model normalises q and k (Qwen3): the diagnosis's tier 4
-    double softcap = 0;   // attention logit cap (Gemma 2), 0 = none
+    // The model's QK-norm, a Choices<QkNormVariant> name ("none", "rms", "rms_affine", ...):
+    // declared by attention_fn, else "rms" where q and k change length on their way to the
+    // softmax (Qwen3, OLMo 2). Not "none": the diagnosis's tier 4, its alarms read normalised q/k.
+    std::string qkNorm = "none";
+    double softcap = 0;  // attention logit cap (Gemma 2), 0 = none
     // Multi-head latent attention (DeepSeek-V2/V3): the latent width, the decoupled RoPE width
     // per head (part of headDim) and the query low-rank width; mlaDC = 0: not MLA.
     int64_t mlaDC = 0, mlaDRope = 0, mlaQLora = 0;

@@ -130,6 +130,8 @@ PYBIND11_MODULE(_qklab, m) {
     });
     m.attr("__version__") = appVersion();
     m.attr("TORCH_VERSION") = TORCH_VERSION;
+    // The QK-norm kinds attention_fn may declare: the config's own names (qklab/choices.h).
+    m.attr("QK_NORM_KINDS") = py::tuple(py::cast(choiceNames<QkNormVariant>()));
     m.def("default_db_path", &defaultDatabasePath,
           "the database the app and qklab-cli use by default");
     // The core's own rules, for the package to apply where a value enters (init), not later.

@@ -73,8 +73,9 @@ class RunMonitor {
     std::vector<ProbeSummary> m_probeHistory;       // the first probe and the latest 63
     std::map<int32_t, ProbeStats> m_firstLayerRow;  // per layer, for the alarms
     std::map<int32_t, ProbeStats> m_lastLayerRow;   // per layer, the latest probe's row
-    // Per layer, the q/k norm p90 of the latest kBaselineProbes probes (the alarms' baseline).
-    std::map<int32_t, std::deque<double>> m_recentLayerQkNorms;
+    // Per layer, the rows of the latest kBaselineProbes probes (the alarms' q/k norm baseline,
+    // read as the alarm reads its own row: alarmQkNorm).
+    std::map<int32_t, std::deque<ProbeStats>> m_recentLayerRows;
     // The LM head's log Z mean and max output logit of the latest kOutputBaselineSteps steps.
     std::deque<double> m_recentLogZ, m_recentOutMax;
     std::vector<std::pair<Spike, DiagnosisContext>> m_undiagnosed;

@@ -131,6 +131,9 @@ struct DiagnosisContext {
     // The reports (change_reports.h) of earlier changes, before that window, still in force at
     // the spike and that moved the run: quoted, since their effect may outlast the window.
     std::vector<std::string> changesInForce = {};
+    // The attention logit cap in force at the spike (tanh or clamp C; 0 = none): tier 2's
+    // advice starts from it rather than prescribing the cap the run has (issue 38, item 13).
+    double softcapC = 0;
 };
 
 SpikeEvidence spikeEvidence(const std::vector<ProbeSummary>& history, const DiagnosisContext& ctx);
@@ -150,15 +153,26 @@ struct LogitAlarmRule {
 const std::vector<LogitAlarmRule>& logitAlarmRules();
 
 // What an alarm is read against besides its row: the layer's first probe, the layer's q/k norm
-// p90 (max of q and k, raw projections) at up to kBaselineProbes probes before this one, and
-// what the run changed in the window before it.
+// p90 (alarmQkNorm) at up to kBaselineProbes probes before this one, what the run changed in
+// the window before it, and the attention softcap in force (C; 0 = none).
 struct AlarmContext {
     ProbeStats firstRow;
     std::optional<ProbeStats> previousRow;  // the layer's probe before this one
     std::vector<double> recentQkNorms;
     bool qkNormActive = false;
     std::vector<RunChange> changes;
+    double softcapC = 0;
 };
+
+// The q/k length an alarm reads from a layer row: max(q p90, k p90) of the raw projections
+// without QK-norm; with QK-norm on, of q and k as they enter the dot product (normalised,
+// QK-norm's gains or scale included), since only those set the logits: the raw projections'
+// lengths are divided away.
+double alarmQkNorm(const ProbeStats& row, bool qkNormActive);
+
+// Tier 2's attention advice (the brief: tanh softcap C = 50, watch 500 steps, then C = 30 and/or
+// grad clip 1.0), from the cap the run has (softcapC > 0) when it has one.
+std::string softcapAdvice(double softcapC);
 
 // The alarm for a layer row that crossed `rule`, stating only what its numbers show. A cause
 // among the run's changes (a weakened fuse only when it was acting, judged from this row and
@@ -166,7 +180,8 @@ struct AlarmContext {
 // Otherwise the q/k norms against the layer's recent probes: rising (>= kNormRiseRatio and
 // z >= kNormRiseZ) is a runaway in progress (tier 3); flat but >= kChronicNormGrowth x the
 // layer's first probe means the lengths grew earlier (tier 3, said so); neither, the logits
-// are high with stable norms (tier 2). Tier 4 when QK-norm is on already.
+// are high with stable norms (tier 2, softcapAdvice). Tier 4 when QK-norm is on already: then
+// the lengths read are the normalised ones (alarmQkNorm), and growth is QK-norm's gains'.
 LogitAlarm makeLogitAlarm(const LogitAlarmRule& rule, const ProbeStats& row,
                           const AlarmContext& ctx);
 

@@ -4,9 +4,19 @@
 
 #include <algorithm>
 
+#include "qklab/schedules.h"
 #include "qklab/spike_causes.h"
 
 namespace qklab {
+namespace {
+
+// The attention logit cap in force at `step` (events and anneals included), 0 = none.
+double softcapAt(const RunConfig& config, int64_t step) {
+    const StepSettings s = settingsAt(config, step);
+    return s.softcapKind == SoftcapKind::None ? 0.0 : s.softcapC;
+}
+
+}  // namespace
 
 RunMonitor::RunMonitor(const RunConfig& config)
     : m_config(config),
@@ -31,13 +41,15 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
     std::vector<LogitAlarm> alarms;
     for (const ProbeStats& row : rows) {
         if (row.head != -1) continue;
-        auto& recent = m_recentLayerQkNorms[row.layer];
+        auto& recent = m_recentLayerRows[row.layer];
         AlarmContext ctx;
         ctx.firstRow = m_firstLayerRow.emplace(row.layer, row).first->second;
         if (auto last = m_lastLayerRow.find(row.layer); last != m_lastLayerRow.end())
             ctx.previousRow = last->second;
-        ctx.recentQkNorms.assign(recent.begin(), recent.end());
+        for (const ProbeStats& r : recent)
+            ctx.recentQkNorms.push_back(alarmQkNorm(r, qkNormActive));
         ctx.qkNormActive = qkNormActive;
+        ctx.softcapC = softcapAt(m_config, row.step);
         for (const LogitAlarmRule& rule : logitAlarmRules()) {
             if (!(row.*rule.field > rule.threshold)) continue;
             if (!m_alarmsRaised.emplace(row.layer, rule.column).second) continue;
@@ -45,7 +57,7 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
             alarms.push_back(makeLogitAlarm(rule, row, ctx));
         }
         m_lastLayerRow[row.layer] = row;
-        recent.push_back(std::max(row.qRawNormP90, row.kRawNormP90));
+        recent.push_back(row);
         if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
     }
     return alarms;
@@ -98,6 +110,7 @@ MonitorReport RunMonitor::addStep(const StepMetrics& m, bool qkNormActive, bool 
     ctx.changes = changesBefore(m_config, m.step);  // events, interventions, anneals
     ctx.outputLogits = output;
     ctx.changesInForce = changesInForce(m.step);
+    ctx.softcapC = softcapAt(m_config, m.step);
     m_undiagnosed.emplace_back(spike, ctx);
     // The diagnosis reads the probe at or after the spike: this step's own, or a later one.
     const bool probedHere = !m_probeHistory.empty() && m_probeHistory.back().step == m.step;

@@ -73,6 +73,27 @@ std::string diagnosisNumber(double v) {
     return os.str();
 }
 
+std::string softcapAdvice(double c) {
+    constexpr double kFirstCap = 50, kSecondCap = 30;  // the brief's tier-2 steps
+    if (!(c > 0))
+        return "Tier 2: add a tanh softcap with C = 50, watch 500 steps, then C = 30 and/or grad "
+               "clip 1.0.";
+    const std::string has = "Tier 2: the run has an attention softcap already, C = " + fmt(c);
+    if (c < kSoftcapFlattensBelow)
+        return has + ", below the ~" + fmt(kSoftcapFlattensBelow) +
+               " under which a softcap flattens attention: do not lower it; set it back to 30-50 "
+               "(the brief: C = 5 ruined long-range tasks), add grad clip 1.0, and turn on "
+               "QK-norm (tier 3) to bound the logits before the cap.";
+    if (c <= kSecondCap)
+        return has +
+               ", the brief's lowest step (C = 30): rather than a lower cap, add grad clip "
+               "1.0 and watch 500 steps; if the logits keep climbing under it, turn on QK-norm "
+               "(tier 3).";
+    return has + ": lower it to C = " + fmt(c > kFirstCap ? kFirstCap : kSecondCap) +
+           ", watch 500 steps, then C = 30 and/or grad clip 1.0; if the logits keep climbing "
+           "under the cap, turn on QK-norm (tier 3).";
+}
+
 LogitLevel logitLevel(double maxLogit, double p99Logit) {
     if (maxLogit > kInterveneMaxLogit || p99Logit > kInterveneP99Logit)
         return LogitLevel::Intervene;
@@ -312,7 +333,7 @@ void writeVerdict(std::ostringstream& why, SpikeKind kind, const SpikeEvidence& 
     }
 }
 
-void writeTier(std::ostringstream& why, int tier, SpikeKind kind) {
+void writeTier(std::ostringstream& why, int tier, SpikeKind kind, double softcapC) {
     switch (tier) {
         case 1:
             why << "Tier 1: change nothing in attention; check the sampler, the data pipeline "
@@ -325,8 +346,7 @@ void writeTier(std::ostringstream& why, int tier, SpikeKind kind) {
                        "act there.";
                 break;
             }
-            why << "Tier 2: add a tanh softcap with C = 50, watch 500 steps, then C = 30 and/or "
-                   "grad clip 1.0.";
+            why << softcapAdvice(softcapC);
             break;
         case 3:
             why << "Tier 3: turn on QK-norm (RMS, s = 1/sqrt(d_head)) and give it 1000 steps "
@@ -469,7 +489,7 @@ void diagnoseSpike(Spike& spike, const std::vector<ProbeSummary>& history,
         spike.tier = advice.tier;
         verdict << advice.text;
     } else {
-        writeTier(verdict, spike.tier, spike.kind);
+        writeTier(verdict, spike.tier, spike.kind, ctx.softcapC);
     }
     spike.diagnosis = joinDiagnosis(verdict, why);
 }
