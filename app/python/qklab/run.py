@@ -221,6 +221,18 @@ class Run:
         """The run's id in the database (None before the first log)."""
         return self._core.id if self._core is not None else None
 
+    @property
+    def resumed(self) -> bool:
+        """Whether this init continues a stored run (wandb's run.resumed)."""
+        return bool(self._spec.resume_run_id)
+
+    @property
+    def step(self) -> int:
+        """The last step logged or, right after a resume, the last step stored (-1: none). A
+        script that resumes from a checkpoint older than it recomputes the steps up to it
+        without logging them: they are stored already."""
+        return self._step
+
     def __enter__(self) -> "Run":
         return self
 

@@ -188,7 +188,9 @@ def test_a_reused_name_fails_at_init_and_resume_appends_after_the_last_stored_st
         qklab.init(db=str(db), resume="must")
     with pytest.raises(ValueError, match="has no run with id 7"):
         qklab.init(id=7, db=str(db))
+    assert not first.resumed and first.step == 5
     again = qklab.init(name="r", db=str(db), resume="allow")
+    assert again.resumed and again.step == 5  # wandb's run.resumed; the last stored step
     again.watch(nanogpt(), every=4, probe_batch=token_batch())
     with pytest.raises(ValueError, match="step 5 is stored already: the run was resumed after "
                                          "step 5, its last stored step"):
