@@ -418,6 +418,27 @@ class ExternalRunViewTest : public QObject {
         QTRY_COMPARE_WITH_TIMEOUT(live->run().info.status, RunStatus::Finished, 10000);
     }
 
+    // Comparing runs with custom scalars (a 13th plot) the window still fits a 1024x768 screen.
+    void compareWithCustomScalarsFitsTheSmallScreen() {
+        MainWindow w;
+        w.setQuiet(true);
+        QVERIFY(w.openDatabase(m_db));
+        w.setWindowState(Qt::WindowNoState);
+        w.resize(1024, 768);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        auto* compare = w.part<ComparePanel>();
+        QSignalSpy loaded(compare, &ComparePanel::loaded);
+        w.compareRuns({kQklabRun, kExternalRun});
+        QVERIFY(loaded.wait(10000));
+        w.showTab(QStringLiteral("compare"));
+        QCoreApplication::processEvents();
+        QCOMPARE(compare->plots()->shownPlots().size(), 13);
+        const QSize least = w.minimumSizeHint().expandedTo(w.minimumSize());
+        QVERIFY2(least.width() <= 1024 && least.height() <= 768,
+                 qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
+    }
+
     // With an external run's eighth plot laid out the window still fits a 1280x720 screen.
     void externalRunFitsTheSmallScreen() {
         MainWindow w;
