@@ -542,6 +542,45 @@ void storePythonRun(const std::string& db, const std::string& name, int64_t seed
 
 }  // namespace
 
+// Issue 38: what a Python run logged besides qklab's step metrics reaches the shell: export's
+// CSV has a column per name (a name with a comma quoted), and value reads one by custom:NAME.
+TEST_F(CliTest, CustomScalarsAreExportedAndReadByValue) {
+    {
+        qklab::NewRun run;
+        run.name = "py";
+        run.configJson = qklab::configToJson(qklab::RunConfig()).dump();
+        run.source = "python: gpt2";
+        qklab::RunWriter w(m_db, run);
+        for (int64_t s = 0; s < 3; ++s) {
+            qklab::StepMetrics m;
+            m.step = s;
+            m.loss = 3.0;
+            w.addStep(m);
+            w.addCustomScalar({s, "train/acc", 0.25 * double(s + 1)});
+        }
+        w.addCustomScalar({1, "a,b", 7});
+        w.finish(qklab::RunStatus::Finished);
+    }
+    const Result csv = cli("export py --format csv --db " + m_db);
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    std::istringstream lines(csv.out);
+    std::vector<std::string> rows;
+    for (std::string line; std::getline(lines, line);) rows.push_back(line);
+    ASSERT_EQ(rows.size(), 4u) << csv.out;
+    const auto ending = [](const std::string& row, const std::string& end) {
+        return row.size() >= end.size() &&
+               row.compare(row.size() - end.size(), end.size(), end) == 0;
+    };
+    EXPECT_TRUE(ending(rows[0], ",\"a,b\",train/acc")) << rows[0];
+    EXPECT_TRUE(ending(rows[1], ",,0.25")) << rows[1];
+    EXPECT_TRUE(ending(rows[2], ",7,0.5")) << rows[2];
+    EXPECT_TRUE(ending(rows[3], ",,0.75")) << rows[3];
+    const Result value =
+        cli("value py \"custom:train/acc max\" \"custom:train/acc at=1\" --db " + m_db);
+    ASSERT_EQ(value.status, 0) << value.err;
+    EXPECT_EQ(value.out, "0.75\n0.5\n");
+}
+
 // Issue 38: two Python runs at LR 6e-4 and 3e-3, both seed 0, were "same config but for
 // run.seed" with `diff {}`. The user config is the run's config: its keys are diffed (user.lr),
 // grouped by, in the JSON, and only runs equal in both configs but the seed are replicates.

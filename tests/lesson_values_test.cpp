@@ -249,3 +249,35 @@ TEST(LessonValues, ADivergedValueIsNaNNotTheLastHealthyOne) {
     EXPECT_TRUE(std::isnan(number("{{logit_max_raw at=15}}").value()));  // its worst layer
     EXPECT_EQ(number("{{logit_max_raw max}}"), 30.0);
 }
+
+// Issue 38: a placeholder can quote a scalar a Python run logged besides qklab's metrics
+// ("custom:NAME"), at the steps it logged it at; a NaN it logged stays NaN, as for the loss.
+TEST(LessonValues, APlaceholderReadsACustomScalarByName) {
+    const Rows rows(16);
+    const std::vector<CustomScalar> scalars = {{0, "train/acc", 0.25},  {4, "train/acc", 0.5},
+                                               {8, "train/acc", 0.875}, {12, "train/acc", 0.75},
+                                               {8, "tokens", 4096},     {4, "z", std::nan("")}};
+    const LessonRunRows r{&rows.steps, &rows.probes, &scalars};
+    const auto number = [&](const std::string& text) {
+        return lessonValueNumber(lessonValuesIn(text).at(0), r);
+    };
+    EXPECT_EQ(number("{{custom:train/acc at=4}}"), 0.5);
+    EXPECT_EQ(number("{{custom:train/acc at=5}}"), std::nullopt);  // not logged at step 5
+    EXPECT_EQ(number("{{custom:train/acc max}}"), 0.875);
+    EXPECT_EQ(number("{{custom:train/acc min}}"), 0.25);
+    EXPECT_EQ(number("{{custom:train/acc last}}"), 0.75);
+    EXPECT_EQ(number("{{custom:train/acc first_above=0.6}}"), 8.0);
+    EXPECT_EQ(number("{{custom:tokens last}}"), 4096.0);
+    EXPECT_TRUE(std::isnan(number("{{custom:z at=4}}").value()));
+    EXPECT_EQ(number("{{custom:other last}}"), std::nullopt);  // a name the run never logged
+    // Filled as the app shows it; a run with no custom scalars (qklab's own) shows "…".
+    const auto lookup = [&](const std::string&) -> std::optional<LessonRunRows> { return r; };
+    EXPECT_EQ(
+        fillLessonValues("acc {{custom:train/acc last}} at {{custom:tokens last}} tokens", lookup),
+        "acc 0.75 at 4096 tokens");
+    EXPECT_EQ(fill("{{custom:train/acc last}}"), "…");
+    // The grammar stays the lessons': one word names it, layer= does not apply.
+    EXPECT_NE(error("{{custom: last}}").find("custom: names no scalar"), std::string::npos);
+    EXPECT_NE(error("{{custom:acc last layer=0}}").find("not per layer"), std::string::npos);
+    EXPECT_NE(error("{{train/acc last}}").find("custom:NAME"), std::string::npos);
+}

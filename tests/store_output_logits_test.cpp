@@ -151,4 +151,9 @@ TEST_F(StoreTest, SchemaTenRunsReadAsQklabsOwnAndAWriterMigrates) {
     ASSERT_EQ(scalars.size(), 1u);
     EXPECT_EQ(scalars[0].name, "tokens_seen");
     EXPECT_DOUBLE_EQ(scalars[0].value, 1024.0);
+    // The CSV export (`qklab-cli export --format csv`) has it as a column after the step metrics.
+    const std::string csv = runExportCsv(store, 2);
+    const std::string header = csv.substr(0, csv.find('\n'));
+    EXPECT_EQ(header.substr(header.rfind(',') + 1), "tokens_seen") << header;
+    EXPECT_EQ(csv.substr(csv.rfind(',') + 1), "1024\n") << csv;
 }

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "qklab/record_columns.h"
 #include "qklab/run_export.h"
 #include "support/store_fixture.h"
 
@@ -47,6 +50,65 @@ TEST(RunExportTest, CsvNamesEveryProbeColumnPerLayer) {
         }
     EXPECT_NE(header.find(",layer0_logit_p99_raw,"), std::string::npos);
     EXPECT_EQ(header.find("_sampled"), std::string::npos);
+}
+
+// RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks.
+std::vector<std::vector<std::string>> parseCsv(const std::string& text) {
+    std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
+    bool quoted = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char ch = text[i];
+        std::string& cell = rows.back().back();
+        if (quoted && ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+            cell += '"';
+            ++i;
+        } else if (ch == '"') {
+            quoted = !quoted;
+        } else if (!quoted && ch == ',') {
+            rows.back().emplace_back();
+        } else if (!quoted && ch == '\n') {
+            rows.emplace_back(1);
+        } else {
+            cell += ch;
+        }
+    }
+    if (rows.back() == std::vector<std::string>(1)) rows.pop_back();  // after the last newline
+    return rows;
+}
+
+// Issue 38: the CSV export left out what a Python run logged besides qklab's step metrics. One
+// column per name after the step metrics, aligned by step, empty where the step has none; a
+// name with a comma, quotes and a line break stays one header field.
+TEST(RunExportTest, CsvHasACustomScalarColumnPerNameAlignedByStep) {
+    std::vector<StepMetrics> steps(3);
+    for (int64_t s = 0; s < 3; ++s) steps[size_t(s)].step = s;
+    const std::string hostile = "evil,\"name\"\nx";
+    const std::vector<CustomScalar> scalars = {
+        {1, hostile, 3.0},
+        {2, hostile, std::nan("")},  // logged as NaN: "nan", not empty
+        {3, "tokens", 4096},         // a step with no step row (killed before its end)
+        {0, "train/acc", 0.5},
+        {2, "train/acc", 0.75}};
+    ProbeStats probe;
+    probe.step = 2;
+    const auto rows = parseCsv(runCsv(steps, {probe}, scalars));
+    const size_t n = stepMetricTable().columns.size();
+    ASSERT_EQ(rows.size(), 5u);  // the header and steps 0 to 3
+    for (const auto& row : rows) ASSERT_EQ(row.size(), n + 3 + probeColumns().size());
+    EXPECT_EQ(rows[0][n], hostile);
+    EXPECT_EQ(rows[0][n + 1], "tokens");
+    EXPECT_EQ(rows[0][n + 2], "train/acc");
+    EXPECT_EQ(rows[0][n + 3], "layer0_" + std::string(probeColumns().front().name));
+    const std::vector<std::vector<std::string>> cells = {
+        {"", "", "0.5"}, {"3", "", ""}, {"nan", "", "0.75"}, {"", "4096", ""}};
+    for (size_t s = 0; s < 4; ++s) {
+        EXPECT_EQ(rows[s + 1][0], std::to_string(s));  // the step column
+        for (size_t k = 0; k < 3; ++k) EXPECT_EQ(rows[s + 1][n + k], cells[s][k]) << s << k;
+    }
+    EXPECT_EQ(rows[4][1], "");      // step 3's step metrics: none stored
+    EXPECT_NE(rows[3][n + 3], "");  // step 2's probe
+    EXPECT_EQ(rows[1][n + 3], "");  // none at step 0
+    EXPECT_EQ(runCsv(steps, {probe}), runCsv(steps, {probe}, {}));  // qklab's runs: as before
 }
 
 TEST_F(StoreTest, EveryRecordTypeRoundTrips) {

@@ -9,7 +9,10 @@ namespace qklab::cli {
 
 void addExportOptions(CLI::App& cmd, ExportArgs& args, Database& db) {
     cmd.add_option("run", args.runRef, "run id or name")->required();
-    cmd.add_option("--format", args.format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
+    cmd.add_option("--format", args.format,
+                   "csv (a row per step: the step metrics, the custom scalars, then each "
+                   "layer's probe columns) or json (every table)")
+        ->check(CLI::IsMember({"csv", "json"}));
     cmd.add_option("--output,-o", args.output, "file to write (default: standard output)");
     cmd.add_flag("--force", args.force, "overwrite a file that is a SQLite database");
     db.addOption(cmd, args.dbPath);

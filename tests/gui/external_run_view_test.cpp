@@ -1,8 +1,9 @@
 // external_run_view_test.cpp — a run logged from the user's own loop through the Python package
 // (source "python: hf-llama", issue 26) in the app: interventions and Generate are off with
 // the reason while it is shown and on for a run qklab trains; its custom scalars are plotted
-// exactly as stored, only for it; the metrics it did not log have no points; the live header
-// and the run list say where it came from and show its own config. The external run is
+// exactly as stored, only for it, and Compare draws the chosen one per run; the metrics it did
+// not log have no points; the live header and the run list say where it came from and show its
+// own config. The external run is
 // written with RunWriter as the package writes it, so every value is known.
 #include <qcustomplot.h>
 
@@ -14,10 +15,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "common/gui_types.h"
 #include "common/run_controller.h"
 #include "compare/compare_panel.h"
+#include "compare/compare_plots.h"
 #include "gui_test_util.h"
 #include "live/custom_scalars_plot.h"
 #include "live/intervention_panel.h"
@@ -88,9 +93,9 @@ class ExternalRunViewTest : public QObject {
         w.finish(RunStatus::Finished);
     }
 
-    static void storeQklabRun(const QString& db) {
+    static void storeQklabRun(const QString& db, const std::string& name = "proxy") {
         NewRun run;
-        run.name = "proxy";
+        run.name = name;
         run.configJson = configToJson(test::tinyConfig()).dump();
         RunWriter w(db.toStdString(), run);
         StepMetrics m;
@@ -268,6 +273,89 @@ class ExternalRunViewTest : public QObject {
         QCOMPARE(diff->item(lrRow, 1 - external)->text(), QStringLiteral("0.003"));
     }
 
+    // Issue 38: Compare draws a custom scalar like a step metric, chosen among the names any
+    // compared run logged; a run without that name (qklab's own) draws nothing there, and a
+    // comparison of qklab's runs keeps its twelve plots.
+    void compareDrawsTheChosenCustomScalarPerRun() {
+        const QString db = m_dir.filePath(QStringLiteral("compare-scalars.db"));
+        storeQklabRun(db);     // run 1
+        storeExternalRun(db);  // run 2: tokens_seen, train/acc (not at step 5)
+        {
+            NewRun run;  // run 3: val/acc at steps 0 and 5 only
+            run.name = "other-llama";
+            run.configJson = configToJson(test::tinyConfig()).dump();
+            run.source = kSource.toStdString();
+            RunWriter w(db.toStdString(), run);
+            for (int64_t s = 0; s < 10; ++s) {
+                StepMetrics m;
+                m.step = s;
+                m.loss = 4.0;
+                w.addStep(m);
+                if (s % 5 == 0) w.addCustomScalar({s, "val/acc", 0.5 + 0.01 * double(s)});
+            }
+            w.finish(RunStatus::Finished);
+        }
+        storeQklabRun(db, "proxy 2");  // run 4
+        ComparePanel panel;
+        QSignalSpy loaded(&panel, &ComparePanel::loaded);
+        panel.setRuns(db, {1, 2, 3});
+        QVERIFY(loaded.wait(10000));
+        ComparePlots* plots = panel.plots();
+        QComboBox* choice = plots->scalarChoice();
+        QVERIFY(!choice->isHidden());
+        QStringList names;
+        for (int i = 0; i < choice->count(); ++i) names << choice->itemData(i).toString();
+        QCOMPARE(names, (QStringList{QStringLiteral("tokens_seen"), "train/acc", "val/acc"}));
+        QCustomPlot* plot = plots->customScalarPlot();
+        QVERIFY(plots->shownPlots().contains(plot));
+        QCOMPARE(plots->shownPlots().size(), 13);
+        QCOMPARE(plots->gridColumns(), 5);  // three rows, as the twelve alone
+        // The points each run draws: run index -> (step, value).
+        const auto drawn = [plot] {
+            std::map<qulonglong, std::vector<std::pair<double, double>>> out;
+            for (int g = 0; g < plot->graphCount(); ++g)
+                for (auto p = plot->graph(g)->data()->constBegin();
+                     p != plot->graph(g)->data()->constEnd(); ++p)
+                    out[plot->graph(g)->property("runIndex").toULongLong()].emplace_back(p->key,
+                                                                                         p->value);
+            return out;
+        };
+        QCOMPARE(plots->customScalar(), QStringLiteral("tokens_seen"));  // the first name
+        auto points = drawn();
+        QCOMPARE(int(points.size()), 1);  // run 2 alone
+        QCOMPARE(int(points[1].size()), 10);
+        for (int s = 0; s < 10; ++s)
+            QCOMPARE(points[1][size_t(s)], std::make_pair(double(s), tokensAt(s)));
+        choice->setCurrentIndex(choice->findData(QStringLiteral("train/acc")));
+        QCOMPARE(plots->customScalar(), QStringLiteral("train/acc"));
+        points = drawn();
+        QCOMPARE(int(points.size()), 1);
+        QCOMPARE(int(points[1].size()), 9);  // not logged at step 5: no point
+        for (const auto& [step, value] : points[1]) {
+            QVERIFY(step != 5.0);
+            QCOMPARE(value, accuracyAt(int64_t(step)));
+        }
+        plots->setCustomScalar(QStringLiteral("val/acc"));
+        points = drawn();
+        QCOMPARE(int(points.size()), 1);  // run 3 alone
+        QCOMPARE(points[2], (std::vector<std::pair<double, double>>{{0.0, 0.5}, {5.0, 0.55}}));
+        // The series CSV and a saved comparison carry it too.
+        const QString csv = comparisonCsv(panel.comparison(), -1);
+        QVERIFY(csv.section(QLatin1Char('\n'), 0, 0)
+                    .endsWith(
+                        QStringLiteral(",custom:tokens_seen:2 my-llama,custom:train/acc:2 my-llama,"
+                                       "custom:val/acc:3 other-llama")));
+        QVERIFY(panel.settingsJson().contains(QStringLiteral("\"custom_scalar\":\"val/acc\"")));
+
+        panel.setRuns(db, {1, 4});  // qklab's own runs: no choice, no plot
+        QVERIFY(loaded.wait(10000));
+        QVERIFY(plots->scalarChoice()->isHidden());
+        QVERIFY(!plots->shownPlots().contains(plot));
+        QCOMPARE(plots->shownPlots().size(), 12);
+        QCOMPARE(plots->gridColumns(), 4);
+        QVERIFY(plot->isHidden());
+    }
+
     void generateIsOffWithTheReason() {
         SamplePanel panel;
         panel.setDatabase(m_db);
@@ -349,6 +437,27 @@ class ExternalRunViewTest : public QObject {
         QCOMPARE(live->run().steps.back().loss, 4.0 - 0.11);
         writer.finish(RunStatus::Finished);
         QTRY_COMPARE_WITH_TIMEOUT(live->run().info.status, RunStatus::Finished, 10000);
+    }
+
+    // Comparing runs with custom scalars (a 13th plot) the window still fits a 1024x768 screen.
+    void compareWithCustomScalarsFitsTheSmallScreen() {
+        MainWindow w;
+        w.setQuiet(true);
+        QVERIFY(w.openDatabase(m_db));
+        w.setWindowState(Qt::WindowNoState);
+        w.resize(1024, 768);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        auto* compare = w.part<ComparePanel>();
+        QSignalSpy loaded(compare, &ComparePanel::loaded);
+        w.compareRuns({kQklabRun, kExternalRun});
+        QVERIFY(loaded.wait(10000));
+        w.showTab(QStringLiteral("compare"));
+        QCoreApplication::processEvents();
+        QCOMPARE(compare->plots()->shownPlots().size(), 13);
+        const QSize least = w.minimumSizeHint().expandedTo(w.minimumSize());
+        QVERIFY2(least.width() <= 1024 && least.height() <= 768,
+                 qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
     }
 
     // With an external run's eighth plot laid out the window still fits a 1280x720 screen.

@@ -35,7 +35,7 @@ bool saveRunCsv(const RunSnapshot& run, const QString& path, QString* error) {
         if (error) *error = QStringLiteral("Could not write %1: %2").arg(path, file.errorString());
         return false;
     }
-    const std::string text = runCsv(run.steps, run.probes);
+    const std::string text = runCsv(run.steps, run.probes, run.customScalars);
     if (file.write(text.data(), qint64(text.size())) != qint64(text.size()) || !file.flush()) {
         if (error) *error = QStringLiteral("Writing %1 failed: %2").arg(path, file.errorString());
         return false;

@@ -8,8 +8,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "common/plot_style.h"
+#include "live/custom_scalars_plot.h"
 #include "qklab/error.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_export.h"
@@ -202,6 +204,19 @@ Series seriesOf(const CompareRun& run, CompareMetric metric, int layer) {
     return stepSeries(run.snap, stepMetricColumn(info.column));
 }
 
+QStringList customScalarNames(const Comparison& c) {
+    std::set<QString> names;
+    for (const CompareRun& run : c.runs)
+        for (const CustomScalar& s : run.snap.customScalars)
+            names.insert(QString::fromStdString(s.name));
+    return QStringList(names.begin(), names.end());
+}
+
+Series customScalarSeries(const CompareRun& run, const QString& name) {
+    const ScalarPoints p = customScalarPoints(run.snap.customScalars).value(name);
+    return {p.steps, p.values};
+}
+
 QVector<double> smoothed(const QVector<double>& values, double weight) {
     if (weight <= 0) return values;
     QVector<double> out(values.size(), kNaN);
@@ -288,27 +303,47 @@ BandEdges decimateBand(const QVector<double>& x, const QVector<double>& low,
     return out;
 }
 
+namespace {
+
+// A CSV header field: quoted when it holds a comma, a quote or a line break (a name read from
+// someone else's file), its quotes doubled.
+QString csvHeader(QString name) {
+    if (!name.contains(QLatin1Char(',')) && !name.contains(QLatin1Char('"')) &&
+        !name.contains(QLatin1Char('\n')) && !name.contains(QLatin1Char('\r')))
+        return name;
+    return QLatin1Char('"') + name.replace(QLatin1Char('"'), QStringLiteral("\"\"")) +
+           QLatin1Char('"');
+}
+
+// The series' values as cells of the next column (`column`) of `rows`, by step.
+void addCsvColumn(std::map<double, QStringList>& rows, int column, const Series& s) {
+    for (int i = 0; i < s.steps.size(); ++i) {
+        QStringList& cells = rows[s.steps[i]];
+        while (cells.size() < column) cells << QString();
+        cells << (std::isfinite(s.values[i]) ? QString::number(s.values[i], 'g', 9)
+                                             : QStringLiteral("nan"));
+    }
+}
+
+}  // namespace
+
 QString comparisonCsv(const Comparison& c, int layer) {
     std::map<double, QStringList> rows;  // step -> cells
     QStringList header{QStringLiteral("step")};
     int column = 0;
-    for (const CompareMetricInfo& info : compareMetrics()) {
+    for (const CompareMetricInfo& info : compareMetrics())
         for (const CompareRun& run : c.runs) {
-            QString name = QStringLiteral("%1:%2").arg(QString::fromLatin1(info.key), run.label());
-            if (name.contains(QLatin1Char(',')) || name.contains(QLatin1Char('"')))
-                name = QLatin1Char('"') + name.replace(QLatin1Char('"'), QStringLiteral("\"\"")) +
-                       QLatin1Char('"');
-            header << name;
-            const Series s = seriesOf(run, info.metric, layer);
-            for (int i = 0; i < s.steps.size(); ++i) {
-                QStringList& cells = rows[s.steps[i]];
-                while (cells.size() < column) cells << QString();
-                cells << (std::isfinite(s.values[i]) ? QString::number(s.values[i], 'g', 9)
-                                                     : QStringLiteral("nan"));
-            }
-            ++column;
+            header << csvHeader(
+                QStringLiteral("%1:%2").arg(QString::fromLatin1(info.key), run.label()));
+            addCsvColumn(rows, column++, seriesOf(run, info.metric, layer));
         }
-    }
+    for (const QString& name : customScalarNames(c))
+        for (const CompareRun& run : c.runs) {
+            const Series s = customScalarSeries(run, name);
+            if (s.steps.isEmpty()) continue;  // a run that never logged it
+            header << csvHeader(QStringLiteral("custom:%1:%2").arg(name, run.label()));
+            addCsvColumn(rows, column++, s);
+        }
     QString out = header.join(QLatin1Char(',')) + QLatin1Char('\n');
     for (auto& [step, cells] : rows) {
         while (cells.size() < column) cells << QString();

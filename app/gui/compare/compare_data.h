@@ -108,6 +108,12 @@ struct Series {
 // layer >= 0: that layer (empty when the run has fewer); -1: the worst layer at each step.
 Series seriesOf(const CompareRun& run, CompareMetric metric, int layer);
 
+// The custom scalars of the compared runs (what a run trained outside qklab logged besides the
+// step metrics): every name any run logged, sorted; and one name's series in one run, as the
+// live view's Custom scalars plot draws it (customScalarPoints), empty when it never logged it.
+QStringList customScalarNames(const Comparison& c);
+Series customScalarSeries(const CompareRun& run, const QString& name);
+
 // Exponential moving average with TensorBoard's debiasing; weight 0 = the raw values. NaN
 // stays NaN and does not reset the average.
 QVector<double> smoothed(const QVector<double>& values, double weight);
@@ -132,7 +138,8 @@ BandEdges decimateBand(const QVector<double>& x, const QVector<double>& low,
                        const QVector<double>& high, double lower, double upper, int columns);
 
 // Every metric of every run as CSV: step, then one column per (metric, run), e.g.
-// "train_loss:3 blowup". Steps missing in a run are empty cells.
+// "train_loss:3 blowup", then per custom scalar name one per run that logged it,
+// "custom:train/acc:3 blowup". Steps missing in a run are empty cells.
 QString comparisonCsv(const Comparison& c, int layer);
 
 }  // namespace qklab::gui

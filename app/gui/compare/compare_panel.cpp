@@ -58,11 +58,11 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     m_legend->setWordWrap(true);
     m_legend->setTextFormat(Qt::RichText);
     layout->addWidget(m_legend);
+    m_plots = new ComparePlots;  // before the toolbar, which lays out its custom scalar choice
     layout->addWidget(buildToolbar());
 
     auto* split = m_split = new QSplitter(Qt::Vertical);
     m_views = new QTabWidget;
-    m_plots = new ComparePlots;
     m_views->addTab(m_plots, tr("Curves"));
     m_histograms = new CompareHistograms;
     m_views->addTab(m_histograms, tr("Histograms at one step"));
@@ -162,6 +162,7 @@ void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout
     row->addWidget(m_layer);
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
+    row->addWidget(m_plots->scalarChoice());  // shown while a compared run logged any
     row->addStretch(1);
     groupRow->addWidget(groupLabel);
     groupRow->addWidget(m_groupBy);

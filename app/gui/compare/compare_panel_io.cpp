@@ -49,6 +49,7 @@ QString ComparePanel::settingsJson() const {
     o[QStringLiteral("view")] = m_views->currentIndex();
     o[QStringLiteral("small_multiples")] = m_multiples->isChecked();
     o[QStringLiteral("small_multiples_metric")] = m_multiMetric->currentData().toInt();
+    o[QStringLiteral("custom_scalar")] = m_plots->customScalar();
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -75,6 +76,8 @@ void ComparePanel::applySettings(const QString& json) {
             0, m_multiMetric->findData(o[QStringLiteral("small_multiples_metric")].toInt())));
     if (o.contains(QStringLiteral("small_multiples")))
         m_multiples->setChecked(o[QStringLiteral("small_multiples")].toBool());
+    if (o.contains(QStringLiteral("custom_scalar")))
+        m_plots->setCustomScalar(o[QStringLiteral("custom_scalar")].toString());
     if (o.contains(QStringLiteral("view")))
         m_views->setCurrentIndex(o[QStringLiteral("view")].toInt());
 }

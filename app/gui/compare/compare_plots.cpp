@@ -3,8 +3,10 @@
 
 #include <qcustomplot.h>
 
+#include <QComboBox>
 #include <QElapsedTimer>
 #include <QGridLayout>
+#include <QSignalBlocker>
 #include <QStackedLayout>
 #include <cmath>
 
@@ -13,12 +15,16 @@
 #include "common/plot_style.h"
 #include "common/qk_clip_marks.h"
 #include "common/theme.h"
+#include "live/custom_scalars_plot.h"
 
 namespace qklab::gui {
 namespace {
 
 const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
 constexpr int kOverlayColumns = 4;
+// Twelve metrics and a custom scalar: three rows of five rather than a fourth row, so that
+// the plots keep their height above the tables at 1280x720.
+constexpr int kMaxOverlayColumns = 5;
 
 // Small multiples of n runs: one row up to 4, then 3 columns up to 9, then 4.
 int multiplesColumns(size_t n) {
@@ -59,6 +65,15 @@ ComparePlots::ComparePlots(QWidget* parent) : QWidget(parent) {
     m_overlayGrid->setSpacing(2);
     for (const CompareMetricInfo& info : compareMetrics())
         makePlot(info.title, info.logScale, &m_plots);
+    m_customPlot = makePlot(tr("Custom scalar"), false, &m_plots);
+    m_scalarChoice = new QComboBox;
+    m_scalarChoice->setObjectName(QStringLiteral("compareCustomScalar"));
+    m_scalarChoice->setToolTip(
+        tr("Which scalar the runs logged besides qklab's step metrics the Custom scalar plot "
+           "draws, for every run that logged it"));
+    m_scalarChoice->hide();
+    connect(m_scalarChoice, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            [this] { setCustomScalar(m_scalarChoice->currentData().toString()); });
     relayoutPlots();
     m_stack->addWidget(overlay);
     auto* multiples = new QWidget;
@@ -136,8 +151,8 @@ void ComparePlots::drawMultiples() {
             setWrappedTitle(plot, text);
             title->setTextColor(runColor(r));
         }
-        drawRun(plot, info, r, false);
-        drawMarkers(plot, info, r);
+        drawRun(plot, &info, r, false);
+        drawMarkers(plot, &info, r);
         plot->rescaleAxes();
         const QCPRange x = plot->xAxis->range(), y = plot->yAxis->range();
         xs = found ? QCPRange(std::min(xs.lower, x.lower), std::max(xs.upper, x.upper)) : x;
@@ -161,18 +176,20 @@ void ComparePlots::setLessonMetrics(const QStringList& metrics) {
 }
 
 QList<QCustomPlot*> ComparePlots::shownPlots() const {
-    if (!presenterActive() || m_lessonPlots.isEmpty()) return m_plots;
+    QList<QCustomPlot*> all = m_plots;
+    if (m_scalar.isEmpty()) all.removeOne(m_customPlot);  // no compared run logged any
+    if (!presenterActive() || m_lessonPlots.isEmpty()) return all;
     QList<QCustomPlot*> shown;
     for (QCustomPlot* plot : m_plots)  // in compareMetrics() order, as the full grid
         if (m_lessonPlots.contains(plot)) shown << plot;
     return shown;
 }
 
-// Columns of the overlay now: all twelve four to a row; a lesson's few two to a row (one
-// alone takes the width), a last odd one spanning the row.
+// Columns of the overlay now: all twelve four to a row (five with the custom scalar); a
+// lesson's few two to a row (one alone takes the width), a last odd one spanning the row.
 int ComparePlots::overlayColumns() const {
     const int n = int(shownPlots().size());
-    return n == 1 ? 1 : n <= 6 ? 2 : kOverlayColumns;
+    return n == 1 ? 1 : n <= 6 ? 2 : n <= 12 ? kOverlayColumns : kMaxOverlayColumns;
 }
 
 void ComparePlots::relayoutPlots() {
@@ -190,7 +207,7 @@ void ComparePlots::relayoutPlots() {
     const int rows = (int(shown.size()) + columns - 1) / columns;
     for (int r = 0; r < std::max(rows, m_overlayGrid->rowCount()); ++r)
         m_overlayGrid->setRowStretch(r, r < rows ? 1 : 0);
-    for (int c = 0; c < kOverlayColumns; ++c)
+    for (int c = 0; c < kMaxOverlayColumns; ++c)
         m_overlayGrid->setColumnStretch(c, c < columns ? 1 : 0);
 }
 
@@ -211,6 +228,33 @@ QCustomPlot* ComparePlots::plotOf(CompareMetric metric) const {
 void ComparePlots::setComparison(const Comparison* comparison, int layer) {
     m_comparison = comparison;
     m_layer = layer;
+    fillScalarChoice();
+    redraw();
+}
+
+// The names of this comparison, the one chosen kept while a run still has it (a live reload),
+// else the first; the plot and the choice are laid out only while there are any.
+void ComparePlots::fillScalarChoice() {
+    const QStringList names = m_comparison ? customScalarNames(*m_comparison) : QStringList();
+    const bool had = !m_scalar.isEmpty();
+    if (!names.contains(m_scalar)) m_scalar = names.value(0);
+    {
+        const QSignalBlocker block(m_scalarChoice);
+        m_scalarChoice->clear();
+        for (const QString& name : names) m_scalarChoice->addItem(tr("custom: %1").arg(name), name);
+        m_scalarChoice->setCurrentIndex(std::max(0, m_scalarChoice->findData(m_scalar)));
+    }
+    m_scalarChoice->setVisible(!names.isEmpty());
+    if (had != !m_scalar.isEmpty()) relayoutPlots();
+}
+
+void ComparePlots::setCustomScalar(const QString& name) {
+    if (!m_comparison || !customScalarNames(*m_comparison).contains(name)) return;
+    m_scalar = name;
+    if (m_scalarChoice->currentData().toString() != name) {
+        const QSignalBlocker block(m_scalarChoice);
+        m_scalarChoice->setCurrentIndex(m_scalarChoice->findData(name));
+    }
     redraw();
 }
 
@@ -260,6 +304,9 @@ void ComparePlots::redraw() {
         m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
         return;
     }
+    // Before the metrics: the linked x axes end at the range the last metric plot sets, as
+    // without it, whatever steps the scalar was logged at.
+    drawCustomScalar();
     int i = 0;
     for (const CompareMetricInfo& info : compareMetrics()) {
         QCustomPlot* plot = m_plots[i++];
@@ -267,13 +314,38 @@ void ComparePlots::redraw() {
         clearItems(plot, QStringLiteral("event"));
         plot->xAxis->setLabel(xAxisTitle(m_xKind));
         setWrappedTitle(plot, titleOf(info));
-        if (m_comparison) drawMetric(plot, info);
+        if (m_comparison) drawMetric(plot, &info);
         plot->rescaleAxes();
         // Alpha lives in [0, 1]: its band stays put, with no run drawn (all without QK-norm) too.
         if (info.metric == CompareMetric::Alpha) plot->yAxis->setRange(-0.05, 1.05);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
     m_lastRedrawMs = timer.nsecsElapsed() / 1e6;
+}
+
+void ComparePlots::drawCustomScalar() {
+    QCustomPlot* plot = m_customPlot;
+    plot->clearGraphs();
+    clearItems(plot, QStringLiteral("event"));
+    plot->xAxis->setLabel(xAxisTitle(m_xKind));
+    setWrappedTitle(plot,
+                    m_scalar.isEmpty() ? tr("Custom scalar") : tr("Custom: %1").arg(m_scalar));
+    if (!m_comparison || m_scalar.isEmpty()) return;
+    drawMetric(plot, nullptr);
+    QList<QCPGraph*> graphs;
+    for (int g = 0; g < plot->graphCount(); ++g) graphs << plot->graph(g);
+    chooseCustomScalarScale(plot, graphs);  // as the live view's Custom scalars plot
+    plot->yAxis->setLabel(QString());       // the title names it, as the metrics' plots do
+    plot->rescaleAxes();
+    plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+Series ComparePlots::curveOf(const CompareMetricInfo* info, size_t r) const {
+    const CompareRun& run = m_comparison->runs[r];
+    if (!info) return customScalarSeries(run, m_scalar);  // empty: the run never logged it
+    // A run without QK-norm has no alpha (titleOf says so).
+    if (info->metric == CompareMetric::Alpha && withoutQkNorm(run)) return {};
+    return seriesOf(run, info->metric, m_layer);
 }
 
 // The alpha plot names the runs without QK-norm (their stored alpha 0 is not drawn: a flat
@@ -287,7 +359,7 @@ QString ComparePlots::titleOf(const CompareMetricInfo& info) const {
     return tr("%1\nno QK-norm (not drawn): %2").arg(info.title, none.join(QStringLiteral(", ")));
 }
 
-void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) {
+void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo* info) {
     std::vector<bool> grouped(m_comparison->runs.size(), false);
     for (const CurveGroup& group : m_groups) {
         if (group.members.size() < 2) continue;
@@ -302,11 +374,10 @@ void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo& info) 
 
 // Raw values always; with smoothing on they turn faint under the smoothed line. Grouped runs
 // are drawn faint too: their group's mean and band carry the colour.
-void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index,
+void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo* info, size_t index,
                            bool inGroup) {
     const CompareRun& run = m_comparison->runs[index];
-    if (info.metric == CompareMetric::Alpha && withoutQkNorm(run)) return;  // titleOf says so
-    const Series s = seriesOf(run, info.metric, m_layer);
+    const Series s = curveOf(info, index);
     if (s.steps.isEmpty()) return;
     const QColor color = runColor(index);
     const bool smooth = m_smoothing > 0;
@@ -315,7 +386,7 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
     QCPGraph* raw = addRunGraph(plot, index, run.label(), QPen(faint, smooth ? 1.0 : 1.4));
     raw->setData(xs(index, s.steps), s.values, true);
     thinIfDense(raw);
-    if (info.metric == CompareMetric::ValLoss)
+    if (info && info->metric == CompareMetric::ValLoss)
         raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
     if (!smooth || inGroup) return;
     QCPGraph* line = addRunGraph(plot, index, run.label(), QPen(color, 1.6));
@@ -324,14 +395,15 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo& info, siz
     thinIfDense(line);
 }
 
-void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
+void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo* info,
                              const CurveGroup& group) {
     const std::vector<size_t>& members = group.members;
     std::vector<Series> series;
-    for (size_t m : members)  // a run without QK-norm has no alpha: no band where it is
-        series.push_back(info.metric == CompareMetric::Alpha && withoutQkNorm(m_comparison->runs[m])
-                             ? Series()
-                             : seriesOf(m_comparison->runs[m], info.metric, m_layer));
+    for (size_t m : members) {  // a run without QK-norm has no alpha: no band where it is
+        Series s = curveOf(info, m);
+        // A custom scalar: the band of the members that logged it.
+        if (info || !s.steps.isEmpty()) series.push_back(std::move(s));
+    }
     for (Series& s : series) s.values = smoothed(s.values, m_smoothing);
     const BandSeries band = groupBand(series);
     if (band.steps.isEmpty()) return;
@@ -367,10 +439,10 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo& info,
 
 // Spikes at their raw values; a diverged run's last finite point; QK-Clips on the raw max
 // logit (the layer shown, or all); interventions as lines.
-void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index) {
+void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info, size_t index) {
     const CompareRun& run = m_comparison->runs[index];
     const QColor color = runColor(index);
-    if (info.metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
+    if (info && info->metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
         QCPGraph* clips = addRunGraph(plot, index, QString(), QPen(color));
         clips->setLineStyle(QCPGraph::lsNone);
         clips->setScatterStyle(
@@ -379,8 +451,8 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info,
         for (const ClipStep& c : clipSteps(run.snap.clips, m_layer))
             if (std::isfinite(c.maxSMax)) clips->addData(m_x[index](double(c.step)), c.maxSMax);
     }
-    const bool lossPlot = info.metric == CompareMetric::TrainLoss;
-    if (lossPlot || info.metric == CompareMetric::GradNorm) {
+    const bool lossPlot = info && info->metric == CompareMetric::TrainLoss;
+    if (lossPlot || (info && info->metric == CompareMetric::GradNorm)) {
         QCPGraph* marks = addRunGraph(plot, index, QString(), QPen(color));
         marks->setLineStyle(QCPGraph::lsNone);
         marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, color, color, 8));
@@ -389,7 +461,7 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info,
                 std::isfinite(sp.value))
                 marks->addData(m_x[index](double(sp.step)), sp.value);
         if (run.summary.status == RunStatus::Diverged) {
-            const Series s = seriesOf(run, info.metric, m_layer);
+            const Series s = seriesOf(run, info->metric, m_layer);
             for (int i = s.values.size() - 1; i >= 0; --i)
                 if (std::isfinite(s.values[i])) {
                     QCPGraph* end = addRunGraph(plot, index, QString(), QPen(color, 2));
@@ -443,9 +515,11 @@ QString ComparePlots::readout(QCustomPlot* plot, double x) const {
         return run < m_x.size() ? tr("step %1").arg(m_x[run].stepAt(key)) : QString();
     });
     if (lines.isEmpty()) return {};
+    const int index = int(m_plots.indexOf(plot));
     QString head = QStringLiteral("<b>%1</b>")
-                       .arg(plot->plotLayout()->elementCount() > 0
-                                ? compareMetrics()[m_plots.indexOf(plot)].title
+                       .arg(plot == m_customPlot ? m_scalar.toHtmlEscaped()
+                            : index >= 0 && size_t(index) < compareMetrics().size()
+                                ? compareMetrics()[size_t(index)].title
                                 : QString());
     // Which x the cursor is at, named as the axis is (steps differ per run on the other axes;
     // each run's line names its own step).

@@ -3,6 +3,10 @@
 // choice of the live plots, EMA smoothing that keeps the raw points faint (spike markers come
 // from the raw values), seed groups as a mean line in a min-max band, and per-run spike,
 // divergence, QK-Clip and intervention markers.
+//
+// When a compared run logged custom scalars (a run trained outside qklab: "train/acc"), one
+// more plot draws the scalar chosen in scalarChoice() for every run that logged it, as the
+// metrics are drawn (smoothing, groups, x axis); runs without that name draw nothing there.
 #pragma once
 
 #include <QStringList>
@@ -12,6 +16,7 @@
 #include "common/x_axis.h"
 #include "compare/compare_data.h"
 
+class QComboBox;
 class QCustomPlot;
 class QCPGraph;
 class QGridLayout;
@@ -49,8 +54,17 @@ class ComparePlots : public QWidget {
     void relayoutPlots();
     QList<QCustomPlot*> shownPlots() const;
 
+    // The metrics' plots in compareMetrics() order, then the custom scalar plot (hidden when
+    // no compared run logged any).
     QList<QCustomPlot*> plots() const { return m_plots; }
     QCustomPlot* plotOf(CompareMetric metric) const;
+    QCustomPlot* customScalarPlot() const { return m_customPlot; }
+    // The custom scalar names of the compared runs (customScalarNames); hidden when none. Its
+    // owner lays it out.
+    QComboBox* scalarChoice() const { return m_scalarChoice; }
+    QString customScalar() const { return m_scalar; }
+    // Draws `name` in the custom scalar plot; a name no compared run logged keeps the choice.
+    void setCustomScalar(const QString& name);
     QList<QCustomPlot*> multiplePlots() const { return m_multiPlots; }
     bool smallMultiples() const { return m_multiples; }
     // The columns of the grid shown now (the overlay's, or the small multiples').
@@ -63,10 +77,14 @@ class ComparePlots : public QWidget {
     void drawMultiples();
     int overlayColumns() const;
     QString titleOf(const CompareMetricInfo& info) const;
-    void drawMetric(QCustomPlot* plot, const CompareMetricInfo& info);
-    void drawRun(QCustomPlot* plot, const CompareMetricInfo& info, size_t index, bool inGroup);
-    void drawGroup(QCustomPlot* plot, const CompareMetricInfo& info, const CurveGroup& group);
-    void drawMarkers(QCustomPlot* plot, const CompareMetricInfo& info, size_t index);
+    // `info` null: the custom scalar plot (m_scalar).
+    Series curveOf(const CompareMetricInfo* info, size_t run) const;
+    void drawMetric(QCustomPlot* plot, const CompareMetricInfo* info);
+    void drawRun(QCustomPlot* plot, const CompareMetricInfo* info, size_t index, bool inGroup);
+    void drawGroup(QCustomPlot* plot, const CompareMetricInfo* info, const CurveGroup& group);
+    void drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info, size_t index);
+    void fillScalarChoice();
+    void drawCustomScalar();
     QString readout(QCustomPlot* plot, double x) const;
     void fitBands(QCustomPlot* plot);
     QVector<double> xs(size_t run, const QVector<double>& steps) const;
@@ -88,8 +106,11 @@ class ComparePlots : public QWidget {
     int m_layer = -1;
     double m_smoothing = 0;
     QString m_groupBy;
-    std::vector<CurveGroup> m_groups;   // of m_groupBy, made again at each redraw
-    QList<QCustomPlot*> m_plots;        // in compareMetrics() order
+    std::vector<CurveGroup> m_groups;  // of m_groupBy, made again at each redraw
+    QList<QCustomPlot*> m_plots;       // in compareMetrics() order, then m_customPlot
+    QCustomPlot* m_customPlot = nullptr;
+    QComboBox* m_scalarChoice = nullptr;
+    QString m_scalar;                   // the custom scalar drawn ("" when there is none)
     QList<QCustomPlot*> m_lessonPlots;  // setLessonMetrics
     QGridLayout* m_overlayGrid = nullptr;
     QList<QCustomPlot*> m_multiPlots;  // small multiples: one per run, made on demand

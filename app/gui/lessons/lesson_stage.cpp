@@ -340,25 +340,31 @@ void LessonStage::intervene(const LessonStep& step) {
 // The step's {{…}} placeholders, filled from the run each names: the live views' rows when
 // they show it (the numbers on screen), else its stored rows.
 QString LessonStage::fillValues(const QString& markdown) {
-    std::map<int64_t, std::pair<std::vector<StepMetrics>, std::vector<ProbeStats>>> stored;
+    struct Stored {
+        std::vector<StepMetrics> steps;
+        std::vector<ProbeStats> probes;
+        std::vector<CustomScalar> scalars;
+    };
+    std::map<int64_t, Stored> stored;
     const auto rows = [&](const std::string& run) -> std::optional<LessonRunRows> {
         const int64_t id = run.empty() ? ownRunId() : runIdQuietly(qs(run));
         if (id == 0) return std::nullopt;
         const RunSnapshot& shown = m_window->shownLiveRun();
-        if (shown.runId == id) return LessonRunRows{&shown.steps, &shown.probes};
+        if (shown.runId == id)
+            return LessonRunRows{&shown.steps, &shown.probes, &shown.customScalars};
         auto found = stored.find(id);
         if (found == stored.end()) {
             try {
                 RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
                 found = stored
-                            .emplace(
-                                id, std::make_pair(store.stepMetrics(id), store.probeStats(id, -1)))
+                            .emplace(id, Stored{store.stepMetrics(id), store.probeStats(id, -1),
+                                                store.customScalars(id)})
                             .first;
             } catch (const std::exception&) {
                 return std::nullopt;
             }
         }
-        return LessonRunRows{&found->second.first, &found->second.second};
+        return LessonRunRows{&found->second.steps, &found->second.probes, &found->second.scalars};
     };
     return qs(fillLessonValues(markdown.toStdString(), rows));
 }

@@ -16,6 +16,34 @@ namespace {
 constexpr double kLogSpan = 100.0;
 }  // namespace
 
+QMap<QString, ScalarPoints> customScalarPoints(const std::vector<CustomScalar>& scalars) {
+    QMap<QString, ScalarPoints> out;
+    for (const CustomScalar& s : scalars) {
+        if (std::isnan(s.value)) continue;  // not logged at this step: no point, not a zero
+        ScalarPoints& p = out[QString::fromStdString(s.name)];
+        p.steps << double(s.step);
+        p.values << (std::isfinite(s.value) ? s.value : qQNaN());
+    }
+    return out;
+}
+
+void chooseCustomScalarScale(QCustomPlot* plot, const QList<QCPGraph*>& graphs) {
+    double low = INFINITY, high = 0;
+    bool positive = true;
+    for (QCPGraph* g : graphs) {
+        if (!g->visible()) continue;
+        for (auto p = g->data()->constBegin(); p != g->data()->constEnd(); ++p) {
+            if (!std::isfinite(p->value)) continue;
+            positive = positive && p->value > 0;
+            low = std::min(low, p->value);
+            high = std::max(high, p->value);
+        }
+    }
+    const bool log = positive && low > 0 && high / low > kLogSpan;
+    setLogAxis(plot->yAxis, log);
+    plot->yAxis->setLabel(log ? QObject::tr("value (log)") : QObject::tr("value"));
+}
+
 CustomScalarsPlot::CustomScalarsPlot(QCustomPlot* plot, std::function<void()> replot)
     : m_plot(plot), m_choice(new QComboBox) {
     m_choice->setObjectName(QStringLiteral("customScalarChoice"));
@@ -50,19 +78,16 @@ void CustomScalarsPlot::clear() {
 
 void CustomScalarsPlot::set(const std::vector<CustomScalar>& scalars, const StepToXFn& xOfStep) {
     clear();
-    QMap<QString, std::pair<QVector<double>, QVector<double>>> series;
-    for (const CustomScalar& s : scalars) {
-        if (std::isnan(s.value)) continue;  // not logged at this step: no point, not a zero
-        auto& [keys, values] = series[QString::fromStdString(s.name)];
-        keys << xOfStep(double(s.step));
-        values << (std::isfinite(s.value) ? s.value : qQNaN());
-    }
+    const QMap<QString, ScalarPoints> series = customScalarPoints(scalars);
     int index = 0;
     for (auto it = series.cbegin(); it != series.cend(); ++it) {
+        QVector<double> keys;
+        keys.reserve(it.value().steps.size());
+        for (double step : it.value().steps) keys << xOfStep(step);
         QCPGraph* g = m_plot->addGraph();
         g->setName(it.key());
         g->setPen(QPen(layerColor(index++), 1.3));
-        g->setData(it.value().first, it.value().second, /*alreadySorted=*/true);
+        g->setData(keys, it.value().values, /*alreadySorted=*/true);
         m_graphs.insert(it.key(), g);
     }
     m_plot->legend->setVisible(!m_graphs.isEmpty());
@@ -79,24 +104,7 @@ void CustomScalarsPlot::showOnly(const QString& name) {
     }
     for (auto it = m_graphs.cbegin(); it != m_graphs.cend(); ++it)
         it.value()->setVisible(m_only.isEmpty() || it.key() == m_only);
-    chooseScale();
-}
-
-void CustomScalarsPlot::chooseScale() {
-    double low = INFINITY, high = 0;
-    bool positive = true;
-    for (QCPGraph* g : m_graphs) {
-        if (!g->visible()) continue;
-        for (auto p = g->data()->constBegin(); p != g->data()->constEnd(); ++p) {
-            if (!std::isfinite(p->value)) continue;
-            positive = positive && p->value > 0;
-            low = std::min(low, p->value);
-            high = std::max(high, p->value);
-        }
-    }
-    const bool log = positive && low > 0 && high / low > kLogSpan;
-    setLogAxis(m_plot->yAxis, log);
-    m_plot->yAxis->setLabel(log ? QObject::tr("value (log)") : QObject::tr("value"));
+    chooseCustomScalarScale(m_plot, m_graphs.values());
 }
 
 }  // namespace qklab::gui

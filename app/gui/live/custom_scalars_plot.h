@@ -7,10 +7,15 @@
 // when every value is positive and they span more than two decades the value axis is
 // logarithmic, and showOnly() (the choice box, shown beside the live view's other controls
 // while there are custom scalars) narrows the plot to one name.
+//
+// The comparison view draws one name across runs from the same points (customScalarPoints)
+// on the same value axis rule (chooseCustomScalarScale).
 #pragma once
 
+#include <QList>
 #include <QMap>
 #include <QStringList>
+#include <QVector>
 #include <functional>
 #include <vector>
 
@@ -21,6 +26,18 @@ class QCPGraph;
 class QCustomPlot;
 
 namespace qklab::gui {
+
+// One custom scalar's points, by step. A NaN value (a step the name was not logged at) has no
+// point; an infinite one is NaN, a gap in the line.
+struct ScalarPoints {
+    QVector<double> steps, values;
+};
+// Every name's points, by name (sorted); `scalars` as the store orders them (name, then step).
+QMap<QString, ScalarPoints> customScalarPoints(const std::vector<CustomScalar>& scalars);
+
+// The value axis for `graphs` (the visible ones): logarithmic when every value is positive
+// and they span more than two decades, else linear.
+void chooseCustomScalarScale(QCustomPlot* plot, const QList<QCPGraph*>& graphs);
 
 class CustomScalarsPlot {
   public:
@@ -47,7 +64,6 @@ class CustomScalarsPlot {
     QString shownName() const { return m_only; }
 
   private:
-    void chooseScale();
     void fillChoice();
 
     QCustomPlot* m_plot;

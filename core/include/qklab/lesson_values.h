@@ -10,6 +10,9 @@
 //                                      (also: min, last)
 //   {{logit_max_raw first_above=30}}   the first step past 30 (also: first_below=0.5)
 //   {{val_loss at=99 run=lesson-blowup-healthy}}   another run this lesson trains
+//   {{custom:train/acc last}}          a scalar the run logged besides qklab's metrics (a
+//                                      Python run's run.log({"train/acc": ...})); the name is
+//                                      one word, and layer= does not apply
 //
 // A run not there yet, or a step not reached, shows "…"; a line that never crossed, "not
 // yet". checkLessonValues (called by checkLessonPlayable) refuses a placeholder that names no
@@ -33,7 +36,7 @@ struct Lesson;
 
 struct LessonValue {
     enum class What { At, Max, Min, Last, FirstAbove, FirstBelow };
-    std::string metric;  // a lessonMetrics() name
+    std::string metric;  // a lessonMetrics() name, or "custom:NAME" (a custom scalar)
     What what = What::Last;
     double arg = 0;  // the step (At) or the line (FirstAbove, FirstBelow)
     std::optional<int> layer;
@@ -45,10 +48,12 @@ struct LessonValue {
 // when one does not parse (an unknown metric, word or key, a bad number).
 std::vector<LessonValue> lessonValuesIn(const std::string& text);
 
-// What a placeholder reads: a run's step rows and layer-level probe rows (head = -1).
+// What a placeholder reads: a run's step rows, layer-level probe rows (head = -1) and custom
+// scalars (RunStore::customScalars: by name, then step; none for qklab's own runs).
 struct LessonRunRows {
     const std::vector<StepMetrics>* steps = nullptr;
     const std::vector<ProbeStats>* probes = nullptr;
+    const std::vector<CustomScalar>* customScalars = nullptr;
 };
 // The rows of `run` ("" = the step's own run), or nullopt when there is no such run (yet).
 using LessonRowsLookup = std::function<std::optional<LessonRunRows>(const std::string& run)>;

@@ -55,10 +55,14 @@ nlohmann::json parseUserConfig(const RunInfo& r);
 //  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
-// One row per step: the step metrics (stepMetricTable()), then per layer every probe column
-// (probeColumns(), "layer<L>_<name>"; empty on steps
-// without a probe). The GUI and the CLI both write this.
-std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes);
+// One row per step: the step metrics (stepMetricTable()), then one column per custom scalar
+// the run logged (its name, sorted; quoted as CSV needs; empty on steps without a value, "nan"
+// where it logged NaN), then per layer every probe column (probeColumns(), "layer<L>_<name>";
+// empty on steps without a probe). A step with custom scalars but no step row (a run killed
+// between log() and its step's end) has a row with only its step and those values. The GUI and
+// the CLI both write this.
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
+                   const std::vector<CustomScalar>& customScalars = {});
 std::string runExportCsv(RunStore& store, int64_t runId);
 
 }  // namespace qklab

@@ -14,6 +14,7 @@
 #include "qklab/events.h"
 #include "qklab/run_export.h"
 #include "qklab/spikes.h"
+#include "util/text_util.h"
 
 namespace qklab {
 namespace {
@@ -238,14 +239,6 @@ std::string csvNumber(double v) {
     if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
     if (v == std::floor(v) && std::fabs(v) < 1e15) return intText(v);
     return json(v).dump();
-}
-
-// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
-std::string csvField(const std::string& s) {
-    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return out + "\"";
 }
 
 }  // namespace

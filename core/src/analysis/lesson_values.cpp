@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "qklab/error.h"
 #include "qklab/lesson.h"
@@ -25,6 +26,18 @@ const ProbeColumn* probeColumnOf(const std::string& metric) {
 const RecordColumn<StepMetrics>* stepColumnOf(const std::string& metric) {
     const auto* c = findColumn(stepMetricTable().columns, metric);
     return c && isMeasurement(*c) ? c : nullptr;
+}
+
+// "custom:NAME": a scalar the run logged besides qklab's metrics (the Python package's
+// run.log), which no table lists; its name is what follows the prefix.
+constexpr std::string_view kCustomPrefix = "custom:";
+
+bool isCustom(const std::string& metric) {
+    return metric.rfind(kCustomPrefix, 0) == 0;
+}
+
+std::string customName(const std::string& metric) {
+    return metric.substr(kCustomPrefix.size());
 }
 
 // Entropy falls as attention collapses: its worst layer is the lowest.
@@ -92,12 +105,17 @@ LessonValue parseOne(const std::string& source, const std::string& inside) {
     std::istringstream words(inside);
     std::string token;
     if (!(words >> v.metric)) refuse(source, "names no metric");
-    if (!probeColumnOf(v.metric) && !stepColumnOf(v.metric)) {
+    if (isCustom(v.metric)) {
+        if (customName(v.metric).empty()) refuse(source, "custom: names no scalar");
+    } else if (!probeColumnOf(v.metric) && !stepColumnOf(v.metric)) {
         const std::string near = closestMatch(v.metric, lessonMetrics());
         refuse(source, "\"" + clipped(v.metric, 30) + "\" is not a metric" +
-                           (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+                           (near.empty() ? " (a scalar the run logged: custom:NAME)"
+                                         : " (did you mean \"" + near + "\"?)"));
     }
     while (words >> token) applyToken(v, token);
+    if (v.layer && isCustom(v.metric))
+        refuse(source, "layer=: a custom scalar is one value per step, not per layer");
     return v;
 }
 
@@ -125,9 +143,9 @@ std::string numberText(double v) {
 }
 
 // The (step, value) series a placeholder reads: the worst layer per probe step (or one
-// layer), or the step metric per step. A value the run did not record at a step (val_loss
-// between evaluations) is left out; a NaN it recorded (a diverged loss) stays, so that "at=" and
-// "last" say NaN rather than an earlier healthy value.
+// layer), the step metric per step, or the custom scalar at each step it was logged at. A value the
+// run did not record at a step (val_loss between evaluations) is left out; a NaN it recorded (a
+// diverged loss) stays, so that "at=" and "last" say NaN rather than an earlier healthy value.
 std::vector<std::pair<int64_t, double>> seriesOf(const LessonValue& v, const LessonRunRows& rows) {
     std::vector<std::pair<int64_t, double>> out;
     if (const ProbeColumn* probe = probeColumnOf(v.metric)) {
@@ -149,6 +167,10 @@ std::vector<std::pair<int64_t, double>> seriesOf(const LessonValue& v, const Les
         for (const StepMetrics& m : *rows.steps)
             if (const std::optional<double> x = numberOf(column->get(m)))
                 out.emplace_back(m.step, *x);
+    } else if (isCustom(v.metric) && rows.customScalars) {
+        const std::string name = customName(v.metric);
+        for (const CustomScalar& c : *rows.customScalars)  // by name, then step
+            if (c.name == name) out.emplace_back(c.step, c.value);
     }
     return out;
 }

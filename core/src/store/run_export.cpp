@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "qklab/error.h"
@@ -165,7 +166,33 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     return out;
 }
 
-std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes) {
+namespace {
+
+// The custom scalars by name (sorted, as the store orders them), each by step.
+using ScalarColumns = std::map<std::string, std::map<int64_t, double>>;
+
+ScalarColumns scalarColumns(const std::vector<CustomScalar>& scalars) {
+    ScalarColumns out;
+    for (const CustomScalar& s : scalars) out[s.name][s.step] = s.value;
+    return out;
+}
+
+// Every step of the table: the step rows', and a custom scalar's that has none (a run killed
+// after log() and before its step row was written keeps its last values).
+std::vector<int64_t> csvSteps(const std::vector<StepMetrics>& steps, const ScalarColumns& scalars) {
+    std::vector<int64_t> out;
+    for (const auto& m : steps) out.push_back(m.step);
+    for (const auto& [name, values] : scalars)
+        for (const auto& [step, value] : values) out.push_back(step);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+}  // namespace
+
+std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<ProbeStats>& probes,
+                   const std::vector<CustomScalar>& customScalars) {
     int32_t layers = 0;
     std::map<std::pair<int64_t, int32_t>, const ProbeStats*> byStepLayer;
     for (const auto& p : probes) {
@@ -173,19 +200,32 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
         layers = std::max(layers, p.layer + 1);
         byStepLayer[{p.step, p.layer}] = &p;
     }
+    std::map<int64_t, const StepMetrics*> rowOf;
+    for (const auto& m : steps) rowOf[m.step] = &m;
+    const ScalarColumns scalars = scalarColumns(customScalars);
     const auto& columns = probeColumns();
     std::ostringstream os;
     std::string sep;
     const auto& stepColumns = stepMetricTable().columns;
     for (const auto& c : stepColumns) os << std::exchange(sep, ",") << c.name;
+    for (const auto& [name, values] : scalars) os << "," << csvField(name);
     for (int32_t l = 0; l < layers; ++l)
         for (const auto& c : columns) os << ",layer" << l << "_" << c.name;
     os << "\n";
-    for (const auto& m : steps) {
+    for (const int64_t step : csvSteps(steps, scalars)) {
         sep.clear();
-        for (const auto& c : stepColumns) os << std::exchange(sep, ",") << csvText(c.get(m));
+        const auto row = rowOf.find(step);
+        for (const auto& c : stepColumns)
+            os << std::exchange(sep, ",")
+               << (row != rowOf.end()                   ? csvText(c.get(*row->second))
+                   : std::string_view(c.name) == "step" ? std::to_string(step)
+                                                        : std::string());
+        for (const auto& [name, values] : scalars) {
+            const auto v = values.find(step);
+            os << "," << (v == values.end() ? std::string() : csvText(v->second));
+        }
         for (int32_t l = 0; l < layers; ++l) {
-            auto it = byStepLayer.find({m.step, l});
+            auto it = byStepLayer.find({step, l});
             for (const auto& c : columns)
                 os << ","
                    << (it == byStepLayer.end() ? std::string() : csvText(it->second->*c.field));
@@ -196,7 +236,8 @@ std::string runCsv(const std::vector<StepMetrics>& steps, const std::vector<Prob
 }
 
 std::string runExportCsv(RunStore& store, int64_t runId) {
-    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1));
+    return runCsv(store.stepMetrics(runId), store.probeStats(runId, -1),
+                  store.customScalars(runId));
 }
 
 }  // namespace qklab

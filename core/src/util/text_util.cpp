@@ -327,4 +327,11 @@ std::string printableText(const std::string& s) {
     return out;
 }
 
+std::string csvField(const std::string& s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+}
+
 }  // namespace qklab

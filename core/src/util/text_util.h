@@ -67,4 +67,8 @@ std::string firstUnsafeCharacter(const std::string& s);
 // retitle the window (ESC, OSC) or show itself reversed. Other text is unchanged.
 std::string printableText(const std::string& s);
 
+// One CSV field (RFC 4180): a field with a comma, quote or line break is quoted, its quotes
+// doubled, so that a name from someone else's file stays one field of one line.
+std::string csvField(const std::string& s);
+
 }  // namespace qklab
