@@ -331,6 +331,23 @@ def _mla_of(config: Any) -> tuple[int, int, int] | None:
         getattr(config, "q_lora_rank", 0) or 0)
 
 
+def _hf_qk_norm(module: nn.Module) -> str | None:
+    """The QK-norm a Hugging Face attention module declares by its ``q_norm``: a gain as wide
+    as one head is per-head RMS with a gain shared by the heads (Qwen3, Gemma 3: "rms_affine"),
+    one as wide as all heads is RMS over the whole projection (OLMo 2: "whole_rms"). None:
+    no q_norm with a gain, left to what the capture shows."""
+    norm = getattr(module, "q_norm", None)
+    weight = getattr(norm, "weight", None)
+    head_dim = getattr(module, "head_dim", None)
+    if not isinstance(weight, torch.Tensor) or not head_dim:
+        return None
+    if weight.numel() == head_dim:
+        return "rms_affine"
+    if weight.numel() > head_dim and weight.numel() % head_dim == 0:
+        return "whole_rms"
+    return None
+
+
 def _softcap_of(softcap: Any) -> float | None:
     return float(softcap) if softcap else None
 
@@ -353,6 +370,7 @@ class _HFFinder(AttentionFinder):
         heads = getattr(modules[0], "num_heads", None) or config.num_attention_heads
         super().__init__(model, kind, len(modules), int(heads))
         self.mla = _mla_of(config)
+        self.qk_norm = _hf_qk_norm(modules[0])
         self.attention_modules = modules
         # No KV cache for a probe: it would only cost memory. User wrappers may not take it.
         params = inspect.signature(model.forward).parameters

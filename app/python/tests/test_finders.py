@@ -469,9 +469,12 @@ def test_unsupported_model_raises_type_error_naming_it(model: nn.Module) -> None
 
 # Issue 38, item 11: the source names the model's own family, not "hf", for every family the
 # Hugging Face finder handles.
-@pytest.mark.parametrize("config_class, family", [
-    ("MistralConfig", "mistral"), ("Olmo2Config", "olmo2"), ("Phi3Config", "phi3")])
-def test_the_finders_kind_is_the_models_own_model_type(config_class: str, family: str) -> None:
+# Issue 38, item 2: the QK-norm is stored as observed: OLMo 2 normalises the whole projection.
+@pytest.mark.parametrize("config_class, family, qk_norm", [
+    ("MistralConfig", "mistral", None), ("Olmo2Config", "olmo2", "whole_rms"),
+    ("Phi3Config", "phi3", None)])
+def test_the_finders_kind_is_the_models_own_model_type(config_class: str, family: str,
+                                                       qk_norm: str | None) -> None:
     torch.manual_seed(0)
     config = getattr(transformers, config_class)(
         vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -480,4 +483,5 @@ def test_the_finders_kind_is_the_models_own_model_type(config_class: str, family
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     finder = find_attention(model)
     assert finder.kind == "hf-" + family
+    assert finder.qk_norm == qk_norm
     assert len(finder.capture(token_batch())) == 2

@@ -89,7 +89,7 @@ def test_qwen3_stays_within_its_norm_bound_and_is_stored_as_qk_normed(tmp_path: 
     db, captures = probed_run(tmp_path, model, "qwen3")
     source, config = rows(db, "SELECT source, config_json FROM runs")[0]
     assert source == "python: hf-qwen3"
-    assert json.loads(config)["attention"]["qk_norm"] == "rms"
+    assert json.loads(config)["attention"]["qk_norm"] == "rms_affine"  # a gain per head dim
     for layer, cap in enumerate(captures):
         attn = model.model.layers[layer].self_attn.requires_grad_(False)
         d = cap.q.shape[-1]
