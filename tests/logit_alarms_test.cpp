@@ -152,3 +152,36 @@ TEST(LogitAlarmText, TheMonitorTakesTheCapInForceFromTheConfig) {
     EXPECT_TRUE(says(later.alarms[0].text, "softcap already, C = 5, below the ~20"))
         << later.alarms[0].text;
 }
+
+// A resumed run (the Python package's resume): the stored probes and alarms are the monitor's
+// history. Without them the resumed process took its first probe for the layer's first, read
+// "1x the layer's first probe", called the lengths stable and prescribed tier 2 for a Q/K
+// runaway (seen in experiments/external/hf_resume_and_compare.py), and raised stored alarms
+// again.
+TEST(LogitAlarmText, AResumedRunComparesAgainstItsStoredProbesAndRaisesNoAlarmTwice) {
+    RunConfig config;
+    RunMonitor whole(config);
+    const ProbeStats first = layerRow(0, 2, 2, 2), grown = layerRow(10, 40, 16, 16);
+    const ProbeStats later = layerRow(20, 45, 20, 20);
+    EXPECT_TRUE(whole.addProbes(0, {first}, false).alarms.empty());
+    const auto raised = whole.addProbes(10, {grown}, false).alarms;
+    ASSERT_EQ(raised.size(), 1u);
+    EXPECT_EQ(raised[0].tier, 3);
+
+    // Resumed after step 5: the probe at 0 is stored, the one at 10 is new.
+    RunMonitor resumed(config);
+    resumed.restore({first}, {});
+    const auto again = resumed.addProbes(10, {grown}, false).alarms;
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].text, raised[0].text);
+    EXPECT_TRUE(says(again[0].text, "8x the layer's first probe (step 0, 2)")) << again[0].text;
+
+    // Resumed after step 15: the alarm at 10 is stored and is not raised again.
+    RunMonitor late(config);
+    late.restore({first, grown}, raised);
+    EXPECT_TRUE(late.addProbes(20, {later}, false).alarms.empty());
+    RunMonitor fresh(config);  // what the resumed process did before
+    const auto twice = fresh.addProbes(20, {later}, false).alarms;
+    ASSERT_EQ(twice.size(), 1u);
+    EXPECT_TRUE(says(twice[0].text, "1x the layer's first probe (step 20, 20)")) << twice[0].text;
+}

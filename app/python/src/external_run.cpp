@@ -32,9 +32,11 @@ StepMetrics emptyStep(int64_t step) {
 // Continues a run the package stored before (qklab.init(resume=...)): claims it for this
 // process (refused while another process writes it, or once it finished) and opens a writer
 // that appends after its last stored step. Rows past that step (a probe committed before its
-// step's row, when the process was killed in between) are dropped by the writer.
-std::unique_ptr<RunWriter> resumeWriter(const ExternalRunSpec& spec, int64_t& lastStep,
-                                        int64_t& lastProbe) {
+// step's row, when the process was killed in between) are dropped by the writer. The stored
+// probes and alarms are the monitor's history (RunMonitor::restore): the alarms of a resumed run
+// compare against the layer's first probe of the run, not of the resumed process.
+std::unique_ptr<RunWriter> resumeWriter(const ExternalRunSpec& spec, RunMonitor& monitor,
+                                        int64_t& lastStep, int64_t& lastProbe) {
     RunStore store(spec.dbPath);
     const RunInfo stored = store.run(spec.resumeRunId);
     if (!trainedOutsideQklab(stored))
@@ -45,8 +47,9 @@ std::unique_ptr<RunWriter> resumeWriter(const ExternalRunSpec& spec, int64_t& la
     try {
         lastStep = before.stepsDone - 1;
         auto writer = std::make_unique<RunWriter>(spec.dbPath, before.id, lastStep + 1);
-        for (const ProbeStats& p : store.probeStats(before.id, -1))
-            lastProbe = std::max(lastProbe, p.step);
+        const std::vector<ProbeStats> probes = store.probeStats(before.id);
+        for (const ProbeStats& p : probes) lastProbe = std::max(lastProbe, p.step);
+        monitor.restore(probes, store.logitAlarms(before.id));
         return writer;
     } catch (...) {
         store.releaseResumeClaim(before);
@@ -114,7 +117,7 @@ ExternalRun::ExternalRun(const ExternalRunSpec& spec)
     : m_config(externalRunConfig(spec)), m_monitor(m_config) {
     m_prober = std::make_unique<ExternalProber>(m_config.probes);
     if (spec.resumeRunId > 0) {
-        m_writer = resumeWriter(spec, m_resumedAfter, m_lastProbeStep);
+        m_writer = resumeWriter(spec, m_monitor, m_resumedAfter, m_lastProbeStep);
         return;
     }
     NewRun run;

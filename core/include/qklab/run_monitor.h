@@ -58,8 +58,20 @@ class RunMonitor {
 
     bool waiting() const { return !m_undiagnosed.empty(); }
 
+    // A resumed run: the probe rows (by step) and the alarms stored before it rebuild what the
+    // alarms compare against (each layer's first probe and its latest ones, the probe history
+    // a diagnosis reads) and which alarms were raised, so that the resumed run neither raises
+    // them again nor takes its first probe after the resume for the layer's first. Spike
+    // detection starts afresh: its rolling window is of steps, which are not replayed.
+    void restore(const std::vector<ProbeStats>& storedProbes,
+                 const std::vector<LogitAlarm>& storedAlarms);
+
   private:
     std::vector<LogitAlarm> raiseAlarms(const std::vector<ProbeStats>& rows, bool qkNormActive);
+    // One probe's rows into the probe history (the first probe and the latest ones).
+    void keepProbe(int64_t step, const std::vector<ProbeStats>& rows);
+    // A layer row into what the next alarm of its layer compares against.
+    void keepLayerRow(const ProbeStats& row);
     std::vector<Spike> diagnoseWaiting();
     // The reports of changes whose window closes at `step` (every one left when `final`).
     std::vector<ChangeReport> reportChanges(int64_t step, bool final);

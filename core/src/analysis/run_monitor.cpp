@@ -23,11 +23,38 @@ RunMonitor::RunMonitor(const RunConfig& config)
       m_lossZ(config.spikes.window, config.spikes.minHistory),
       m_gradZ(config.spikes.window, config.spikes.minHistory) {}
 
-MonitorReport RunMonitor::addProbes(int64_t step, const std::vector<ProbeStats>& rows,
-                                    bool qkNormActive) {
+void RunMonitor::keepProbe(int64_t step, const std::vector<ProbeStats>& rows) {
     m_probeHistory.push_back(summarizeProbes(step, rows));
     // Keep the run's first probe (the diagnosis compares against it) and the latest ones.
     if (m_probeHistory.size() > kProbeHistoryKept) m_probeHistory.erase(m_probeHistory.begin() + 1);
+}
+
+void RunMonitor::keepLayerRow(const ProbeStats& row) {
+    m_firstLayerRow.emplace(row.layer, row);
+    m_lastLayerRow[row.layer] = row;
+    auto& recent = m_recentLayerRows[row.layer];
+    recent.push_back(row);
+    if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
+}
+
+void RunMonitor::restore(const std::vector<ProbeStats>& storedProbes,
+                         const std::vector<LogitAlarm>& storedAlarms) {
+    std::vector<ProbeStats> rows;
+    for (size_t i = 0; i < storedProbes.size(); ++i) {
+        rows.push_back(storedProbes[i]);
+        const bool last = i + 1 == storedProbes.size() || storedProbes[i + 1].step != rows[0].step;
+        if (!last) continue;
+        keepProbe(rows[0].step, rows);
+        for (const ProbeStats& row : rows)
+            if (row.head == -1) keepLayerRow(row);
+        rows.clear();
+    }
+    for (const LogitAlarm& a : storedAlarms) m_alarmsRaised.emplace(a.layer, a.metric);
+}
+
+MonitorReport RunMonitor::addProbes(int64_t step, const std::vector<ProbeStats>& rows,
+                                    bool qkNormActive) {
+    keepProbe(step, rows);
     MonitorReport report;
     report.alarms = raiseAlarms(rows, qkNormActive);
     report.spikes = diagnoseWaiting();  // this is the probe they waited for
@@ -41,12 +68,11 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
     std::vector<LogitAlarm> alarms;
     for (const ProbeStats& row : rows) {
         if (row.head != -1) continue;
-        auto& recent = m_recentLayerRows[row.layer];
         AlarmContext ctx;
         ctx.firstRow = m_firstLayerRow.emplace(row.layer, row).first->second;
         if (auto last = m_lastLayerRow.find(row.layer); last != m_lastLayerRow.end())
             ctx.previousRow = last->second;
-        for (const ProbeStats& r : recent)
+        for (const ProbeStats& r : m_recentLayerRows[row.layer])
             ctx.recentQkNorms.push_back(alarmQkNorm(r, qkNormActive));
         ctx.qkNormActive = qkNormActive;
         ctx.softcapC = softcapAt(m_config, row.step);
@@ -56,9 +82,7 @@ std::vector<LogitAlarm> RunMonitor::raiseAlarms(const std::vector<ProbeStats>& r
             if (ctx.changes.empty()) ctx.changes = changesBefore(m_config, row.step);
             alarms.push_back(makeLogitAlarm(rule, row, ctx));
         }
-        m_lastLayerRow[row.layer] = row;
-        recent.push_back(row);
-        if (recent.size() > static_cast<size_t>(kBaselineProbes)) recent.pop_front();
+        keepLayerRow(row);
     }
     return alarms;
 }
