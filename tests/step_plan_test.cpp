@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "qklab/events.h"
 
@@ -211,4 +212,21 @@ TEST(StepPlan, TheClockAddsRollingCheckpointsReadbacksAndFlushes) {
     clock.sinceReadback = 0.1;  // a flush follows a readback only
     EXPECT_FALSE(stepEnd(c, plain, f, clock).flush);
     EXPECT_TRUE(stepEnd(c, planStep(c, 3, f), f, clock).flush);  // a probe flushes at once
+}
+
+// One equality for the switches: a CUDA graph replays only for equal ones and a before-event map
+// is taken only for unequal ones, so each field must count.
+TEST(StepPlan, SwitchesDifferInAnyOneField) {
+    const AttentionSwitches base;
+    std::vector<AttentionSwitches> changed(8, base);
+    changed[0].qkNorm = QkNormVariant::Rms;
+    changed[1].normOn = QkNormTarget::K;
+    changed[2].normAfterRope = true;
+    changed[3].alpha = 0.5;
+    changed[4].scale = 0.25;
+    changed[5].softcap = SoftcapKind::Tanh;
+    changed[6].softcapC = 30;
+    changed[7].fused = true;
+    EXPECT_EQ(base, AttentionSwitches{});
+    for (const AttentionSwitches& sw : changed) EXPECT_NE(sw, base);
 }
