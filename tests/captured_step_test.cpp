@@ -58,6 +58,7 @@ LossRecorder run(const RunConfig& c, const std::shared_ptr<GraphCounts>& counts)
     if (counts)
         options.stepGraphFactory = [counts] { return std::make_unique<StandInGraph>(counts); };
     Trainer t(c, options);
+    EXPECT_EQ(t.cudaGraphs(), counts != nullptr);  // what the CLI asks
     EXPECT_EQ(t.deviceDescription().find("CUDA graphs") != std::string::npos, counts != nullptr);
     LossRecorder r;
     EXPECT_EQ(t.run(r).status, RunStatus::Finished);
@@ -124,6 +125,7 @@ TEST(CapturedSteps, EveryStepReadbackKeepsGraphsOff) {
     TrainerOptions options;
     options.stepGraphFactory = [counts] { return std::make_unique<StandInGraph>(counts); };
     Trainer t(c, options);
+    EXPECT_FALSE(t.cudaGraphs());
     EXPECT_EQ(t.deviceDescription().find("CUDA graphs"), std::string::npos);
     c.run.cudaGraphs = AutoSwitch::On;
     c.run.device = DeviceKind::Cuda;

@@ -327,7 +327,7 @@ TEST(Events, EachKindChangesTheSettingsItNames) {
                              after.dirtyBatch != before.dirtyBatch ||
                              after.qkNorm != before.qkNorm ||
                              after.alpha != settingsAt(c, 900).alpha || after.annealing ||
-                             after.softcapKind != before.softcapKind;
+                             after.softcap != before.softcap;
         EXPECT_TRUE(changed) << k.name << " changed nothing";
     }
 }

@@ -124,9 +124,9 @@ TEST(Schedules, EventsApplyFromTheirStep) {
     EXPECT_FALSE(settingsAt(c, 39).dirtyBatch);
     EXPECT_TRUE(settingsAt(c, 40).dirtyBatch);
     EXPECT_FALSE(settingsAt(c, 41).dirtyBatch);  // one batch only
-    EXPECT_EQ(settingsAt(c, 49).softcapKind, SoftcapKind::None);
+    EXPECT_EQ(settingsAt(c, 49).softcap, SoftcapKind::None);
     EXPECT_EQ(settingsAt(c, 49).softcapC, 0.0);
-    EXPECT_EQ(settingsAt(c, 50).softcapKind, SoftcapKind::Clamp);
+    EXPECT_EQ(settingsAt(c, 50).softcap, SoftcapKind::Clamp);
     EXPECT_EQ(settingsAt(c, 50).softcapC, 20.0);
     EXPECT_EQ(settingsAt(c, 59).alpha, 1.0);
     EXPECT_DOUBLE_EQ(settingsAt(c, 65).alpha, 0.5);

@@ -81,7 +81,7 @@ int trainSession(RunSession& session, const std::string& dbPath) {
               << outcome.stepsDone << " steps";
     if (!outcome.message.empty()) std::cerr << " (" << outcome.message << ")";
     // Graphs were asked for: say how many steps they carried (0 when every capture failed).
-    if (session.trainer().deviceDescription().find("CUDA graphs") != std::string::npos)
+    if (session.trainer().cudaGraphs())
         std::cerr << "; " << session.trainer().replayedSteps()
                   << " steps ran as CUDA graph replays";
     std::cerr << "\n";

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
         sw.qkNorm = c.attention.qkNorm;
         sw.alpha = settings.alpha;
         sw.scale = c.logitScale();
-        sw.softcap = settings.softcapKind;
+        sw.softcap = settings.softcap;
         sw.softcapC = settings.softcapC;
         report(c, seed, c.attention.qkNorm == QkNormVariant::None ? "raw" : "normed", sw.alpha,
                measure(model, c, data, sw, batches, device));

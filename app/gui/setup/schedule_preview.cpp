@@ -59,7 +59,7 @@ void SchedulePreview::setConfig(const RunConfig& config) {
             x << double(s);
             lr << st.lr;
             alpha << st.alpha;
-            cap << (st.softcapKind == SoftcapKind::None ? 0.0 : st.softcapC);
+            cap << (st.softcap == SoftcapKind::None ? 0.0 : st.softcapC);
         }
     } catch (...) {
         // An invalid config (the form shows why) has no schedule to draw.

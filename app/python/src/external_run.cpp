@@ -13,12 +13,11 @@
 #include "qklab/record_columns.h"
 #include "qklab/run_export.h"
 #include "qklab/run_store.h"
+#include "qklab/step_plan.h"  // kFlushSeconds: live views see rows as often as a qklab run's
 #include "qklab/version.h"
 
 namespace qklab {
 namespace {
-
-constexpr double kFlushSeconds = 0.5;  // as qklab's trainer: live views see rows this often
 
 // A step row with every real metric unknown (NaN: no point on its plot) until logged.
 StepMetrics emptyStep(int64_t step) {

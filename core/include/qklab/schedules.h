@@ -37,8 +37,8 @@ struct StepSettings {
     bool annealing = false;       // inside an anneal window (alpha may still be 1): freeze QK gains
     bool inAnnealWindow = false;  // (while events apply) an anneal window or event is on
     QkNormVariant qkNorm = QkNormVariant::None;  // variant in effect
-    SoftcapKind softcapKind = SoftcapKind::None;
-    double softcapC = 0;
+    SoftcapKind softcap = SoftcapKind::None;
+    double softcapC = 0;   // 0 without a softcap
     double qkClipTau = 0;  // QK-Clip threshold in effect (0 = off)
     int64_t seqLen = 0;
     bool dirtyBatch = false;
@@ -50,5 +50,32 @@ std::vector<std::string> settingChanges(const RunConfig& c);
 
 // alpha at progress t in [0, 1] of an anneal of this shape (1 -> 0).
 double annealAlphaAt(double t, AnnealShape shape);
+
+// What an attention forward pass runs with at one step. Everything a stability lesson needs is
+// switchable per step here (QK-norm variant and anneal weight alpha, softcap kind and width),
+// so interventions and anneals need no model rebuild. One equality for every comparison: a
+// CUDA graph replays only for equal switches, and a before-event map is taken only for unequal
+// ones, so a field added here is compared by both.
+struct AttentionSwitches {
+    QkNormVariant qkNorm = QkNormVariant::None;
+    QkNormTarget normOn = QkNormTarget::QK;
+    bool normAfterRope = false;
+    double alpha = 1.0;  // q = alpha * norm(q) + (1 - alpha) * q_raw (same for k)
+    double scale = 0.0;  // s, fixed during an anneal
+    SoftcapKind softcap = SoftcapKind::None;
+    double softcapC = 0;  // 0 without a softcap
+    bool fused = false;   // fused kernel (only where fusedAttentionAllowed says so)
+    bool operator==(const AttentionSwitches& o) const;  // every field (schedules.cpp)
+    bool operator!=(const AttentionSwitches& o) const { return !(*this == o); }
+};
+
+// The attention switches of a step's settings (explicit attention): what the trainer, the
+// decoder and the tests run with.
+AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s);
+
+// True when a step's attention needs no explicit logits: nothing probes it and no softcap acts
+// on the logits. The QK-norm anneal mixes q/k vectors before the dot product, so an annealing
+// step can be fused too. (Whether the build has the kernel is the engine's part.)
+bool fusedAttentionAllowed(const AttentionSwitches& sw, bool probing);
 
 }  // namespace qklab

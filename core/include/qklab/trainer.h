@@ -83,6 +83,9 @@ class Trainer {
     int64_t startStep() const;    // > 0 when resumed from a checkpoint
     int64_t currentStep() const;  // the step being trained or about to be (thread-safe)
     std::string deviceDescription() const;
+    // True when this run steps through CUDA graphs where it can (run.cuda_graphs on CUDA with
+    // deferred readback, or a test's stand-in graph).
+    bool cudaGraphs() const;
     // Steps that ran as one CUDA graph replay (run.cuda_graphs); 0 when graphs are off or
     // every capture failed, whatever deviceDescription() says was asked for.
     int64_t replayedSteps() const;

@@ -21,7 +21,7 @@ double qkNormStrength(const StepSettings& s) {
 
 // A softcap's or QK-Clip's bound: larger is looser, off is infinite.
 double softcapBound(const StepSettings& s) {
-    return s.softcapKind == SoftcapKind::None || s.softcapC <= 0 ? kOff : s.softcapC;
+    return s.softcap == SoftcapKind::None || s.softcapC <= 0 ? kOff : s.softcapC;
 }
 double clipBound(const StepSettings& s) {
     return s.qkClipTau > 0 ? s.qkClipTau : kOff;
@@ -78,8 +78,7 @@ RunChange eventChange(const RunConfig& config, const Event& e, int64_t spikeStep
             c.fuse = ChangedFuse::Softcap;
             c.boundBefore = softcapBound(before);
             c.boundAfter = softcapBound(at);
-            c.effect =
-                boundChange(c.boundBefore, c.boundAfter, at.softcapKind != before.softcapKind);
+            c.effect = boundChange(c.boundBefore, c.boundAfter, at.softcap != before.softcap);
             break;
         case EventKind::QkClip:
             c.fuse = ChangedFuse::QkClip;

@@ -183,7 +183,7 @@ EventKindInfo softcap() {
         choiceParam<SoftcapKind>("cap", "cap form", &EventArgs::cap),
         floatParam("c", "cap width C (ignored for cap none)", 0.1, 1e6, &EventArgs::c, false)};
     k.apply = [](StepSettings& s, const Event& e, int64_t) {
-        s.softcapKind = e.args.cap;
+        s.softcap = e.args.cap;
         s.softcapC = e.args.c;
     };
     k.label = [](const EventArgs& a) {
@@ -196,7 +196,7 @@ EventKindInfo softcap() {
             return kind == SoftcapKind::None ? std::string("none")
                                              : std::string(nameOf(kind)) + " C=" + number(c);
         };
-        return "softcap " + cap(b.softcapKind, b.softcapC) + "\u2192" + cap(a.cap, a.c);
+        return "softcap " + cap(b.softcap, b.softcapC) + "\u2192" + cap(a.cap, a.c);
     };
     k.example = {{"step", 900}, {"kind", "softcap"}, {"cap", "tanh"}, {"c", 50.0}};
     return k;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "qklab/corpus.h"
 
@@ -96,7 +97,7 @@ bool inQkNormAnnealWindow(const QkNormAnneal& a, int64_t step, int64_t totalStep
 StepSettings settingsAt(const RunConfig& c, int64_t step) {
     StepSettings s;
     s.qkNorm = c.attention.qkNorm;
-    s.softcapKind = c.attention.softcap.kind;
+    s.softcap = c.attention.softcap.kind;
     s.softcapC = annealSoftcapC(c.attention.softcap, c.anneal.softcap, step, c.schedule.steps);
     s.seqLen = c.model.seqLen;
     s.qkClipTau = c.attention.qkClip.tau;
@@ -109,8 +110,33 @@ StepSettings settingsAt(const RunConfig& c, int64_t step) {
     s.lr = scheduledLr(c, step) * s.lrFactor;
     if (s.qkNorm == QkNormVariant::None) s.alpha = 0.0;  // nothing normalises: the raw path
     s.annealing = s.qkNorm != QkNormVariant::None && (s.inAnnealWindow || s.alpha < 1.0);
-    if (s.softcapKind == SoftcapKind::None) s.softcapC = 0.0;
+    if (s.softcap == SoftcapKind::None) s.softcapC = 0.0;
     return s;
+}
+
+AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s) {
+    AttentionSwitches sw;
+    sw.qkNorm = s.qkNorm;
+    sw.normOn = c.attention.qkNormOn;
+    sw.normAfterRope = c.attention.qkNormPlacement == QkNormPlacement::AfterRope;
+    sw.alpha = s.alpha;
+    sw.scale = c.logitScale();
+    sw.softcap = s.softcap;
+    sw.softcapC = s.softcapC;
+    return sw;
+}
+
+bool AttentionSwitches::operator==(const AttentionSwitches& o) const {
+    // The base layer is C++17: no defaulted comparison. A field added to the struct changes
+    // its size, and this assertion asks for it to be compared here too.
+    static_assert(sizeof(AttentionSwitches) == 56, "compare the new field below");
+    return std::tie(qkNorm, normOn, normAfterRope, alpha, scale, softcap, softcapC, fused) ==
+           std::tie(o.qkNorm, o.normOn, o.normAfterRope, o.alpha, o.scale, o.softcap, o.softcapC,
+                    o.fused);
+}
+
+bool fusedAttentionAllowed(const AttentionSwitches& sw, bool probing) {
+    return !probing && sw.softcap == SoftcapKind::None;
 }
 
 std::vector<std::string> settingChanges(const RunConfig& c) {

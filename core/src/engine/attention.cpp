@@ -24,23 +24,11 @@ Attention makeAttention(const RunConfig& c) {
 }
 
 bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing) {
-    return kHaveFusedAttention && !probing && sw.softcap == SoftcapKind::None;
+    return kHaveFusedAttention && fusedAttentionAllowed(sw, probing);
 }
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
     return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
-}
-
-AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s) {
-    AttentionSwitches sw;
-    sw.qkNorm = s.qkNorm;
-    sw.normOn = c.attention.qkNormOn;
-    sw.normAfterRope = c.attention.qkNormPlacement == QkNormPlacement::AfterRope;
-    sw.alpha = s.alpha;
-    sw.scale = c.logitScale();
-    sw.softcap = s.softcapKind;
-    sw.softcapC = s.softcapC;
-    return sw;
 }
 
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos,

@@ -22,20 +22,6 @@
 
 namespace qklab {
 
-struct AttentionSwitches {
-    QkNormVariant qkNorm = QkNormVariant::None;
-    QkNormTarget normOn = QkNormTarget::QK;
-    bool normAfterRope = false;
-    double alpha = 1.0;  // q = alpha * norm(q) + (1 - alpha) * q_raw (same for k)
-    double scale = 0.0;  // s, fixed during an anneal
-    SoftcapKind softcap = SoftcapKind::None;
-    double softcapC = 50.0;
-    bool fused = false;  // fused kernel (only where fusedAttentionPossible says so)
-};
-
-// The attention switches of a step: what the trainer, the decoder and the tests run with.
-AttentionSwitches attentionSwitches(const RunConfig& c, const StepSettings& s);
-
 // at::scaled_dot_product_attention with an explicit scale arrived in LibTorch 2.1; Debian's
 // 1.13 always takes the explicit path.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
@@ -45,9 +31,7 @@ constexpr bool kHaveFusedAttention = true;
 constexpr bool kHaveFusedAttention = false;
 #endif
 
-// True when a step's attention needs no explicit logits: nothing probes it and no softcap acts
-// on the logits. The QK-norm anneal mixes q/k vectors before the dot product, so an annealing
-// step can be fused too.
+// fusedAttentionAllowed (qklab/schedules.h) in a build with the fused kernel.
 bool fusedAttentionPossible(const AttentionSwitches& sw, bool probing);
 
 // What one layer's attention hands to the probes (all detached; filled only on probe steps).

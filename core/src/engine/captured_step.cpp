@@ -6,14 +6,6 @@
 
 namespace qklab {
 
-bool GraphKey::operator==(const GraphKey& o) const {
-    const auto &a = switches, &b = o.switches;
-    return a.qkNorm == b.qkNorm && a.normOn == b.normOn && a.normAfterRope == b.normAfterRope &&
-           a.alpha == b.alpha && a.scale == b.scale && a.softcap == b.softcap &&
-           a.softcapC == b.softcapC && a.fused == b.fused && batch == o.batch &&
-           seqLen == o.seqLen && frozenGains == o.frozenGains;
-}
-
 GraphStepper::GraphStepper(StepGraphFactory factory, int stableSteps)
     : m_factory(std::move(factory)), m_stableSteps(stableSteps) {}
 

@@ -24,8 +24,11 @@ namespace qklab {
 struct GraphKey {
     AttentionSwitches switches;
     int64_t batch = 0, seqLen = 0;
-    bool frozenGains = false;  // an anneal's QK gains: no update
-    bool operator==(const GraphKey& o) const;
+    bool frozenGains = false;                   // an anneal's QK gains: no update
+    bool operator==(const GraphKey& o) const {  // the switches by their one equality
+        return switches == o.switches && batch == o.batch && seqLen == o.seqLen &&
+               frozenGains == o.frozenGains;
+    }
 };
 
 // What a training step leaves for the readback: the loss, the pre-clip gradient norm, the

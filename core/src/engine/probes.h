@@ -52,10 +52,9 @@ class MapMoments {
   public:
     MapMoments(int64_t probeEvery, int64_t mapEvery)
         : m_on(probeEvery > 0 && mapEvery > 0), m_every(mapEvery) {}
-    // Whether a step with events should probe (and map) although off the probe schedule.
-    bool probeEventStep(bool hasEvents) const { return m_on && hasEvents; }
-    // The before-event map, unless step - 1 already has one (the same weights).
-    bool wantsBefore(int64_t step) const { return m_on && step > 0 && m_lastMapStep != step - 1; }
+    // The latest step with maps (-1: none): planStep takes a before-event map only where
+    // step - 1 has none (the same weights).
+    int64_t lastMapStep() const { return m_lastMapStep; }
     // Why to map a probed step, if at all; `layers` are its probe rows.
     std::optional<MapReason> reasonAt(int64_t step, bool eventStep,
                                       const std::vector<ProbeStats>& layers);

@@ -166,14 +166,14 @@ void Trainer::Impl::loadCheckpoint(const std::string& path) {
     lastCheckpoint = path;
 }
 
-double Trainer::Impl::validationLoss(const StepSettings& s) {
+double Trainer::Impl::validationLoss(const StepPlan& plan) {
     torch::NoGradGuard noGrad;
-    auto sw = switchesFor(s);
-    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, false);
     std::vector<torch::Tensor> losses;  // summed on the host side of one transfer
     for (int64_t i = 0; i < config.eval.batches; ++i) {
-        auto b = data->valBatch(i, config.eval.batches, config.data.batchSize, s.seqLen);
-        losses.push_back(model->forward(b.x.to(device), b.y.to(device), sw, nullptr).ceLoss);
+        auto b =
+            data->valBatch(i, config.eval.batches, config.data.batchSize, plan.settings.seqLen);
+        losses.push_back(
+            model->forward(b.x.to(device), b.y.to(device), plan.evalSwitches, nullptr).ceLoss);
     }
     const auto values = torch::stack(losses).to(torch::kFloat64).cpu();
     double total = 0;
@@ -391,73 +391,64 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
 
 Trainer::~Trainer() = default;
 
-// One step of the run loop: train, update, validate, read back when due, checkpoint, flush.
-// Returns false when the run ended here (diverged).
+// One step of the run loop, as planStep planned it: train (or replay), update, clip, validate,
+// read back when due, checkpoint, flush. Returns false when the run ended here (diverged).
 bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& observer,
                             RunOutcome& outcome) {
     const auto t0 = Clock::now();
-    auto events = eventsAt(step);
-    const StepSettings s = settingsAt(config, step);
-    const Batch batch = drawBatch(s);
+    auto events = eventsAt(step);  // first: interventions join the config the plan reads
+    const StepPlan plan = planStep(config, step, loopFacts(!events.empty()));
+    const Batch batch = drawBatch(plan.settings);
     auto mapsBefore =
-        events.empty() ? std::vector<AttentionMap>{} : mapsBeforeEvents(step, batch, s);
-    auto graphed = graphStep(step, s, batch, !events.empty());
-    if (graphs && !graphs->failure().empty() && !graphFailureReported) {
-        std::fprintf(stderr, "qklab: %s; step %lld on runs without graphs\n",
-                     graphs->failure().c_str(), static_cast<long long>(step));
-        graphFailureReported = true;
-    }
-    st.pending.push_back(graphed ? std::move(*graphed)
-                                 : trainStep(step, s, batch, !events.empty()));
+        plan.mapsBeforeEvents ? mapsBeforeEvents(plan, batch) : std::vector<AttentionMap>{};
+    st.pending.push_back(trainOrReplay(plan, batch));
     PendingStep& current = st.pending.back();
     current.events = std::move(events);
     current.maps.insert(current.maps.begin(), std::make_move_iterator(mapsBefore.begin()),
                         std::make_move_iterator(mapsBefore.end()));
-    // Every-step readback checks the step before the update (one transfer for both values),
-    // so a diverged run keeps the weights of its last good step.
-    if (!deferredReadback) {
-        const auto both =
-            torch::stack({current.loss.to(torch::kFloat64), current.gradNorm.to(torch::kFloat64)})
-                .cpu();
-        current.hostValues = {both[0].item<double>(), both[1].item<double>()};
-        if (!std::isfinite(current.hostValues->first) ||
-            !std::isfinite(current.hostValues->second)) {
-            current.hostSeconds = seconds(t0, Clock::now());
-            return readBack(st, observer, outcome);
-        }
+    if (plan.readBeforeUpdate && !readBeforeUpdate(current)) {
+        current.hostSeconds = seconds(t0, Clock::now());
+        return readBack(st, observer, outcome);
     }
-    // Learnable QK scales are frozen during an anneal: the optimizer would otherwise inflate
-    // them to compensate, and they would explode as alpha reaches 0.
-    // anneal.qk_norm.freeze_gain = false leaves them learnable, to show that.
-    if (!current.graphed) {
-        if (s.annealing && config.anneal.qkNorm.freezeGain)
-            for (auto& g : gains) g.mutable_grad() = torch::Tensor();
-        optimizer->step();
-        current.updateNorm = optimizer->lastUpdateNorm();
-    }
+    if (!current.graphed) update(plan, current);
     // QK-Clip acts on the updated weights, measured on this step's batch.
-    if (s.qkClipTau > 0 && (step + 1) % config.attention.qkClip.every == 0)
-        current.clips = model->qkClip(batch.x.to(device), switchesFor(s), s.qkClipTau, step);
+    if (plan.qkClip)
+        current.clips =
+            model->qkClip(batch.x.to(device), plan.switches, plan.settings.qkClipTau, step);
     current.hostSeconds = seconds(t0, Clock::now());  // the training step, not validation
+    if (plan.evaluate) st.untimed([&] { current.metrics.valLoss = validationLoss(plan); });
+    return finishStep(plan, st, observer, outcome);
+}
 
-    const bool lastStep = step + 1 == config.schedule.steps;
-    const bool evalStep =
-        (config.eval.every > 0 && (step + 1) % config.eval.every == 0) || lastStep;
-    // Every N steps when asked, and a rolling one every run.checkpoint_seconds of wall time
-    // so that a crash costs at most that much training.
-    const bool everyN =
-        config.run.checkpointEvery > 0 && (step + 1) % config.run.checkpointEvery == 0;
-    const bool rolling = config.run.checkpointSeconds > 0 && !checkpointDir.empty() &&
-                         seconds(lastCheckpointTime, Clock::now()) >= config.run.checkpointSeconds;
-    const bool checkpointStep = (everyN || rolling) && !lastStep;
-    if (evalStep) st.untimed([&] { current.metrics.valLoss = validationLoss(s); });
-    const bool probed = current.probed;
-    const bool readNow = !deferredReadback || probed || evalStep || checkpointStep ||
-                         st.pending.size() >= kMaxPendingSteps ||
-                         seconds(st.lastReadback, Clock::now()) > kReadbackSeconds;
-    if (readNow && !readBack(st, observer, outcome)) return false;
-    if (checkpointStep) st.untimed([&] { saveCheckpoint(step + 1, observer); });
-    if (readNow && (probed || seconds(st.lastFlush, Clock::now()) > 0.5)) {
+// Every-step readback: the loss and grad norm in one transfer, before the update, so that a
+// diverged run keeps the weights of its last good step. False when either is not finite.
+bool Trainer::Impl::readBeforeUpdate(PendingStep& p) {
+    const auto both =
+        torch::stack({p.loss.to(torch::kFloat64), p.gradNorm.to(torch::kFloat64)}).cpu();
+    p.hostValues = {both[0].item<double>(), both[1].item<double>()};
+    return std::isfinite(p.hostValues->first) && std::isfinite(p.hostValues->second);
+}
+
+// The eager step's AdamW update (a replayed graph ran its own), without the gradients of
+// frozen QK gains.
+void Trainer::Impl::update(const StepPlan& plan, PendingStep& p) {
+    if (plan.freezeGains)
+        for (auto& g : gains) g.mutable_grad() = torch::Tensor();
+    optimizer->step();
+    p.updateNorm = optimizer->lastUpdateNorm();
+}
+
+// The step's end (stepEnd: the plan and the clock): read back, checkpoint, flush.
+bool Trainer::Impl::finishStep(const StepPlan& plan, LoopState& st, TrainingObserver& observer,
+                               RunOutcome& outcome) {
+    const auto now = Clock::now();
+    const StepEnd end =
+        stepEnd(config, plan, loopFacts(plan.events),
+                StepClock{st.pending.size(), seconds(st.lastReadback, now),
+                          seconds(st.lastFlush, now), seconds(lastCheckpointTime, now)});
+    if (end.readBack && !readBack(st, observer, outcome)) return false;
+    if (end.checkpoint) st.untimed([&] { saveCheckpoint(plan.step + 1, observer); });
+    if (end.flush) {
         st.untimed([&] { observer.onFlushPoint(); });
         st.lastFlush = Clock::now();
     }
@@ -579,6 +570,10 @@ int64_t Trainer::startStep() const {
 
 int64_t Trainer::replayedSteps() const {
     return m_impl->graphs ? m_impl->graphs->replays() : 0;
+}
+
+bool Trainer::cudaGraphs() const {
+    return m_impl->graphs != nullptr;
 }
 
 std::string Trainer::deviceDescription() const {

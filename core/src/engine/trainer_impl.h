@@ -1,6 +1,7 @@
 // trainer_impl.h — Trainer::Impl, the state of one training run, shared by trainer.cpp (the
-// run loop, readback, checkpoints, controls) and trainer_steps.cpp (one step, eager or through
-// a CUDA graph). Private to core.
+// run loop carrying out each step's plan, readback, checkpoints, controls), trainer_steps.cpp
+// (one step, eager or through a CUDA graph) and trainer_setup.cpp (optimizer and graphs).
+// Private to core.
 #pragma once
 
 #include <torch/torch.h>
@@ -24,6 +25,7 @@
 #include "qklab/error.h"
 #include "qklab/run_monitor.h"
 #include "qklab/schedules.h"
+#include "qklab/step_plan.h"
 #include "qklab/trainer.h"
 
 namespace qklab {
@@ -71,9 +73,6 @@ struct LoopState {
     explicit LoopState(const RunConfig& config) : monitor(config) {}
 };
 
-constexpr size_t kMaxPendingSteps = 256;  // deferred readback: at least this often
-constexpr double kReadbackSeconds = 0.5;  // ... and about this often, for live views
-
 struct Trainer::Impl {
     RunConfig config;  // events grow with interventions
     TrainerOptions options;
@@ -100,71 +99,32 @@ struct Trainer::Impl {
     Clock::time_point lastCheckpointTime = Clock::now();
     MapMoments mapMoments{0, 0};  // set from the config in the constructor
 
-    AttentionSwitches switchesFor(const StepSettings& s) const {
-        return attentionSwitches(config, s);
-    }
-
     // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
     // the optimizer state in this order.
     std::vector<AdamWGroup> parameterGroups() {
         return {{model->decayedParameters(), config.optim.weightDecay},
                 {model->undecayedParameters(), 0.0}};
     }
-
-    void buildOptimizer() {
-        if (config.optim.fused == AutoSwitch::On && !kHaveFusedAdamW)
-            throw Error(ErrorCode::Unsupported,
-                        "optim.fused = on, but this build's LibTorch (" +
-                            std::to_string(TORCH_VERSION_MAJOR) + "." +
-                            std::to_string(TORCH_VERSION_MINOR) +
-                            ") has no fused AdamW (2.4 or later); use optim.fused = auto or off");
-        // auto: fused on CUDA, where the per-parameter update is ~10 launches per tensor. On
-        // the CPU it gains a few percent of a step, and the per-parameter update keeps the
-        // documented CPU numbers: chaotic (high-LR) runs follow the optimizer's rounding, and a
-        // lesson's seed that had no spike gets one with the fused kernel's.
-        const bool fused =
-            kHaveFusedAdamW && (config.optim.fused == AutoSwitch::On ||
-                                (config.optim.fused == AutoSwitch::Auto && device.is_cuda()));
-        optimizer = std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
-                                                  config.optim.betas[1], config.optim.eps, fused);
-    }
-
-    // run.cuda_graphs: a GraphStepper on CUDA with deferred readback where the plugin loads
-    // (or with the tests' stand-in graph); `on` fails where it cannot.
-    void buildGraphs() {
-        if (config.run.cudaGraphs == AutoSwitch::Off) return;
-        StepGraphFactory factory = options.stepGraphFactory;
-        std::string why;
-        if (!factory) {
-            if (!device.is_cuda()) return;  // validate() refuses `on` off cuda
-            factory = cudaStepGraphFactory(why);
-        }
-        if (!deferredReadback) why = "run.readback = every_step reads the loss before the update";
-        if (factory && deferredReadback) {
-            graphs = std::make_unique<GraphStepper>(std::move(factory));
-            return;
-        }
-        if (config.run.cudaGraphs == AutoSwitch::On)
-            throw Error(ErrorCode::Unsupported, "run.cuda_graphs = on, but " + why);
-    }
+    void buildOptimizer();
+    void buildGraphs();
 
     void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
     void loadCheckpoint(const std::string& path);
-    double validationLoss(const StepSettings& s);
+    double validationLoss(const StepPlan& plan);
     std::vector<Event> takeInterventions(int64_t step);
     bool waitWhilePaused();
 
     std::vector<EventRecord> eventsAt(int64_t step);
+    LoopFacts loopFacts(bool events) const;
     Batch drawBatch(const StepSettings& s);
-    PendingStep trainStep(int64_t step, const StepSettings& s, const Batch& batch, bool eventStep);
-    std::optional<PendingStep> graphStep(int64_t step, const StepSettings& s, const Batch& batch,
-                                         bool eventStep);
-    bool probingAt(int64_t step, bool eventStep) const {
-        return (config.probes.every > 0 && step % config.probes.every == 0) ||
-               mapMoments.probeEventStep(eventStep);
-    }
-    std::vector<AttentionMap> mapsBeforeEvents(int64_t step, const Batch& batch,
-                                               const StepSettings& after);
+    PendingStep trainStep(const StepPlan& plan, const Batch& batch);
+    std::optional<PendingStep> graphStep(const StepPlan& plan, const Batch& batch);
+    PendingStep trainOrReplay(const StepPlan& plan, const Batch& batch);
+    std::vector<AttentionMap> mapsBeforeEvents(const StepPlan& plan, const Batch& batch);
+    bool readBeforeUpdate(PendingStep& p);
+    void update(const StepPlan& plan, PendingStep& p);
+    bool finishStep(const StepPlan& plan, LoopState& st, TrainingObserver& observer,
+                    RunOutcome& outcome);
     bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     bool runStep(int64_t step, LoopState& st, TrainingObserver& observer, RunOutcome& outcome);
     void trainSteps(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);

@@ -4,65 +4,54 @@
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "engine/trainer_impl.h"
 
 namespace qklab {
 
 // The model as it stands before this step's events, on this step's batch, under the settings
-// without them: against the step's own (after-event) map only the switch differs. None when
-// the events change nothing in the forward pass (LR, a dirty batch: same weights, same map).
-std::vector<AttentionMap> Trainer::Impl::mapsBeforeEvents(int64_t step, const Batch& batch,
-                                                          const StepSettings& after) {
-    if (!mapMoments.wantsBefore(step)) return {};
-    RunConfig without = config;
-    without.events.erase(std::remove_if(without.events.begin(), without.events.end(),
-                                        [&](const Event& e) { return e.step == step; }),
-                         without.events.end());
-    auto sw = switchesFor(settingsAt(without, step));
-    const auto swAfter = switchesFor(after);
-    if (sw.qkNorm == swAfter.qkNorm && sw.alpha == swAfter.alpha && sw.softcap == swAfter.softcap &&
-        sw.softcapC == swAfter.softcapC)
-        return {};
-    sw.fused = false;  // the maps need the explicit softmax
+// without them (the plan's beforeSwitches): against the step's own (after-event) map only the
+// switch differs.
+std::vector<AttentionMap> Trainer::Impl::mapsBeforeEvents(const StepPlan& plan,
+                                                          const Batch& batch) {
     torch::NoGradGuard noGrad;
     std::vector<AttentionCapture> captures;
     {
         Bf16AutocastScope autocast(device, bf16);
-        model->forward(batch.x.to(device), batch.y.to(device), sw, &captures);
+        model->forward(batch.x.to(device), batch.y.to(device), plan.beforeSwitches, &captures);
     }
     if (bf16) at::autocast::clear_cache();
-    auto maps = attentionMaps(step - 1, captures);
+    auto maps = attentionMaps(plan.step - 1, captures);
     labelMaps(maps, MapReason::BeforeEvent, batch.x);
-    mapMoments.taken(step - 1);
+    mapMoments.taken(plan.step - 1);
     return maps;
 }
 
 namespace {
 
 // The step's settings as the record shows them.
-void describeStep(PendingStep& p, int64_t step, const StepSettings& s,
-                  const AttentionSwitches& sw) {
+void describeStep(PendingStep& p, const StepPlan& plan) {
+    const StepSettings& s = plan.settings;
     StepMetrics& m = p.metrics;
-    m.step = step;
+    m.step = plan.step;
     m.lr = s.lr;
     m.alpha = s.alpha;
     m.softcapC = s.softcapC;
     m.seqLen = s.seqLen;
-    m.attentionPath = sw.fused ? "fused" : "explicit";
+    m.attentionPath = plan.switches.fused ? "fused" : "explicit";
     p.qkNormActive = s.qkNorm != QkNormVariant::None && s.alpha > 0;
 }
 
 }  // namespace
 
-PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const Batch& batch,
-                                     bool eventStep) {
+PendingStep Trainer::Impl::trainStep(const StepPlan& plan, const Batch& batch) {
     PendingStep p;
-    auto sw = switchesFor(s);
-    const bool probing = probingAt(step, eventStep);
-    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, probing);
-    optimizer->setLr(s.lr);
+    const AttentionSwitches& sw = plan.switches;
+    const bool probing = plan.probe;
+    optimizer->setLr(plan.settings.lr);
 
     auto x = batch.x.to(device), y = batch.y.to(device);
     std::vector<AttentionCapture> captures;
@@ -85,30 +74,28 @@ PendingStep Trainer::Impl::trainStep(int64_t step, const StepSettings& s, const 
     if (probing) {
         probeSettings.softcap = sw.softcap;
         probeSettings.softcapC = sw.softcapC;
-        computeProbes(step, captures, probeSettings, p.probeStats, p.histograms);
-        if (const auto reason = mapMoments.reasonAt(step, eventStep, p.probeStats)) {
-            p.maps = attentionMaps(step, captures);
+        computeProbes(plan.step, captures, probeSettings, p.probeStats, p.histograms);
+        if (const auto reason = mapMoments.reasonAt(plan.step, plan.events, p.probeStats)) {
+            p.maps = attentionMaps(plan.step, captures);
             labelMaps(p.maps, *reason, batch.x);
-            mapMoments.taken(step);
+            mapMoments.taken(plan.step);
         }
         p.probed = true;
         captures.clear();  // free the (B, H, T, T) tensors before the update
     }
-    describeStep(p, step, s, sw);
+    describeStep(p, plan);
     return p;
 }
 
 // A step through the CUDA graph (forward, backward, clip and update in one replay), or
-// nullopt: the step runs eagerly. Probe and event steps are never in the graph (they need the
-// logits, or change the model). An anneal's frozen gains are part of the graph's key: their
-// gradients are dropped between clip and update, as in the eager step.
-std::optional<PendingStep> Trainer::Impl::graphStep(int64_t step, const StepSettings& s,
-                                                    const Batch& batch, bool eventStep) {
-    if (!graphs || eventStep || probingAt(step, eventStep)) return std::nullopt;
-    const bool freezeGains = s.annealing && config.anneal.qkNorm.freezeGain;
-    auto sw = switchesFor(s);
-    sw.fused = config.run.fusedAttention && fusedAttentionPossible(sw, false);
-    optimizer->setLr(s.lr);  // a device tensor: the graph reads the new value
+// nullopt: the step runs eagerly. Only steps the plan lets try (never probe or event steps: they
+// need the logits, or change the model). An anneal's frozen gains are part of the graph's key:
+// their gradients are dropped between clip and update, as in the eager step.
+std::optional<PendingStep> Trainer::Impl::graphStep(const StepPlan& plan, const Batch& batch) {
+    if (!plan.tryGraph) return std::nullopt;
+    const bool freezeGains = plan.freezeGains;
+    const AttentionSwitches sw = plan.switches;
+    optimizer->setLr(plan.settings.lr);  // a device tensor: the graph reads the new value
     const GraphKey key{sw, batch.x.size(0), batch.x.size(1), freezeGains};
     const double clipTo =
         config.optim.gradClip > 0 ? config.optim.gradClip : std::numeric_limits<double>::infinity();
@@ -141,8 +128,31 @@ std::optional<PendingStep> Trainer::Impl::graphStep(int64_t step, const StepSett
     p.outputLogits = out->outputLogits;
     p.updateNorm = out->updateNorm;
     p.graphed = true;
-    describeStep(p, step, s, sw);
+    describeStep(p, plan);
     return p;
+}
+
+// The step through its CUDA graph where it replays, else eagerly; a failed capture is reported
+// once (the run goes on without graphs).
+PendingStep Trainer::Impl::trainOrReplay(const StepPlan& plan, const Batch& batch) {
+    auto graphed = graphStep(plan, batch);
+    if (graphs && !graphs->failure().empty() && !graphFailureReported) {
+        std::fprintf(stderr, "qklab: %s; step %lld on runs without graphs\n",
+                     graphs->failure().c_str(), static_cast<long long>(plan.step));
+        graphFailureReported = true;
+    }
+    return graphed ? std::move(*graphed) : trainStep(plan, batch);
+}
+
+LoopFacts Trainer::Impl::loopFacts(bool events) const {
+    LoopFacts f;
+    f.events = events;
+    f.lastMapStep = mapMoments.lastMapStep();
+    f.graphs = graphs != nullptr;
+    f.deferredReadback = deferredReadback;
+    f.fusedKernel = kHaveFusedAttention;
+    f.checkpointFolder = !checkpointDir.empty();
+    return f;
 }
 
 }  // namespace qklab
