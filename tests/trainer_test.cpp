@@ -219,6 +219,7 @@ TEST(Trainer, StoppedRunResumesToTheSameLossCurve) {
     const std::string db = dir + "/runs.db";
     RunConfig c = tinyConfig(30);
     c.probes.every = 5;
+    c.optim.lr = 0.05;
     int64_t fullId = 0, resumedId = 0;
     {
         RunSession full(c, SessionOptions{db, "full", {}});
@@ -236,7 +237,8 @@ TEST(Trainer, StoppedRunResumesToTheSameLossCurve) {
     }
     auto again = RunSession::resume(db, resumedId);
     EXPECT_EQ(again->trainer().startStep(), 12);
-    EXPECT_EQ(again->run().status, RunStatus::Finished);
+    Collector resumedSession;
+    EXPECT_EQ(again->run(&resumedSession).status, RunStatus::Finished);
 
     RunStore store(db);
     const auto a = store.stepMetrics(fullId), b = store.stepMetrics(resumedId);
@@ -245,6 +247,23 @@ TEST(Trainer, StoppedRunResumesToTheSameLossCurve) {
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].loss, b[i].loss) << "step " << i;
     EXPECT_EQ(store.run(resumedId).status, RunStatus::Finished);
     EXPECT_EQ(store.probeStats(fullId, -1).size(), store.probeStats(resumedId, -1).size());
+    // The logit alarms too (LR 0.05: the max logit passes 30 by the probe at step 10, before
+    // the stop): the resumed session reads the stored probes as its history and raises no
+    // stored alarm again. It had raised them again at its first probe, reading that probe as
+    // the layer's first.
+    const auto alarmsA = store.logitAlarms(fullId), alarmsB = store.logitAlarms(resumedId);
+    ASSERT_FALSE(alarmsA.empty());
+    EXPECT_LT(alarmsA.front().step, 12);
+    ASSERT_EQ(alarmsA.size(), alarmsB.size());
+    std::vector<std::string> after;  // what the full run raised after the resume step
+    for (size_t i = 0; i < alarmsA.size(); ++i) {
+        EXPECT_EQ(alarmsA[i].step, alarmsB[i].step);
+        EXPECT_EQ(alarmsA[i].text, alarmsB[i].text);
+        if (alarmsA[i].step >= 12) after.push_back(alarmsA[i].text);
+    }
+    std::vector<std::string> raised;  // what the resumed session raised, as the user saw it
+    for (const LogitAlarm& alarm : resumedSession.alarms) raised.push_back(alarm.text);
+    EXPECT_EQ(raised, after);
     fs::remove_all(dir);
 }
 

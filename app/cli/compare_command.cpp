@@ -104,19 +104,22 @@ nlohmann::ordered_json groupsJson(const std::vector<RunInfo>& runs,
     return out;
 }
 
-// A run trained outside qklab: its qklab config holds only what qklab found in the model and
-// the probe settings (the diff leaves the rest out as unknown); it trained with its user config.
+// Runs trained outside qklab, one line each, then what their config rows mean: qklab recorded
+// only what it observed (the diff leaves the rest out as unknown); their own settings are the
+// user.* rows above (the whole user config: show RUN).
 void printOutsideQklab(const std::vector<RunInfo>& runs) {
+    bool any = false;
     for (const RunInfo& r : runs) {
         if (!trainedOutsideQklab(r)) continue;
-        std::cout
-            << "\nrun " << r.id << " '" << printableText(r.name.substr(0, 80))
-            << "' was trained outside qklab (" << printableText(r.source.substr(0, 80))
-            << "): of its qklab config only the model's shape, QK-norm, softcap and the "
-               "probe settings were recorded, the rest is unknown; it ran with its user config: "
-            << printableText(r.userConfigJson.substr(0, 400))
-            << (r.userConfigJson.size() > 400 ? "..." : "") << "\n";
+        std::cout << (any ? "" : "\n") << "run " << r.id << " '"
+                  << printableText(r.name.substr(0, 80)) << "' was trained outside qklab ("
+                  << printableText(r.source.substr(0, 80)) << ")\n";
+        any = true;
     }
+    if (any)
+        std::cout << "  qklab recorded only what it observed of these runs (model shape, QK-norm, "
+                     "softcap, MLA, probe settings); the rest of qklab's config is unknown, and "
+                     "their own settings are the user.* rows (all of them: qklab-cli show RUN)\n";
 }
 
 void printJson(const std::vector<RunInfo>& runs, const std::vector<ComparedConfig>& configs,

@@ -49,6 +49,11 @@ class StepGraph;  // engine/step_graph.h: a recorded step, replayed
 
 struct TrainerOptions {
     std::string resumeFrom;  // a checkpoint file to continue from
+    // A resumed run's probe rows and logit alarms stored before the checkpoint's step: the
+    // alarms' history (RunMonitor::restore), so that they compare against the run's first
+    // probe and are not raised twice.
+    std::vector<ProbeStats> storedProbes;
+    std::vector<LogitAlarm> storedAlarms;
     // Where run.cuda_graphs gets its graphs: empty = the CUDA plugin. Tests set a stand-in
     // that replays on the CPU, which also turns graphs on for a CPU run.
     std::function<std::unique_ptr<StepGraph>()> stepGraphFactory;

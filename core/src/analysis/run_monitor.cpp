@@ -13,7 +13,7 @@ namespace {
 // The attention logit cap in force at `step` (events and anneals included), 0 = none.
 double softcapAt(const RunConfig& config, int64_t step) {
     const StepSettings s = settingsAt(config, step);
-    return s.softcapKind == SoftcapKind::None ? 0.0 : s.softcapC;
+    return s.softcap == SoftcapKind::None ? 0.0 : s.softcapC;
 }
 
 }  // namespace

@@ -147,6 +147,10 @@ std::unique_ptr<RunSession> RunSession::resumeClaimed(RunStore& store, const std
     auto& d = *session->m_impl;
     TrainerOptions options;
     options.resumeFrom = last->path;
+    for (ProbeStats& p : store.probeStats(runId))
+        if (p.step < last->step) options.storedProbes.push_back(std::move(p));
+    for (LogitAlarm& a : store.logitAlarms(runId))
+        if (a.step < last->step) options.storedAlarms.push_back(std::move(a));
     d.trainer = std::make_unique<Trainer>(config, options);
     d.trainer->setCheckpointDir(checkpointDirFor(defaultCheckpointRoot(dbPath), runId));
     d.writer = std::make_unique<RunWriter>(dbPath, runId, last->step);

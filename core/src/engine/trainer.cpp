@@ -457,6 +457,7 @@ bool Trainer::Impl::finishStep(const StepPlan& plan, LoopState& st, TrainingObse
 
 void Trainer::Impl::runLoop(TrainingObserver& observer, RunOutcome& outcome) {
     LoopState st(config);
+    st.monitor.restore(options.storedProbes, options.storedAlarms);
     trainSteps(st, observer, outcome);
     // A run that ended (stopped, diverged) before the probe a spike waited for: diagnose it with
     // the latest probe before it, which its text says. A change whose report window had not
