@@ -183,3 +183,20 @@ TEST(GuiFolders, NoFeatureIncludesAnother) {
         }
     EXPECT_GT(checked, 100);  // the scan saw the includes
 }
+
+// The automation driver asks the window for everything through LabWindow, as the lesson stage
+// does: neither a feature's header nor MainWindow's (whose part<T>() only the tests use).
+TEST(GuiFolders, TheAutomationDriverReachesTheWindowOnlyThroughLabWindow) {
+    int checked = 0;
+    for (const char* name : {"automation.h", "automation.cpp"})
+        for (const std::string& include : quotedIncludes(kGui / kGuiShell / name)) {
+            const std::string folder = include.substr(0, include.find('/'));
+            ++checked;
+            EXPECT_TRUE(std::find(kGuiFeatures.begin(), kGuiFeatures.end(), folder) ==
+                        kGuiFeatures.end())
+                << "shell/" << name << " includes " << include << ": ask LabWindow instead";
+            EXPECT_NE(include, "shell/main_window.h")
+                << "shell/" << name << " includes " << include << ": ask LabWindow instead";
+        }
+    EXPECT_GT(checked, 3);  // the scan saw the includes
+}
