@@ -90,6 +90,12 @@ TEST(Config, RetiredKeyIsSkippedWhenReadAndRefusedWhenSet) {
     EXPECT_NE(msg.find("probes.exact_percentiles=true"), std::string::npos) << msg;
     EXPECT_NE(msg.find("was retired: probe percentiles are always exact"), std::string::npos)
         << msg;
+    // It tells the user what the runs recorded with it hold, not which issue changed it.
+    EXPECT_NE(msg.find("estimated them from a sample of 32768 values per row unless this key was "
+                       "true; the runs it recorded keep those values"),
+              std::string::npos)
+        << msg;
+    EXPECT_EQ(msg.find("issue"), std::string::npos) << msg;
     // A misspelt key is still an unknown key.
     EXPECT_NE(errorFor({{"probes", {{"exact_percentile", true}}}}).find("unknown config key"),
               std::string::npos);

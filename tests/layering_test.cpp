@@ -27,8 +27,9 @@ const fs::path kCore = fs::path(qklab::testpaths::sourceDir()) / "core";
 // Lowest first. The index is the layer's rank.
 const std::vector<std::string> kLayers = {"util", "config", "store", "analysis", "engine"};
 
-// Public headers without a .cpp of their own.
-const std::map<std::string, std::string> kHeaderOnly = {{"choices.h", "util"}, {"error.h", "util"}};
+// Public headers without a .cpp of their own (printable_text.h's function is text_util.cpp's).
+const std::map<std::string, std::string> kHeaderOnly = {
+    {"choices.h", "util"}, {"error.h", "util"}, {"printable_text.h", "util"}};
 
 int rankOf(const std::string& layer) {
     for (size_t i = 0; i < kLayers.size(); ++i)
@@ -181,4 +182,21 @@ TEST(GuiFolders, NoFeatureIncludesAnother) {
                 << "through common/ (LabWindow for the window)";
         }
     EXPECT_GT(checked, 100);  // the scan saw the includes
+}
+
+// The automation driver asks the window for everything through LabWindow, as the lesson stage
+// does: neither a feature's header nor MainWindow's (whose part<T>() only the tests use).
+TEST(GuiFolders, TheAutomationDriverReachesTheWindowOnlyThroughLabWindow) {
+    int checked = 0;
+    for (const char* name : {"automation.h", "automation.cpp"})
+        for (const std::string& include : quotedIncludes(kGui / kGuiShell / name)) {
+            const std::string folder = include.substr(0, include.find('/'));
+            ++checked;
+            EXPECT_TRUE(std::find(kGuiFeatures.begin(), kGuiFeatures.end(), folder) ==
+                        kGuiFeatures.end())
+                << "shell/" << name << " includes " << include << ": ask LabWindow instead";
+            EXPECT_NE(include, "shell/main_window.h")
+                << "shell/" << name << " includes " << include << ": ask LabWindow instead";
+        }
+    EXPECT_GT(checked, 3);  // the scan saw the includes
 }

@@ -1,8 +1,9 @@
 // check_blas_command.cpp — `qklab-cli check-blas`: the BLAS in use, its matmul speed (warns
 // when slow), and the CUDA backend.
+#include "check_blas_command.h"
+
 #include <cstdio>
 
-#include "commands.h"
 #include "qklab/environment.h"
 
 namespace qklab::cli {

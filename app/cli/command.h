@@ -29,9 +29,10 @@ class Database {
     std::vector<std::string*> m_targets;
 };
 
-// One subcommand. A command's file defines `struct XxxArgs` (what its command line holds),
-// `void addXxxOptions(CLI::App&, XxxArgs&, Database&)` (declares them) and
-// `int cmdXxx(const XxxArgs&)`, which returns the exit status or throws qklab::Error.
+// One subcommand. A command's header, xxx_command.h, declares `struct XxxArgs` (what its
+// command line holds), `void addXxxOptions(CLI::App&, XxxArgs&, Database&)` (declares them) and
+// `int cmdXxx(const XxxArgs&)`, which returns the exit status or throws qklab::Error; its
+// xxx_command.cpp defines the two functions.
 struct Command {
     std::string name;
     std::string help;  // its line in `qklab-cli --help`

@@ -2,6 +2,25 @@
 // in the order `qklab-cli --help` lists them.
 #include "commands.h"
 
+#include "check_blas_command.h"
+#include "compare_command.h"
+#include "export_command.h"
+#include "generate_command.h"
+#include "import_command.h"
+#include "keys_command.h"
+#include "lesson_command.h"
+#include "list_command.h"
+#include "merge_command.h"
+#include "recommend_command.h"
+#include "resume_command.h"
+#include "run_command.h"
+#include "show_command.h"
+#include "sweep_command.h"
+#include "sweep_point_command.h"
+#include "sweep_report_command.h"
+#include "sweeps_command.h"
+#include "value_command.h"
+
 namespace qklab::cli {
 
 std::vector<Command> commandTable() {

@@ -1,10 +1,11 @@
 // compare_command.cpp — `qklab-cli compare`: the config differences and a summary table of
 // stored runs.
+#include "compare_command.h"
+
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
 #include "qklab/compare.h"
 #include "qklab/error.h"
 #include "qklab/run_store.h"

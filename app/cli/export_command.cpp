@@ -1,7 +1,8 @@
 // export_command.cpp — `qklab-cli export`: all recorded data of one run, as CSV or JSON.
+#include "export_command.h"
+
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/run_export.h"
 #include "stored_runs.h"
 

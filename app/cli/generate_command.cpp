@@ -1,11 +1,12 @@
 // generate_command.cpp — `qklab-cli generate`: text from a stored run's newest checkpoint.
+#include "generate_command.h"
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
-#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/generate.h"
 #include "qklab/generate_source.h"

@@ -1,10 +1,11 @@
 // import_command.cpp — `qklab-cli import`: copy every run of a database (e.g. a colleague's)
 // into yours.
+#include "import_command.h"
+
 #include <filesystem>
 #include <iostream>
 #include <set>
 
-#include "commands.h"
 #include "qklab/run_store.h"
 
 namespace qklab::cli {

@@ -1,8 +1,9 @@
 // keys_command.cpp — `qklab-cli keys`: every config key and event kind with its default and
 // meaning (--markdown: docs/CONFIG.md).
+#include "keys_command.h"
+
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/config_docs.h"
 
 namespace qklab::cli {

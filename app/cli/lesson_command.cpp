@@ -1,13 +1,14 @@
 // lesson_command.cpp — `qklab-cli lesson`: checks lesson files as the app plays them (the same
 // checks, in core): exit 2 with the step and field of the first error; --record trains their
 // runs into a database for replay in class.
+#include "lesson_command.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
-#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/events.h"
 #include "qklab/input_file.h"

@@ -1,9 +1,10 @@
 // list_command.cpp — `qklab-cli list`: the stored runs, as a table or JSON.
+#include "list_command.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_export.h"
 #include "stored_runs.h"

@@ -1,6 +1,8 @@
 // merge_command.cpp — `qklab-cli merge`: copy every run of several databases (a Slurm sweep's
 // shards) into one.
-#include "commands.h"
+#include "merge_command.h"
+
+#include "import_command.h"  // importDatabases
 
 namespace qklab::cli {
 

@@ -1,8 +1,9 @@
 // recommend_command.cpp — `qklab-cli recommend`: the guide's size table as a preset, the config
 // on stdout (or --output) and one reason per choice on stderr.
+#include "recommend_command.h"
+
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/recommend.h"
 #include "stored_runs.h"
 

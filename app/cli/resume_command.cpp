@@ -1,6 +1,7 @@
 // resume_command.cpp — `qklab-cli resume`: continue a stopped or interrupted run from its last
 // checkpoint.
-#include "commands.h"
+#include "resume_command.h"
+
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"
 #include "training.h"

@@ -1,8 +1,9 @@
 // run_command.cpp — `qklab-cli run`: train a preset and record it.
+#include "run_command.h"
+
 #include <filesystem>
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/input_file.h"
 #include "qklab/run_config.h"

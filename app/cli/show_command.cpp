@@ -1,8 +1,9 @@
 // show_command.cpp — `qklab-cli show`: the summary and config of one run (and, in JSON, its
 // logit alarms).
+#include "show_command.h"
+
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/run_export.h"
 #include "stored_runs.h"
 

@@ -27,6 +27,7 @@
 #include <set>
 #include <thread>
 
+#include "new_sweep.h"
 #include "qklab/error.h"
 #include "qklab/input_file.h"
 #include "qklab/resources.h"
@@ -343,28 +344,6 @@ std::pair<SweepInfo, SweepDefinition> openSweep(RunStore& store, const SweepArgs
 }
 
 }  // namespace
-
-std::string shellQuoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-NewSweep newSweep(const SweepArgs& o) {
-    NewSweep n;
-    n.definition = loadSweepFile(o.file);
-    if (!o.name.empty()) n.definition.name = o.name;
-    try {
-        checkSweepName(n.definition.name);
-    } catch (const Error& e) {
-        // A bad "name" field was refused by the parser: here it is --name or the file's stem.
-        throw Error(e.code(), o.name.empty() ? o.file + ": " + e.what() +
-                                                   " (it is the file's name: give one with --name)"
-                                             : std::string("--name: ") + e.what());
-    }
-    n.points = expandSweep(n.definition);  // every point valid before anything is stored
-    return n;
-}
 
 void addSweepOptions(CLI::App& cmd, SweepArgs& args, Database& db) {
     cmd.add_option("file", args.file,

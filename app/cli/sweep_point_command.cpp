@@ -1,10 +1,11 @@
 // sweep_point_command.cpp — `qklab-cli sweep-point` (internal): one grid point of a sweep, in
 // its own process, started by `sweep` or a Slurm array task.
+#include "sweep_point_command.h"
+
 #include <filesystem>
 #include <optional>
 #include <set>
 
-#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/run_session.h"
 #include "qklab/run_store.h"

@@ -1,11 +1,12 @@
 // sweep_report_command.cpp — `qklab-cli sweep-report`: a sweep's points and, for an LR sweep,
 // each configuration's LR sensitivity and max stable LR.
+#include "sweep_report_command.h"
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/run_store.h"
 #include "qklab/sweep_report.h"

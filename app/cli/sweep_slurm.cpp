@@ -25,6 +25,7 @@
 #include <map>
 #include <optional>
 
+#include "new_sweep.h"
 #include "qklab/error.h"
 #include "qklab/input_file.h"
 #include "qklab/resources.h"

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "sweep_command.h"
+#include "sweep_command.h"  // SweepArgs
 
 namespace qklab::cli {
 

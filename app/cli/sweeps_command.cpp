@@ -1,10 +1,11 @@
 // sweeps_command.cpp — `qklab-cli sweeps`: the stored sweeps and how far each got.
+#include "sweeps_command.h"
+
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
 #include "qklab/run_store.h"
 
 using nlohmann::json;

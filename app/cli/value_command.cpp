@@ -1,11 +1,12 @@
 // value_command.cpp — `qklab-cli value`: the numbers a lesson placeholder stands for, read
 // from a stored run. Scripts check stated numbers with it (scripts/check-claims.py), with the
 // same syntax and meaning as the lessons' {{…}} (qklab/lesson_values.h).
+#include "value_command.h"
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
-#include "commands.h"
 #include "qklab/error.h"
 #include "qklab/input_file.h"
 #include "qklab/lesson_values.h"

@@ -4,27 +4,16 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
-#include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
 #include <QSettings>
 #include <QTimer>
 #include <iostream>
 
+#include "common/lab_window.h"
 #include "common/run_controller.h"
-#include "compare/compare_panel.h"
-#include "lessons/lesson_player.h"
-#include "lessons/lesson_stage.h"
-#include "live/attention_map_panel.h"
-#include "live/histogram_panel.h"
-#include "live/live_plots_panel.h"
-#include "live/sample_panel.h"
 #include "qklab/run_store.h"
-#include "run/run_controls_panel.h"
 #include "shell/latency_monitor.h"
-#include "shell/main_window.h"
-#include "shell/presenter_mode.h"
-#include "sweeps/sweep_panel.h"
 
 namespace qklab::gui {
 
@@ -180,8 +169,7 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* o, int* exitCode
     return true;
 }
 
-AutomationDriver::AutomationDriver(MainWindow* window, const LaunchOptions& options,
-                                   QObject* parent)
+AutomationDriver::AutomationDriver(LabWindow* window, const LaunchOptions& options, QObject* parent)
     : QObject(parent), m_window(window), m_options(options) {
     m_latency = new LatencyMonitor(this);
 }
@@ -193,10 +181,9 @@ bool AutomationDriver::begin() {
         return false;
     }
     // --run-name names the next run, started here (--autostart) or by the user's Start.
-    if (!m_options.runName.isEmpty())
-        m_window->part<RunControlsPanel>()->setRunName(m_options.runName);
+    if (!m_options.runName.isEmpty()) m_window->setNextRunName(m_options.runName);
     if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);
-    if (m_options.overlay) m_window->part<HistogramPanel>()->setOverlay(true);
+    if (m_options.overlay) m_window->setHistogramOverlay(true);
     if (!beginLesson()) return false;
     m_latency->start();
     watchRuns();
@@ -208,9 +195,8 @@ bool AutomationDriver::begin() {
     if (!m_options.sweep.isEmpty()) {
         m_window->showSweep(m_options.sweep);
         if (m_options.sweepTableShare > 0)  // once the window has its size
-            QTimer::singleShot(200, this, [this] {
-                m_window->part<SweepPanel>()->setTableShare(m_options.sweepTableShare);
-            });
+            QTimer::singleShot(200, this,
+                               [this] { m_window->setSweepTableShare(m_options.sweepTableShare); });
     }
     if (m_options.quitAfterMs > 0)
         QTimer::singleShot(m_options.quitAfterMs, this, &AutomationDriver::finishAndQuit);
@@ -266,7 +252,7 @@ void AutomationDriver::watchRuns() {
 
 // --autostart: the Train strip's Start, with --run-name in its name field (begin() put it there).
 void AutomationDriver::autostart() {
-    m_window->part<RunControlsPanel>()->startRun();
+    m_window->startRun();
     if (m_window->controller()->isBusy()) return;
     std::cerr << "qklab: the run could not be started\n";
     m_exitCode = 2;
@@ -280,8 +266,8 @@ void AutomationDriver::beginComparison() {
             // One event-loop turn later the plots have their size and data.
             QTimer::singleShot(300, this, [this] {
                 QString error;
-                if (!m_window->part<ComparePanel>()->saveFigure(m_options.compareFigure, &error,
-                                                                m_options.figureSize)) {
+                if (!m_window->saveComparisonFigure(m_options.compareFigure, &error,
+                                                    m_options.figureSize)) {
                     std::cerr << "qklab: " << error.toStdString() << "\n";
                     m_exitCode = 1;
                 }
@@ -297,14 +283,13 @@ void AutomationDriver::beginComparison() {
 
 // --presenter, --lesson (and its step), --replay, --shot-on-callout.
 bool AutomationDriver::beginLesson() {
-    if (m_options.presenter) m_window->part<PresenterMode>()->setActive(true);
+    if (m_options.presenter) m_window->setPresenterMode(true);
     if (!m_options.lesson.isEmpty()) {
-        m_window->part<LessonStage>()->setPreferReplay(m_options.lessonReplay);
+        m_window->setLessonPreferReplay(m_options.lessonReplay);
         const bool ok =
             m_window->openLesson(m_options.lesson, std::max(0, m_options.lessonStep - 1));
         if (!ok) {
-            std::cerr << "qklab: " << m_window->part<LessonPlayer>()->errorText().toStdString()
-                      << "\n";
+            std::cerr << "qklab: " << m_window->lessonError().toStdString() << "\n";
             if (m_options.quiet) {
                 m_exitCode = 2;
                 return false;
@@ -329,7 +314,7 @@ bool AutomationDriver::beginLesson() {
         if (!m_options.tab.isEmpty()) m_window->showTab(m_options.tab);  // replay showed live
     }
     if (m_options.shotOnCallout)
-        connect(m_window->part<LessonStage>(), &LessonStage::calloutShown, this,
+        connect(m_window, &LabWindow::lessonCalloutShown, this,
                 [this] { QTimer::singleShot(1500, this, &AutomationDriver::finishAndQuit); });
     return true;
 }
@@ -338,20 +323,17 @@ bool AutomationDriver::beginLesson() {
 // found, and the next follows when the text is written; a screenshot waits for the last.
 void AutomationDriver::beginSamples() {
     if (m_options.sampleIds.isEmpty()) return;
-    auto* panel = m_window->part<SamplePanel>();
-    if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("sampleDock"))) {
-        dock->show();
-        dock->raise();
-    }
-    connect(panel, &SamplePanel::runReady, this, [this, panel](qint64 id, bool ready) {
+    m_window->showSampleBox();
+    connect(m_window, &LabWindow::sampleRunReady, this, [this](qint64 id, bool ready) {
         if (!m_samplePending) return;
         m_samplePending = false;
-        if (ready) return panel->generate();
-        std::cerr << "qklab: --sample " << id << ": " << panel->notice().toStdString() << "\n";
+        if (ready) return m_window->generateSample();
+        std::cerr << "qklab: --sample " << id << ": " << m_window->sampleNotice().toStdString()
+                  << "\n";
         m_exitCode = 2;
         sampleNext();
     });
-    connect(panel, &SamplePanel::sampleFinished, this, [this] { sampleNext(); });
+    connect(m_window, &LabWindow::sampleFinished, this, [this] { sampleNext(); });
     if (m_options.openRunId <= 0) return QTimer::singleShot(0, this, &AutomationDriver::sampleNext);
     // Opening a run picks it in the Sample box too: start once that has happened.
     connect(m_window, &LabWindow::runOpened, this, [this] {
@@ -365,7 +347,7 @@ void AutomationDriver::sampleNext() {
         return;
     }
     m_samplePending = true;
-    m_window->part<SamplePanel>()->setRun(m_options.sampleIds[m_nextSample++]);
+    m_window->pickSampleRun(m_options.sampleIds[m_nextSample++]);
 }
 
 void AutomationDriver::openRequestedRun() {
@@ -425,11 +407,9 @@ void AutomationDriver::finishAndQuit() {
     m_latencyStats = m_latency->stats();
     // Views that read the store (histograms, attention maps) reload once more so the shots
     // include the rows the writer flushed at the end of the run.
-    m_window->part<HistogramPanel>()->reload();
-    m_window->part<AttentionMapPanel>()->reloadSteps();
+    m_window->reloadStoreViews();
     QTimer::singleShot(1200, this, [this] {
-        auto* live = m_window->part<LivePlotsPanel>();
-        live->replotNow();
+        m_window->replotLiveNow();
         QApplication::processEvents();
         if (!m_options.plotShots.isEmpty()) saveTabShots(m_options.plotShots.first());
         if (!m_options.screenshotPath.isEmpty() &&
@@ -437,9 +417,9 @@ void AutomationDriver::finishAndQuit() {
             std::cerr << "qklab: could not save " << m_options.screenshotPath.toStdString() << "\n";
             m_exitCode = m_exitCode ? m_exitCode : 4;
         }
-        const int points = live->lossPointCount();
+        const int points = m_window->lossPointCount();
         std::cout << "loss points: " << points << "\n"
-                  << "run shown: " << live->runId() << "\n"
+                  << "run shown: " << m_window->shownLiveRun().runId << "\n"
                   << m_latencySummary.toStdString() << std::endl;
         if (!m_options.latencyReport.isEmpty()) writeLatencyReport();
         if (m_options.quitAfterSteps > 0 && points == 0 && m_exitCode == 0) m_exitCode = 3;

@@ -7,9 +7,9 @@
 //         --replay RUN --replay-speed N --shot-on-callout --sample 1,2
 //
 // The driver only uses what a user could do through the panels (load preset, start, open a
-// run, switch tab) so a passing smoke test means the real path works: what lessons ask of the
-// window too, it asks through LabWindow; a panel's own button or box (Start, the histogram
-// overlay, the comparison's figure) it finds by kind, MainWindow::part<T>().
+// run, switch tab) so a passing smoke test means the real path works. It asks the window for all
+// of it through LabWindow (common/lab_window.h), as the lesson stage does, so it includes no
+// feature's header: the window forwards each request to the panel a user would work.
 #pragma once
 
 #include <QObject>
@@ -21,7 +21,7 @@
 
 namespace qklab::gui {
 
-class MainWindow;
+class LabWindow;
 
 struct LaunchOptions {
     QString presetPath;
@@ -62,7 +62,7 @@ bool parseLaunchOptions(const QStringList& args, LaunchOptions* options, int* ex
 class AutomationDriver : public QObject {
     Q_OBJECT
   public:
-    AutomationDriver(MainWindow* window, const LaunchOptions& options, QObject* parent = nullptr);
+    AutomationDriver(LabWindow* window, const LaunchOptions& options, QObject* parent = nullptr);
 
     // Loads preset/overrides/db and schedules the rest; false when setup failed (message printed).
     bool begin();
@@ -83,7 +83,7 @@ class AutomationDriver : public QObject {
     void beginSamples();
     void sampleNext();
 
-    MainWindow* m_window;
+    LabWindow* m_window;
     LaunchOptions m_options;
     LatencyMonitor* m_latency = nullptr;
     bool m_stopping = false;

@@ -98,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : LabWindow(parent) {
 
     buildMenus();
     connectPanels();
+    connectScriptSignals();
     m_preview->setConfig(m_form->config());
     statusBar()->showMessage(tr("Ready"));
     restoreLayout();

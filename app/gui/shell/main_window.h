@@ -64,24 +64,35 @@ class MainWindow : public LabWindow {
     void stopReplay() override;
     bool postIntervention(const Event& event) override;
 
-    // Without modal dialogs (automation, tests): errors go to stderr and the status bar.
-    void setQuiet(bool quiet) { m_quiet = quiet; }
-    bool openDatabase(const QString& path);
+    // LabWindow: what scripts ask beyond a lesson (most in main_window_scripts.cpp).
+    void setQuiet(bool quiet) override { m_quiet = quiet; }
+    bool openDatabase(const QString& path) override;
+    QStringList tabNames() const override;
+    QString currentTab() const override;
+    void setPresenterMode(bool on) override;
+    void setNextRunName(const QString& name) override;
+    void startRun() override;
+    void setHistogramOverlay(bool on) override;
+    void reloadStoreViews() override;
+    void replotLiveNow() override;
+    int lossPointCount() const override;
+    bool saveComparisonFigure(const QString& path, QString* error, const FigureSize& size) override;
+    void showSweep(const QString& nameOrId) override;
+    void setSweepTableShare(double share) override;
+    void showSampleBox() override;
+    void pickSampleRun(int64_t runId) override;
+    void generateSample() override;
+    QString sampleNotice() const override;
+    // Lessons (main_window_lessons.cpp).
+    bool openLesson(const QString& nameOrFile, int startIndex = 0) override;
+    QString lessonError() const override;
+    void setLessonPreferReplay(bool replay) override;
+
     // File > Fresh class database: a new empty database beside the open one, opened.
     bool openFreshClassDatabase();
     void togglePause();  // Run > Pause / resume (Space)
-    // The tabs' names in the tab bar's order (the names showTab() takes), and the shown one's.
-    QStringList tabNames() const;
-    QString currentTab() const;
-    // Opens the Sweeps tab on this sweep (name or id; selected once the store lists it).
-    void showSweep(const QString& nameOrId);
     // Run > New sweep from form…: the sweep dialog over the form's config; starts the sweep.
     void newSweepFromForm();
-
-    // Lessons (main_window_lessons.cpp). Opens an embedded lesson (its id, "02-blowup") or a
-    // lesson file in the lesson player, at step startIndex (0-based); false (the parser's
-    // message in the player) when it does not load.
-    bool openLesson(const QString& nameOrFile, int startIndex = 0);
     void chooseLesson();  // File > Open lesson…
     void chooseReplay();  // Run > Replay run…
 
@@ -89,8 +100,8 @@ class MainWindow : public LabWindow {
     void showError(const QString& title, const QString& message);
 
     // The window's one part of kind T (a panel, the presenter, the replay player, the lesson
-    // stage), for the automation driver and the tests, which work the parts as a user would.
-    // The features never ask: they go through LabWindow.
+    // stage), for the tests, which work the parts as a user would. The features and the
+    // automation driver never ask: they go through LabWindow.
     template <class T>
     T* part() const {
         const QList<T*> found = findChildren<T*>();
@@ -127,6 +138,7 @@ class MainWindow : public LabWindow {
     void buildLessonParts();
     void addLessonActions(QMenu* file, QMenu* run, QMenu* view);
     void connectReplay();
+    void connectScriptSignals();  // the parts' signals a script hears, as LabWindow's
 
     RunController* m_controller = nullptr;
     PresetPicker* m_presets = nullptr;

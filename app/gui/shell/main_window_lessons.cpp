@@ -97,6 +97,14 @@ bool MainWindow::openLesson(const QString& nameOrFile, int startIndex) {
     return ok;
 }
 
+QString MainWindow::lessonError() const {
+    return m_lessonPlayer->errorText();
+}
+
+void MainWindow::setLessonPreferReplay(bool replay) {
+    m_lessonStage->setPreferReplay(replay);
+}
+
 void MainWindow::chooseLesson() {
     LessonChooser chooser(this);
     if (chooser.exec() != QDialog::Accepted || chooser.chosenPath().isEmpty()) return;

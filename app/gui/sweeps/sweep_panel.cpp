@@ -28,7 +28,8 @@ namespace qklab::gui {
 
 namespace {
 
-enum ListColumn { kName, kStatus, kDone, kListColumns };
+// The sweep list's columns.
+constexpr int kNameColumn = 0, kStatusColumn = 1, kDoneColumn = 2, kListColumns = 3;
 
 QColor sweepStatusColor(const std::string& status) {
     if (status == "running") return QColor(20, 90, 200);
@@ -112,9 +113,9 @@ QWidget* SweepPanel::buildListSide() {
     m_list->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_list->verticalHeader()->setVisible(false);
     m_list->verticalHeader()->setDefaultSectionSize(20);
-    m_list->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Stretch);
-    m_list->horizontalHeader()->setSectionResizeMode(kStatus, QHeaderView::ResizeToContents);
-    m_list->horizontalHeader()->setSectionResizeMode(kDone, QHeaderView::ResizeToContents);
+    m_list->horizontalHeader()->setSectionResizeMode(kNameColumn, QHeaderView::Stretch);
+    m_list->horizontalHeader()->setSectionResizeMode(kStatusColumn, QHeaderView::ResizeToContents);
+    m_list->horizontalHeader()->setSectionResizeMode(kDoneColumn, QHeaderView::ResizeToContents);
     connect(m_list, &QTableWidget::itemSelectionChanged, this, &SweepPanel::onSweepPicked);
     auto* create = new QPushButton(tr("New sweep from form…"));
     create->setToolTip(tr("Define a sweep over the set-up form's config and start it"));
@@ -325,9 +326,9 @@ void SweepPanel::fillList(const SweepPanelData& panel) {
         auto* doneItem = new QTableWidgetItem(
             QStringLiteral("%1/%2").arg(i < panel.done.size() ? panel.done[i] : 0).arg(s.points));
         doneItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        m_list->setItem(int(i), kName, nameItem);
-        m_list->setItem(int(i), kStatus, statusItem);
-        m_list->setItem(int(i), kDone, doneItem);
+        m_list->setItem(int(i), kNameColumn, nameItem);
+        m_list->setItem(int(i), kStatusColumn, statusItem);
+        m_list->setItem(int(i), kDoneColumn, doneItem);
         if (s.status == "interrupted") interrupted << name;
         if (s.id == m_sweepId) selectRow = int(i);
         if (!m_pendingSelect.isEmpty() &&
@@ -406,7 +407,7 @@ void SweepPanel::onSweepPicked() {
     const QList<QTableWidgetItem*> items = m_list->selectedItems();
     int64_t id = 0;
     for (QTableWidgetItem* item : items)
-        if (item->column() == kName) id = item->data(Qt::UserRole).toLongLong();
+        if (item->column() == kNameColumn) id = item->data(Qt::UserRole).toLongLong();
     if (id == m_sweepId) return;
     m_sweepId = id;
     m_report.reset();
@@ -422,7 +423,7 @@ void SweepPanel::onSweepPicked() {
 void SweepPanel::selectSweep(const QString& nameOrId) {
     m_pendingSelect = nameOrId;
     for (int row = 0; row < m_list->rowCount(); ++row) {
-        QTableWidgetItem* item = m_list->item(row, kName);
+        QTableWidgetItem* item = m_list->item(row, kNameColumn);
         if (item && (item->text() == nameOrId ||
                      QString::number(item->data(Qt::UserRole).toLongLong()) == nameOrId)) {
             m_pendingSelect.clear();

@@ -54,7 +54,6 @@ class SweepPanel : public QWidget {
     QString databasePath() const { return m_path; }
     // Selects a sweep by name or id; one not listed yet is selected when it appears.
     void selectSweep(const QString& nameOrId);
-    int64_t currentSweepId() const { return m_sweepId; }
     const SweepReport* report() const { return m_report.get(); }  // null until loaded
     std::vector<int64_t> selectedRunIds() const;                  // table selection, by row
     void setPollInterval(int ms);

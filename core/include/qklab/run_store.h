@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "qklab/names.h"
+#include "qklab/printable_text.h"  // what every reader that prints a stored name uses
 #include "qklab/records.h"
 
 namespace qklab {
@@ -98,12 +99,6 @@ bool trainedOutsideQklab(const RunInfo& r);
 // trained outside qklab (python: hf-llama): qklab cannot resume a model it does not have";
 // "" for qklab's own runs.
 std::string outsideQklabReason(const RunInfo& r, const std::string& action);
-
-// s safe to print on a terminal: control characters, bidi controls and bytes that are not UTF-8
-// become \xNN.
-// Names read from a file (someone else's, or one written before checkRunName existed) may hold
-// ESC sequences that would clear the screen; every table and message that prints one uses this.
-std::string printableText(const std::string& s);
 
 // The folder that holds every checkpoint file of the database at dbPath: "<dbPath>.checkpoints",
 // with one "run-<id>" folder per run ("" for ":memory:"). The checkpoints table stores paths

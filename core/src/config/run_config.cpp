@@ -50,8 +50,9 @@ struct RetiredKey {
 const RetiredKey* findRetiredKey(const std::string& key) {
     static const RetiredKey kRetired[] = {
         {"probes.exact_percentiles",
-         "probe percentiles are always exact now (runs stored before issue 25 estimated them "
-         "from a sample of 32768 values per row)"}};
+         "probe percentiles are always exact now (an older qklab estimated them from a "
+         "sample of 32768 values per row unless this key was true; the runs it recorded keep "
+         "those values)"}};
     for (const RetiredKey& r : kRetired)
         if (key == r.key) return &r;
     return nullptr;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qklab/error.h"
+#include "qklab/printable_text.h"  // printableText, declared there for the app and the CLI
 
 namespace qklab {
 
@@ -61,11 +62,6 @@ nlohmann::json parseStoredUserConfig(const std::string& text, const std::string&
 // U+200F, U+202A..U+202E, U+2066..U+2069). The first such character of s, described, e.g.
 // "U+009B (a control character) at byte 1"; empty when s holds none.
 std::string firstUnsafeCharacter(const std::string& s);
-
-// s safe to print on a terminal: every character firstUnsafeCharacter names becomes \xNN per
-// byte, so that text read from someone else's file (a run name) can never clear the screen,
-// retitle the window (ESC, OSC) or show itself reversed. Other text is unchanged.
-std::string printableText(const std::string& s);
 
 // One CSV field (RFC 4180): a field with a comma, quote or line break is quoted, its quotes
 // doubled, so that a name from someone else's file stays one field of one line.
