@@ -10,8 +10,8 @@
 #include <map>
 #include <set>
 
+#include "common/custom_scalar_points.h"
 #include "common/plot_style.h"
-#include "live/custom_scalars_plot.h"
 #include "qklab/error.h"
 #include "qklab/record_columns.h"
 #include "qklab/run_export.h"

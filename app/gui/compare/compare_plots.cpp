@@ -10,12 +10,12 @@
 #include <QStackedLayout>
 #include <cmath>
 
+#include "common/custom_scalar_points.h"
 #include "common/plot_cursor.h"
 #include "common/plot_export.h"
 #include "common/plot_style.h"
 #include "common/qk_clip_marks.h"
 #include "common/theme.h"
-#include "live/custom_scalars_plot.h"
 
 namespace qklab::gui {
 namespace {

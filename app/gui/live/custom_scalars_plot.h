@@ -8,8 +8,8 @@
 // logarithmic, and showOnly() (the choice box, shown beside the live view's other controls
 // while there are custom scalars) narrows the plot to one name.
 //
-// The comparison view draws one name across runs from the same points (customScalarPoints)
-// on the same value axis rule (chooseCustomScalarScale).
+// The comparison view draws one name across runs from the same points and on the same value
+// axis rule (common/custom_scalar_points.h).
 #pragma once
 
 #include <QList>
@@ -19,6 +19,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/custom_scalar_points.h"
 #include "qklab/records.h"
 
 class QComboBox;
@@ -26,18 +27,6 @@ class QCPGraph;
 class QCustomPlot;
 
 namespace qklab::gui {
-
-// One custom scalar's points, by step. A NaN value (a step the name was not logged at) has no
-// point; an infinite one is NaN, a gap in the line.
-struct ScalarPoints {
-    QVector<double> steps, values;
-};
-// Every name's points, by name (sorted); `scalars` as the store orders them (name, then step).
-QMap<QString, ScalarPoints> customScalarPoints(const std::vector<CustomScalar>& scalars);
-
-// The value axis for `graphs` (the visible ones): logarithmic when every value is positive
-// and they span more than two decades, else linear.
-void chooseCustomScalarScale(QCustomPlot* plot, const QList<QCPGraph*>& graphs);
 
 class CustomScalarsPlot {
   public:
