@@ -27,10 +27,12 @@
 
 #include "qklab/error.h"
 #include "qklab/input_file.h"
+#include "store/checkpoint_paths.h"
 #include "store/record_rows.h"
+#include "store/run_rows.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {
@@ -90,7 +92,7 @@ bool isInteger(const std::string& s) {
 
 }  // namespace
 
-// ---- shared helpers (declared in sqlite_db.h and store_internal.h) ----
+// ---- shared helpers (declared in sqlite_db.h and run_rows.h) ----
 
 // A run marked running whose process on this host is gone. EPERM means the pid is alive
 // but someone else's: only ESRCH proves it is gone.

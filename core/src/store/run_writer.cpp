@@ -16,11 +16,12 @@
 #include "qklab/error.h"
 #include "qklab/run_store.h"
 #include "qklab/version.h"
+#include "store/checkpoint_paths.h"
 #include "store/disk_reserve.h"
 #include "store/record_rows.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {
