@@ -39,26 +39,6 @@ namespace qklab {
 
 namespace {
 
-std::vector<int64_t> decodeInt64s(const std::vector<unsigned char>& bytes) {
-    std::vector<int64_t> out(bytes.size() / 8);
-    for (size_t i = 0; i < out.size(); ++i) {
-        uint64_t v = 0;
-        for (int b = 7; b >= 0; --b) v = (v << 8) | bytes[i * 8 + b];
-        out[i] = static_cast<int64_t>(v);
-    }
-    return out;
-}
-
-std::vector<float> decodeFloats(const std::vector<unsigned char>& bytes) {
-    std::vector<float> out(bytes.size() / 4);
-    for (size_t i = 0; i < out.size(); ++i) {
-        uint32_t v = 0;
-        for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
-        std::memcpy(&out[i], &v, sizeof v);
-    }
-    return out;
-}
-
 std::string goneMessage(int64_t pid) {
     return "process " + std::to_string(pid) + " on " + thisHostName() +
            " ended without finishing the run";
@@ -338,24 +318,8 @@ std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_
 }
 
 std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, int32_t head) {
-    Statement st(*m_db,
-                 std::string("SELECT step, counts, underflow, overflow, ") +
-                     (hasFeature(m_version, SchemaFeature::HistogramNaN) ? "nan" : "0") +
-                     " FROM histograms WHERE run_id = ? AND layer = ? AND head = ? ORDER BY step");
-    st.bindInt(1, runId).bindInt(2, layer).bindInt(3, head);
-    std::vector<LogitHistogram> out;
-    while (st.step()) {
-        LogitHistogram h;
-        h.step = st.columnInt(0);
-        h.layer = layer;
-        h.head = head;
-        h.counts = decodeInt64s(st.columnBlob(1));
-        h.underflow = st.columnInt(2);
-        h.overflow = st.columnInt(3);
-        h.nan = st.columnInt(4);
-        out.push_back(std::move(h));
-    }
-    return out;
+    return readRowsWhere(*m_db, m_version, histogramTable(), runId, "layer = ? AND head = ?", layer,
+                         head);
 }
 
 std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
@@ -367,28 +331,7 @@ std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
 }
 
 std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
-    // A reader does not migrate: a file from before version 6 has no bytes or reasons.
-    Statement st(*m_db,
-                 std::string("SELECT layer, head, size, weights, ") +
-                     (hasFeature(m_version, SchemaFeature::MapReasons) ? "tokens, reason"
-                                                                       : "NULL, 'periodic'") +
-                     " FROM attention_maps WHERE run_id = ? AND step = ? "
-                     "ORDER BY layer, head");
-    st.bindInt(1, runId).bindInt(2, step);
-    std::vector<AttentionMap> out;
-    while (st.step()) {
-        AttentionMap m;
-        m.step = step;
-        m.layer = static_cast<int32_t>(st.columnInt(0));
-        m.head = static_cast<int32_t>(st.columnInt(1));
-        m.size = static_cast<int32_t>(st.columnInt(2));
-        m.weights = decodeFloats(st.columnBlob(3));
-        const auto tokens = st.columnBlob(4);
-        m.tokens.assign(tokens.begin(), tokens.end());
-        m.reason = mapReasonFromString(st.columnText(5));
-        out.push_back(std::move(m));
-    }
-    return out;
+    return readRowsWhere(*m_db, m_version, attentionMapTable(), runId, "step = ?", step);
 }
 
 std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
@@ -404,20 +347,7 @@ std::vector<Spike> RunStore::spikes(int64_t runId) {
 }
 
 std::vector<EventRecord> RunStore::events(int64_t runId) {
-    Statement st(*m_db,
-                 "SELECT step, kind, params_json, source FROM events WHERE run_id = ? "
-                 "ORDER BY step, id");
-    st.bindInt(1, runId);
-    std::vector<EventRecord> out;
-    while (st.step()) {
-        EventRecord e;
-        e.step = st.columnInt(0);
-        e.kind = st.columnText(1);
-        e.paramsJson = st.columnText(2);
-        e.source = st.columnText(3);
-        out.push_back(std::move(e));
-    }
-    return out;
+    return readRowsWhere(*m_db, m_version, eventTable(), runId, "");
 }
 
 std::vector<CheckpointInfo> RunStore::checkpoints(int64_t runId) {
