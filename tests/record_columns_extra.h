@@ -26,6 +26,7 @@ ALTER TABLE logit_alarms ADD COLUMN twice_threshold REAL;
 ALTER TABLE qk_clips ADD COLUMN twice_factor REAL;
 ALTER TABLE custom_scalars ADD COLUMN twice_value REAL;
 ALTER TABLE change_reports ADD COLUMN twice_loss_z REAL;
+ALTER TABLE probe_stats ADD COLUMN twice_entropy REAL;
 ALTER TABLE histograms ADD COLUMN twice_overflow INTEGER;
 ALTER TABLE attention_maps ADD COLUMN tokens_copy BLOB;
 ALTER TABLE events ADD COLUMN kind_copy TEXT;
@@ -67,6 +68,10 @@ inline void addExtraColumns(std::vector<RecordColumn<ChangeReport>>& columns) {
 
 inline void addExtraColumns(std::vector<RecordColumn<CustomScalar>>& columns) {
     columns.push_back(twice("twice_value", "twice the value", &CustomScalar::value));
+}
+
+inline void addExtraColumns(std::vector<RecordColumn<ProbeStats>>& columns) {
+    columns.push_back(twice("twice_entropy", "twice the entropy", &ProbeStats::entropy));
 }
 
 // Twice the overflow count; reading it sets the overflow to half the stored value.

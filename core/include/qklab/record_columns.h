@@ -1,6 +1,6 @@
 // qklab/record_columns.h — one column table per stored record: step metrics, spikes, logit
-// alarms, QK clips, custom scalars, change reports, histograms, attention maps, events, and the
-// runs themselves (the run list's columns).
+// alarms, QK clips, custom scalars, change reports, probe statistics, histograms, attention
+// maps, events, and the runs themselves (the run list's columns).
 //
 // A column is its name in the store, JSON and CSV, the title views and messages show, how it
 // reads and sets the record's field, and the schema version it arrived in. The store's writer
@@ -65,6 +65,8 @@ const RecordTable<LogitAlarm>& logitAlarmTable();
 const RecordTable<QkClip>& qkClipTable();
 const RecordTable<CustomScalar>& customScalarTable();
 const RecordTable<ChangeReport>& changeReportTable();
+// The probe_stats rows: step, layer, head, then probeColumns() (qklab/records.h) in order.
+const RecordTable<ProbeStats>& probeStatTable();
 const RecordTable<LogitHistogram>& histogramTable();
 const RecordTable<AttentionMap>& attentionMapTable();
 const RecordTable<EventRecord>& eventTable();

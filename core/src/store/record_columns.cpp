@@ -456,6 +456,24 @@ const RecordTable<ChangeReport>& changeReportTable() {
     return table;
 }
 
+// KeepLast: a step probed again (a resumed run) keeps the last statistics. The statistics are
+// probeColumns() (their help text is there); NULL reads as NaN.
+const RecordTable<ProbeStats>& probeStatTable() {
+    using P = ProbeStats;
+    static const RecordTable<P> table = [] {
+        std::vector<RecordColumn<P>> columns{
+            column("step", "step", &P::step),
+            column("layer", "layer", &P::layer),
+            column("head", "head", &P::head),
+        };
+        for (const ProbeColumn& c : probeColumns())
+            columns.push_back(column(c.name, c.title, c.field, c.since));
+        return RecordTable<P>{"probe_stats", 1, "step, layer, head",
+                              RecordTable<P>::Insert::KeepLast, built(std::move(columns))};
+    }();
+    return table;
+}
+
 // KeepLast: a step probed again (a resumed run) keeps the last histogram. A file older than
 // schema 4 has no NaN count: none.
 const RecordTable<LogitHistogram>& histogramTable() {

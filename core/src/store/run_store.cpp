@@ -293,28 +293,10 @@ std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) 
 
 std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_t> head,
                                              int64_t fromStep) {
-    const auto& columns = probeColumns();
-    std::string sql = "SELECT step, layer, head";
-    // A reader does not migrate: a column newer than the file reads as NaN.
-    for (const auto& c : columns)
-        sql += ", " + (m_version >= c.since ? std::string(c.name) : "NULL");
-    sql += " FROM probe_stats WHERE run_id = ?1 AND step >= ?2";
-    if (head) sql += " AND head = ?3";
-    sql += " ORDER BY step, layer, head";
-    Statement st(*m_db, sql);
-    st.bindInt(1, runId).bindInt(2, fromStep);
-    if (head) st.bindInt(3, *head);
-    std::vector<ProbeStats> out;
-    while (st.step()) {
-        ProbeStats p;
-        p.step = st.columnInt(0);
-        p.layer = static_cast<int32_t>(st.columnInt(1));
-        p.head = static_cast<int32_t>(st.columnInt(2));
-        for (size_t i = 0; i < columns.size(); ++i)
-            p.*columns[i].field = st.columnReal(3 + static_cast<int>(i));
-        out.push_back(p);
-    }
-    return out;
+    const RecordTable<ProbeStats>& t = probeStatTable();
+    if (head)
+        return readRowsWhere(*m_db, m_version, t, runId, "step >= ? AND head = ?", fromStep, *head);
+    return readRows(*m_db, m_version, t, runId, fromStep);
 }
 
 std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, int32_t head) {

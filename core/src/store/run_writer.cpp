@@ -34,16 +34,6 @@ void raiseMax(std::optional<double>& current, double value) {
     if (!current || value > *current) current = value;
 }
 
-// INSERT OR REPLACE INTO probe_stats(run_id, step, layer, head, <every probe column>) ...
-std::string probeInsertSql() {
-    std::string names = "run_id, step, layer, head", marks = "?,?,?,?";
-    for (const auto& c : probeColumns()) {
-        names += std::string(", ") + c.name;
-        marks += ",?";
-    }
-    return "INSERT OR REPLACE INTO probe_stats(" + names + ") VALUES(" + marks + ")";
-}
-
 constexpr const char* kFiniteLoss =
     "loss IS NOT NULL AND loss BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308";
 
@@ -100,7 +90,6 @@ struct RunWriter::Impl {
     }
 
     void writeRows();
-    void writeProbes();
     void dropCheckpointsBefore(int64_t step);
     void clearBuffers();
     // Before the first write: room to report a full disk, or Error{Io} when there is none.
@@ -180,7 +169,7 @@ void RunWriter::Impl::dropCheckpointsBefore(int64_t step) {
 
 void RunWriter::Impl::writeRows() {
     insertAll(insStep, stepMetricTable(), steps);
-    writeProbes();
+    insertAll(insProbe, probeStatTable(), probes);
     insertAll(insHist, histogramTable(), histograms);
     insertAll(insMap, attentionMapTable(), maps);
     insertAll(insSpike, spikeTable(), spikes);
@@ -194,17 +183,6 @@ void RunWriter::Impl::writeRows() {
         // Relative to the database's checkpoint folder: readable from any working directory.
         sc.bindAll(runId, c.step, storedCheckpointPath(db->path(), runId, c.path), utcNowIso8601());
         sc.exec();
-    }
-}
-
-void RunWriter::Impl::writeProbes() {
-    Statement& sp = prepared(insProbe, probeInsertSql());
-    const auto& columns = probeColumns();
-    for (const ProbeStats& p : probes) {
-        sp.bindAll(runId, p.step, p.layer, p.head);
-        for (size_t i = 0; i < columns.size(); ++i)
-            sp.bindReal(5 + static_cast<int>(i), p.*columns[i].field);
-        sp.exec();
     }
 }
 
