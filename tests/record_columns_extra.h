@@ -30,6 +30,7 @@ ALTER TABLE probe_stats ADD COLUMN twice_entropy REAL;
 ALTER TABLE histograms ADD COLUMN twice_overflow INTEGER;
 ALTER TABLE attention_maps ADD COLUMN tokens_copy BLOB;
 ALTER TABLE events ADD COLUMN kind_copy TEXT;
+ALTER TABLE checkpoints ADD COLUMN path_copy TEXT;
 ALTER TABLE runs ADD COLUMN extra_note TEXT;
 )sql";
 
@@ -103,6 +104,16 @@ inline void addExtraColumns(std::vector<RecordColumn<EventRecord>>& columns) {
                        [](const EventRecord& e) { return ColumnValue(e.kind); },
                        [](EventRecord& e, const ColumnValue& v) {
                            if (const auto* s = std::get_if<std::string>(&v)) e.kind = *s;
+                       },
+                       latestSchemaVersion()});
+}
+
+// The stored path again; reading it replaces the path (when it holds text).
+inline void addExtraColumns(std::vector<RecordColumn<StoredCheckpoint>>& columns) {
+    columns.push_back({"path_copy", "the file again", ColumnType::Text,
+                       [](const StoredCheckpoint& c) { return ColumnValue(c.path); },
+                       [](StoredCheckpoint& c, const ColumnValue& v) {
+                           if (const auto* s = std::get_if<std::string>(&v)) c.path = *s;
                        },
                        latestSchemaVersion()});
 }

@@ -39,7 +39,7 @@ class RecordColumnsTest : public ::testing::Test {
     void TearDown() override { fs::remove_all(m_dir); }
 
     // Steps 0..4 (loss 4, 3.5, ...), a spike, a logit alarm, a QK clip, a change report, a
-    // probe, a histogram, an attention map and an event.
+    // probe, a histogram, an attention map, an event and a checkpoint.
     void writeRun() {
         NewRun run;
         run.name = "extra";
@@ -66,6 +66,7 @@ class RecordColumnsTest : public ::testing::Test {
         w.addHistogram({2, 0, 1, {1, 2, 3}, 4, 5, 6});
         w.addAttentionMap({2, 0, 1, 2, {1, 0, 0.5f, 0.5f}, "ab", MapReason::BeforeEvent});
         w.addEvent({1, "softcap", R"({"cap":30.0})", "user"});
+        w.addCheckpoint({4, m_db + ".checkpoints/run-1/step-4.pt", ""});
         w.finish(RunStatus::Finished);
     }
 
@@ -95,7 +96,7 @@ class RecordColumnsTest : public ::testing::Test {
             "UPDATE qk_clips SET twice_factor = 0.5; UPDATE change_reports SET twice_loss_z = 7;"
             "UPDATE probe_stats SET twice_entropy = 5; UPDATE histograms SET twice_overflow = 14;"
             "UPDATE attention_maps SET tokens_copy = X'7879'; UPDATE events SET kind_copy = "
-            "'qk_norm';"
+            "'qk_norm'; UPDATE checkpoints SET path_copy = 'run-1/copy.pt';"
             "UPDATE runs SET extra_note = 'from the extra column'");
     }
 
@@ -128,6 +129,7 @@ TEST_F(RecordColumnsTest, TheWriterStoresEveryExtraColumnThroughItsMigration) {
     EXPECT_EQ(real("SELECT twice_overflow FROM histograms"), 10.0);
     EXPECT_EQ(real("SELECT tokens_copy = X'6162' FROM attention_maps"), 1.0);  // "ab"
     EXPECT_EQ(real("SELECT kind_copy = 'softcap' FROM events"), 1.0);
+    EXPECT_EQ(real("SELECT path_copy = 'run-1/step-4.pt' FROM checkpoints"), 1.0);
 }
 
 TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
@@ -157,6 +159,9 @@ TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
     ASSERT_EQ(store.events(1).size(), 1u);
     EXPECT_EQ(store.events(1)[0].kind, "qk_norm");
     EXPECT_EQ(store.events(1)[0].paramsJson, R"({"cap":30.0})");
+    ASSERT_EQ(store.checkpoints(1).size(), 1u);
+    EXPECT_EQ(store.checkpoints(1)[0].step, 4);
+    EXPECT_EQ(fs::path(store.checkpoints(1)[0].path).filename(), "copy.pt");  // from path_copy
 }
 
 TEST_F(RecordColumnsTest, EveryExportAndListShowsTheExtraColumns) {

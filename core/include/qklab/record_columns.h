@@ -1,6 +1,6 @@
 // qklab/record_columns.h — one column table per stored record: step metrics, spikes, logit
 // alarms, QK clips, custom scalars, change reports, probe statistics, histograms, attention
-// maps, events, and the runs themselves (the run list's columns).
+// maps, events, checkpoints, and the runs themselves (the run list's columns).
 //
 // A column is its name in the store, JSON and CSV, the title views and messages show, how it
 // reads and sets the record's field, and the schema version it arrived in. The store's writer
@@ -70,6 +70,7 @@ const RecordTable<ProbeStats>& probeStatTable();
 const RecordTable<LogitHistogram>& histogramTable();
 const RecordTable<AttentionMap>& attentionMapTable();
 const RecordTable<EventRecord>& eventTable();
+const RecordTable<StoredCheckpoint>& checkpointTable();
 
 // A column of RunInfo: what a reader selects from `runs r` (the stored column or a subquery,
 // and what stands in for it in a file older than `since`), and where it shows.

@@ -526,6 +526,18 @@ const RecordTable<EventRecord>& eventTable() {
     return table;
 }
 
+// KeepLast: a step checkpointed again (a resumed run) names the newer file.
+const RecordTable<StoredCheckpoint>& checkpointTable() {
+    using C = StoredCheckpoint;
+    static const RecordTable<C> table{"checkpoints", 1, "step", RecordTable<C>::Insert::KeepLast,
+                                      built<RecordColumn<C>>({
+                                          column("step", "step", &C::step),
+                                          column("path", "file", &C::path),
+                                          column("created_at", "written", &C::createdAt),
+                                      })};
+    return table;
+}
+
 const std::vector<RunColumn>& runColumns() {
     static const std::vector<RunColumn> columns = makeRunColumns();
     return columns;

@@ -333,11 +333,9 @@ std::vector<EventRecord> RunStore::events(int64_t runId) {
 }
 
 std::vector<CheckpointInfo> RunStore::checkpoints(int64_t runId) {
-    Statement st(*m_db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
-    st.bindInt(1, runId);
     std::vector<CheckpointInfo> out;
-    while (st.step())
-        out.push_back(resolveCheckpoint(path(), runId, st.columnInt(0), st.columnText(1)));
+    for (const StoredCheckpoint& c : readRowsWhere(*m_db, m_version, checkpointTable(), runId, ""))
+        out.push_back(resolveCheckpoint(path(), runId, c.step, c.path));
     return out;
 }
 

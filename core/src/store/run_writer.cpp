@@ -178,12 +178,11 @@ void RunWriter::Impl::writeRows() {
     insertAll(insCustom, customScalarTable(), customs);
     insertAll(insChange, changeReportTable(), changeReports);
     insertAll(insEvent, eventTable(), events);
-    Statement& sc = prepared(insCkpt, "INSERT OR REPLACE INTO checkpoints VALUES(?,?,?,?)");
-    for (const CheckpointInfo& c : checkpoints) {
-        // Relative to the database's checkpoint folder: readable from any working directory.
-        sc.bindAll(runId, c.step, storedCheckpointPath(db->path(), runId, c.path), utcNowIso8601());
-        sc.exec();
-    }
+    std::vector<StoredCheckpoint> stored;
+    for (const CheckpointInfo& c : checkpoints)  // relative: readable from any working directory
+        stored.push_back(
+            {c.step, storedCheckpointPath(db->path(), runId, c.path), utcNowIso8601()});
+    insertAll(insCkpt, checkpointTable(), stored);
 }
 
 std::string storedUserConfig(const std::string& text) {
