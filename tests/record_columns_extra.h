@@ -26,6 +26,11 @@ ALTER TABLE logit_alarms ADD COLUMN twice_threshold REAL;
 ALTER TABLE qk_clips ADD COLUMN twice_factor REAL;
 ALTER TABLE custom_scalars ADD COLUMN twice_value REAL;
 ALTER TABLE change_reports ADD COLUMN twice_loss_z REAL;
+ALTER TABLE probe_stats ADD COLUMN twice_entropy REAL;
+ALTER TABLE histograms ADD COLUMN twice_overflow INTEGER;
+ALTER TABLE attention_maps ADD COLUMN tokens_copy BLOB;
+ALTER TABLE events ADD COLUMN kind_copy TEXT;
+ALTER TABLE checkpoints ADD COLUMN path_copy TEXT;
 ALTER TABLE runs ADD COLUMN extra_note TEXT;
 )sql";
 
@@ -64,6 +69,53 @@ inline void addExtraColumns(std::vector<RecordColumn<ChangeReport>>& columns) {
 
 inline void addExtraColumns(std::vector<RecordColumn<CustomScalar>>& columns) {
     columns.push_back(twice("twice_value", "twice the value", &CustomScalar::value));
+}
+
+inline void addExtraColumns(std::vector<RecordColumn<ProbeStats>>& columns) {
+    columns.push_back(twice("twice_entropy", "twice the entropy", &ProbeStats::entropy));
+}
+
+// Twice the overflow count; reading it sets the overflow to half the stored value.
+inline void addExtraColumns(std::vector<RecordColumn<LogitHistogram>>& columns) {
+    columns.push_back({"twice_overflow", "twice the overflow", ColumnType::Integer,
+                       [](const LogitHistogram& h) { return ColumnValue(2 * h.overflow); },
+                       [](LogitHistogram& h, const ColumnValue& v) {
+                           if (const auto* i = std::get_if<int64_t>(&v)) h.overflow = *i / 2;
+                       },
+                       latestSchemaVersion()});
+}
+
+// The map's bytes again, as a blob; reading it replaces the bytes (when it holds any).
+inline void addExtraColumns(std::vector<RecordColumn<AttentionMap>>& columns) {
+    columns.push_back({"tokens_copy", "the bytes again", ColumnType::Blob,
+                       [](const AttentionMap& m) {
+                           return ColumnValue(ColumnBytes(m.tokens.begin(), m.tokens.end()));
+                       },
+                       [](AttentionMap& m, const ColumnValue& v) {
+                           if (const auto* b = std::get_if<ColumnBytes>(&v))
+                               m.tokens.assign(b->begin(), b->end());
+                       },
+                       latestSchemaVersion()});
+}
+
+// The event's kind again; reading it replaces the kind (when it holds text).
+inline void addExtraColumns(std::vector<RecordColumn<EventRecord>>& columns) {
+    columns.push_back({"kind_copy", "the kind again", ColumnType::Text,
+                       [](const EventRecord& e) { return ColumnValue(e.kind); },
+                       [](EventRecord& e, const ColumnValue& v) {
+                           if (const auto* s = std::get_if<std::string>(&v)) e.kind = *s;
+                       },
+                       latestSchemaVersion()});
+}
+
+// The stored path again; reading it replaces the path (when it holds text).
+inline void addExtraColumns(std::vector<RecordColumn<StoredCheckpoint>>& columns) {
+    columns.push_back({"path_copy", "the file again", ColumnType::Text,
+                       [](const StoredCheckpoint& c) { return ColumnValue(c.path); },
+                       [](StoredCheckpoint& c, const ColumnValue& v) {
+                           if (const auto* s = std::get_if<std::string>(&v)) c.path = *s;
+                       },
+                       latestSchemaVersion()});
 }
 
 // A run-list column stored in `runs`; reading it replaces the notes (when it holds text).

@@ -38,7 +38,8 @@ class RecordColumnsTest : public ::testing::Test {
     }
     void TearDown() override { fs::remove_all(m_dir); }
 
-    // Steps 0..4 (loss 4, 3.5, ...), a spike, a logit alarm, a QK clip and a change report.
+    // Steps 0..4 (loss 4, 3.5, ...), a spike, a logit alarm, a QK clip, a change report, a
+    // probe, a histogram, an attention map, an event and a checkpoint.
     void writeRun() {
         NewRun run;
         run.name = "extra";
@@ -57,6 +58,15 @@ class RecordColumnsTest : public ::testing::Test {
         report.kind = "softcap";
         report.lossZ = 3;
         w.addChangeReport(report);
+        ProbeStats probe;
+        probe.step = 2;
+        probe.head = 1;
+        probe.entropy = 1.5;
+        w.addProbe(probe);
+        w.addHistogram({2, 0, 1, {1, 2, 3}, 4, 5, 6});
+        w.addAttentionMap({2, 0, 1, 2, {1, 0, 0.5f, 0.5f}, "ab", MapReason::BeforeEvent});
+        w.addEvent({1, "softcap", R"({"cap":30.0})", "user"});
+        w.addCheckpoint({4, m_db + ".checkpoints/run-1/step-4.pt", ""});
         w.finish(RunStatus::Finished);
     }
 
@@ -84,6 +94,9 @@ class RecordColumnsTest : public ::testing::Test {
             "UPDATE step_metrics SET twice_loss = 100 WHERE step = 3;"
             "UPDATE spikes SET twice_z_score = 18; UPDATE logit_alarms SET twice_threshold = 50;"
             "UPDATE qk_clips SET twice_factor = 0.5; UPDATE change_reports SET twice_loss_z = 7;"
+            "UPDATE probe_stats SET twice_entropy = 5; UPDATE histograms SET twice_overflow = 14;"
+            "UPDATE attention_maps SET tokens_copy = X'7879'; UPDATE events SET kind_copy = "
+            "'qk_norm'; UPDATE checkpoints SET path_copy = 'run-1/copy.pt';"
             "UPDATE runs SET extra_note = 'from the extra column'");
     }
 
@@ -112,6 +125,11 @@ TEST_F(RecordColumnsTest, TheWriterStoresEveryExtraColumnThroughItsMigration) {
     EXPECT_EQ(real("SELECT twice_threshold FROM logit_alarms"), 60.0);
     EXPECT_EQ(real("SELECT twice_factor FROM qk_clips"), 1.0);
     EXPECT_EQ(real("SELECT twice_loss_z FROM change_reports"), 6.0);
+    EXPECT_EQ(real("SELECT twice_entropy FROM probe_stats"), 3.0);
+    EXPECT_EQ(real("SELECT twice_overflow FROM histograms"), 10.0);
+    EXPECT_EQ(real("SELECT tokens_copy = X'6162' FROM attention_maps"), 1.0);  // "ab"
+    EXPECT_EQ(real("SELECT kind_copy = 'softcap' FROM events"), 1.0);
+    EXPECT_EQ(real("SELECT path_copy = 'run-1/step-4.pt' FROM checkpoints"), 1.0);
 }
 
 TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
@@ -124,6 +142,26 @@ TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
     EXPECT_EQ(store.qkClips(1).at(0).factor, 0.25);
     EXPECT_EQ(store.changeReports(1).at(0).lossZ, 3.5);
     EXPECT_EQ(store.run(1).notes, "from the extra column");
+    ASSERT_EQ(store.probeStats(1).size(), 1u);
+    EXPECT_EQ(store.probeStats(1)[0].entropy, 2.5);  // half of twice_entropy
+    EXPECT_EQ(store.probeStats(1, 1).at(0).entropy, 2.5);
+    EXPECT_TRUE(store.probeStats(1, 0).empty());
+    const auto histograms = store.histograms(1, 0, 1);
+    ASSERT_EQ(histograms.size(), 1u);
+    EXPECT_EQ(histograms[0].overflow, 7);  // half of twice_overflow
+    EXPECT_EQ(histograms[0].counts, (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(histograms[0].nan, 6);
+    const auto maps = store.attentionMaps(1, 2);
+    ASSERT_EQ(maps.size(), 1u);
+    EXPECT_EQ(maps[0].tokens, "xy");  // X'7879' from tokens_copy
+    EXPECT_EQ(maps[0].weights, (std::vector<float>{1, 0, 0.5f, 0.5f}));
+    EXPECT_EQ(maps[0].reason, MapReason::BeforeEvent);
+    ASSERT_EQ(store.events(1).size(), 1u);
+    EXPECT_EQ(store.events(1)[0].kind, "qk_norm");
+    EXPECT_EQ(store.events(1)[0].paramsJson, R"({"cap":30.0})");
+    ASSERT_EQ(store.checkpoints(1).size(), 1u);
+    EXPECT_EQ(store.checkpoints(1)[0].step, 4);
+    EXPECT_EQ(fs::path(store.checkpoints(1)[0].path).filename(), "copy.pt");  // from path_copy
 }
 
 TEST_F(RecordColumnsTest, EveryExportAndListShowsTheExtraColumns) {

@@ -1,5 +1,6 @@
 // qklab/record_columns.h — one column table per stored record: step metrics, spikes, logit
-// alarms, QK clips, and the runs themselves (the run list's columns).
+// alarms, QK clips, custom scalars, change reports, probe statistics, histograms, attention
+// maps, events, checkpoints, and the runs themselves (the run list's columns).
 //
 // A column is its name in the store, JSON and CSV, the title views and messages show, how it
 // reads and sets the record's field, and the schema version it arrived in. The store's writer
@@ -21,9 +22,12 @@
 
 namespace qklab {
 
+// The bytes of a blob column as stored (an array in its stored encoding).
+using ColumnBytes = std::vector<unsigned char>;
+
 // One value of a column: absent (SQL NULL, JSON null, an empty CSV cell), an integer, a number
-// (NaN included) or text.
-using ColumnValue = std::variant<std::monostate, int64_t, double, std::string>;
+// (NaN included), text or bytes.
+using ColumnValue = std::variant<std::monostate, int64_t, double, std::string, ColumnBytes>;
 
 // How a column is stored and exported.
 enum class ColumnType {
@@ -31,6 +35,7 @@ enum class ColumnType {
     Real,          // a number: NaN is stored as NULL and NULL reads as NaN
     OptionalReal,  // a number or absent: NaN is stored as the text 'NaN', apart from absent
     Text,          // text, or absent (NULL), which reads and exports as ""
+    Blob,          // bytes (an empty blob, never NULL, when there are none); NULL reads as none
 };
 
 template <class Record>
@@ -60,6 +65,12 @@ const RecordTable<LogitAlarm>& logitAlarmTable();
 const RecordTable<QkClip>& qkClipTable();
 const RecordTable<CustomScalar>& customScalarTable();
 const RecordTable<ChangeReport>& changeReportTable();
+// The probe_stats rows: step, layer, head, then probeColumns() (qklab/records.h) in order.
+const RecordTable<ProbeStats>& probeStatTable();
+const RecordTable<LogitHistogram>& histogramTable();
+const RecordTable<AttentionMap>& attentionMapTable();
+const RecordTable<EventRecord>& eventTable();
+const RecordTable<StoredCheckpoint>& checkpointTable();
 
 // A column of RunInfo: what a reader selects from `runs r` (the stored column or a subquery,
 // and what stands in for it in a file older than `since`), and where it shows.

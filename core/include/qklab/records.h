@@ -229,4 +229,13 @@ struct CheckpointInfo {
     std::string refused;
 };
 
+// A checkpoints row as stored: the path relative to the database's checkpoint folder (or as an
+// older build or another file stored it), and when it was written. Only the store reads it;
+// everyone else gets CheckpointInfo.
+struct StoredCheckpoint {
+    int64_t step = 0;
+    std::string path;
+    std::string createdAt;
+};
+
 }  // namespace qklab

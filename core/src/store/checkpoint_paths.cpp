@@ -7,11 +7,12 @@
 // stored path of either form is only ever used when it resolves (symlinks followed, ".."
 // folded) to a file directly inside the run's own folder: a path from someone else's file
 // must never make qklab open or delete a file elsewhere.
+#include "store/checkpoint_paths.h"
+
 #include <filesystem>
 #include <optional>
 
 #include "qklab/run_store.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {

@@ -10,14 +10,16 @@
 // (replayed in memory) must hold what its declared type says (an integer, a number or the
 // text 'NaN' that bindOptReal writes, one line of bounded text, a bounded blob), one table scan
 // each. Then the values with a meaning: statuses, kinds, names, UUIDs, JSON, sweep references.
+#include "store/import_check.h"
+
 #include <map>
 #include <set>
 
 #include "qklab/records.h"
 #include "qklab/run_store.h"
 #include "qklab/sweep.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {

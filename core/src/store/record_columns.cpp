@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -38,6 +39,52 @@ double realOf(const ColumnValue& v) {
 std::string textOf(const ColumnValue& v) {
     const std::string* s = std::get_if<std::string>(&v);
     return s ? *s : std::string();
+}
+
+ColumnBytes bytesOf(const ColumnValue& v) {
+    const ColumnBytes* b = std::get_if<ColumnBytes>(&v);
+    return b ? *b : ColumnBytes();
+}
+
+// Counts and weights are stored little-endian, whatever the machine.
+ColumnBytes int64Bytes(const std::vector<int64_t>& values) {
+    ColumnBytes out(values.size() * 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+        auto v = static_cast<uint64_t>(values[i]);
+        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    return out;
+}
+
+// Trailing bytes short of a whole value are dropped (a hand-edited blob).
+std::vector<int64_t> int64sOf(const ColumnBytes& bytes) {
+    std::vector<int64_t> out(bytes.size() / 8);
+    for (size_t i = 0; i < out.size(); ++i) {
+        uint64_t v = 0;
+        for (int b = 7; b >= 0; --b) v = (v << 8) | bytes[i * 8 + b];
+        out[i] = static_cast<int64_t>(v);
+    }
+    return out;
+}
+
+ColumnBytes floatBytes(const std::vector<float>& values) {
+    ColumnBytes out(values.size() * 4);
+    for (size_t i = 0; i < values.size(); ++i) {
+        uint32_t v;
+        std::memcpy(&v, &values[i], sizeof v);
+        for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    return out;
+}
+
+std::vector<float> floatsOf(const ColumnBytes& bytes) {
+    std::vector<float> out(bytes.size() / 4);
+    for (size_t i = 0; i < out.size(); ++i) {
+        uint32_t v = 0;
+        for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
+        std::memcpy(&out[i], &v, sizeof v);
+    }
+    return out;
 }
 
 template <class T>
@@ -87,6 +134,30 @@ RecordColumn<Record> column(const char* name, const char* title, T Record::*fiel
             [field](const Record& r) { return valueOf(r.*field); },
             [field](Record& r, const ColumnValue& v) { r.*field = fieldOf<T>(v); },
             since};
+}
+
+// The record's field as a blob: `encode` makes the stored bytes of the field, `decode` the
+// field of the stored bytes (none when the value is NULL).
+template <class Record, class T, class Encode, class Decode>
+RecordColumn<Record> blobColumn(const char* name, const char* title, T Record::*field,
+                                Encode encode, Decode decode, int since = 1) {
+    return {name,
+            title,
+            ColumnType::Blob,
+            [field, encode](const Record& r) { return ColumnValue(encode(r.*field)); },
+            [field, decode](Record& r, const ColumnValue& v) { r.*field = decode(bytesOf(v)); },
+            since};
+}
+
+// A map's reason by its name; a name this build does not know reads as periodic.
+RecordColumn<AttentionMap> mapReasonColumn(int since) {
+    return {
+        "reason",
+        "why",
+        ColumnType::Text,
+        [](const AttentionMap& m) { return ColumnValue(std::string(toString(m.reason))); },
+        [](AttentionMap& m, const ColumnValue& v) { m.reason = mapReasonFromString(textOf(v)); },
+        since};
 }
 
 // Text stored as NULL when empty (not recorded).
@@ -382,6 +453,88 @@ const RecordTable<ChangeReport>& changeReportTable() {
             column("moved", "moved the run", &R::moved),
             column("text", "report", &R::text),
         })};
+    return table;
+}
+
+// KeepLast: a step probed again (a resumed run) keeps the last statistics. The statistics are
+// probeColumns() (their help text is there); NULL reads as NaN.
+const RecordTable<ProbeStats>& probeStatTable() {
+    using P = ProbeStats;
+    static const RecordTable<P> table = [] {
+        std::vector<RecordColumn<P>> columns{
+            column("step", "step", &P::step),
+            column("layer", "layer", &P::layer),
+            column("head", "head", &P::head),
+        };
+        for (const ProbeColumn& c : probeColumns())
+            columns.push_back(column(c.name, c.title, c.field, c.since));
+        return RecordTable<P>{"probe_stats", 1, "step, layer, head",
+                              RecordTable<P>::Insert::KeepLast, built(std::move(columns))};
+    }();
+    return table;
+}
+
+// KeepLast: a step probed again (a resumed run) keeps the last histogram. A file older than
+// schema 4 has no NaN count: none.
+const RecordTable<LogitHistogram>& histogramTable() {
+    using H = LogitHistogram;
+    static const RecordTable<H> table{
+        "histograms", 1, "step", RecordTable<H>::Insert::KeepLast,
+        built<RecordColumn<H>>({
+            column("step", "step", &H::step),
+            column("layer", "layer", &H::layer),
+            column("head", "head", &H::head),
+            blobColumn("counts", "counts", &H::counts, int64Bytes, int64sOf),
+            column("underflow", "underflow", &H::underflow),
+            column("overflow", "overflow", &H::overflow),
+            column("nan", "NaN logits", &H::nan, schemaVersionOf(SchemaFeature::HistogramNaN)),
+        })};
+    return table;
+}
+
+// KeepLast, as histograms. A file older than schema 6 has no bytes (empty) and no reasons
+// (absent: periodic).
+const RecordTable<AttentionMap>& attentionMapTable() {
+    using M = AttentionMap;
+    constexpr int reasons = schemaVersionOf(SchemaFeature::MapReasons);
+    auto bytesOfText = [](const std::string& t) { return ColumnBytes(t.begin(), t.end()); };
+    auto textOfBytes = [](const ColumnBytes& b) { return std::string(b.begin(), b.end()); };
+    static const RecordTable<M> table{
+        "attention_maps", 1, "layer, head", RecordTable<M>::Insert::KeepLast,
+        built<RecordColumn<M>>({
+            column("step", "step", &M::step),
+            column("layer", "layer", &M::layer),
+            column("head", "head", &M::head),
+            column("size", "size", &M::size),
+            blobColumn("weights", "weights", &M::weights, floatBytes, floatsOf),
+            blobColumn("tokens", "tokens", &M::tokens, bytesOfText, textOfBytes, reasons),
+            mapReasonColumn(reasons),
+        })};
+    return table;
+}
+
+// Append, in the order they happened: the rowid orders one step's events.
+const RecordTable<EventRecord>& eventTable() {
+    using E = EventRecord;
+    static const RecordTable<E> table{"events", 1, "step, id", RecordTable<E>::Insert::Append,
+                                      built<RecordColumn<E>>({
+                                          column("step", "step", &E::step),
+                                          column("kind", "kind", &E::kind),
+                                          column("params_json", "parameters", &E::paramsJson),
+                                          column("source", "source", &E::source),
+                                      })};
+    return table;
+}
+
+// KeepLast: a step checkpointed again (a resumed run) names the newer file.
+const RecordTable<StoredCheckpoint>& checkpointTable() {
+    using C = StoredCheckpoint;
+    static const RecordTable<C> table{"checkpoints", 1, "step", RecordTable<C>::Insert::KeepLast,
+                                      built<RecordColumn<C>>({
+                                          column("step", "step", &C::step),
+                                          column("path", "file", &C::path),
+                                          column("created_at", "written", &C::createdAt),
+                                      })};
     return table;
 }
 

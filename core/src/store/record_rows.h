@@ -21,6 +21,8 @@ inline void bindValue(Statement& st, int slot, ColumnType type, const ColumnValu
         st.bindInt(slot, *i);
     } else if (const std::string* s = std::get_if<std::string>(&value)) {
         st.bindText(slot, *s);
+    } else if (const ColumnBytes* b = std::get_if<ColumnBytes>(&value)) {
+        st.bindBlob(slot, b->data(), b->size());  // none: an empty blob, not NULL
     } else {
         st.bindNull(slot);
     }
@@ -36,6 +38,8 @@ inline ColumnValue readValue(const Statement& st, int col, ColumnType type) {
         }
         case ColumnType::Integer:
             return st.isNull(col) ? ColumnValue() : ColumnValue(st.columnInt(col));
+        case ColumnType::Blob:
+            return st.isNull(col) ? ColumnValue() : ColumnValue(st.columnBlob(col));
         case ColumnType::Text:
             break;
     }
@@ -95,18 +99,27 @@ void insertRows(Statement& st, const RecordTable<Record>& t, int64_t runId,
     }
 }
 
-// One run's rows from step `fromStep` on, in the table's order; none in a file (schema
-// `version`) older than the table: a reader reads an older file as it is.
-template <class Record>
-std::vector<Record> readRows(Database& db, int version, const RecordTable<Record>& t, int64_t runId,
-                             int64_t fromStep = 0) {
+// One run's rows where `where` holds (SQL over the table's columns, "" for all; its ?s are
+// bound to `keys`), in the table's order; none in a file (schema `version`) older than the
+// table: a reader reads an older file as it is.
+template <class Record, class... Keys>
+std::vector<Record> readRowsWhere(Database& db, int version, const RecordTable<Record>& t,
+                                  int64_t runId, const std::string& where, Keys... keys) {
     std::vector<Record> out;
     if (version < t.since) return out;
     Statement st(db, "SELECT " + selectList(t.columns, version) + " FROM " + t.table +
-                         " WHERE run_id = ? AND step >= ? ORDER BY " + t.order);
-    st.bindAll(runId, fromStep);
+                         " WHERE run_id = ?" + (where.empty() ? "" : " AND " + where) +
+                         " ORDER BY " + t.order);
+    st.bindAll(runId, keys...);
     while (st.step()) out.push_back(decodeRow<Record>(st, t.columns));
     return out;
+}
+
+// One run's rows from step `fromStep` on.
+template <class Record>
+std::vector<Record> readRows(Database& db, int version, const RecordTable<Record>& t, int64_t runId,
+                             int64_t fromStep = 0) {
+    return readRowsWhere(db, version, t, runId, "step >= ?", fromStep);
 }
 
 }  // namespace qklab

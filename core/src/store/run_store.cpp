@@ -27,35 +27,17 @@
 
 #include "qklab/error.h"
 #include "qklab/input_file.h"
+#include "store/checkpoint_paths.h"
 #include "store/record_rows.h"
+#include "store/run_rows.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {
 
 namespace {
-
-std::vector<int64_t> decodeInt64s(const std::vector<unsigned char>& bytes) {
-    std::vector<int64_t> out(bytes.size() / 8);
-    for (size_t i = 0; i < out.size(); ++i) {
-        uint64_t v = 0;
-        for (int b = 7; b >= 0; --b) v = (v << 8) | bytes[i * 8 + b];
-        out[i] = static_cast<int64_t>(v);
-    }
-    return out;
-}
-
-std::vector<float> decodeFloats(const std::vector<unsigned char>& bytes) {
-    std::vector<float> out(bytes.size() / 4);
-    for (size_t i = 0; i < out.size(); ++i) {
-        uint32_t v = 0;
-        for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
-        std::memcpy(&out[i], &v, sizeof v);
-    }
-    return out;
-}
 
 std::string goneMessage(int64_t pid) {
     return "process " + std::to_string(pid) + " on " + thisHostName() +
@@ -90,7 +72,7 @@ bool isInteger(const std::string& s) {
 
 }  // namespace
 
-// ---- shared helpers (declared in sqlite_db.h and store_internal.h) ----
+// ---- shared helpers (declared in sqlite_db.h and run_rows.h) ----
 
 // A run marked running whose process on this host is gone. EPERM means the pid is alive
 // but someone else's: only ESRCH proves it is gone.
@@ -311,49 +293,15 @@ std::vector<StepMetrics> RunStore::stepMetrics(int64_t runId, int64_t fromStep) 
 
 std::vector<ProbeStats> RunStore::probeStats(int64_t runId, std::optional<int32_t> head,
                                              int64_t fromStep) {
-    const auto& columns = probeColumns();
-    std::string sql = "SELECT step, layer, head";
-    // A reader does not migrate: a column newer than the file reads as NaN.
-    for (const auto& c : columns)
-        sql += ", " + (m_version >= c.since ? std::string(c.name) : "NULL");
-    sql += " FROM probe_stats WHERE run_id = ?1 AND step >= ?2";
-    if (head) sql += " AND head = ?3";
-    sql += " ORDER BY step, layer, head";
-    Statement st(*m_db, sql);
-    st.bindInt(1, runId).bindInt(2, fromStep);
-    if (head) st.bindInt(3, *head);
-    std::vector<ProbeStats> out;
-    while (st.step()) {
-        ProbeStats p;
-        p.step = st.columnInt(0);
-        p.layer = static_cast<int32_t>(st.columnInt(1));
-        p.head = static_cast<int32_t>(st.columnInt(2));
-        for (size_t i = 0; i < columns.size(); ++i)
-            p.*columns[i].field = st.columnReal(3 + static_cast<int>(i));
-        out.push_back(p);
-    }
-    return out;
+    const RecordTable<ProbeStats>& t = probeStatTable();
+    if (head)
+        return readRowsWhere(*m_db, m_version, t, runId, "step >= ? AND head = ?", fromStep, *head);
+    return readRows(*m_db, m_version, t, runId, fromStep);
 }
 
 std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, int32_t head) {
-    Statement st(*m_db,
-                 std::string("SELECT step, counts, underflow, overflow, ") +
-                     (hasFeature(m_version, SchemaFeature::HistogramNaN) ? "nan" : "0") +
-                     " FROM histograms WHERE run_id = ? AND layer = ? AND head = ? ORDER BY step");
-    st.bindInt(1, runId).bindInt(2, layer).bindInt(3, head);
-    std::vector<LogitHistogram> out;
-    while (st.step()) {
-        LogitHistogram h;
-        h.step = st.columnInt(0);
-        h.layer = layer;
-        h.head = head;
-        h.counts = decodeInt64s(st.columnBlob(1));
-        h.underflow = st.columnInt(2);
-        h.overflow = st.columnInt(3);
-        h.nan = st.columnInt(4);
-        out.push_back(std::move(h));
-    }
-    return out;
+    return readRowsWhere(*m_db, m_version, histogramTable(), runId, "layer = ? AND head = ?", layer,
+                         head);
 }
 
 std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
@@ -365,28 +313,7 @@ std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
 }
 
 std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
-    // A reader does not migrate: a file from before version 6 has no bytes or reasons.
-    Statement st(*m_db,
-                 std::string("SELECT layer, head, size, weights, ") +
-                     (hasFeature(m_version, SchemaFeature::MapReasons) ? "tokens, reason"
-                                                                       : "NULL, 'periodic'") +
-                     " FROM attention_maps WHERE run_id = ? AND step = ? "
-                     "ORDER BY layer, head");
-    st.bindInt(1, runId).bindInt(2, step);
-    std::vector<AttentionMap> out;
-    while (st.step()) {
-        AttentionMap m;
-        m.step = step;
-        m.layer = static_cast<int32_t>(st.columnInt(0));
-        m.head = static_cast<int32_t>(st.columnInt(1));
-        m.size = static_cast<int32_t>(st.columnInt(2));
-        m.weights = decodeFloats(st.columnBlob(3));
-        const auto tokens = st.columnBlob(4);
-        m.tokens.assign(tokens.begin(), tokens.end());
-        m.reason = mapReasonFromString(st.columnText(5));
-        out.push_back(std::move(m));
-    }
-    return out;
+    return readRowsWhere(*m_db, m_version, attentionMapTable(), runId, "step = ?", step);
 }
 
 std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
@@ -402,28 +329,13 @@ std::vector<Spike> RunStore::spikes(int64_t runId) {
 }
 
 std::vector<EventRecord> RunStore::events(int64_t runId) {
-    Statement st(*m_db,
-                 "SELECT step, kind, params_json, source FROM events WHERE run_id = ? "
-                 "ORDER BY step, id");
-    st.bindInt(1, runId);
-    std::vector<EventRecord> out;
-    while (st.step()) {
-        EventRecord e;
-        e.step = st.columnInt(0);
-        e.kind = st.columnText(1);
-        e.paramsJson = st.columnText(2);
-        e.source = st.columnText(3);
-        out.push_back(std::move(e));
-    }
-    return out;
+    return readRowsWhere(*m_db, m_version, eventTable(), runId, "");
 }
 
 std::vector<CheckpointInfo> RunStore::checkpoints(int64_t runId) {
-    Statement st(*m_db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
-    st.bindInt(1, runId);
     std::vector<CheckpointInfo> out;
-    while (st.step())
-        out.push_back(resolveCheckpoint(path(), runId, st.columnInt(0), st.columnText(1)));
+    for (const StoredCheckpoint& c : readRowsWhere(*m_db, m_version, checkpointTable(), runId, ""))
+        out.push_back(resolveCheckpoint(path(), runId, c.step, c.path));
     return out;
 }
 

@@ -16,50 +16,22 @@
 #include "qklab/error.h"
 #include "qklab/run_store.h"
 #include "qklab/version.h"
+#include "store/checkpoint_paths.h"
 #include "store/disk_reserve.h"
 #include "store/record_rows.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_files.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {
 
 namespace {
 
-std::vector<unsigned char> encodeInt64s(const std::vector<int64_t>& values) {
-    std::vector<unsigned char> out(values.size() * 8);
-    for (size_t i = 0; i < values.size(); ++i) {
-        auto v = static_cast<uint64_t>(values[i]);
-        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(v >> (8 * b));
-    }
-    return out;
-}
-
-std::vector<unsigned char> encodeFloats(const std::vector<float>& values) {
-    std::vector<unsigned char> out(values.size() * 4);
-    for (size_t i = 0; i < values.size(); ++i) {
-        uint32_t v;
-        std::memcpy(&v, &values[i], sizeof v);
-        for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(v >> (8 * b));
-    }
-    return out;
-}
-
 // NaN never wins a maximum: one NaN probe must not hide the largest finite logit seen.
 void raiseMax(std::optional<double>& current, double value) {
     if (std::isnan(value)) return;
     if (!current || value > *current) current = value;
-}
-
-// INSERT OR REPLACE INTO probe_stats(run_id, step, layer, head, <every probe column>) ...
-std::string probeInsertSql() {
-    std::string names = "run_id, step, layer, head", marks = "?,?,?,?";
-    for (const auto& c : probeColumns()) {
-        names += std::string(", ") + c.name;
-        marks += ",?";
-    }
-    return "INSERT OR REPLACE INTO probe_stats(" + names + ") VALUES(" + marks + ")";
 }
 
 constexpr const char* kFiniteLoss =
@@ -118,8 +90,6 @@ struct RunWriter::Impl {
     }
 
     void writeRows();
-    void writeProbes();
-    void writeBlobs();
     void dropCheckpointsBefore(int64_t step);
     void clearBuffers();
     // Before the first write: room to report a full disk, or Error{Io} when there is none.
@@ -199,56 +169,20 @@ void RunWriter::Impl::dropCheckpointsBefore(int64_t step) {
 
 void RunWriter::Impl::writeRows() {
     insertAll(insStep, stepMetricTable(), steps);
-    writeProbes();
-    writeBlobs();
+    insertAll(insProbe, probeStatTable(), probes);
+    insertAll(insHist, histogramTable(), histograms);
+    insertAll(insMap, attentionMapTable(), maps);
     insertAll(insSpike, spikeTable(), spikes);
     insertAll(insAlarm, logitAlarmTable(), alarms);
     insertAll(insClip, qkClipTable(), clips);
     insertAll(insCustom, customScalarTable(), customs);
     insertAll(insChange, changeReportTable(), changeReports);
-    Statement& se = prepared(insEvent,
-                             "INSERT INTO events(run_id, step, kind, params_json, source) "
-                             "VALUES(?,?,?,?,?)");
-    for (const EventRecord& e : events)
-        se.bindAll(runId, e.step, e.kind, e.paramsJson, e.source).exec();
-    Statement& sc = prepared(insCkpt, "INSERT OR REPLACE INTO checkpoints VALUES(?,?,?,?)");
-    for (const CheckpointInfo& c : checkpoints) {
-        // Relative to the database's checkpoint folder: readable from any working directory.
-        sc.bindAll(runId, c.step, storedCheckpointPath(db->path(), runId, c.path), utcNowIso8601());
-        sc.exec();
-    }
-}
-
-void RunWriter::Impl::writeProbes() {
-    Statement& sp = prepared(insProbe, probeInsertSql());
-    const auto& columns = probeColumns();
-    for (const ProbeStats& p : probes) {
-        sp.bindAll(runId, p.step, p.layer, p.head);
-        for (size_t i = 0; i < columns.size(); ++i)
-            sp.bindReal(5 + static_cast<int>(i), p.*columns[i].field);
-        sp.exec();
-    }
-}
-
-// Histograms and attention maps: their counts and weights are blobs.
-void RunWriter::Impl::writeBlobs() {
-    Statement& sh =
-        prepared(insHist,
-                 "INSERT OR REPLACE INTO histograms(run_id, step, layer, head, counts, underflow, "
-                 "overflow, nan) VALUES(?,?,?,?,?,?,?,?)");
-    for (const LogitHistogram& h : histograms) {
-        std::vector<unsigned char> blob = encodeInt64s(h.counts);
-        sh.bindAll(runId, h.step, h.layer, h.head).bindBlob(5, blob.data(), blob.size());
-        sh.bindInt(6, h.underflow).bindInt(7, h.overflow).bindInt(8, h.nan).exec();
-    }
-    Statement& sm = prepared(insMap,
-                             "INSERT OR REPLACE INTO attention_maps(run_id, step, layer, head, "
-                             "size, weights, tokens, reason) VALUES(?,?,?,?,?,?,?,?)");
-    for (const AttentionMap& m : maps) {
-        std::vector<unsigned char> blob = encodeFloats(m.weights);
-        sm.bindAll(runId, m.step, m.layer, m.head, m.size).bindBlob(6, blob.data(), blob.size());
-        sm.bindBlob(7, m.tokens.data(), m.tokens.size()).bindText(8, toString(m.reason)).exec();
-    }
+    insertAll(insEvent, eventTable(), events);
+    std::vector<StoredCheckpoint> stored;
+    for (const CheckpointInfo& c : checkpoints)  // relative: readable from any working directory
+        stored.push_back(
+            {c.step, storedCheckpointPath(db->path(), runId, c.path), utcNowIso8601()});
+    insertAll(insCkpt, checkpointTable(), stored);
 }
 
 std::string storedUserConfig(const std::string& text) {

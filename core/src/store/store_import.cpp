@@ -21,9 +21,12 @@
 #include "qklab/error.h"
 #include "qklab/names.h"
 #include "qklab/run_store.h"
+#include "store/checkpoint_paths.h"
+#include "store/import_check.h"
 #include "store/import_identity.h"
+#include "store/run_rows.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {

@@ -8,8 +8,9 @@
 
 #include "qklab/error.h"
 #include "qklab/run_store.h"
+#include "store/run_rows.h"
+#include "store/schema.h"
 #include "store/sqlite_db.h"
-#include "store/store_internal.h"
 #include "util/text_util.h"
 
 namespace qklab {
