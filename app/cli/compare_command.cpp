@@ -6,9 +6,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "qklab/compare.h"
-#include "qklab/error.h"
-#include "qklab/run_store.h"
+#include "qklab/analysis/compare.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
 
 namespace qklab::cli {
 namespace {

@@ -17,8 +17,8 @@
 
 #include "common/figure_size.h"
 #include "common/run_data.h"
-#include "qklab/events.h"
-#include "qklab/run_config.h"
+#include "qklab/config/events.h"
+#include "qklab/config/run_config.h"
 
 namespace qklab::gui {
 
