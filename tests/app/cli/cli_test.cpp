@@ -20,7 +20,6 @@
 #include <thread>
 
 #include "qklab/analysis/compare.h"
-#include "qklab/engine/environment.h"
 #include "qklab/store/run_store.h"
 #include "qklab/store/run_writer.h"
 #include "support/cli_run.h"
