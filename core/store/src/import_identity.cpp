@@ -12,14 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "qklab/config/sweep.h"
+#include "qklab/store/record_columns.h"
 #include "qklab/util/error.h"
 #include "schema.h"
 
 namespace qklab {
-
-const char* const kImportedRunTables[10] = {
-    "step_metrics", "probe_stats",  "histograms", "attention_maps", "spikes",
-    "events",       "logit_alarms", "qk_clips",   "custom_scalars", "change_reports"};
 
 namespace {
 
@@ -122,39 +119,31 @@ std::optional<int64_t> firstMissingStep(const Continuation& c, const std::string
     return std::nullopt;
 }
 
-// The value of one column of a runs row as text, "" for NULL (both sides alike).
-struct RunIdentity {
-    std::string config, userConfig, sweepPoint, sweepCoords;
-};
-
-RunIdentity readIdentity(Database& db, int64_t id, bool sweeps, bool userConfig) {
-    Statement st(db,
-                 std::string("SELECT config_json, ") + (userConfig ? "user_config" : "''") +
-                     (sweeps ? ", ifnull(sweep_point, ''), ifnull(sweep_coords, '')" : ", '', ''") +
-                     " FROM runs WHERE id = ?");
+// The value of column `column` of runs row `id` as text, "" for NULL and for a column the
+// file is older than (both sides alike).
+std::string runValue(Database& db, int64_t id, const std::vector<std::string>& columns,
+                     const std::string& column) {
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) return "";
+    Statement st(db, "SELECT ifnull(" + column + ", '') FROM runs WHERE id = ?");
     st.bindInt(1, id);
-    if (!st.step()) return {};
-    return {st.columnText(0), st.columnText(1), st.columnText(2), st.columnText(3)};
+    return st.step() ? st.columnText(0) : "";
 }
 
-// Why the runs rows say the source run is another run, or "".
+// Why the runs rows say the source run is another run, or "": a column that must be the same
+// (ImportRule::OnContinue::Same) differs, or it belongs to another sweep.
 std::string identityDifference(const Continuation& c) {
-    const auto srcCols = tableColumns(c.src, "runs");
-    const bool userConfig =
-        std::find(srcCols.begin(), srcCols.end(), "user_config") != srcCols.end();
-    const bool sweeps = hasFeature(c.srcVersion, SchemaFeature::Sweeps);
-    const RunIdentity theirs = readIdentity(c.src, c.srcId, sweeps, userConfig);
-    const RunIdentity ours = readIdentity(c.dst, c.dstId, true, userConfig);
-    if (theirs.config != ours.config) return "its config differs from ours";
-    if (theirs.userConfig != ours.userConfig) return "its user config differs from ours";
+    const auto srcCols = tableColumns(c.src, "runs"), dstCols = tableColumns(c.dst, "runs");
+    for (const RunColumn& col : runColumns())
+        if (col.import.onContinue == ImportRule::OnContinue::Same &&
+            runValue(c.src, c.srcId, srcCols, col.name) !=
+                runValue(c.dst, c.dstId, dstCols, col.name))
+            return "its " + std::string(col.title) + " differs from ours";
     Statement sweep(c.dst, "SELECT sweep_id FROM runs WHERE id = ?");
     sweep.bindInt(1, c.dstId);
     sweep.step();
     const std::optional<int64_t> ourSweep =
         sweep.isNull(0) ? std::nullopt : std::optional<int64_t>(sweep.columnInt(0));
-    if (ourSweep != c.sweepHere || theirs.sweepPoint != ours.sweepPoint ||
-        theirs.sweepCoords != ours.sweepCoords)
-        return "it belongs to another sweep or grid point than ours";
+    if (ourSweep != c.sweepHere) return "it belongs to another sweep than ours";
     return "";
 }
 
@@ -208,7 +197,7 @@ std::string continuationRefusal(const Continuation& c) {
     if (std::string why = identityDifference(c); !why.empty()) return why;
     std::optional<int64_t> missing;
     std::string table;
-    for (const char* t : kImportedRunTables) {
+    for (const std::string& t : importedRunTables()) {
         const auto step = firstMissingStep(c, t);
         if (step && (!missing || *step < *missing)) missing = step, table = t;
     }

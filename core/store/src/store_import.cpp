@@ -22,6 +22,7 @@
 #include "import_check.h"
 #include "import_identity.h"
 #include "qklab/config/names.h"
+#include "qklab/store/record_columns.h"
 #include "qklab/store/run_store.h"
 #include "qklab/util/error.h"
 #include "qklab/util/text_util.h"
@@ -393,7 +394,7 @@ void Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t ds
 // Every row of the source run into run dstId (whose old rows are gone, or never were), and
 // the checkpoints it has no checkpoint of its own at.
 void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId) {
-    for (const char* table : kImportedRunTables)
+    for (const std::string& table : importedRunTables())
         if (hasTable(*src.db, table)) copyRunRows(*src.db, m_dst, table, r.id, dstId);
     renameScalarsUnderTheRule(dstId);
     copyCheckpoints(src, r, dstId);
@@ -420,7 +421,9 @@ void Importer::renameScalarsUnderTheRule(int64_t runId) {
 }
 
 // Columns of an updated run that stay as they are here: what the user wrote about it.
-const std::set<std::string> kKeptOnUpdate{"notes", "tags"};
+bool keptOnUpdate(const std::string& column) {
+    return importRuleOf("runs", column).onContinue == ImportRule::OnContinue::Kept;
+}
 
 // The runs row: a new one (a free name, the source's UUID), or the continued run's own row
 // (its id, name, notes and tags stay). `sel` is a row of sourceRunQuery(src, cols). Returns
@@ -430,7 +433,7 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     std::string names, marks, sets;
     for (const auto& c : cols) {
         names += ", " + c, marks += ", ?";
-        if (!kKeptOnUpdate.count(c)) sets += ", " + c + " = ?";
+        if (!keptOnUpdate(c)) sets += ", " + c + " = ?";
     }
     Statement st(m_dst, target ? "UPDATE runs SET status = ?, sweep_id = ?" + sets + " WHERE id = ?"
                                : "INSERT INTO runs(name, status, uuid, sweep_id" + names +
@@ -450,7 +453,7 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     else
         st.bindNull(at++);
     for (size_t i = 0; i < cols.size(); ++i)
-        if (!target || !kKeptOnUpdate.count(cols[i]))
+        if (!target || !keptOnUpdate(cols[i]))
             st.bindColumn(at++, sel, static_cast<int>(i) + kFirstCopiedColumn);
     if (!target) {
         st.exec();
@@ -459,8 +462,8 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     st.bindInt(at, target->id).exec();
     // All of its rows are the source's now: they hold every row of ours, or every row before
     // our newest checkpoint, which the source was resumed from (continuationRefusal).
-    for (const char* table : kImportedRunTables) {
-        Statement del(m_dst, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
+    for (const std::string& table : importedRunTables()) {
+        Statement del(m_dst, "DELETE FROM " + table + " WHERE run_id = ?");
         del.bindInt(1, target->id).exec();
     }
     return target->id;
