@@ -7,7 +7,6 @@
 #include "qklab/store/record_columns.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -237,12 +236,11 @@ RecordColumn<Record> nullWhenEmpty(RecordColumn<Record> c) {
 }
 
 using RunShown = RunColumn::Shown;
-using RunFormat = RunColumn::Format;
 
 // `select` empty: the stored column of the same name.
-RunColumn runColumn(RecordColumn<RunInfo> c, RunShown shown, RunFormat format = RunFormat::Plain,
-                    std::string select = {}, std::string before = "NULL") {
-    RunColumn out{std::move(c), std::move(select), std::move(before), shown, format};
+RunColumn runColumn(RecordColumn<RunInfo> c, RunShown shown, std::string select = {},
+                    std::string before = "NULL") {
+    RunColumn out{std::move(c), std::move(select), std::move(before), shown};
     if (out.select.empty()) out.select = std::string("r.") + out.name;
     return out;
 }
@@ -358,41 +356,35 @@ std::vector<RunColumn> makeRunColumns() {
         // What runs are compared on: the latest validation, found by a backwards walk of the
         // (run_id, step) key (at most eval.every rows).
         runColumn(column("final_val_loss", "val loss", &RunInfo::finalValLoss), list,
-                  RunFormat::Loss,
                   "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss "
                   "IS NOT NULL ORDER BY m.step DESC LIMIT 1)"),
         // The last training step's loss (one batch: noisy).
-        runColumn(column("final_loss", "train loss", &RunInfo::finalLoss), list, RunFormat::Loss),
-        runColumn(column("max_logit_raw", "max logit", &RunInfo::maxLogitRaw), list,
-                  RunFormat::Logit),
-        runColumn(column("spikes", "spikes", &RunInfo::spikes), list, RunFormat::Plain,
+        runColumn(column("final_loss", "train loss", &RunInfo::finalLoss), list),
+        runColumn(column("max_logit_raw", "max logit", &RunInfo::maxLogitRaw), list),
+        runColumn(column("spikes", "spikes", &RunInfo::spikes), list,
                   "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id)"),
         // A range scan of the (run_id, step, layer, head) key.
         runColumn(column("qk_clips", "qk clips", &RunInfo::qkClips,
                          schemaVersionOf(SchemaFeature::QkClips)),
-                  list, RunFormat::Plain, "(SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)",
-                  "0"),
-        runColumn(column("created_at", "created", &RunInfo::createdAt), list, RunFormat::Time),
+                  list, "(SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)", "0"),
+        runColumn(column("created_at", "created", &RunInfo::createdAt), list),
         // Where the run was trained: "qklab", or "python: <model kind>" for a run logged from
         // the user's own training loop through the Python package.
-        runColumn(column("source", "source", &RunInfo::source, external), list, RunFormat::Plain,
-                  {}, "'qklab'"),
+        runColumn(column("source", "source", &RunInfo::source, external), list, {}, "'qklab'"),
         runColumn(importedAs(column("tags", "tags", &RunInfo::tags), Text::Line, kept), list),
         runColumn(importedAs(column("status_message", "status message", &RunInfo::statusMessage),
                              Text::Paragraphs),
                   summary),
-        runColumn(column("max_logit_capped", "max capped logit", &RunInfo::maxLogitCapped), summary,
-                  RunFormat::Logit),
+        runColumn(column("max_logit_capped", "max capped logit", &RunInfo::maxLogitCapped),
+                  summary),
         runColumn(column("logit_alarms", "logit alarms", &RunInfo::logitAlarms,
                          schemaVersionOf(SchemaFeature::LogitAlarms)),
-                  summary, RunFormat::Plain,
-                  "(SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)", "0"),
+                  summary, "(SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)", "0"),
         runColumn(column("seed", "seed", &RunInfo::seed), summary),
         runColumn(column("device", "device", &RunInfo::device), summary),
         runColumn(column("torch_version", "LibTorch", &RunInfo::torchVersion), summary),
         runColumn(column("app_version", "qklab", &RunInfo::appVersion), summary),
-        runColumn(column("finished_at", "finished", &RunInfo::finishedAt), summary,
-                  RunFormat::Time),
+        runColumn(column("finished_at", "finished", &RunInfo::finishedAt), summary),
         runColumn(importedAs(column("notes", "notes", &RunInfo::notes), Text::Paragraphs, kept),
                   summary),
         runColumn(
@@ -402,12 +394,12 @@ std::vector<RunColumn> makeRunColumns() {
         runColumn(
             importedAs(column("user_config", "user config", &RunInfo::userConfigJson, external),
                        Text::PythonJson, same),
-            info, RunFormat::Plain, {}, "''"),
-        runColumn(interventionsColumn(), info, RunFormat::Plain, kInterventionsSql),
+            info, {}, "''"),
+        runColumn(interventionsColumn(), info, kInterventionsSql),
         // An older file read as it is: the UUID its runs get when it is migrated.
         runColumn(required(column("uuid", "UUID", &RunInfo::uuid,
                                   schemaVersionOf(SchemaFeature::Sweeps))),
-                  info, RunFormat::Plain, {}, kLegacyRunUuid),
+                  info, {}, kLegacyRunUuid),
     };
     for (RunColumn& s : sweepColumns()) c.push_back(std::move(s));
     return built(std::move(c));
@@ -745,19 +737,6 @@ std::string csvText(const ColumnValue& v) {
     }
     if (const int64_t* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
     return textOf(v);
-}
-
-std::string runListText(const RunColumn& c, const RunInfo& r) {
-    const ColumnValue v = c.get(r);
-    if (std::holds_alternative<std::monostate>(v)) return "-";
-    const auto number = numberOf(v);
-    if (number && c.format != RunFormat::Plain && c.format != RunFormat::Time) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, c.format == RunFormat::Loss ? "%.4f" : "%.4g", *number);
-        return buf;
-    }
-    // Names and dates come from the file: escaped, so that ESC[2J cannot clear the screen.
-    return printableText(csvText(v));
 }
 
 }  // namespace qklab

@@ -139,8 +139,7 @@ inline void addExtraColumns(std::vector<RunColumn>& columns) {
                                latestSchemaVersion()};
     note.import.text = ImportRule::Text::Paragraphs;
     note.import.onContinue = ImportRule::OnContinue::Kept;
-    columns.push_back({std::move(note), "r.extra_note", "NULL", RunColumn::Shown::List,
-                       RunColumn::Format::Plain});
+    columns.push_back({std::move(note), "r.extra_note", "NULL", RunColumn::Shown::List});
 }
 
 }  // namespace qklab

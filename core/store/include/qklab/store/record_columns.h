@@ -115,8 +115,6 @@ struct RunColumn : RecordColumn<RunInfo> {
     // RunInfo only; also the JSON summary (`show`, `list --json`, under its name); and also the
     // run list (`list` and the app's run list, under its title).
     enum class Shown { InfoOnly, Summary, List } shown;
-    // How the run list writes the value.
-    enum class Format { Plain, Loss, Logit, Time } format;
 };
 // Run-list columns first, in the order the lists show them.
 const std::vector<RunColumn>& runColumns();
@@ -148,8 +146,5 @@ bool isMeasurement(const RecordColumn<StepMetrics>& c);
 std::optional<double> numberOf(const ColumnValue& v);
 // The value as one CSV cell: "" when absent, numbers with 9 significant digits, text as is.
 std::string csvText(const ColumnValue& v);
-// A run-list cell as the CLI prints it: "-" when absent, losses with 4 decimals, logits with 4
-// significant digits, text made printable (printableText).
-std::string runListText(const RunColumn& c, const RunInfo& r);
 
 }  // namespace qklab
