@@ -96,14 +96,16 @@ struct TableInfo {
 TableInfo tableInfo(Database& schema, const std::string& table) {
     TableInfo t;
     std::map<int64_t, std::string> key;
-    Statement st(schema, "SELECT name, upper(type), \"notnull\", pk FROM pragma_table_info(?)");
-    st.bindText(1, table);
+    Statement st(schema,
+                 "SELECT name, upper(type) AS type, \"notnull\", pk FROM pragma_table_info(?)");
+    st.bindAll(table);
     while (st.step()) {
-        const std::string c = st.columnText(0);
-        if (st.columnInt(3) > 0) key[st.columnInt(3)] = c;
+        const std::string c = st.columnText("name");
+        if (st.columnInt("pk") > 0) key[st.columnInt("pk")] = c;
         if (table != "runs" && c == "run_id") continue;  // rows of missing runs are not copied
         if (c == "id" && table != "runs" && table != "sweeps") continue;  // new ids are given
-        t.rules.push_back(columnRule(table, c, st.columnText(1), st.columnInt(2) != 0));
+        t.rules.push_back(
+            columnRule(table, c, st.columnText("type"), st.columnInt("notnull") != 0));
     }
     for (const auto& [i, c] : key) t.key.push_back(c);
     return t;
@@ -137,18 +139,18 @@ void checkColumns(Database& src, const std::string& path, const std::string& tab
         which += " WHEN NOT " + t.rules[i].sql + " THEN " + std::to_string(i);
         any += (any.empty() ? "NOT " : " OR NOT ") + t.rules[i].sql;
     }
-    Statement st(src, "SELECT " + owner + ", " + which + " END FROM " + table + " WHERE " + any +
-                          " LIMIT 1");
+    Statement st(src, "SELECT " + owner + " AS owner, " + which + " END AS rule FROM " + table +
+                          " WHERE " + any + " LIMIT 1");
     if (!st.step()) return;
-    const int64_t id = st.columnInt(0);
-    const ColumnRule& rule = t.rules[static_cast<size_t>(st.columnInt(1))];
-    Statement value(src, "SELECT typeof(" + rule.name + "), substr(CAST(" + rule.name +
-                             " AS BLOB), 1, 80) FROM " + table + " WHERE " + owner +
+    const int64_t id = st.columnInt("owner");
+    const ColumnRule& rule = t.rules[static_cast<size_t>(st.columnInt("rule"))];
+    Statement value(src, "SELECT typeof(" + rule.name + ") AS type, substr(CAST(" + rule.name +
+                             " AS BLOB), 1, 80) AS start FROM " + table + " WHERE " + owner +
                              " = ? AND NOT " + rule.sql + " LIMIT 1");
-    value.bindInt(1, id);
+    value.bindAll(id);
     const bool found = value.step();
-    const std::string type = found ? value.columnText(0) : "?";
-    const std::string shown = found ? clipped(printableText(value.columnText(1)), 60) : "";
+    const std::string type = found ? value.columnText("type") : "?";
+    const std::string shown = found ? clipped(printableText(value.columnText("start")), 60) : "";
     throw Error(ErrorCode::NotQklabDatabase,
                 path + ": " + rowName(table, id) + ": " + rule.name + " holds " +
                     (type == "null" ? std::string("NULL") : type + " '" + shown + "'") +
@@ -160,12 +162,12 @@ void checkColumns(Database& src, const std::string& path, const std::string& tab
 void checkKey(Database& src, const std::string& path, const std::string& table,
               const std::vector<std::string>& key) {
     if (key.empty()) return;
-    Statement st(src, "SELECT " + joined(key) + " FROM " + table + " GROUP BY " + joined(key) +
-                          " HAVING count(*) > 1 LIMIT 1");
+    Statement st(src, "SELECT " + key.front() + " AS first_key FROM " + table + " GROUP BY " +
+                          joined(key) + " HAVING count(*) > 1 LIMIT 1");
     if (st.step())
         throw Error(ErrorCode::NotQklabDatabase,
                     path + ": table " + table + " holds two rows with the same " + joined(key) +
-                        " (" + clipped(printableText(st.columnText(0)), 60) +
+                        " (" + clipped(printableText(st.columnText("first_key")), 60) +
                         ", ...). Nothing was imported.");
 }
 
@@ -205,16 +207,16 @@ std::map<int64_t, int64_t> checkSweeps(Database& src, const std::string& path) {
     std::set<std::string> uuids;
     Statement st(src, "SELECT id, uuid, name, definition_json, points FROM sweeps");
     while (st.step()) {
-        const std::string row = "sweep " + std::to_string(st.columnInt(0));
-        checkUuid(path, row, st.columnText(1), uuids);
+        const std::string row = "sweep " + std::to_string(st.columnInt("id"));
+        checkUuid(path, row, st.columnText("uuid"), uuids);
         // A name the rule refuses is stored under the rule (nameUnderTheRule), not refused.
         try {  // its messages start with the origin given: "<file>: sweep 2: ..."
-            parseStoredSweep(st.columnText(3), path + ": " + row);
+            parseStoredSweep(st.columnText("definition_json"), path + ": " + row);
         } catch (const Error& e) {
             throw Error(ErrorCode::NotQklabDatabase,
                         std::string(e.what()) + ". Nothing was imported.");
         }
-        points[st.columnInt(0)] = st.columnInt(4);
+        points[st.columnInt("id")] = st.columnInt("points");
     }
     return points;
 }
@@ -224,14 +226,14 @@ void checkJsonColumns(Database& src, const std::string& path, const std::string&
                       const TableInfo& t) {
     for (const ColumnRule& rule : t.rules) {
         if (rule.text != Text::Json && rule.text != Text::PythonJson) continue;
-        Statement st(src, "SELECT " + ownerOf(table) + ", " + rule.name + " FROM " + table +
-                              " WHERE " + rule.name + " IS NOT NULL");
+        Statement st(src, "SELECT " + ownerOf(table) + " AS owner, " + rule.name +
+                              " AS json FROM " + table + " WHERE " + rule.name + " IS NOT NULL");
         while (st.step()) {
             // qklab.init(config=): older packages wrote bare NaN / Infinity, read as "nan".
             const std::string text = rule.text == Text::PythonJson
-                                         ? quoteNonFiniteNumbers(st.columnText(1))
-                                         : st.columnText(1);
-            checkJsonObject(path, rowName(table, st.columnInt(0)), rule.name, text, true);
+                                         ? quoteNonFiniteNumbers(st.columnText("json"))
+                                         : st.columnText("json");
+            checkJsonObject(path, rowName(table, st.columnInt("owner")), rule.name, text, true);
         }
     }
 }
@@ -240,24 +242,30 @@ void checkJsonColumns(Database& src, const std::string& path, const std::string&
 void checkRuns(Database& src, int version, const std::string& path,
                const std::map<int64_t, int64_t>& sweepPoints) {
     const bool sweeps = hasFeature(version, SchemaFeature::Sweeps);
-    Statement st(src, std::string("SELECT r.id, r.name, ") +
-                          (sweeps ? "r.uuid, r.sweep_id, r.sweep_point, r.sweep_coords"
-                                  : std::string(kLegacyRunUuid) + ", NULL, NULL, NULL") +
+    Statement st(src, std::string("SELECT r.id AS id, r.name AS name, ") +
+                          (sweeps ? "r.uuid AS uuid, r.sweep_id AS sweep_id, r.sweep_point AS "
+                                    "sweep_point, r.sweep_coords AS sweep_coords"
+                                  : std::string(kLegacyRunUuid) +
+                                        " AS uuid, NULL AS sweep_id, NULL AS sweep_point, NULL AS "
+                                        "sweep_coords") +
                           " FROM runs r");
     std::set<std::string> uuids;
     while (st.step()) {
-        const std::string row = "run " + std::to_string(st.columnInt(0)) + " ('" +
-                                clipped(printableText(st.columnText(1)), 60) + "')";
-        checkUuid(path, row, st.columnText(2), uuids);
-        if (st.isNull(3)) continue;
-        const auto sweep = sweepPoints.find(st.columnInt(3));
+        const std::string row = "run " + std::to_string(st.columnInt("id")) + " ('" +
+                                clipped(printableText(st.columnText("name")), 60) + "')";
+        checkUuid(path, row, st.columnText("uuid"), uuids);
+        const std::optional<int64_t> sweepId = st.columnOptInt("sweep_id");
+        if (!sweepId) continue;
+        const auto sweep = sweepPoints.find(*sweepId);
         if (sweep == sweepPoints.end())
-            refuse(path, row, "sweep_id " + std::to_string(st.columnInt(3)) + " names no sweep");
-        if (!st.isNull(4) && st.columnInt(4) >= sweep->second)
+            refuse(path, row, "sweep_id " + std::to_string(*sweepId) + " names no sweep");
+        const std::optional<int64_t> point = st.columnOptInt("sweep_point");
+        if (point && *point >= sweep->second)
             refuse(path, row,
-                   "sweep_point " + std::to_string(st.columnInt(4)) + " is outside its sweep's " +
+                   "sweep_point " + std::to_string(*point) + " is outside its sweep's " +
                        std::to_string(sweep->second) + " points");
-        if (!st.isNull(5)) checkJsonObject(path, row, "sweep_coords", st.columnText(5), false);
+        if (!st.isNull("sweep_coords"))
+            checkJsonObject(path, row, "sweep_coords", st.columnText("sweep_coords"), false);
     }
 }
 
@@ -267,7 +275,7 @@ void checkImportRows(Database& src, int version, const std::string& path) {
     const auto schema = schemaOfVersion(version);
     Statement tables(*schema, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
     while (tables.step()) {
-        const std::string table = tables.columnText(0);
+        const std::string table = tables.columnText("name");
         if (table == "comparisons") continue;  // not imported
         const TableInfo t = tableInfo(*schema, table);
         checkColumns(src, path, table, t);

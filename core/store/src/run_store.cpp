@@ -48,18 +48,18 @@ std::string goneMessage(int64_t pid) {
 // integers (a hand-edited file) are skipped: the comparison still opens.
 SavedComparison readComparison(const Statement& st) {
     SavedComparison c;
-    c.name = st.columnText(0);
+    c.name = st.columnText("name");
     nlohmann::json ids;
     try {
-        ids = parseStoredJson(st.columnText(1), "run_ids");
+        ids = parseStoredJson(st.columnText("run_ids"), "run_ids");
     } catch (const Error&) {
     }
     if (ids.is_array())
         for (const auto& id : ids)
             if (id.is_number_integer()) c.runIds.push_back(id.get<int64_t>());
-    c.settingsJson = st.columnText(2);
-    c.createdAt = st.columnText(3);
-    c.updatedAt = st.columnText(4);
+    c.settingsJson = st.columnText("settings_json");
+    c.createdAt = st.columnText("created_at");
+    c.updatedAt = st.columnText("updated_at");
     return c;
 }
 
@@ -84,17 +84,16 @@ bool writerIsGone(int64_t pid, const std::string& host) {
 // The run columns, then the writer's pid and host: a reader shows a dead writer's running run
 // as interrupted.
 std::string runSelectList(int version) {
-    return selectList(runColumns(), version) + ", r.pid, r.host";
+    return selectList(runColumns(), version) + ", r.pid AS writer_pid, r.host AS writer_host";
 }
 
 RunInfo readRun(const Statement& st) {
     RunInfo r = decodeRow<RunInfo>(st, runColumns());
     // Readers show a dead writer's run as interrupted without writing it (only writers
     // persist that, in markInterruptedRuns).
-    const int writer = static_cast<int>(runColumns().size());
     if (r.status == RunStatus::Running) {
-        const int64_t pid = st.isNull(writer) ? 0 : st.columnInt(writer);
-        if (writerIsGone(pid, st.columnText(writer + 1))) {
+        const int64_t pid = st.columnOptInt("writer_pid").value_or(0);
+        if (writerIsGone(pid, st.columnText("writer_host"))) {
             r.status = RunStatus::Interrupted;
             r.statusMessage = goneMessage(pid);
         }
@@ -161,10 +160,10 @@ int RunStore::markInterruptedRuns() {
     std::vector<std::pair<int64_t, int64_t>> dead;  // (run id, pid)
     {
         Statement st(*m_db, "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?");
-        st.bindText(1, thisHostName());
+        st.bindAll(thisHostName());
         while (st.step()) {
-            int64_t pid = st.isNull(1) ? 0 : st.columnInt(1);
-            if (writerIsGone(pid, thisHostName())) dead.emplace_back(st.columnInt(0), pid);
+            const int64_t pid = st.columnOptInt("pid").value_or(0);
+            if (writerIsGone(pid, thisHostName())) dead.emplace_back(st.columnInt("id"), pid);
         }
     }
     if (dead.empty()) return 0;
@@ -174,9 +173,7 @@ int RunStore::markInterruptedRuns() {
                   "WHERE id = ? AND status = 'running'");
     int changed = 0;
     for (const auto& [id, pid] : dead) {
-        upd.bindText(1, goneMessage(pid));
-        upd.bindInt(2, id);
-        upd.exec();
+        upd.bindAll(goneMessage(pid), id).exec();
         changed += m_db->changes();
     }
     tx.commit();
@@ -190,7 +187,7 @@ RunInfo RunStore::claimForResume(int64_t runId) {
     Statement claim(*m_db,
                     "UPDATE runs SET status = 'running', pid = ?, host = ?, status_message = '' "
                     "WHERE id = ? AND status IN ('stopped', 'interrupted', 'failed', 'diverged')");
-    claim.bindInt(1, getpid()).bindText(2, thisHostName()).bindInt(3, runId).exec();
+    claim.bindAll(getpid(), thisHostName(), runId).exec();
     if (m_db->changes() != 1) {
         const std::string id = "run " + std::to_string(runId);
         if (before.status == RunStatus::Finished)
@@ -207,8 +204,7 @@ void RunStore::releaseResumeClaim(const RunInfo& before) {
     Statement st(*m_db,
                  "UPDATE runs SET status = ?, status_message = ? WHERE id = ? AND pid = ? AND "
                  "status = 'running'");
-    st.bindText(1, toString(before.status)).bindText(2, before.statusMessage);
-    st.bindInt(3, before.id).bindInt(4, getpid()).exec();
+    st.bindAll(toString(before.status), before.statusMessage, before.id, getpid()).exec();
 }
 
 // Never deletes a row: a file that is missing now (an unmounted disk, a resume started from
@@ -259,7 +255,7 @@ std::vector<RunInfo> RunStore::listRuns() {
 
 RunInfo RunStore::run(int64_t id) {
     Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.id = ?");
-    st.bindInt(1, id);
+    st.bindAll(id);
     if (!st.step())
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
     return readRun(st);
@@ -272,12 +268,12 @@ RunInfo RunStore::findRun(const std::string& ref) {
     const std::string key = byId ? ref.substr(3) : byName ? ref.substr(5) : ref;
     if (!byName && isInteger(key)) {
         Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.id = ?");
-        st.bindInt(1, std::stoll(key));
+        st.bindAll(std::stoll(key));
         if (st.step()) return readRun(st);
     }
     if (!byId) {
         Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.name = ?");
-        st.bindText(1, key);
+        st.bindAll(key);
         if (st.step()) return readRun(st);
     }
     throw Error(ErrorCode::NotFound, std::string("no run with ") +
@@ -305,11 +301,7 @@ std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, i
 }
 
 std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
-    Statement st(*m_db, "SELECT DISTINCT step FROM histograms WHERE run_id = ? ORDER BY step");
-    st.bindInt(1, runId);
-    std::vector<int64_t> out;
-    while (st.step()) out.push_back(st.columnInt(0));
-    return out;
+    return readSteps(*m_db, m_version, histogramTable(), runId);
 }
 
 std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
@@ -317,11 +309,7 @@ std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
 }
 
 std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
-    Statement st(*m_db, "SELECT DISTINCT step FROM attention_maps WHERE run_id = ? ORDER BY step");
-    st.bindInt(1, runId);
-    std::vector<int64_t> out;
-    while (st.step()) out.push_back(st.columnInt(0));
-    return out;
+    return readSteps(*m_db, m_version, attentionMapTable(), runId);
 }
 
 std::vector<Spike> RunStore::spikes(int64_t runId) {
@@ -351,12 +339,12 @@ void RunStore::renameRun(int64_t id, const std::string& name) {
     checkRunName(name);
     Transaction tx(*m_db);
     Statement taken(*m_db, "SELECT id FROM runs WHERE name = ? AND id != ?");
-    taken.bindText(1, name).bindInt(2, id);
+    taken.bindAll(name, id);
     if (taken.step())
         throw Error(ErrorCode::InvalidRequest, "a run named '" + name + "' already exists (id " +
-                                                   std::to_string(taken.columnInt(0)) + ")");
+                                                   std::to_string(taken.columnInt("id")) + ")");
     Statement st(*m_db, "UPDATE runs SET name = ? WHERE id = ?");
-    st.bindText(1, name).bindInt(2, id).exec();
+    st.bindAll(name, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
     tx.commit();
@@ -364,14 +352,14 @@ void RunStore::renameRun(int64_t id, const std::string& name) {
 
 void RunStore::setNotes(int64_t id, const std::string& notes) {
     Statement st(*m_db, "UPDATE runs SET notes = ? WHERE id = ?");
-    st.bindText(1, notes).bindInt(2, id).exec();
+    st.bindAll(notes, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
 }
 
 void RunStore::setTags(int64_t id, const std::string& tags) {
     Statement st(*m_db, "UPDATE runs SET tags = ? WHERE id = ?");
-    st.bindText(1, tags).bindInt(2, id).exec();
+    st.bindAll(tags, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
 }
@@ -379,7 +367,7 @@ void RunStore::setTags(int64_t id, const std::string& tags) {
 void RunStore::deleteRun(int64_t id) {
     // foreign_keys=ON (set at open) makes ON DELETE CASCADE remove every per-step row.
     Statement st(*m_db, "DELETE FROM runs WHERE id = ?");
-    st.bindInt(1, id).exec();
+    st.bindAll(id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
 }
@@ -415,8 +403,7 @@ void RunStore::saveComparison(const SavedComparison& c) {
                  "VALUES(?1, ?2, ?3, ?4, ?4) ON CONFLICT(name) DO UPDATE SET "
                  "run_ids = excluded.run_ids, settings_json = excluded.settings_json, "
                  "updated_at = excluded.updated_at");
-    st.bindText(1, c.name).bindText(2, nlohmann::json(c.runIds).dump());
-    st.bindText(3, c.settingsJson).bindText(4, now).exec();
+    st.bindAll(c.name, nlohmann::json(c.runIds).dump(), c.settingsJson, now).exec();
 }
 
 std::vector<SavedComparison> RunStore::comparisons() {
@@ -435,7 +422,7 @@ SavedComparison RunStore::comparison(const std::string& name) {
         Statement st(*m_db,
                      "SELECT name, run_ids, settings_json, created_at, updated_at FROM "
                      "comparisons WHERE name = ?");
-        st.bindText(1, name);
+        st.bindAll(name);
         if (st.step()) return readComparison(st);
     }
     throw Error(ErrorCode::NotFound,
@@ -448,7 +435,7 @@ void RunStore::deleteComparison(const std::string& name) {
         throw Error(ErrorCode::NotFound,
                     "no comparison named '" + clipped(name, 80) + "' in " + path());
     Statement st(*m_db, "DELETE FROM comparisons WHERE name = ?");
-    st.bindText(1, name).exec();
+    st.bindAll(name).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound,
                     "no comparison named '" + clipped(name, 80) + "' in " + path());
