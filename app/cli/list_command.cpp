@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "qklab/analysis/run_list.h"
 #include "qklab/store/record_columns.h"
 #include "qklab/store/run_export.h"
 #include "stored_runs.h"

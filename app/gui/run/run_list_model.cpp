@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/run_data.h"
+#include "qklab/analysis/run_list.h"
 #include "qklab/store/run_export.h"
 
 namespace qklab::gui {
@@ -24,19 +25,19 @@ QVariant lossCell(const std::optional<double>& loss, bool sort) {
 QVariant cellOf(const RunColumn& c, const RunInfo& r, bool sort) {
     const ColumnValue v = c.get(r);
     const std::optional<double> number = numberOf(v);
-    switch (c.format) {
-        case RunColumn::Format::Loss:
+    switch (runListFormat(c)) {
+        case RunListFormat::Loss:
             return lossCell(number, sort);
-        case RunColumn::Format::Logit:
+        case RunListFormat::Logit:
             if (!number) return sort ? QVariant(-1.0) : QVariant(QStringLiteral("–"));
             return sort ? QVariant(*number) : QVariant(formatNumber(*number));
-        case RunColumn::Format::Time: {
+        case RunListFormat::Time: {
             const QString text = QString::fromStdString(csvText(v));
             const QDateTime t = QDateTime::fromString(text, Qt::ISODate);
             if (sort || !t.isValid()) return text;
             return t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
         }
-        case RunColumn::Format::Plain:
+        case RunListFormat::Plain:
             break;
     }
     if (const int64_t* i = std::get_if<int64_t>(&v)) return qlonglong(*i);

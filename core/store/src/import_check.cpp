@@ -6,17 +6,18 @@
 // before anything is written; the first bad value refuses the whole file, naming the file,
 // the run (or sweep) and the column.
 //
-// The generic part comes from the schema itself: each column of the file's schema version
-// (replayed in memory) must hold what its declared type says (an integer, a number or the
-// text 'NaN' that bindOptReal writes, one line of bounded text, a bounded blob), one table scan
-// each. Then the values with a meaning: statuses, kinds, names, UUIDs, JSON, sweep references.
+// Each column of the file's schema version (replayed in memory) must hold what its declared
+// type says (an integer, a number or the text 'NaN' that bindOptReal writes, bounded text, a
+// bounded blob) and what its column table's import rule adds (qklab/store/record_columns.h:
+// paragraphs or one line, names, JSON objects, statuses, kinds, steps from 0), one table scan
+// each. Then what relates rows: UUIDs, sweeps and the sweep references of runs.
 #include "import_check.h"
 
 #include <map>
 #include <set>
 
 #include "qklab/config/sweep.h"
-#include "qklab/store/records.h"
+#include "qklab/store/record_columns.h"
 #include "qklab/store/run_store.h"
 #include "qklab/util/text_util.h"
 #include "schema.h"
@@ -28,28 +29,10 @@ namespace {
 
 constexpr int64_t kMaxLineBytes = 64 << 10;  // one line of text: a name, a date, a tag list
 constexpr int64_t kMaxTextBytes = static_cast<int64_t>(kMaxStoredJsonBytes);  // JSON, notes
-constexpr int64_t kMaxMapSize = 8192;       // an attention map's side (T)
 constexpr int64_t kMaxBlobBytes = 8 << 20;  // histogram counts, map tokens
 constexpr size_t kMaxUuidBytes = 100;
 
-// Text columns that may hold line breaks and tabs (paragraphs, JSON). Every other text column
-// is one line: it is printed in tables.
-const std::set<std::string> kMultiLine{
-    "notes",       "status_message",  "diagnosis",    "text",       "config_json",
-    "params_json", "definition_json", "sweep_coords", "user_config"};
-
-std::string quoted(const std::string& names) {
-    return "(" + names + ")";
-}
-
-// "'a', 'b', ...": every name of E (an Unknown value has none), as SQL and in messages.
-template <class E>
-std::string quotedNames() {
-    std::string out;
-    for (const char* name : Choices<E>::names)
-        out += std::string(out.empty() ? "" : ", ") + "'" + name + "'";
-    return out;
-}
+using Text = ImportRule::Text;
 
 // SQL true when text column c holds a control character: any C0 but tab, line feed and
 // carriage return where line breaks are allowed, DEL, and the C1 range U+0080..U+009F.
@@ -61,38 +44,15 @@ std::string controlGlob(const std::string& c, bool multiLine) {
            "']*' OR instr(CAST(" + c + " AS BLOB), x'00') > 0)";
 }
 
-// What column `c` of `table` must hold, beyond its declared type, and in words.
-std::pair<std::string, std::string> meaningRule(const std::string& table, const std::string& c) {
-    if (table == "runs" && c == "status")
-        return {c + " IN " + quoted(quotedNames<RunStatus>()),
-                "one of " + quotedNames<RunStatus>()};
-    if ((table == "spikes" || table == "logit_alarms") && c == "kind")
-        return {c + " IN " + quoted(quotedNames<SpikeKind>()),
-                "one of " + quotedNames<SpikeKind>()};
-    if (table == "events" && c == "source")
-        return {c + " IN ('config', 'user')", "'config' or 'user'"};
-    if (c == "step" || c == "steps_done" || c == "sweep_point")
-        return {c + " >= 0", "an integer from 0"};
-    if (table == "attention_maps" && c == "size")
-        return {c + " BETWEEN 0 AND " + std::to_string(kMaxMapSize),
-                "an integer from 0 to " + std::to_string(kMaxMapSize)};
-    if (table == "attention_maps" && c == "weights")
-        return {"length(weights) = size * size * 4", "a blob of size x size float32 weights"};
-    if (table == "histograms" && c == "counts")
-        return {"length(counts) % 8 = 0", "a blob of whole int64 counts"};
-    if (table == "sweeps" && c == "points")
-        return {c + " BETWEEN 0 AND " + std::to_string(kMaxSweepPoints),
-                "an integer from 0 to " + std::to_string(kMaxSweepPoints)};
-    return {"", ""};
-}
-
 struct ColumnRule {
     std::string name, sql, expected;
+    Text text;
 };
 
-// The rule of one column from its declared type (`type`, `notNull`) and its meaning.
+// The rule of one column from its declared type (`type`, `notNull`) and its import rule.
 ColumnRule columnRule(const std::string& table, const std::string& c, const std::string& type,
                       bool notNull) {
+    const ImportRule rule = importRuleOf(table, c);
     std::string sql, expected;
     if (type == "INTEGER") {
         sql = "typeof(" + c + ") = 'integer'";
@@ -101,34 +61,31 @@ ColumnRule columnRule(const std::string& table, const std::string& c, const std:
         sql = "(typeof(" + c + ") IN ('real', 'integer') OR " + c + " IS 'NaN')";
         expected = "a number";
     } else if (type == "BLOB") {
-        const int64_t limit = table == "attention_maps" && c == "weights"
-                                  ? int64_t{Database::kMaxValueBytes}
-                                  : kMaxBlobBytes;
+        const int64_t limit = rule.maxBytes > 0 ? rule.maxBytes : kMaxBlobBytes;
         sql = "(typeof(" + c + ") = 'blob' AND length(" + c + ") <= " + std::to_string(limit) + ")";
         expected = "at most " + std::to_string(limit) + " bytes of binary data";
-    } else if (c == "name" && (table == "runs" || table == "sweeps" || table == "custom_scalars")) {
+    } else if (rule.text == Text::Name) {
         // Any bytes: a name the rule refuses is stored under it (nameUnderTheRule), escaped.
         sql = "(typeof(" + c + ") = 'text' AND length(CAST(" + c +
               " AS BLOB)) <= " + std::to_string(kMaxLineBytes) + ")";
         expected = "text of at most " + std::to_string(kMaxLineBytes) + " bytes";
     } else {  // TEXT (and anything undeclared): bounded text without control characters
-        const bool multi = kMultiLine.count(c) > 0;
-        const int64_t limit = multi ? kMaxTextBytes : kMaxLineBytes;
+        const bool multi = rule.text != Text::Line;
+        const int64_t limit = rule.maxBytes > 0 ? rule.maxBytes
+                              : multi           ? kMaxTextBytes
+                                                : kMaxLineBytes;
         sql = "(typeof(" + c + ") = 'text' AND length(CAST(" + c +
               " AS BLOB)) <= " + std::to_string(limit) + " AND NOT " + controlGlob(c, multi) + ")";
         expected = std::string(multi ? "text" : "one line of text") + " of at most " +
                    std::to_string(limit) + " bytes without control characters";
     }
-    const auto [meaning, words] = meaningRule(table, c);
-    if (!meaning.empty()) {
-        sql += " AND " + meaning;
-        expected = words;  // what it means says more than its type
+    if (!rule.check.empty()) {
+        sql += " AND (" + rule.check + ")";
+        expected = rule.meaning;  // what it means says more than its type
     }
-    // uuid was added without NOT NULL (older rows were backfilled), but every run has one.
-    const bool required = notNull || c == "uuid";
-    sql = required ? "(" + c + " IS NOT NULL AND " + sql + ")"
-                   : "(" + c + " IS NULL OR (" + sql + "))";
-    return {c, sql, expected};
+    sql = notNull || rule.required ? "(" + c + " IS NOT NULL AND " + sql + ")"
+                                   : "(" + c + " IS NULL OR (" + sql + "))";
+    return {c, sql, expected, rule.text};
 }
 
 struct TableInfo {
@@ -139,14 +96,16 @@ struct TableInfo {
 TableInfo tableInfo(Database& schema, const std::string& table) {
     TableInfo t;
     std::map<int64_t, std::string> key;
-    Statement st(schema, "SELECT name, upper(type), \"notnull\", pk FROM pragma_table_info(?)");
-    st.bindText(1, table);
+    Statement st(schema,
+                 "SELECT name, upper(type) AS type, \"notnull\", pk FROM pragma_table_info(?)");
+    st.bindAll(table);
     while (st.step()) {
-        const std::string c = st.columnText(0);
-        if (st.columnInt(3) > 0) key[st.columnInt(3)] = c;
+        const std::string c = st.columnText("name");
+        if (st.columnInt("pk") > 0) key[st.columnInt("pk")] = c;
         if (table != "runs" && c == "run_id") continue;  // rows of missing runs are not copied
         if (c == "id" && table != "runs" && table != "sweeps") continue;  // new ids are given
-        t.rules.push_back(columnRule(table, c, st.columnText(1), st.columnInt(2) != 0));
+        t.rules.push_back(
+            columnRule(table, c, st.columnText("type"), st.columnInt("notnull") != 0));
     }
     for (const auto& [i, c] : key) t.key.push_back(c);
     return t;
@@ -165,28 +124,33 @@ std::string rowName(const std::string& table, int64_t id) {
     return "run " + std::to_string(id) + ", table " + table;
 }
 
+// The column a row of `table` names its run (or sweep) by.
+std::string ownerOf(const std::string& table) {
+    return table == "runs" || table == "sweeps" ? "id" : "run_id";
+}
+
 // One scan of `table`: the first row breaking a column rule refuses the file.
 void checkColumns(Database& src, const std::string& path, const std::string& table,
                   const TableInfo& t) {
     if (t.rules.empty()) return;
-    const std::string owner = table == "runs" || table == "sweeps" ? "id" : "run_id";
+    const std::string owner = ownerOf(table);
     std::string which = "CASE", any;
     for (size_t i = 0; i < t.rules.size(); ++i) {
         which += " WHEN NOT " + t.rules[i].sql + " THEN " + std::to_string(i);
         any += (any.empty() ? "NOT " : " OR NOT ") + t.rules[i].sql;
     }
-    Statement st(src, "SELECT " + owner + ", " + which + " END FROM " + table + " WHERE " + any +
-                          " LIMIT 1");
+    Statement st(src, "SELECT " + owner + " AS owner, " + which + " END AS rule FROM " + table +
+                          " WHERE " + any + " LIMIT 1");
     if (!st.step()) return;
-    const int64_t id = st.columnInt(0);
-    const ColumnRule& rule = t.rules[static_cast<size_t>(st.columnInt(1))];
-    Statement value(src, "SELECT typeof(" + rule.name + "), substr(CAST(" + rule.name +
-                             " AS BLOB), 1, 80) FROM " + table + " WHERE " + owner +
+    const int64_t id = st.columnInt("owner");
+    const ColumnRule& rule = t.rules[static_cast<size_t>(st.columnInt("rule"))];
+    Statement value(src, "SELECT typeof(" + rule.name + ") AS type, substr(CAST(" + rule.name +
+                             " AS BLOB), 1, 80) AS start FROM " + table + " WHERE " + owner +
                              " = ? AND NOT " + rule.sql + " LIMIT 1");
-    value.bindInt(1, id);
+    value.bindAll(id);
     const bool found = value.step();
-    const std::string type = found ? value.columnText(0) : "?";
-    const std::string shown = found ? clipped(printableText(value.columnText(1)), 60) : "";
+    const std::string type = found ? value.columnText("type") : "?";
+    const std::string shown = found ? clipped(printableText(value.columnText("start")), 60) : "";
     throw Error(ErrorCode::NotQklabDatabase,
                 path + ": " + rowName(table, id) + ": " + rule.name + " holds " +
                     (type == "null" ? std::string("NULL") : type + " '" + shown + "'") +
@@ -198,12 +162,12 @@ void checkColumns(Database& src, const std::string& path, const std::string& tab
 void checkKey(Database& src, const std::string& path, const std::string& table,
               const std::vector<std::string>& key) {
     if (key.empty()) return;
-    Statement st(src, "SELECT " + joined(key) + " FROM " + table + " GROUP BY " + joined(key) +
-                          " HAVING count(*) > 1 LIMIT 1");
+    Statement st(src, "SELECT " + key.front() + " AS first_key FROM " + table + " GROUP BY " +
+                          joined(key) + " HAVING count(*) > 1 LIMIT 1");
     if (st.step())
         throw Error(ErrorCode::NotQklabDatabase,
                     path + ": table " + table + " holds two rows with the same " + joined(key) +
-                        " (" + clipped(printableText(st.columnText(0)), 60) +
+                        " (" + clipped(printableText(st.columnText("first_key")), 60) +
                         ", ...). Nothing was imported.");
 }
 
@@ -243,55 +207,66 @@ std::map<int64_t, int64_t> checkSweeps(Database& src, const std::string& path) {
     std::set<std::string> uuids;
     Statement st(src, "SELECT id, uuid, name, definition_json, points FROM sweeps");
     while (st.step()) {
-        const std::string row = "sweep " + std::to_string(st.columnInt(0));
-        checkUuid(path, row, st.columnText(1), uuids);
+        const std::string row = "sweep " + std::to_string(st.columnInt("id"));
+        checkUuid(path, row, st.columnText("uuid"), uuids);
         // A name the rule refuses is stored under the rule (nameUnderTheRule), not refused.
         try {  // its messages start with the origin given: "<file>: sweep 2: ..."
-            parseStoredSweep(st.columnText(3), path + ": " + row);
+            parseStoredSweep(st.columnText("definition_json"), path + ": " + row);
         } catch (const Error& e) {
             throw Error(ErrorCode::NotQklabDatabase,
                         std::string(e.what()) + ". Nothing was imported.");
         }
-        points[st.columnInt(0)] = st.columnInt(4);
+        points[st.columnInt("id")] = st.columnInt("points");
     }
     return points;
 }
 
-void checkRuns(Database& src, int version, const std::string& path,
-               const std::map<int64_t, int64_t>& sweepPoints) {
-    const bool sweeps = hasFeature(version, SchemaFeature::Sweeps);
-    const bool external = hasFeature(version, SchemaFeature::ExternalRuns);
-    Statement st(src, std::string("SELECT r.id, r.name, r.config_json, ") +
-                          (sweeps ? "r.uuid, r.sweep_id, r.sweep_point, r.sweep_coords"
-                                  : std::string(kLegacyRunUuid) + ", NULL, NULL, NULL") +
-                          (external ? ", r.user_config" : ", ''") + " FROM runs r");
-    std::set<std::string> uuids;
-    while (st.step()) {
-        const std::string row = "run " + std::to_string(st.columnInt(0)) + " ('" +
-                                clipped(printableText(st.columnText(1)), 60) + "')";
-        checkUuid(path, row, st.columnText(3), uuids);
-        checkJsonObject(path, row, "config_json", st.columnText(2), true);
-        // qklab.init(config=): older packages wrote bare NaN / Infinity, read as "nan" / "inf".
-        checkJsonObject(path, row, "user_config", quoteNonFiniteNumbers(st.columnText(7)), true);
-        if (st.isNull(4)) continue;
-        const auto sweep = sweepPoints.find(st.columnInt(4));
-        if (sweep == sweepPoints.end())
-            refuse(path, row, "sweep_id " + std::to_string(st.columnInt(4)) + " names no sweep");
-        if (!st.isNull(5) && st.columnInt(5) >= sweep->second)
-            refuse(path, row,
-                   "sweep_point " + std::to_string(st.columnInt(5)) + " is outside its sweep's " +
-                       std::to_string(sweep->second) + " points");
-        if (!st.isNull(6)) checkJsonObject(path, row, "sweep_coords", st.columnText(6), false);
+// Every JSON column of `table` (ImportRule::Text::Json) holds a JSON object or "".
+void checkJsonColumns(Database& src, const std::string& path, const std::string& table,
+                      const TableInfo& t) {
+    for (const ColumnRule& rule : t.rules) {
+        if (rule.text != Text::Json && rule.text != Text::PythonJson) continue;
+        Statement st(src, "SELECT " + ownerOf(table) + " AS owner, " + rule.name +
+                              " AS json FROM " + table + " WHERE " + rule.name + " IS NOT NULL");
+        while (st.step()) {
+            // qklab.init(config=): older packages wrote bare NaN / Infinity, read as "nan".
+            const std::string text = rule.text == Text::PythonJson
+                                         ? quoteNonFiniteNumbers(st.columnText("json"))
+                                         : st.columnText("json");
+            checkJsonObject(path, rowName(table, st.columnInt("owner")), rule.name, text, true);
+        }
     }
 }
 
-void checkEventParams(Database& src, const std::string& path) {
-    Statement st(src, "SELECT run_id, step, params_json FROM events");
-    while (st.step())
-        checkJsonObject(path,
-                        "run " + std::to_string(st.columnInt(0)) + ", event at step " +
-                            std::to_string(st.columnInt(1)),
-                        "params_json", st.columnText(2), true);
+// Runs: UUIDs, and the sweep and grid point each sweep member names.
+void checkRuns(Database& src, int version, const std::string& path,
+               const std::map<int64_t, int64_t>& sweepPoints) {
+    const bool sweeps = hasFeature(version, SchemaFeature::Sweeps);
+    Statement st(src, std::string("SELECT r.id AS id, r.name AS name, ") +
+                          (sweeps ? "r.uuid AS uuid, r.sweep_id AS sweep_id, r.sweep_point AS "
+                                    "sweep_point, r.sweep_coords AS sweep_coords"
+                                  : std::string(kLegacyRunUuid) +
+                                        " AS uuid, NULL AS sweep_id, NULL AS sweep_point, NULL AS "
+                                        "sweep_coords") +
+                          " FROM runs r");
+    std::set<std::string> uuids;
+    while (st.step()) {
+        const std::string row = "run " + std::to_string(st.columnInt("id")) + " ('" +
+                                clipped(printableText(st.columnText("name")), 60) + "')";
+        checkUuid(path, row, st.columnText("uuid"), uuids);
+        const std::optional<int64_t> sweepId = st.columnOptInt("sweep_id");
+        if (!sweepId) continue;
+        const auto sweep = sweepPoints.find(*sweepId);
+        if (sweep == sweepPoints.end())
+            refuse(path, row, "sweep_id " + std::to_string(*sweepId) + " names no sweep");
+        const std::optional<int64_t> point = st.columnOptInt("sweep_point");
+        if (point && *point >= sweep->second)
+            refuse(path, row,
+                   "sweep_point " + std::to_string(*point) + " is outside its sweep's " +
+                       std::to_string(sweep->second) + " points");
+        if (!st.isNull("sweep_coords"))
+            checkJsonObject(path, row, "sweep_coords", st.columnText("sweep_coords"), false);
+    }
 }
 
 }  // namespace
@@ -300,17 +275,17 @@ void checkImportRows(Database& src, int version, const std::string& path) {
     const auto schema = schemaOfVersion(version);
     Statement tables(*schema, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
     while (tables.step()) {
-        const std::string table = tables.columnText(0);
+        const std::string table = tables.columnText("name");
         if (table == "comparisons") continue;  // not imported
         const TableInfo t = tableInfo(*schema, table);
         checkColumns(src, path, table, t);
         checkKey(src, path, table, t.key);
+        checkJsonColumns(src, path, table, t);
     }
     const std::map<int64_t, int64_t> sweepPoints = hasFeature(version, SchemaFeature::Sweeps)
                                                        ? checkSweeps(src, path)
                                                        : std::map<int64_t, int64_t>{};
     checkRuns(src, version, path, sweepPoints);
-    checkEventParams(src, path);
 }
 
 }  // namespace qklab

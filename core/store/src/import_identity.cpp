@@ -12,22 +12,19 @@
 #include <nlohmann/json.hpp>
 
 #include "qklab/config/sweep.h"
+#include "qklab/store/record_columns.h"
 #include "qklab/util/error.h"
 #include "schema.h"
 
 namespace qklab {
-
-const char* const kImportedRunTables[10] = {
-    "step_metrics", "probe_stats",  "histograms", "attention_maps", "spikes",
-    "events",       "logit_alarms", "qk_clips",   "custom_scalars", "change_reports"};
 
 namespace {
 
 std::vector<std::string> tableColumns(Database& db, const std::string& table) {
     std::vector<std::string> out;
     Statement st(db, "SELECT name FROM pragma_table_info(?)");
-    st.bindText(1, table);
-    while (st.step()) out.push_back(st.columnText(0));
+    st.bindAll(table);
+    while (st.step()) out.push_back(st.columnText("name"));
     return out;
 }
 
@@ -45,15 +42,15 @@ class StepGroups {
     StepGroups(Database& db, const std::string& table, const std::vector<std::string>& cols,
                int64_t runId)
         : m_columns(cols.size()), m_st(db, selectSql(table, cols)) {
-        m_st.bindInt(1, runId);
+        m_st.bindAll(runId);
         m_pending = m_st.step();
     }
     // Loads the next step's rows, sorted; false when there are none left.
     bool next() {
         m_rows.clear();
         if (!m_pending) return false;
-        m_step = m_st.columnInt(0);
-        while (m_pending && m_st.columnInt(0) == m_step) {
+        m_step = m_st.columnInt("step");
+        while (m_pending && m_st.columnInt("step") == m_step) {
             m_rows.push_back(encodedRow());
             m_pending = m_st.step();
         }
@@ -104,10 +101,10 @@ class StepGroups {
 // The first step at which a row of ours in `table` is not in the source, if any.
 std::optional<int64_t> firstMissingStep(const Continuation& c, const std::string& table) {
     if (!hasTable(c.src, table)) {  // an older file: none of our rows there
-        Statement st(c.dst, "SELECT min(step) FROM " + table + " WHERE run_id = ?");
-        st.bindInt(1, c.dstId);
+        Statement st(c.dst, "SELECT min(step) AS first_step FROM " + table + " WHERE run_id = ?");
+        st.bindAll(c.dstId);
         st.step();
-        return st.isNull(0) ? std::nullopt : std::optional<int64_t>(st.columnInt(0));
+        return st.columnOptInt("first_step");
     }
     const auto cols = sharedColumns(c.src, c.dst, table, {"run_id", "id"});
     StepGroups ours(c.dst, table, cols, c.dstId), theirs(c.src, table, cols, c.srcId);
@@ -122,39 +119,30 @@ std::optional<int64_t> firstMissingStep(const Continuation& c, const std::string
     return std::nullopt;
 }
 
-// The value of one column of a runs row as text, "" for NULL (both sides alike).
-struct RunIdentity {
-    std::string config, userConfig, sweepPoint, sweepCoords;
-};
-
-RunIdentity readIdentity(Database& db, int64_t id, bool sweeps, bool userConfig) {
-    Statement st(db,
-                 std::string("SELECT config_json, ") + (userConfig ? "user_config" : "''") +
-                     (sweeps ? ", ifnull(sweep_point, ''), ifnull(sweep_coords, '')" : ", '', ''") +
-                     " FROM runs WHERE id = ?");
-    st.bindInt(1, id);
-    if (!st.step()) return {};
-    return {st.columnText(0), st.columnText(1), st.columnText(2), st.columnText(3)};
+// The value of column `column` of runs row `id` as text, "" for NULL and for a column the
+// file is older than (both sides alike).
+std::string runValue(Database& db, int64_t id, const std::vector<std::string>& columns,
+                     const std::string& column) {
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) return "";
+    Statement st(db, "SELECT ifnull(" + column + ", '') AS value FROM runs WHERE id = ?");
+    st.bindAll(id);
+    return st.step() ? st.columnText("value") : "";
 }
 
-// Why the runs rows say the source run is another run, or "".
+// Why the runs rows say the source run is another run, or "": a column that must be the same
+// (ImportRule::OnContinue::Same) differs, or it belongs to another sweep.
 std::string identityDifference(const Continuation& c) {
-    const auto srcCols = tableColumns(c.src, "runs");
-    const bool userConfig =
-        std::find(srcCols.begin(), srcCols.end(), "user_config") != srcCols.end();
-    const bool sweeps = hasFeature(c.srcVersion, SchemaFeature::Sweeps);
-    const RunIdentity theirs = readIdentity(c.src, c.srcId, sweeps, userConfig);
-    const RunIdentity ours = readIdentity(c.dst, c.dstId, true, userConfig);
-    if (theirs.config != ours.config) return "its config differs from ours";
-    if (theirs.userConfig != ours.userConfig) return "its user config differs from ours";
+    const auto srcCols = tableColumns(c.src, "runs"), dstCols = tableColumns(c.dst, "runs");
+    for (const RunColumn& col : runColumns())
+        if (col.import.onContinue == ImportRule::OnContinue::Same &&
+            runValue(c.src, c.srcId, srcCols, col.name) !=
+                runValue(c.dst, c.dstId, dstCols, col.name))
+            return "its " + std::string(col.title) + " differs from ours";
     Statement sweep(c.dst, "SELECT sweep_id FROM runs WHERE id = ?");
-    sweep.bindInt(1, c.dstId);
+    sweep.bindAll(c.dstId);
     sweep.step();
-    const std::optional<int64_t> ourSweep =
-        sweep.isNull(0) ? std::nullopt : std::optional<int64_t>(sweep.columnInt(0));
-    if (ourSweep != c.sweepHere || theirs.sweepPoint != ours.sweepPoint ||
-        theirs.sweepCoords != ours.sweepCoords)
-        return "it belongs to another sweep or grid point than ours";
+    const std::optional<int64_t> ourSweep = sweep.columnOptInt("sweep_id");
+    if (ourSweep != c.sweepHere) return "it belongs to another sweep than ours";
     return "";
 }
 
@@ -173,7 +161,7 @@ std::string differingKeys(const nlohmann::json& a, const nlohmann::json& b) {
 
 bool hasTable(Database& db, const std::string& table) {
     Statement st(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
-    st.bindText(1, table);
+    st.bindAll(table);
     return st.step();
 }
 
@@ -208,20 +196,20 @@ std::string continuationRefusal(const Continuation& c) {
     if (std::string why = identityDifference(c); !why.empty()) return why;
     std::optional<int64_t> missing;
     std::string table;
-    for (const char* t : kImportedRunTables) {
+    for (const std::string& t : importedRunTables()) {
         const auto step = firstMissingStep(c, t);
         if (step && (!missing || *step < *missing)) missing = step, table = t;
     }
     if (!missing) return "";  // every row of ours is in the source
-    Statement newest(c.dst, "SELECT max(step) FROM checkpoints WHERE run_id = ?");
-    newest.bindInt(1, c.dstId);
+    Statement newest(c.dst, "SELECT max(step) AS newest FROM checkpoints WHERE run_id = ?");
+    newest.bindAll(c.dstId);
     newest.step();
     const std::string differs =
         "its " + table + " rows differ from ours at step " + std::to_string(*missing);
-    if (newest.isNull(0)) return differs + ", and ours has no checkpoint it could resume from";
-    const int64_t checkpoint = newest.columnInt(0);
-    if (checkpoint <= *missing) return "";  // resumed from our newest checkpoint
-    return differs + ", before our newest checkpoint (step " + std::to_string(checkpoint) + ")";
+    const std::optional<int64_t> checkpoint = newest.columnOptInt("newest");
+    if (!checkpoint) return differs + ", and ours has no checkpoint it could resume from";
+    if (*checkpoint <= *missing) return "";  // resumed from our newest checkpoint
+    return differs + ", before our newest checkpoint (step " + std::to_string(*checkpoint) + ")";
 }
 
 }  // namespace qklab

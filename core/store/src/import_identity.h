@@ -1,5 +1,5 @@
 // import_identity.h — when a run or a sweep of another qklab file is the one here with the
-// same UUID (import_identity.cpp), and the per-run tables an import copies.
+// same UUID (import_identity.cpp).
 //
 // A UUID is no proof: anyone can copy one out of `export --format json`. A source run may
 // update the run here that has its UUID only when it is provably that run continued, and a
@@ -16,9 +16,6 @@
 #include "sqlite_db.h"
 
 namespace qklab {
-
-// Every per-run table an import copies (checkpoints aside: their files are copied).
-extern const char* const kImportedRunTables[10];
 
 bool hasTable(Database& db, const std::string& table);
 // Columns of `table` that both files have, in dst's order, less those in `skip`.

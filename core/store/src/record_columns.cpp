@@ -1,23 +1,24 @@
 // record_columns.cpp — the column tables of qklab/store/record_columns.h and probeColumns(): every
 // stored column of a record is named here and nowhere else.
 //
+// The makers of a column (column, blobColumn, their import rules) are column_makers.h.
+//
 // A test build compiles this file and schema.cpp again with QKLAB_EXTRA_COLUMNS naming a header
 // that adds a column to every table and their migration (tests/core/store/record_columns_extra.h):
 // the test then finds each column in the store and in every export.
 #include "qklab/store/record_columns.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
-#include <type_traits>
 
+#include "column_makers.h"
+#include "qklab/config/sweep.h"
 #include "qklab/util/error.h"
 #include "qklab/util/text_util.h"
 #include "schema.h"
+#include "sqlite_db.h"
 
 #ifdef QKLAB_EXTRA_COLUMNS
 #include QKLAB_EXTRA_COLUMNS  // a test build's addExtraColumns(columns) for every table
@@ -25,128 +26,18 @@
 
 namespace qklab {
 
+using namespace column_makers;
+
 namespace {
 
-int64_t integerOf(const ColumnValue& v) {
-    const int64_t* i = std::get_if<int64_t>(&v);
-    return i ? *i : 0;
-}
+constexpr int64_t kMaxMapSize = 8192;  // an attention map's side (T) an import accepts
 
-double realOf(const ColumnValue& v) {
-    return numberOf(v).value_or(std::numeric_limits<double>::quiet_NaN());
-}
-
-std::string textOf(const ColumnValue& v) {
-    const std::string* s = std::get_if<std::string>(&v);
-    return s ? *s : std::string();
-}
-
-ColumnBytes bytesOf(const ColumnValue& v) {
-    const ColumnBytes* b = std::get_if<ColumnBytes>(&v);
-    return b ? *b : ColumnBytes();
-}
-
-// Counts and weights are stored little-endian, whatever the machine.
-ColumnBytes int64Bytes(const std::vector<int64_t>& values) {
-    ColumnBytes out(values.size() * 8);
-    for (size_t i = 0; i < values.size(); ++i) {
-        auto v = static_cast<uint64_t>(values[i]);
-        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(v >> (8 * b));
-    }
-    return out;
-}
-
-// Trailing bytes short of a whole value are dropped (a hand-edited blob).
-std::vector<int64_t> int64sOf(const ColumnBytes& bytes) {
-    std::vector<int64_t> out(bytes.size() / 8);
-    for (size_t i = 0; i < out.size(); ++i) {
-        uint64_t v = 0;
-        for (int b = 7; b >= 0; --b) v = (v << 8) | bytes[i * 8 + b];
-        out[i] = static_cast<int64_t>(v);
-    }
-    return out;
-}
-
-ColumnBytes floatBytes(const std::vector<float>& values) {
-    ColumnBytes out(values.size() * 4);
-    for (size_t i = 0; i < values.size(); ++i) {
-        uint32_t v;
-        std::memcpy(&v, &values[i], sizeof v);
-        for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(v >> (8 * b));
-    }
-    return out;
-}
-
-std::vector<float> floatsOf(const ColumnBytes& bytes) {
-    std::vector<float> out(bytes.size() / 4);
-    for (size_t i = 0; i < out.size(); ++i) {
-        uint32_t v = 0;
-        for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
-        std::memcpy(&out[i], &v, sizeof v);
-    }
-    return out;
-}
-
-template <class T>
-constexpr ColumnType columnTypeOf() {
-    if constexpr (std::is_same_v<T, double>)
-        return ColumnType::Real;
-    else if constexpr (std::is_same_v<T, std::optional<double>>)
-        return ColumnType::OptionalReal;
-    else if constexpr (std::is_integral_v<T>)
-        return ColumnType::Integer;
-    else
-        return ColumnType::Text;  // text, and enums by their Choices name
-}
-
-template <class T>
-ColumnValue valueOf(const T& field) {
-    if constexpr (std::is_same_v<T, std::optional<double>>)
-        return field ? ColumnValue(*field) : ColumnValue();
-    else if constexpr (std::is_enum_v<T>)
-        return std::string(nameOrUnknown(field));
-    else if constexpr (std::is_integral_v<T>)
-        return static_cast<int64_t>(field);
-    else
-        return field;
-}
-
-template <class T>
-T fieldOf(const ColumnValue& v) {
-    if constexpr (std::is_same_v<T, double>)
-        return realOf(v);
-    else if constexpr (std::is_same_v<T, std::optional<double>>)
-        return numberOf(v);
-    else if constexpr (std::is_integral_v<T>)
-        return static_cast<T>(integerOf(v));
-    else if constexpr (std::is_enum_v<T>)  // a name this build does not know: Unknown
-        return parseChoice<T>(textOf(v)).value_or(T::Unknown);
-    else
-        return textOf(v);
-}
-
-// The record's field as a column.
-template <class Record, class T>
-RecordColumn<Record> column(const char* name, const char* title, T Record::*field, int since = 1) {
-    return {name,
-            title,
-            columnTypeOf<T>(),
-            [field](const Record& r) { return valueOf(r.*field); },
-            [field](Record& r, const ColumnValue& v) { r.*field = fieldOf<T>(v); },
-            since};
-}
-
-// The record's field as a blob: `encode` makes the stored bytes of the field, `decode` the
-// field of the stored bytes (none when the value is NULL).
-template <class Record, class T, class Encode, class Decode>
-RecordColumn<Record> blobColumn(const char* name, const char* title, T Record::*field,
-                                Encode encode, Decode decode, int since = 1) {
-    return {name,
-            title,
-            ColumnType::Blob,
-            [field, encode](const Record& r) { return ColumnValue(encode(r.*field)); },
-            [field, decode](Record& r, const ColumnValue& v) { r.*field = decode(bytesOf(v)); },
-            since};
+// A map's weights: size x size float32, up to the largest value SQLite holds.
+RecordColumn<AttentionMap> weightsColumn() {
+    auto c = checked(blobColumn("weights", "weights", &AttentionMap::weights, floatBytes, floatsOf),
+                     "length(weights) = size * size * 4", "a blob of size x size float32 weights");
+    c.import.maxBytes = Database::kMaxValueBytes;
+    return c;
 }
 
 // A map's reason by its name; a name this build does not know reads as periodic.
@@ -160,23 +51,12 @@ RecordColumn<AttentionMap> mapReasonColumn(int since) {
         since};
 }
 
-// Text stored as NULL when empty (not recorded).
-template <class Record>
-RecordColumn<Record> nullWhenEmpty(RecordColumn<Record> c) {
-    c.get = [get = c.get](const Record& r) {
-        ColumnValue v = get(r);
-        return textOf(v).empty() ? ColumnValue() : v;
-    };
-    return c;
-}
-
 using RunShown = RunColumn::Shown;
-using RunFormat = RunColumn::Format;
 
 // `select` empty: the stored column of the same name.
-RunColumn runColumn(RecordColumn<RunInfo> c, RunShown shown, RunFormat format = RunFormat::Plain,
-                    std::string select = {}, std::string before = "NULL") {
-    RunColumn out{std::move(c), std::move(select), std::move(before), shown, format};
+RunColumn runColumn(RecordColumn<RunInfo> c, RunShown shown, std::string select = {},
+                    std::string before = "NULL") {
+    RunColumn out{std::move(c), std::move(select), std::move(before), shown};
     if (out.select.empty()) out.select = std::string("r.") + out.name;
     return out;
 }
@@ -229,13 +109,18 @@ RecordColumn<RunInfo> interventionsColumn() {
 
 // Sweep membership (schema 8): a run with a sweep_id belongs to that sweep.
 std::vector<RunColumn> sweepColumns() {
-    auto member = [](const char* name, auto get, auto set, ColumnType type) {
-        return runColumn({name, name, type, get, set, schemaVersionOf(SchemaFeature::Sweeps)},
+    auto member = [](const char* name, const char* title, auto get, auto set, ColumnType type) {
+        return runColumn({name, title, type, get, set, schemaVersionOf(SchemaFeature::Sweeps)},
                          RunShown::InfoOnly);
+    };
+    // A continued run has its grid point (its sweep is the sweep here with its sweep's UUID).
+    auto same = [](RunColumn c) {
+        c.import.onContinue = ImportRule::OnContinue::Same;
+        return c;
     };
     return {
         member(
-            "sweep_id",
+            "sweep_id", "sweep",
             [](const RunInfo& r) {
                 return r.sweep ? ColumnValue(r.sweep->sweepId) : ColumnValue();
             },
@@ -243,23 +128,25 @@ std::vector<RunColumn> sweepColumns() {
                 if (std::holds_alternative<int64_t>(x)) r.sweep = SweepMembership{integerOf(x)};
             },
             ColumnType::Integer),
-        member(
-            "sweep_point",
+        same(counted(member(
+            "sweep_point", "sweep point",
             [](const RunInfo& r) { return r.sweep ? ColumnValue(r.sweep->point) : ColumnValue(); },
             [](RunInfo& r, const ColumnValue& x) {
                 if (r.sweep)
                     r.sweep->point = std::holds_alternative<int64_t>(x) ? integerOf(x) : -1;
             },
-            ColumnType::Integer),
-        member(
-            "sweep_coords",
-            [](const RunInfo& r) {
-                return r.sweep ? ColumnValue(r.sweep->coordsJson) : ColumnValue();
-            },
-            [](RunInfo& r, const ColumnValue& x) {
-                if (r.sweep) r.sweep->coordsJson = textOf(x);
-            },
-            ColumnType::Text),
+            ColumnType::Integer))),
+        // Its JSON is checked with the sweep it names (import_check.cpp).
+        same(importedAs(member(
+                            "sweep_coords", "sweep coordinates",
+                            [](const RunInfo& r) {
+                                return r.sweep ? ColumnValue(r.sweep->coordsJson) : ColumnValue();
+                            },
+                            [](RunInfo& r, const ColumnValue& x) {
+                                if (r.sweep) r.sweep->coordsJson = textOf(x);
+                            },
+                            ColumnType::Text),
+                        ImportRule::Text::Paragraphs)),
     };
 }
 
@@ -274,57 +161,61 @@ std::vector<Column> built(std::vector<Column> columns) {
 
 std::vector<RunColumn> makeRunColumns() {
     const auto list = RunShown::List, summary = RunShown::Summary, info = RunShown::InfoOnly;
+    using Text = ImportRule::Text;
+    const auto kept = ImportRule::OnContinue::Kept, same = ImportRule::OnContinue::Same;
     constexpr int external = schemaVersionOf(SchemaFeature::ExternalRuns);
     std::vector<RunColumn> c{
         runColumn(column("id", "id", &RunInfo::id), list),
-        runColumn(column("name", "name", &RunInfo::name), list),
+        runColumn(importedAs(column("name", "name", &RunInfo::name), Text::Name), list),
         runColumn(column("status", "status", &RunInfo::status), list),
-        runColumn(column("steps_done", "steps", &RunInfo::stepsDone), list),
+        runColumn(counted(column("steps_done", "steps", &RunInfo::stepsDone)), list),
         // What runs are compared on: the latest validation, found by a backwards walk of the
         // (run_id, step) key (at most eval.every rows).
         runColumn(column("final_val_loss", "val loss", &RunInfo::finalValLoss), list,
-                  RunFormat::Loss,
                   "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss "
                   "IS NOT NULL ORDER BY m.step DESC LIMIT 1)"),
         // The last training step's loss (one batch: noisy).
-        runColumn(column("final_loss", "train loss", &RunInfo::finalLoss), list, RunFormat::Loss),
-        runColumn(column("max_logit_raw", "max logit", &RunInfo::maxLogitRaw), list,
-                  RunFormat::Logit),
-        runColumn(column("spikes", "spikes", &RunInfo::spikes), list, RunFormat::Plain,
+        runColumn(column("final_loss", "train loss", &RunInfo::finalLoss), list),
+        runColumn(column("max_logit_raw", "max logit", &RunInfo::maxLogitRaw), list),
+        runColumn(column("spikes", "spikes", &RunInfo::spikes), list,
                   "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id)"),
         // A range scan of the (run_id, step, layer, head) key.
         runColumn(column("qk_clips", "qk clips", &RunInfo::qkClips,
                          schemaVersionOf(SchemaFeature::QkClips)),
-                  list, RunFormat::Plain, "(SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)",
-                  "0"),
-        runColumn(column("created_at", "created", &RunInfo::createdAt), list, RunFormat::Time),
+                  list, "(SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)", "0"),
+        runColumn(column("created_at", "created", &RunInfo::createdAt), list),
         // Where the run was trained: "qklab", or "python: <model kind>" for a run logged from
         // the user's own training loop through the Python package.
-        runColumn(column("source", "source", &RunInfo::source, external), list, RunFormat::Plain,
-                  {}, "'qklab'"),
-        runColumn(column("tags", "tags", &RunInfo::tags), list),
-        runColumn(column("status_message", "status message", &RunInfo::statusMessage), summary),
-        runColumn(column("max_logit_capped", "max capped logit", &RunInfo::maxLogitCapped), summary,
-                  RunFormat::Logit),
+        runColumn(column("source", "source", &RunInfo::source, external), list, {}, "'qklab'"),
+        runColumn(importedAs(column("tags", "tags", &RunInfo::tags), Text::Line, kept), list),
+        runColumn(importedAs(column("status_message", "status message", &RunInfo::statusMessage),
+                             Text::Paragraphs),
+                  summary),
+        runColumn(column("max_logit_capped", "max capped logit", &RunInfo::maxLogitCapped),
+                  summary),
         runColumn(column("logit_alarms", "logit alarms", &RunInfo::logitAlarms,
                          schemaVersionOf(SchemaFeature::LogitAlarms)),
-                  summary, RunFormat::Plain,
-                  "(SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)", "0"),
+                  summary, "(SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)", "0"),
         runColumn(column("seed", "seed", &RunInfo::seed), summary),
         runColumn(column("device", "device", &RunInfo::device), summary),
         runColumn(column("torch_version", "LibTorch", &RunInfo::torchVersion), summary),
         runColumn(column("app_version", "qklab", &RunInfo::appVersion), summary),
-        runColumn(column("finished_at", "finished", &RunInfo::finishedAt), summary,
-                  RunFormat::Time),
-        runColumn(column("notes", "notes", &RunInfo::notes), summary),
-        runColumn(column("config_json", "config", &RunInfo::configJson), info),
+        runColumn(column("finished_at", "finished", &RunInfo::finishedAt), summary),
+        runColumn(importedAs(column("notes", "notes", &RunInfo::notes), Text::Paragraphs, kept),
+                  summary),
+        runColumn(
+            importedAs(column("config_json", "config", &RunInfo::configJson), Text::Json, same),
+            info),
         // The user's own config of an external run (qklab.init(config=...)), as JSON.
-        runColumn(column("user_config", "user config", &RunInfo::userConfigJson, external), info,
-                  RunFormat::Plain, {}, "''"),
-        runColumn(interventionsColumn(), info, RunFormat::Plain, kInterventionsSql),
+        runColumn(
+            importedAs(column("user_config", "user config", &RunInfo::userConfigJson, external),
+                       Text::PythonJson, same),
+            info, {}, "''"),
+        runColumn(interventionsColumn(), info, kInterventionsSql),
         // An older file read as it is: the UUID its runs get when it is migrated.
-        runColumn(column("uuid", "UUID", &RunInfo::uuid, schemaVersionOf(SchemaFeature::Sweeps)),
-                  info, RunFormat::Plain, {}, kLegacyRunUuid),
+        runColumn(required(column("uuid", "UUID", &RunInfo::uuid,
+                                  schemaVersionOf(SchemaFeature::Sweeps))),
+                  info, {}, kLegacyRunUuid),
     };
     for (RunColumn& s : sweepColumns()) c.push_back(std::move(s));
     return built(std::move(c));
@@ -340,7 +231,7 @@ const RecordTable<StepMetrics>& stepMetricTable() {
     static const RecordTable<M> table{
         "step_metrics", 1, "step", RecordTable<M>::Insert::KeepLast,
         built<RecordColumn<M>>({
-            column("step", "step", &M::step),
+            stepColumn(&M::step),
             column("loss", "training loss", &M::loss),  // NULL: a diverged step (NaN)
             // Absent: not validated at this step; NaN: validated, and it diverged.
             column("val_loss", "validation loss", &M::valLoss),
@@ -367,7 +258,7 @@ const RecordTable<Spike>& spikeTable() {
     static const RecordTable<S> table{
         "spikes", 1, "step, id", RecordTable<S>::Insert::Append,
         built<RecordColumn<S>>({
-            column("step", "step", &S::step),
+            stepColumn(&S::step),
             column("metric", "metric", &S::metric),
             column("value", "value", &S::value),
             column("z_score", "z-score", &S::zScore),
@@ -378,7 +269,8 @@ const RecordTable<Spike>& spikeTable() {
             column("baseline_max_logit", "baseline max logit", &S::baselineMaxLogit),
             column("probe_qk_norm", "probe q/k norm", &S::probeQkNorm),
             column("baseline_qk_norm", "baseline q/k norm", &S::baselineQkNorm),
-            column("diagnosis", "diagnosis", &S::diagnosis),
+            importedAs(column("diagnosis", "diagnosis", &S::diagnosis),
+                       ImportRule::Text::Paragraphs),
         })};
     return table;
 }
@@ -387,18 +279,19 @@ const RecordTable<Spike>& spikeTable() {
 // again).
 const RecordTable<LogitAlarm>& logitAlarmTable() {
     using A = LogitAlarm;
-    static const RecordTable<A> table{"logit_alarms", schemaVersionOf(SchemaFeature::LogitAlarms),
-                                      "step, layer, metric", RecordTable<A>::Insert::KeepFirst,
-                                      built<RecordColumn<A>>({
-                                          column("step", "step", &A::step),
-                                          column("layer", "layer", &A::layer),
-                                          column("metric", "metric", &A::metric),
-                                          column("value", "value", &A::value),
-                                          column("threshold", "threshold", &A::threshold),
-                                          column("kind", "kind", &A::kind),
-                                          column("tier", "tier", &A::tier),
-                                          column("text", "text", &A::text),
-                                      })};
+    static const RecordTable<A> table{
+        "logit_alarms", schemaVersionOf(SchemaFeature::LogitAlarms), "step, layer, metric",
+        RecordTable<A>::Insert::KeepFirst,
+        built<RecordColumn<A>>({
+            stepColumn(&A::step),
+            column("layer", "layer", &A::layer),
+            column("metric", "metric", &A::metric),
+            column("value", "value", &A::value),
+            column("threshold", "threshold", &A::threshold),
+            column("kind", "kind", &A::kind),
+            column("tier", "tier", &A::tier),
+            importedAs(column("text", "text", &A::text), ImportRule::Text::Paragraphs),
+        })};
     return table;
 }
 
@@ -408,7 +301,7 @@ const RecordTable<QkClip>& qkClipTable() {
     static const RecordTable<C> table{"qk_clips", schemaVersionOf(SchemaFeature::QkClips),
                                       "step, layer, head", RecordTable<C>::Insert::KeepLast,
                                       built<RecordColumn<C>>({
-                                          column("step", "step", &C::step),
+                                          stepColumn(&C::step),
                                           column("layer", "layer", &C::layer),
                                           column("head", "head", &C::head),
                                           // NULL: NaN
@@ -425,8 +318,8 @@ const RecordTable<CustomScalar>& customScalarTable() {
         "custom_scalars", schemaVersionOf(SchemaFeature::ExternalRuns), "name, step",
         RecordTable<C>::Insert::KeepLast,
         built<RecordColumn<C>>({
-            column("name", "name", &C::name), column("step", "step", &C::step),
-            column("value", "value", &C::value),  // NULL: NaN
+            importedAs(column("name", "name", &C::name), ImportRule::Text::Name),
+            stepColumn(&C::step), column("value", "value", &C::value),  // NULL: NaN
         })};
     return table;
 }
@@ -439,7 +332,7 @@ const RecordTable<ChangeReport>& changeReportTable() {
         "change_reports", schemaVersionOf(SchemaFeature::ChangeReports), "step, kind",
         RecordTable<R>::Insert::KeepLast,
         built<RecordColumn<R>>({
-            column("step", "step", &R::step),
+            stepColumn(&R::step),
             column("kind", "kind", &R::kind),
             column("report_step", "measured to step", &R::reportStep),
             column("loss_before", "loss before", &R::lossBefore),
@@ -451,7 +344,7 @@ const RecordTable<ChangeReport>& changeReportTable() {
             column("max_logit_before", "max logit before", &R::maxLogitBefore),
             column("max_logit_after", "max logit after", &R::maxLogitAfter),
             column("moved", "moved the run", &R::moved),
-            column("text", "report", &R::text),
+            importedAs(column("text", "report", &R::text), ImportRule::Text::Paragraphs),
         })};
     return table;
 }
@@ -462,7 +355,7 @@ const RecordTable<ProbeStats>& probeStatTable() {
     using P = ProbeStats;
     static const RecordTable<P> table = [] {
         std::vector<RecordColumn<P>> columns{
-            column("step", "step", &P::step),
+            stepColumn(&P::step),
             column("layer", "layer", &P::layer),
             column("head", "head", &P::head),
         };
@@ -481,10 +374,11 @@ const RecordTable<LogitHistogram>& histogramTable() {
     static const RecordTable<H> table{
         "histograms", 1, "step", RecordTable<H>::Insert::KeepLast,
         built<RecordColumn<H>>({
-            column("step", "step", &H::step),
+            stepColumn(&H::step),
             column("layer", "layer", &H::layer),
             column("head", "head", &H::head),
-            blobColumn("counts", "counts", &H::counts, int64Bytes, int64sOf),
+            checked(blobColumn("counts", "counts", &H::counts, int64Bytes, int64sOf),
+                    "length(counts) % 8 = 0", "a blob of whole int64 counts"),
             column("underflow", "underflow", &H::underflow),
             column("overflow", "overflow", &H::overflow),
             column("nan", "NaN logits", &H::nan, schemaVersionOf(SchemaFeature::HistogramNaN)),
@@ -502,11 +396,11 @@ const RecordTable<AttentionMap>& attentionMapTable() {
     static const RecordTable<M> table{
         "attention_maps", 1, "layer, head", RecordTable<M>::Insert::KeepLast,
         built<RecordColumn<M>>({
-            column("step", "step", &M::step),
+            stepColumn(&M::step),
             column("layer", "layer", &M::layer),
             column("head", "head", &M::head),
-            column("size", "size", &M::size),
-            blobColumn("weights", "weights", &M::weights, floatBytes, floatsOf),
+            counted(column("size", "size", &M::size), kMaxMapSize),
+            weightsColumn(),
             blobColumn("tokens", "tokens", &M::tokens, bytesOfText, textOfBytes, reasons),
             mapReasonColumn(reasons),
         })};
@@ -516,25 +410,31 @@ const RecordTable<AttentionMap>& attentionMapTable() {
 // Append, in the order they happened: the rowid orders one step's events.
 const RecordTable<EventRecord>& eventTable() {
     using E = EventRecord;
-    static const RecordTable<E> table{"events", 1, "step, id", RecordTable<E>::Insert::Append,
-                                      built<RecordColumn<E>>({
-                                          column("step", "step", &E::step),
-                                          column("kind", "kind", &E::kind),
-                                          column("params_json", "parameters", &E::paramsJson),
-                                          column("source", "source", &E::source),
-                                      })};
+    static const RecordTable<E> table{
+        "events", 1, "step, id", RecordTable<E>::Insert::Append,
+        built<RecordColumn<E>>({
+            stepColumn(&E::step),
+            column("kind", "kind", &E::kind),
+            importedAs(column("params_json", "parameters", &E::paramsJson), ImportRule::Text::Json),
+            checked(column("source", "source", &E::source), "source IN ('config', 'user')",
+                    "'config' or 'user'"),
+        })};
     return table;
 }
 
 // KeepLast: a step checkpointed again (a resumed run) names the newer file.
 const RecordTable<StoredCheckpoint>& checkpointTable() {
     using C = StoredCheckpoint;
-    static const RecordTable<C> table{"checkpoints", 1, "step", RecordTable<C>::Insert::KeepLast,
+    static const RecordTable<C> table{"checkpoints",
+                                      1,
+                                      "step",
+                                      RecordTable<C>::Insert::KeepLast,
                                       built<RecordColumn<C>>({
-                                          column("step", "step", &C::step),
+                                          stepColumn(&C::step),
                                           column("path", "file", &C::path),
                                           column("created_at", "written", &C::createdAt),
-                                      })};
+                                      }),
+                                      false};  // an import copies the files (store_import.cpp)
     return table;
 }
 
@@ -578,6 +478,57 @@ const std::vector<ProbeColumn>& probeColumns() {
     return columns;
 }
 
+namespace {
+
+// The sweeps table has no record (sweeps are read by store_sweeps.cpp): only what an import
+// makes of its columns.
+struct SweepImportColumn {
+    const char* name;
+    ImportRule import;
+};
+
+const std::vector<SweepImportColumn>& sweepImportColumns() {
+    using Text = ImportRule::Text;
+    const auto rule = [](Text text, std::string check = {}, std::string meaning = {}) {
+        ImportRule r;
+        r.text = text;
+        r.check = std::move(check);
+        r.meaning = std::move(meaning);
+        return r;
+    };
+    const std::string most = std::to_string(kMaxSweepPoints);
+    static const std::vector<SweepImportColumn> columns{
+        {"name", rule(Text::Name)},
+        {"definition_json", rule(Text::Paragraphs)},  // read as a sweep (import_check.cpp)
+        {"points",
+         rule(Text::Line, "points BETWEEN 0 AND " + most, "an integer from 0 to " + most)},
+    };
+    return columns;
+}
+
+}  // namespace
+
+ImportRule importRuleOf(const std::string& table, const std::string& column) {
+    std::optional<ImportRule> found;
+    const auto look = [&](const auto& columns) {
+        if (const auto* c = findColumn(columns, column)) found = c->import;
+    };
+    if (table == "runs") look(runColumns());
+    if (table == "sweeps") look(sweepImportColumns());
+    forEachRecordTable([&](const auto& t) {
+        if (table == t.table) look(t.columns);
+    });
+    return found.value_or(ImportRule{});
+}
+
+std::vector<std::string> importedRunTables() {
+    std::vector<std::string> out;
+    forEachRecordTable([&](const auto& t) {
+        if (t.importCopiesRows) out.emplace_back(t.table);
+    });
+    return out;
+}
+
 const RecordColumn<StepMetrics>& stepMetricColumn(const std::string& name) {
     if (const auto* c = findColumn(stepMetricTable().columns, name)) return *c;
     throw Error(ErrorCode::Internal, "there is no step-metric column '" + name + "'");
@@ -602,19 +553,6 @@ std::string csvText(const ColumnValue& v) {
     }
     if (const int64_t* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
     return textOf(v);
-}
-
-std::string runListText(const RunColumn& c, const RunInfo& r) {
-    const ColumnValue v = c.get(r);
-    if (std::holds_alternative<std::monostate>(v)) return "-";
-    const auto number = numberOf(v);
-    if (number && c.format != RunFormat::Plain && c.format != RunFormat::Time) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, c.format == RunFormat::Loss ? "%.4f" : "%.4g", *number);
-        return buf;
-    }
-    // Names and dates come from the file: escaped, so that ESC[2J cannot clear the screen.
-    return printableText(csvText(v));
 }
 
 }  // namespace qklab

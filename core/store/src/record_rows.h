@@ -92,8 +92,8 @@ template <class Record>
 void insertRows(Statement& st, const RecordTable<Record>& t, int64_t runId,
                 const std::vector<Record>& rows) {
     for (const Record& row : rows) {
-        st.bindInt(1, runId);
-        int slot = 2;
+        int slot = 1;
+        st.bindInt(slot++, runId);
         for (const auto& c : t.columns) bindValue(st, slot++, c.type, c.get(row));
         st.exec();
     }
@@ -112,6 +112,19 @@ std::vector<Record> readRowsWhere(Database& db, int version, const RecordTable<R
                          " ORDER BY " + t.order);
     st.bindAll(runId, keys...);
     while (st.step()) out.push_back(decodeRow<Record>(st, t.columns));
+    return out;
+}
+
+// The steps at which one run has rows, in order (none in a file older than the table).
+template <class Record>
+std::vector<int64_t> readSteps(Database& db, int version, const RecordTable<Record>& t,
+                               int64_t runId) {
+    std::vector<int64_t> out;
+    if (version < t.since) return out;
+    Statement st(db, std::string("SELECT DISTINCT step FROM ") + t.table +
+                         " WHERE run_id = ? ORDER BY step");
+    st.bindAll(runId);
+    while (st.step()) out.push_back(st.columnInt("step"));
     return out;
 }
 

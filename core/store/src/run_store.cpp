@@ -1,5 +1,6 @@
-// run_store.cpp — qklab's schema, how a file is opened and migrated, and the read side of the
-// run store (RunStore). Writing a run lives in run_writer.cpp.
+// run_store.cpp — the run store (RunStore): runs and their records. Writing a run lives in
+// run_writer.cpp, the schema in schema.cpp, sweeps in store_sweeps.cpp, saved comparisons in
+// store_comparisons.cpp and importing in store_import.cpp.
 //
 // Layout: one `runs` row per run; every per-step table is keyed (run_id, step, ...) so one
 // run's rows are contiguous in the primary-key b-tree and reading 100k steps is a range scan.
@@ -44,25 +45,6 @@ std::string goneMessage(int64_t pid) {
            " ended without finishing the run";
 }
 
-// A comparisons row (name, run_ids, settings_json, created_at, updated_at). Ids that are not
-// integers (a hand-edited file) are skipped: the comparison still opens.
-SavedComparison readComparison(const Statement& st) {
-    SavedComparison c;
-    c.name = st.columnText(0);
-    nlohmann::json ids;
-    try {
-        ids = parseStoredJson(st.columnText(1), "run_ids");
-    } catch (const Error&) {
-    }
-    if (ids.is_array())
-        for (const auto& id : ids)
-            if (id.is_number_integer()) c.runIds.push_back(id.get<int64_t>());
-    c.settingsJson = st.columnText(2);
-    c.createdAt = st.columnText(3);
-    c.updatedAt = st.columnText(4);
-    return c;
-}
-
 bool isInteger(const std::string& s) {
     if (s.empty() || s.size() > 18) return false;
     for (char c : s)
@@ -84,17 +66,16 @@ bool writerIsGone(int64_t pid, const std::string& host) {
 // The run columns, then the writer's pid and host: a reader shows a dead writer's running run
 // as interrupted.
 std::string runSelectList(int version) {
-    return selectList(runColumns(), version) + ", r.pid, r.host";
+    return selectList(runColumns(), version) + ", r.pid AS writer_pid, r.host AS writer_host";
 }
 
 RunInfo readRun(const Statement& st) {
     RunInfo r = decodeRow<RunInfo>(st, runColumns());
     // Readers show a dead writer's run as interrupted without writing it (only writers
     // persist that, in markInterruptedRuns).
-    const int writer = static_cast<int>(runColumns().size());
     if (r.status == RunStatus::Running) {
-        const int64_t pid = st.isNull(writer) ? 0 : st.columnInt(writer);
-        if (writerIsGone(pid, st.columnText(writer + 1))) {
+        const int64_t pid = st.columnOptInt("writer_pid").value_or(0);
+        if (writerIsGone(pid, st.columnText("writer_host"))) {
             r.status = RunStatus::Interrupted;
             r.statusMessage = goneMessage(pid);
         }
@@ -161,10 +142,10 @@ int RunStore::markInterruptedRuns() {
     std::vector<std::pair<int64_t, int64_t>> dead;  // (run id, pid)
     {
         Statement st(*m_db, "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?");
-        st.bindText(1, thisHostName());
+        st.bindAll(thisHostName());
         while (st.step()) {
-            int64_t pid = st.isNull(1) ? 0 : st.columnInt(1);
-            if (writerIsGone(pid, thisHostName())) dead.emplace_back(st.columnInt(0), pid);
+            const int64_t pid = st.columnOptInt("pid").value_or(0);
+            if (writerIsGone(pid, thisHostName())) dead.emplace_back(st.columnInt("id"), pid);
         }
     }
     if (dead.empty()) return 0;
@@ -174,9 +155,7 @@ int RunStore::markInterruptedRuns() {
                   "WHERE id = ? AND status = 'running'");
     int changed = 0;
     for (const auto& [id, pid] : dead) {
-        upd.bindText(1, goneMessage(pid));
-        upd.bindInt(2, id);
-        upd.exec();
+        upd.bindAll(goneMessage(pid), id).exec();
         changed += m_db->changes();
     }
     tx.commit();
@@ -190,7 +169,7 @@ RunInfo RunStore::claimForResume(int64_t runId) {
     Statement claim(*m_db,
                     "UPDATE runs SET status = 'running', pid = ?, host = ?, status_message = '' "
                     "WHERE id = ? AND status IN ('stopped', 'interrupted', 'failed', 'diverged')");
-    claim.bindInt(1, getpid()).bindText(2, thisHostName()).bindInt(3, runId).exec();
+    claim.bindAll(getpid(), thisHostName(), runId).exec();
     if (m_db->changes() != 1) {
         const std::string id = "run " + std::to_string(runId);
         if (before.status == RunStatus::Finished)
@@ -207,8 +186,7 @@ void RunStore::releaseResumeClaim(const RunInfo& before) {
     Statement st(*m_db,
                  "UPDATE runs SET status = ?, status_message = ? WHERE id = ? AND pid = ? AND "
                  "status = 'running'");
-    st.bindText(1, toString(before.status)).bindText(2, before.statusMessage);
-    st.bindInt(3, before.id).bindInt(4, getpid()).exec();
+    st.bindAll(toString(before.status), before.statusMessage, before.id, getpid()).exec();
 }
 
 // Never deletes a row: a file that is missing now (an unmounted disk, a resume started from
@@ -259,7 +237,7 @@ std::vector<RunInfo> RunStore::listRuns() {
 
 RunInfo RunStore::run(int64_t id) {
     Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.id = ?");
-    st.bindInt(1, id);
+    st.bindAll(id);
     if (!st.step())
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
     return readRun(st);
@@ -272,12 +250,12 @@ RunInfo RunStore::findRun(const std::string& ref) {
     const std::string key = byId ? ref.substr(3) : byName ? ref.substr(5) : ref;
     if (!byName && isInteger(key)) {
         Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.id = ?");
-        st.bindInt(1, std::stoll(key));
+        st.bindAll(std::stoll(key));
         if (st.step()) return readRun(st);
     }
     if (!byId) {
         Statement st(*m_db, "SELECT " + runSelectList(m_version) + " FROM runs r WHERE r.name = ?");
-        st.bindText(1, key);
+        st.bindAll(key);
         if (st.step()) return readRun(st);
     }
     throw Error(ErrorCode::NotFound, std::string("no run with ") +
@@ -305,11 +283,7 @@ std::vector<LogitHistogram> RunStore::histograms(int64_t runId, int32_t layer, i
 }
 
 std::vector<int64_t> RunStore::histogramSteps(int64_t runId) {
-    Statement st(*m_db, "SELECT DISTINCT step FROM histograms WHERE run_id = ? ORDER BY step");
-    st.bindInt(1, runId);
-    std::vector<int64_t> out;
-    while (st.step()) out.push_back(st.columnInt(0));
-    return out;
+    return readSteps(*m_db, m_version, histogramTable(), runId);
 }
 
 std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
@@ -317,11 +291,7 @@ std::vector<AttentionMap> RunStore::attentionMaps(int64_t runId, int64_t step) {
 }
 
 std::vector<int64_t> RunStore::attentionMapSteps(int64_t runId) {
-    Statement st(*m_db, "SELECT DISTINCT step FROM attention_maps WHERE run_id = ? ORDER BY step");
-    st.bindInt(1, runId);
-    std::vector<int64_t> out;
-    while (st.step()) out.push_back(st.columnInt(0));
-    return out;
+    return readSteps(*m_db, m_version, attentionMapTable(), runId);
 }
 
 std::vector<Spike> RunStore::spikes(int64_t runId) {
@@ -351,12 +321,12 @@ void RunStore::renameRun(int64_t id, const std::string& name) {
     checkRunName(name);
     Transaction tx(*m_db);
     Statement taken(*m_db, "SELECT id FROM runs WHERE name = ? AND id != ?");
-    taken.bindText(1, name).bindInt(2, id);
+    taken.bindAll(name, id);
     if (taken.step())
         throw Error(ErrorCode::InvalidRequest, "a run named '" + name + "' already exists (id " +
-                                                   std::to_string(taken.columnInt(0)) + ")");
+                                                   std::to_string(taken.columnInt("id")) + ")");
     Statement st(*m_db, "UPDATE runs SET name = ? WHERE id = ?");
-    st.bindText(1, name).bindInt(2, id).exec();
+    st.bindAll(name, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
     tx.commit();
@@ -364,14 +334,14 @@ void RunStore::renameRun(int64_t id, const std::string& name) {
 
 void RunStore::setNotes(int64_t id, const std::string& notes) {
     Statement st(*m_db, "UPDATE runs SET notes = ? WHERE id = ?");
-    st.bindText(1, notes).bindInt(2, id).exec();
+    st.bindAll(notes, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
 }
 
 void RunStore::setTags(int64_t id, const std::string& tags) {
     Statement st(*m_db, "UPDATE runs SET tags = ? WHERE id = ?");
-    st.bindText(1, tags).bindInt(2, id).exec();
+    st.bindAll(tags, id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
 }
@@ -379,79 +349,9 @@ void RunStore::setTags(int64_t id, const std::string& tags) {
 void RunStore::deleteRun(int64_t id) {
     // foreign_keys=ON (set at open) makes ON DELETE CASCADE remove every per-step row.
     Statement st(*m_db, "DELETE FROM runs WHERE id = ?");
-    st.bindInt(1, id).exec();
+    st.bindAll(id).exec();
     if (m_db->changes() == 0)
         throw Error(ErrorCode::NotFound, "no run with id " + std::to_string(id) + " in " + path());
-}
-
-// ---- saved comparisons ----
-
-void RunStore::saveComparison(const SavedComparison& c) {
-    checkName(c.name, "a comparison name");
-    const std::string quoted = "comparison '" + clipped(c.name, 60) + "'";
-    if (c.runIds.size() < SavedComparison::kMinRuns || c.runIds.size() > SavedComparison::kMaxRuns)
-        throw Error(ErrorCode::InvalidRequest,
-                    quoted + " has " + std::to_string(c.runIds.size()) + " run id" +
-                        (c.runIds.size() == 1 ? "" : "s") + "; a comparison holds " +
-                        std::to_string(SavedComparison::kMinRuns) + " to " +
-                        std::to_string(SavedComparison::kMaxRuns) + " runs");
-    nlohmann::json settings;
-    try {
-        settings = parseJsonText(c.settingsJson);
-    } catch (const Error& e) {
-        throw Error(ErrorCode::InvalidRequest,
-                    "the settings of " + quoted + " are not valid JSON (" + e.what() + "): " +
-                        (c.settingsJson.empty() ? std::string("the text is empty")
-                                                : clipped(c.settingsJson, 60)));
-    }
-    if (!settings.is_object())
-        throw Error(
-            ErrorCode::InvalidRequest,
-            "the settings of " + quoted + " must be a JSON object, not " + shortJson(settings));
-    const std::string now = utcNowIso8601();
-    // On a read-only store this throws like every other write (SQLite refuses it).
-    Statement st(*m_db,
-                 "INSERT INTO comparisons(name, run_ids, settings_json, created_at, updated_at) "
-                 "VALUES(?1, ?2, ?3, ?4, ?4) ON CONFLICT(name) DO UPDATE SET "
-                 "run_ids = excluded.run_ids, settings_json = excluded.settings_json, "
-                 "updated_at = excluded.updated_at");
-    st.bindText(1, c.name).bindText(2, nlohmann::json(c.runIds).dump());
-    st.bindText(3, c.settingsJson).bindText(4, now).exec();
-}
-
-std::vector<SavedComparison> RunStore::comparisons() {
-    std::vector<SavedComparison> out;
-    if (!hasFeature(m_version, SchemaFeature::Comparisons))
-        return out;  // an older file read as it is: none
-    Statement st(*m_db,
-                 "SELECT name, run_ids, settings_json, created_at, updated_at FROM comparisons "
-                 "ORDER BY name");
-    while (st.step()) out.push_back(readComparison(st));
-    return out;
-}
-
-SavedComparison RunStore::comparison(const std::string& name) {
-    if (hasFeature(m_version, SchemaFeature::Comparisons)) {
-        Statement st(*m_db,
-                     "SELECT name, run_ids, settings_json, created_at, updated_at FROM "
-                     "comparisons WHERE name = ?");
-        st.bindText(1, name);
-        if (st.step()) return readComparison(st);
-    }
-    throw Error(ErrorCode::NotFound,
-                "no comparison named '" + clipped(name, 80) + "' in " + path());
-}
-
-void RunStore::deleteComparison(const std::string& name) {
-    if (!hasFeature(m_version,
-                    SchemaFeature::Comparisons))  // only a reader of an older file gets here
-        throw Error(ErrorCode::NotFound,
-                    "no comparison named '" + clipped(name, 80) + "' in " + path());
-    Statement st(*m_db, "DELETE FROM comparisons WHERE name = ?");
-    st.bindText(1, name).exec();
-    if (m_db->changes() == 0)
-        throw Error(ErrorCode::NotFound,
-                    "no comparison named '" + clipped(name, 80) + "' in " + path());
 }
 
 }  // namespace qklab

@@ -150,17 +150,15 @@ void RunWriter::Impl::dropCheckpointsBefore(int64_t step) {
         const auto resolved = [&](int64_t s, const std::string& stored) {
             return resolveCheckpoint(db->path(), runId, s, stored).path;
         };
-        Statement keep(*db, "SELECT path FROM checkpoints WHERE run_id = ? AND step = ?");
-        keep.bindInt(1, runId).bindInt(2, step);
-        const std::string newest = keep.step() ? resolved(step, keep.columnText(0)) : "";
+        const int version = latestSchemaVersion();  // a writer's file is migrated
+        const auto keep = readRowsWhere(*db, version, checkpointTable(), runId, "step = ?", step);
+        const std::string newest = keep.empty() ? "" : resolved(step, keep.front().path);
         std::vector<std::string> paths;
-        {
-            Statement old(*db, "SELECT step, path FROM checkpoints WHERE run_id = ? AND step < ?");
-            old.bindInt(1, runId).bindInt(2, step);
-            while (old.step()) paths.push_back(resolved(old.columnInt(0), old.columnText(1)));
-        }
+        for (const StoredCheckpoint& c :
+             readRowsWhere(*db, version, checkpointTable(), runId, "step < ?", step))
+            paths.push_back(resolved(c.step, c.path));
         Statement del(*db, "DELETE FROM checkpoints WHERE run_id = ? AND step < ?");
-        del.bindInt(1, runId).bindInt(2, step).exec();
+        del.bindAll(runId, step).exec();
         for (const auto& p : paths)
             if (!p.empty() && p != newest) std::remove(p.c_str());
     } catch (const Error&) {
@@ -212,11 +210,11 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
     Transaction tx(*d.db);
     if (!run.name.empty()) {
         Statement taken(*d.db, "SELECT id FROM runs WHERE name = ?");
-        taken.bindText(1, run.name);
+        taken.bindAll(run.name);
         if (taken.step())
             throw Error(ErrorCode::InvalidRequest,
                         "a run named '" + run.name + "' already exists in " + dbPath + " (id " +
-                            std::to_string(taken.columnInt(0)) + "); choose another name");
+                            std::to_string(taken.columnInt("id")) + "); choose another name");
     }
     // An unnamed run is inserted under a placeholder (invisible until commit) and renamed
     // "run-<id>" once its id is known.
@@ -225,16 +223,14 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
                   "app_version, created_at, pid, host, uuid, sweep_id, sweep_point, "
                   "sweep_coords, source, user_config) VALUES(?, 'running', ?,?,?,?,?,?,?,?,?,?,?,?,"
                   "?,?)");
+    using Sweep = std::optional<int64_t>;
+    const auto& sweep = run.sweep;
     ins.bindAll(run.name.empty() ? "\x01pending" : run.name, run.configJson, run.seed, run.device,
                 run.torchVersion, run.appVersion.empty() ? appVersion() : run.appVersion,
-                utcNowIso8601(), getpid(), thisHostName(), newUuid());
-    if (run.sweep)
-        ins.bindInt(11, run.sweep->sweepId)
-            .bindInt(12, run.sweep->point)
-            .bindText(13, run.sweep->coordsJson);
-    else
-        ins.bindNull(11).bindNull(12).bindNull(13);
-    ins.bindText(14, run.source).bindText(15, userConfig);
+                utcNowIso8601(), getpid(), thisHostName(), newUuid(),
+                sweep ? Sweep(sweep->sweepId) : Sweep(), sweep ? Sweep(sweep->point) : Sweep(),
+                sweep ? std::optional<std::string>(sweep->coordsJson) : std::nullopt, run.source,
+                userConfig);
     ins.exec();
     d.runId = d.db->lastInsertId();
     if (run.name.empty()) {
@@ -242,12 +238,12 @@ RunWriter::RunWriter(const std::string& dbPath, const NewRun& run) : m_impl(new 
         std::string name = "run-" + std::to_string(d.runId);
         for (int k = 2;; ++k) {  // someone may have named a run "run-7" by hand
             taken.reset();
-            taken.bindText(1, name);
+            taken.bindAll(name);
             if (!taken.step()) break;
             name = "run-" + std::to_string(d.runId) + "-" + std::to_string(k);
         }
         Statement rename(*d.db, "UPDATE runs SET name = ? WHERE id = ?");
-        rename.bindText(1, name).bindInt(2, d.runId).exec();
+        rename.bindAll(name, d.runId).exec();
     }
     tx.commit();
     d.watchJournal();
@@ -262,45 +258,41 @@ RunWriter::RunWriter(const std::string& dbPath, int64_t runId, int64_t fromStep)
     Transaction tx(*d.db);
     {
         Statement exists(*d.db, "SELECT 1 FROM runs WHERE id = ?");
-        exists.bindInt(1, runId);
+        exists.bindAll(runId);
         if (!exists.step())
             throw Error(ErrorCode::NotFound, "cannot resume run " + std::to_string(runId) +
                                                  ": no such run in " + dbPath);
     }
-    auto run = [&](const std::string& sql) {
-        Statement st(*d.db, sql);
-        st.bindInt(1, runId).bindInt(2, fromStep).exec();
-    };
-    // A clip at step s scaled the weights after s's update, before the checkpoint of s + 1:
-    // clips from fromStep on are done again by the resumed run.
-    for (const char* table :
-         {stepMetricTable().table, "probe_stats", "histograms", "attention_maps",
-          spikeTable().table, logitAlarmTable().table, qkClipTable().table,
-          customScalarTable().table, changeReportTable().table})
-        run(std::string("DELETE FROM ") + table + " WHERE run_id = ?1 AND step >= ?2");
-    // Events before fromStep are history (the trainer reports config events only when they
-    // take effect, so those at or after fromStep are reported again as the run reaches them).
-    run("DELETE FROM events WHERE run_id = ?1 AND step >= ?2");
-    // The checkpoint at fromStep is the one being resumed from: keep it.
-    run("DELETE FROM checkpoints WHERE run_id = ?1 AND step > ?2");
+    // Every record from fromStep on is made again by the resumed run. A clip at step s scaled
+    // the weights after s's update, before the checkpoint of s + 1: clips from fromStep on are
+    // done again. Events before fromStep are history (the trainer reports config events only
+    // when they take effect, so those at or after fromStep are reported again as the run
+    // reaches them). The checkpoint at fromStep is the one being resumed from: it is kept.
+    forEachRecordTable([&](const auto& t) {
+        const bool kept = std::string(t.table) == checkpointTable().table;
+        Statement st(*d.db, std::string("DELETE FROM ") + t.table + " WHERE run_id = ? AND step " +
+                                (kept ? ">" : ">=") + " ?");
+        st.bindAll(runId, fromStep).exec();
+    });
 
     // Recompute the summary from what is left, so later flushes extend the right values.
     {
-        Statement st(
-            *d.db, std::string("SELECT (SELECT max(step) + 1 FROM step_metrics WHERE run_id = ?1),"
-                               " (SELECT loss FROM step_metrics WHERE run_id = ?1 AND ") +
-                       kFiniteLoss +
-                       " ORDER BY step DESC LIMIT 1),"
-                       " (SELECT max(logit_max_raw) FROM probe_stats WHERE run_id = ?1 AND "
-                       "head = -1),"
-                       " (SELECT max(logit_max_capped) FROM probe_stats WHERE run_id = ?1 AND "
-                       "head = -1)");
-        st.bindInt(1, runId);
+        Statement st(*d.db,
+                     std::string("SELECT (SELECT max(step) + 1 FROM step_metrics WHERE run_id = "
+                                 "?1) AS steps, (SELECT loss FROM step_metrics WHERE run_id = ?1 "
+                                 "AND ") +
+                         kFiniteLoss +
+                         " ORDER BY step DESC LIMIT 1) AS final_loss,"
+                         " (SELECT max(logit_max_raw) FROM probe_stats WHERE run_id = ?1 AND "
+                         "head = -1) AS max_raw,"
+                         " (SELECT max(logit_max_capped) FROM probe_stats WHERE run_id = ?1 AND "
+                         "head = -1) AS max_capped");
+        st.bindAll(runId);
         st.step();
-        d.stepsDone = st.isNull(0) ? 0 : st.columnInt(0);
-        d.finalLoss = st.columnOptReal(1);
-        d.maxRaw = st.columnOptReal(2);
-        d.maxCapped = st.columnOptReal(3);
+        d.stepsDone = st.columnOptInt("steps").value_or(0);
+        d.finalLoss = st.columnOptReal("final_loss");
+        d.maxRaw = st.columnOptReal("max_raw");
+        d.maxCapped = st.columnOptReal("max_capped");
     }
     Statement upd(*d.db,
                   "UPDATE runs SET status = 'running', finished_at = NULL, status_message = '', "
@@ -323,7 +315,7 @@ RunWriter::~RunWriter() {
                          "UPDATE runs SET status = 'interrupted', status_message = "
                          "'the writer was closed before the run finished' WHERE id = ? AND "
                          "status = 'running'");
-            st.bindInt(1, m_impl->runId).exec();
+            st.bindAll(m_impl->runId).exec();
         }
     } catch (...) {
         // Destructors never throw; the rows stay buffered and are lost, as with a kill.
@@ -464,7 +456,7 @@ RunWriter::FailureRecord RunWriter::fail(const std::string& reason) {
         Statement st(*d.db,
                      "UPDATE runs SET status = 'failed', status_message = ?, finished_at = ? "
                      "WHERE id = ?");
-        st.bindText(1, record.message).bindText(2, utcNowIso8601()).bindInt(3, d.runId).exec();
+        st.bindAll(record.message, utcNowIso8601(), d.runId).exec();
         tx.commit();
         d.checkJournal();
         record.stored = true;

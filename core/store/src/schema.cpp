@@ -236,10 +236,10 @@ void checkSchema(Database& db, int64_t version) {
     Statement tables(expected, "SELECT name FROM sqlite_master WHERE type = 'table'");
     Statement kind(db, "SELECT type FROM sqlite_master WHERE name = ?");
     while (tables.step()) {
-        const std::string table = tables.columnText(0);
+        const std::string table = tables.columnText("name");
         kind.reset();
-        kind.bindText(1, table);
-        const std::string type = kind.step() ? kind.columnText(0) : "";
+        kind.bindAll(table);
+        const std::string type = kind.step() ? kind.columnText("type") : "";
         if (type != "table")
             throw Error(ErrorCode::NotQklabDatabase,
                         db.path() + " is not a usable qklab database: schema version " +
@@ -247,16 +247,16 @@ void checkSchema(Database& db, int64_t version) {
                             (type.empty() ? std::string("has none") : "has a " + type));
         std::set<std::string> have;
         Statement cols(db, "SELECT name FROM pragma_table_info(?)");
-        cols.bindText(1, table);
-        while (cols.step()) have.insert(cols.columnText(0));
+        cols.bindAll(table);
+        while (cols.step()) have.insert(cols.columnText("name"));
         Statement want(expected, "SELECT name FROM pragma_table_info(?)");
-        want.bindText(1, table);
+        want.bindAll(table);
         while (want.step())
-            if (!have.count(want.columnText(0)))
+            if (!have.count(want.columnText("name")))
                 throw Error(ErrorCode::NotQklabDatabase,
                             db.path() + " is not a usable qklab database: its table '" + table +
-                                "' has no column '" + want.columnText(0) + "' (schema version " +
-                                std::to_string(version) + ")");
+                                "' has no column '" + want.columnText("name") +
+                                "' (schema version " + std::to_string(version) + ")");
     }
 }
 

@@ -111,7 +111,7 @@ void Database::exec(const std::string& sql) {
 
 int64_t Database::queryInt(const std::string& sql) {
     Statement st(*this, sql);
-    return st.step() ? st.columnInt(0) : 0;
+    return st.step() ? st.columnInt(0) : 0;  // the first column, whatever its name
 }
 
 std::string Database::queryText(const std::string& sql) {
@@ -206,6 +206,14 @@ void Statement::exec() {
 
 void Statement::reset() {
     sqlite3_reset(m_stmt);
+}
+
+int Statement::indexOf(std::string_view name) const {
+    const int n = sqlite3_column_count(m_stmt);
+    for (int i = 0; i < n; ++i)
+        if (const char* c = sqlite3_column_name(m_stmt, i); c && name == c) return i;
+    throw Error(ErrorCode::Internal,
+                "no column '" + std::string(name) + "' in " + m_sql + " (" + m_db.path() + ")");
 }
 
 bool Statement::isNull(int col) const {

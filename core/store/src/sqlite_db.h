@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -66,7 +67,9 @@ class Database {
     std::string m_removeOnClose;
 };
 
-// Parameter indexes are 1-based and column indexes 0-based, as in the C API.
+// Parameter indexes are 1-based and column indexes 0-based, as in the C API. Code that knows
+// its columns binds with bindAll and reads by name; numbered binds and reads are for code that
+// builds its SQL from a column table (record_rows.h) or copies rows it does not decode.
 class Statement {
   public:
     Statement(Database& db, const std::string& sql);
@@ -86,7 +89,8 @@ class Statement {
     Statement& bindColumn(int index, const Statement& from, int col);
     // Binds the values to parameters 1, 2, ... in order, as SQLiteCpp's variadic bind does:
     // integers (bindInt), floating point (bindReal), std::optional<double> (bindOptReal),
-    // text, and nullptr for NULL.
+    // std::optional<int64_t> and std::optional<std::string> (NULL for none), text, and nullptr
+    // for NULL.
     template <class... Values>
     Statement& bindAll(const Values&... values) {
         int index = 0;
@@ -105,19 +109,43 @@ class Statement {
     std::string columnText(int col) const;               // NULL -> ""
     std::vector<unsigned char> columnBlob(int col) const;
 
+    // The same, of the column named `name` in the current row: its name in the SELECT list,
+    // or its AS alias. Throws Error{Internal} when the statement has none of that name.
+    bool isNull(std::string_view name) const { return isNull(indexOf(name)); }
+    int64_t columnInt(std::string_view name) const { return columnInt(indexOf(name)); }
+    double columnReal(std::string_view name) const { return columnReal(indexOf(name)); }
+    std::optional<double> columnOptReal(std::string_view name) const {
+        return columnOptReal(indexOf(name));
+    }
+    std::string columnText(std::string_view name) const { return columnText(indexOf(name)); }
+    // NULL -> nullopt.
+    std::optional<int64_t> columnOptInt(std::string_view name) const {
+        const int col = indexOf(name);
+        return isNull(col) ? std::nullopt : std::optional<int64_t>(columnInt(col));
+    }
+
   private:
+    int indexOf(std::string_view name) const;
+
     template <class T>
     void bindOne(int index, const T& value) {
-        if constexpr (std::is_same_v<T, std::nullptr_t>)
+        if constexpr (std::is_same_v<T, std::nullptr_t>) {
             bindNull(index);
-        else if constexpr (std::is_integral_v<T>)
+        } else if constexpr (std::is_integral_v<T>) {
             bindInt(index, static_cast<int64_t>(value));
-        else if constexpr (std::is_floating_point_v<T>)
+        } else if constexpr (std::is_floating_point_v<T>) {
             bindReal(index, static_cast<double>(value));
-        else if constexpr (std::is_same_v<T, std::optional<double>>)
+        } else if constexpr (std::is_same_v<T, std::optional<double>>) {
             bindOptReal(index, value);
-        else
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>> ||
+                             std::is_same_v<T, std::optional<std::string>>) {
+            if (value)
+                bindOne(index, *value);
+            else
+                bindNull(index);
+        } else {
             bindText(index, std::string(value));
+        }
     }
 
     Database& m_db;

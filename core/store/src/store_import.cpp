@@ -22,9 +22,11 @@
 #include "import_check.h"
 #include "import_identity.h"
 #include "qklab/config/names.h"
+#include "qklab/store/record_columns.h"
 #include "qklab/store/run_store.h"
 #include "qklab/util/error.h"
 #include "qklab/util/text_util.h"
+#include "record_rows.h"
 #include "run_rows.h"
 #include "schema.h"
 #include "sqlite_db.h"
@@ -48,13 +50,13 @@ void copyRunRows(Database& src, Database& dst, const std::string& table, int64_t
     const auto cols = sharedColumns(src, dst, table, {"run_id", "id"});
     if (cols.empty()) return;
     Statement sel(src, "SELECT " + joined(cols) + " FROM " + table + " WHERE run_id = ?");
-    sel.bindInt(1, srcId);
+    sel.bindAll(srcId);
     std::string marks = "?";
     for (size_t i = 0; i < cols.size(); ++i) marks += ", ?";
     Statement ins(dst,
                   "INSERT INTO " + table + "(run_id, " + joined(cols) + ") VALUES(" + marks + ")");
-    while (sel.step()) {
-        ins.bindInt(1, dstId);
+    while (sel.step()) {  // the rows as they are: ins's slot 1 + i takes sel's column i
+        ins.bindAll(dstId);
         for (size_t i = 0; i < cols.size(); ++i)
             ins.bindColumn(static_cast<int>(i) + 2, sel, static_cast<int>(i));
         ins.exec();
@@ -63,7 +65,7 @@ void copyRunRows(Database& src, Database& dst, const std::string& table, int64_t
 
 bool nameTaken(Database& db, const std::string& table, const std::string& name) {
     Statement st(db, "SELECT 1 FROM " + table + " WHERE name = ?");
-    st.bindText(1, name);
+    st.bindAll(name);
     return st.step();
 }
 
@@ -129,15 +131,16 @@ struct StagedCheckpoint {
 // shards of one Slurm sweep); otherwise its runs would become that sweep's points.
 void requireSameSweep(const Source& src, const Statement& sel, Database& dst, int64_t here) {
     Statement ours(dst, "SELECT name, definition_json, points FROM sweeps WHERE id = ?");
-    ours.bindInt(1, here);
+    ours.bindAll(here);
     ours.step();
     const std::string why =
-        sweepDifference(ours.columnText(1), ours.columnInt(2), sel.columnText(3), sel.columnInt(4));
+        sweepDifference(ours.columnText("definition_json"), ours.columnInt("points"),
+                        sel.columnText("definition_json"), sel.columnInt("points"));
     if (why.empty()) return;
     throw Error(ErrorCode::InvalidRequest,
-                src.path + ": sweep '" + clipped(printableText(sel.columnText(2))) + "' (" +
-                    std::to_string(sel.columnInt(0)) + ") has the UUID of sweep '" +
-                    clipped(printableText(ours.columnText(0))) + "' (" + std::to_string(here) +
+                src.path + ": sweep '" + clipped(printableText(sel.columnText("name"))) + "' (" +
+                    std::to_string(sel.columnInt("id")) + ") has the UUID of sweep '" +
+                    clipped(printableText(ours.columnText("name"))) + "' (" + std::to_string(here) +
                     " in " + dst.path() + ") but is not that sweep: " + why + ". Nothing of " +
                     src.path + " was imported.");
 }
@@ -151,22 +154,22 @@ std::map<int64_t, int64_t> importSweeps(const Source& src, Database& dst) {
                   "ORDER BY id");
     Statement find(dst, "SELECT id FROM sweeps WHERE uuid = ?");
     while (sel.step()) {
-        const std::string uuid = sel.columnText(1);
+        const std::string uuid = sel.columnText("uuid");
         find.reset();
-        find.bindText(1, uuid);
+        find.bindAll(uuid);
         if (find.step()) {
-            requireSameSweep(src, sel, dst, find.columnInt(0));
-            ids[sel.columnInt(0)] = find.columnInt(0);
+            requireSameSweep(src, sel, dst, find.columnInt("id"));
+            ids[sel.columnInt("id")] = find.columnInt("id");
             continue;
         }
         Statement ins(dst,
                       "INSERT INTO sweeps(uuid, name, definition_json, points, status, "
                       "created_at, updated_at) VALUES(?, ?, ?, ?, 'partial', ?, ?)");
-        ins.bindText(1, uuid).bindText(
-            2, freeName(dst, "sweeps", nameUnderTheRule(sel.columnText(2)), uuid));
-        ins.bindText(3, sel.columnText(3)).bindInt(4, sel.columnInt(4));
-        ins.bindText(5, sel.columnText(5)).bindText(6, utcNowIso8601()).exec();
-        ids[sel.columnInt(0)] = dst.lastInsertId();
+        ins.bindAll(uuid, freeName(dst, "sweeps", nameUnderTheRule(sel.columnText("name")), uuid),
+                    sel.columnText("definition_json"), sel.columnInt("points"),
+                    sel.columnText("created_at"), utcNowIso8601());
+        ins.exec();
+        ids[sel.columnInt("id")] = dst.lastInsertId();
     }
     return ids;
 }
@@ -179,7 +182,7 @@ void settleSweepStatus(Database& db, int64_t sweepId) {
                  "runs WHERE sweep_id = sweeps.id AND status IN ('finished', 'diverged', "
                  "'failed')) >= points THEN 'finished' ELSE 'partial' END, updated_at = ? "
                  "WHERE id = ? AND pid IS NULL");
-    st.bindText(1, utcNowIso8601()).bindInt(2, sweepId).exec();
+    st.bindAll(utcNowIso8601(), sweepId).exec();
 }
 
 // How far along a status is: a run that ended is further than one that may go on.
@@ -214,11 +217,12 @@ struct TargetRun {
 
 std::optional<TargetRun> findTarget(Database& dst, const std::string& uuid) {
     Statement st(dst, "SELECT id, steps_done, status, pid, host FROM runs WHERE uuid = ?");
-    st.bindText(1, uuid);
+    st.bindAll(uuid);
     if (!st.step()) return std::nullopt;
-    TargetRun t{st.columnInt(0), st.columnInt(1), runStatusOrUnknown(st.columnText(2)), false};
+    TargetRun t{st.columnInt("id"), st.columnInt("steps_done"),
+                runStatusOrUnknown(st.columnText("status")), false};
     t.live = t.status == RunStatus::Running &&
-             !writerIsGone(st.isNull(3) ? 0 : st.columnInt(3), st.columnText(4));
+             !writerIsGone(st.columnOptInt("pid").value_or(0), st.columnText("host"));
     return t;
 }
 
@@ -242,25 +246,29 @@ std::string liveNote(const SourceRun& r) {
            " (whether it still is cannot be told from here)" + as + "has ended to update it";
 }
 
-// The source runs' fixed columns (SourceRun) come first in every query of them.
-const char* const kSourceRunColumns = "r.id, r.steps_done, ifnull(r.pid, 0), r.name, r.status";
+// The source runs' fixed columns (SourceRun) come first in every query of them, named apart
+// from the copied columns that follow (the stored pid and host among them).
+constexpr int kFirstCopiedColumn = 8;
 
 std::string sourceRunQuery(const Source& src, const std::vector<std::string>& cols) {
-    const std::string uuid = hasFeature(src.version, SchemaFeature::Sweeps)
-                                 ? "r.uuid, ifnull(r.host, ''), r.sweep_id"
-                                 : kLegacyRunUuid + std::string(", ifnull(r.host, ''), NULL");
-    return std::string("SELECT ") + kSourceRunColumns + ", " + uuid +
+    const bool sweeps = hasFeature(src.version, SchemaFeature::Sweeps);
+    return std::string(
+               "SELECT r.id AS src_id, r.steps_done AS src_steps, ifnull(r.pid, 0) AS "
+               "src_pid, r.name AS src_name, r.status AS src_status, ") +
+           (sweeps ? "r.uuid" : kLegacyRunUuid) + " AS src_uuid, ifnull(r.host, '') AS src_host, " +
+           (sweeps ? "r.sweep_id" : "NULL") + " AS src_sweep" +
            (cols.empty() ? "" : ", " + joined(cols, "r.")) + " FROM runs r ORDER BY r.id";
 }
 
 SourceRun sourceRun(const Statement& sel, const std::string& srcPath) {
-    SourceRun r{sel.columnInt(0),  sel.columnInt(1),  sel.columnInt(2),  sel.columnText(3),
-                sel.columnText(4), sel.columnText(5), sel.columnText(6), ""};
+    SourceRun r{sel.columnInt("src_id"),      sel.columnInt("src_steps"),
+                sel.columnInt("src_pid"),     sel.columnText("src_name"),
+                sel.columnText("src_status"), sel.columnText("src_uuid"),
+                sel.columnText("src_host"),   ""};
     r.label = "run '" + clipped(printableText(r.name), 60) + "' (" + std::to_string(r.id) + " in " +
               srcPath + ")";
     return r;
 }
-constexpr int kSweepColumn = 7, kFirstCopiedColumn = 8;  // in sourceRunQuery's rows
 
 class Importer {
   public:
@@ -314,28 +322,20 @@ StagedCheckpoint Importer::stageOne(const Source& src, int64_t runId, int64_t st
 
 // The steps at which run `runId` here has a checkpoint: an import never replaces them.
 std::set<int64_t> checkpointSteps(Database& db, int64_t runId) {
-    std::set<int64_t> steps;
-    Statement st(db, "SELECT step FROM checkpoints WHERE run_id = ?");
-    st.bindInt(1, runId);
-    while (st.step()) steps.insert(st.columnInt(0));
-    return steps;
+    const auto steps = readSteps(db, latestSchemaVersion(), checkpointTable(), runId);
+    return {steps.begin(), steps.end()};
 }
 
 void Importer::stage(const Source& src) {
     Statement sel(*src.db, sourceRunQuery(src, {}));
-    Statement ckpts(*src.db, "SELECT step, path FROM checkpoints WHERE run_id = ?");
     while (sel.step()) {
         const SourceRun r = sourceRun(sel, src.path);
         const auto target = findTarget(m_dst, r.uuid);  // read again under the lock
         if (target && !sourceIsFurther(r, *target)) continue;
         const std::set<int64_t> have =
             target ? checkpointSteps(m_dst, target->id) : std::set<int64_t>{};
-        ckpts.reset();
-        ckpts.bindInt(1, r.id);
-        while (ckpts.step())
-            if (!have.count(ckpts.columnInt(0)))
-                m_staged[{r.id, ckpts.columnInt(0)}] =
-                    stageOne(src, r.id, ckpts.columnInt(0), ckpts.columnText(1));
+        for (const StoredCheckpoint& c : readRows(*src.db, src.version, checkpointTable(), r.id))
+            if (!have.count(c.step)) m_staged[{r.id, c.step}] = stageOne(src, r.id, c.step, c.path);
     }
 }
 
@@ -364,19 +364,13 @@ std::string Importer::placeFile(const std::string& staged, int64_t dstId, int64_
 // folder, are copied (staged before the transaction); the others are left out, with a note.
 void Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t dstId) {
     const std::set<int64_t> have = checkpointSteps(m_dst, dstId);  // ours stay as they are
-    Statement sel(*src.db, "SELECT step, path FROM checkpoints WHERE run_id = ? ORDER BY step");
-    sel.bindInt(1, r.id);
-    Statement ins(m_dst,
-                  "INSERT INTO checkpoints(run_id, step, path, created_at) "
-                  "VALUES(?, ?, ?, ?)");
-    while (sel.step()) {
-        const int64_t step = sel.columnInt(0);
+    Statement ins(m_dst, insertSql(checkpointTable()));
+    for (const StoredCheckpoint& c : readRows(*src.db, src.version, checkpointTable(), r.id)) {
+        const int64_t step = c.step;
         if (have.count(step)) continue;
         auto it = m_staged.find({r.id, step});
         if (it == m_staged.end())  // the target changed since stage(): copied now
-            it = m_staged
-                     .emplace(std::make_pair(r.id, step),
-                              stageOne(src, r.id, step, sel.columnText(1)))
+            it = m_staged.emplace(std::make_pair(r.id, step), stageOne(src, r.id, step, c.path))
                      .first;
         if (it->second.file.empty()) {
             m_result.notes.push_back(r.label + ": the checkpoint of step " + std::to_string(step) +
@@ -384,16 +378,15 @@ void Importer::copyCheckpoints(const Source& src, const SourceRun& r, int64_t ds
             continue;
         }
         const std::string file = placeFile(it->second.file, dstId, step);
-        ins.bindInt(1, dstId).bindInt(2, step);
-        ins.bindText(3, storedCheckpointPath(m_dstPath, dstId, file));
-        ins.bindText(4, utcNowIso8601()).exec();
+        insertRows(ins, checkpointTable(), dstId,
+                   {{step, storedCheckpointPath(m_dstPath, dstId, file), utcNowIso8601()}});
     }
 }
 
 // Every row of the source run into run dstId (whose old rows are gone, or never were), and
 // the checkpoints it has no checkpoint of its own at.
 void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId) {
-    for (const char* table : kImportedRunTables)
+    for (const std::string& table : importedRunTables())
         if (hasTable(*src.db, table)) copyRunRows(*src.db, m_dst, table, r.id, dstId);
     renameScalarsUnderTheRule(dstId);
     copyCheckpoints(src, r, dstId);
@@ -404,8 +397,8 @@ void Importer::copyRun(const Source& src, const SourceRun& r, int64_t dstId) {
 void Importer::renameScalarsUnderTheRule(int64_t runId) {
     std::vector<std::string> names;
     Statement sel(m_dst, "SELECT DISTINCT name FROM custom_scalars WHERE run_id = ?");
-    sel.bindInt(1, runId);
-    while (sel.step()) names.push_back(sel.columnText(0));
+    sel.bindAll(runId);
+    while (sel.step()) names.push_back(sel.columnText("name"));
     const std::vector<std::string> stored = names;  // `names` grows with the new ones
     for (const std::string& name : stored) {
         std::string under = nameUnderTheRule(name);
@@ -414,13 +407,15 @@ void Importer::renameScalarsUnderTheRule(int64_t runId) {
             under = numberedName(under, names);
         names.push_back(under);
         Statement up(m_dst, "UPDATE custom_scalars SET name = ? WHERE run_id = ? AND name = ?");
-        up.bindText(1, under).bindInt(2, runId).bindText(3, name).exec();
+        up.bindAll(under, runId, name).exec();
         m_result.renamed.push_back("scalar " + printableText(name) + " -> " + under);
     }
 }
 
 // Columns of an updated run that stay as they are here: what the user wrote about it.
-const std::set<std::string> kKeptOnUpdate{"notes", "tags"};
+bool keptOnUpdate(const std::string& column) {
+    return importRuleOf("runs", column).onContinue == ImportRule::OnContinue::Kept;
+}
 
 // The runs row: a new one (a free name, the source's UUID), or the continued run's own row
 // (its id, name, notes and tags stay). `sel` is a row of sourceRunQuery(src, cols). Returns
@@ -430,7 +425,7 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     std::string names, marks, sets;
     for (const auto& c : cols) {
         names += ", " + c, marks += ", ?";
-        if (!kKeptOnUpdate.count(c)) sets += ", " + c + " = ?";
+        if (!keptOnUpdate(c)) sets += ", " + c + " = ?";
     }
     Statement st(m_dst, target ? "UPDATE runs SET status = ?, sweep_id = ?" + sets + " WHERE id = ?"
                                : "INSERT INTO runs(name, status, uuid, sweep_id" + names +
@@ -450,7 +445,7 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     else
         st.bindNull(at++);
     for (size_t i = 0; i < cols.size(); ++i)
-        if (!target || !kKeptOnUpdate.count(cols[i]))
+        if (!target || !keptOnUpdate(cols[i]))
             st.bindColumn(at++, sel, static_cast<int>(i) + kFirstCopiedColumn);
     if (!target) {
         st.exec();
@@ -459,9 +454,9 @@ int64_t Importer::storeRunRow(const Statement& sel, const SourceRun& r, const Ta
     st.bindInt(at, target->id).exec();
     // All of its rows are the source's now: they hold every row of ours, or every row before
     // our newest checkpoint, which the source was resumed from (continuationRefusal).
-    for (const char* table : kImportedRunTables) {
-        Statement del(m_dst, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
-        del.bindInt(1, target->id).exec();
+    for (const std::string& table : importedRunTables()) {
+        Statement del(m_dst, "DELETE FROM " + table + " WHERE run_id = ?");
+        del.bindAll(target->id).exec();
     }
     return target->id;
 }
@@ -472,11 +467,11 @@ void Importer::requireContinuation(const Source& src, const SourceRun& r, const 
     const std::string why = continuationRefusal({*src.db, src.version, r.id, m_dst, t.id, sweep});
     if (why.empty()) return;
     Statement name(m_dst, "SELECT name FROM runs WHERE id = ?");
-    name.bindInt(1, t.id);
+    name.bindAll(t.id);
     name.step();
     throw Error(ErrorCode::InvalidRequest,
                 src.path + ": " + r.label + " has the UUID of run '" +
-                    clipped(printableText(name.columnText(0))) + "' (" + std::to_string(t.id) +
+                    clipped(printableText(name.columnText("name"))) + "' (" + std::to_string(t.id) +
                     " in " + m_dstPath +
                     ") and claims more steps, but is not that run continued: " + why +
                     ". Nothing of " + src.path + " was imported.");
@@ -498,7 +493,7 @@ ImportResult Importer::run(const Source& src) {
         }
         std::optional<int64_t> sweep;
         const auto it =
-            sel.isNull(kSweepColumn) ? sweepIds.end() : sweepIds.find(sel.columnInt(kSweepColumn));
+            sel.isNull("src_sweep") ? sweepIds.end() : sweepIds.find(sel.columnInt("src_sweep"));
         if (it != sweepIds.end()) sweep = it->second;
         if (target) requireContinuation(src, r, *target, sweep);
         if (sweep) touchedSweeps.insert(*sweep);

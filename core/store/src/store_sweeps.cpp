@@ -22,16 +22,17 @@ const char* const kSweepColumns =
 
 SweepInfo readSweep(const Statement& st) {
     SweepInfo s;
-    s.id = st.columnInt(0);
-    s.uuid = st.columnText(1);
-    s.name = st.columnText(2);
-    s.definitionJson = st.columnText(3);
-    s.points = st.columnInt(4);
-    s.status = st.columnText(5);
-    s.createdAt = st.columnText(6);
-    s.updatedAt = st.columnText(7);
+    s.id = st.columnInt("id");
+    s.uuid = st.columnText("uuid");
+    s.name = st.columnText("name");
+    s.definitionJson = st.columnText("definition_json");
+    s.points = st.columnInt("points");
+    s.status = st.columnText("status");
+    s.createdAt = st.columnText("created_at");
+    s.updatedAt = st.columnText("updated_at");
     // As with runs: readers show a dead owner's running sweep as interrupted.
-    if (s.status == "running" && !st.isNull(8) && writerIsGone(st.columnInt(8), st.columnText(9)))
+    const std::optional<int64_t> pid = st.columnOptInt("pid");
+    if (s.status == "running" && pid && writerIsGone(*pid, st.columnText("host")))
         s.status = "interrupted";
     return s;
 }
@@ -50,26 +51,24 @@ int64_t RunStore::addSweep(const SweepInfo& s, bool owned) {
     checkRunName(s.name);
     Transaction tx(*m_db);
     Statement byUuid(*m_db, "SELECT id FROM sweeps WHERE uuid = ?");
-    byUuid.bindText(1, s.uuid);
-    if (byUuid.step()) return byUuid.columnInt(0);
+    byUuid.bindAll(s.uuid);
+    if (byUuid.step()) return byUuid.columnInt("id");
     Statement byName(*m_db, "SELECT id, created_at FROM sweeps WHERE name = ?");
-    byName.bindText(1, s.name);
+    byName.bindAll(s.name);
     if (byName.step())
-        throw Error(ErrorCode::InvalidRequest,
-                    "a sweep named '" + s.name + "' already exists in " + path() + " (sweep " +
-                        std::to_string(byName.columnInt(0)) + ", created " + byName.columnText(1) +
-                        "); choose another name or resume that one");
+        throw Error(ErrorCode::InvalidRequest, "a sweep named '" + s.name + "' already exists in " +
+                                                   path() + " (sweep " +
+                                                   std::to_string(byName.columnInt("id")) +
+                                                   ", created " + byName.columnText("created_at") +
+                                                   "); choose another name or resume that one");
     Statement ins(*m_db,
                   "INSERT INTO sweeps(uuid, name, definition_json, points, status, created_at, "
                   "updated_at, pid, host) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
     const std::string now = utcNowIso8601();
-    ins.bindText(1, s.uuid).bindText(2, s.name).bindText(3, s.definitionJson);
-    ins.bindInt(4, s.points).bindText(5, owned ? "running" : "partial");
-    ins.bindText(6, now).bindText(7, now);
-    if (owned)
-        ins.bindInt(8, getpid()).bindText(9, thisHostName());
-    else
-        ins.bindNull(8).bindNull(9);
+    using Owner = std::optional<std::string>;  // the owner's host: none for a partial sweep
+    ins.bindAll(s.uuid, s.name, s.definitionJson, s.points, owned ? "running" : "partial", now, now,
+                owned ? std::optional<int64_t>(getpid()) : std::nullopt,
+                owned ? Owner(thisHostName()) : std::nullopt);
     ins.exec();
     const int64_t id = m_db->lastInsertId();
     tx.commit();
@@ -85,14 +84,13 @@ void RunStore::claimSweep(int64_t id) {
     Statement st(*m_db,
                  "UPDATE sweeps SET status = 'running', pid = ?, host = ?, updated_at = ? "
                  "WHERE id = ?");
-    st.bindInt(1, getpid()).bindText(2, thisHostName()).bindText(3, utcNowIso8601());
-    st.bindInt(4, id).exec();
+    st.bindAll(getpid(), thisHostName(), utcNowIso8601(), id).exec();
     tx.commit();
 }
 
 void RunStore::setSweepStatus(int64_t id, const std::string& status) {
     Statement st(*m_db, "UPDATE sweeps SET status = ?, updated_at = ? WHERE id = ?");
-    st.bindText(1, status).bindText(2, utcNowIso8601()).bindInt(3, id).exec();
+    st.bindAll(status, utcNowIso8601(), id).exec();
 }
 
 std::vector<SweepInfo> RunStore::sweeps() {
@@ -106,7 +104,7 @@ std::vector<SweepInfo> RunStore::sweeps() {
 SweepInfo RunStore::sweep(int64_t id) {
     requireSweeps(m_version, path());
     Statement st(*m_db, std::string("SELECT ") + kSweepColumns + " FROM sweeps WHERE id = ?");
-    st.bindInt(1, id);
+    st.bindAll(id);
     if (!st.step())
         throw Error(ErrorCode::NotFound, "no sweep " + std::to_string(id) + " in " + path());
     return readSweep(st);
@@ -115,7 +113,7 @@ SweepInfo RunStore::sweep(int64_t id) {
 SweepInfo RunStore::findSweep(const std::string& ref) {
     requireSweeps(m_version, path());
     Statement st(*m_db, std::string("SELECT ") + kSweepColumns + " FROM sweeps WHERE name = ?");
-    st.bindText(1, ref);
+    st.bindAll(ref);
     if (st.step()) return readSweep(st);
     const bool numeric =
         !ref.empty() && ref.size() < 18 && ref.find_first_not_of("0123456789") == std::string::npos;
@@ -129,7 +127,7 @@ std::vector<RunInfo> RunStore::sweepRuns(int64_t sweepId) {
     if (!hasFeature(m_version, SchemaFeature::Sweeps)) return out;
     Statement st(*m_db, "SELECT " + runSelectList(m_version) +
                             " FROM runs r WHERE r.sweep_id = ? ORDER BY r.sweep_point, r.id");
-    st.bindInt(1, sweepId);
+    st.bindAll(sweepId);
     while (st.step()) out.push_back(readRun(st));
     return out;
 }
@@ -138,14 +136,14 @@ void RunStore::markRunFailed(int64_t runId, const std::string& message) {
     Statement st(*m_db,
                  "UPDATE runs SET status = 'failed', status_message = ?, finished_at = ? "
                  "WHERE id = ? AND status = 'running'");
-    st.bindText(1, message).bindText(2, utcNowIso8601()).bindInt(3, runId).exec();
+    st.bindAll(message, utcNowIso8601(), runId).exec();
 }
 
 std::optional<double> RunStore::firstStepLoss(int64_t runId) {
     Statement st(*m_db, "SELECT loss FROM step_metrics WHERE run_id = ? ORDER BY step LIMIT 1");
-    st.bindInt(1, runId);
+    st.bindAll(runId);
     if (!st.step()) return std::nullopt;
-    return st.columnOptReal(0);
+    return st.columnOptReal("loss");
 }
 
 }  // namespace qklab

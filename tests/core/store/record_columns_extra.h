@@ -8,7 +8,8 @@
 // A test build cannot give StepMetrics or RunInfo a field of its own (the engine would have to
 // be rebuilt), so each extra column is a second representation of an existing field: reading
 // `twice_loss` sets the loss to half of it. What the exports show is then the value that was
-// read back from the extra column.
+// read back from the extra column. Two carry an import rule (ImportRule): `twice_overflow`
+// holds an even integer, `extra_note` paragraphs that a merged continuation keeps.
 #pragma once
 
 #include <string>
@@ -75,14 +76,21 @@ inline void addExtraColumns(std::vector<RecordColumn<ProbeStats>>& columns) {
     columns.push_back(twice("twice_entropy", "twice the entropy", &ProbeStats::entropy));
 }
 
-// Twice the overflow count; reading it sets the overflow to half the stored value.
+// Twice the overflow count; reading it sets the overflow to half the stored value. An import
+// takes even integers only.
 inline void addExtraColumns(std::vector<RecordColumn<LogitHistogram>>& columns) {
-    columns.push_back({"twice_overflow", "twice the overflow", ColumnType::Integer,
-                       [](const LogitHistogram& h) { return ColumnValue(2 * h.overflow); },
-                       [](LogitHistogram& h, const ColumnValue& v) {
-                           if (const auto* i = std::get_if<int64_t>(&v)) h.overflow = *i / 2;
-                       },
-                       latestSchemaVersion()});
+    RecordColumn<LogitHistogram> c{
+        "twice_overflow",
+        "twice the overflow",
+        ColumnType::Integer,
+        [](const LogitHistogram& h) { return ColumnValue(2 * h.overflow); },
+        [](LogitHistogram& h, const ColumnValue& v) {
+            if (const auto* i = std::get_if<int64_t>(&v)) h.overflow = *i / 2;
+        },
+        latestSchemaVersion()};
+    c.import.check = "twice_overflow % 2 = 0";
+    c.import.meaning = "an even integer";
+    columns.push_back(std::move(c));
 }
 
 // The map's bytes again, as a blob; reading it replaces the bytes (when it holds any).
@@ -118,7 +126,8 @@ inline void addExtraColumns(std::vector<RecordColumn<StoredCheckpoint>>& columns
                        latestSchemaVersion()});
 }
 
-// A run-list column stored in `runs`; reading it replaces the notes (when it holds text).
+// A run-list column stored in `runs`; reading it replaces the notes (when it holds text). An
+// import takes paragraphs, and a merged continuation keeps ours.
 inline void addExtraColumns(std::vector<RunColumn>& columns) {
     RecordColumn<RunInfo> note{"extra_note",
                                "extra note",
@@ -128,8 +137,9 @@ inline void addExtraColumns(std::vector<RunColumn>& columns) {
                                    if (const auto* s = std::get_if<std::string>(&v)) r.notes = *s;
                                },
                                latestSchemaVersion()};
-    columns.push_back({std::move(note), "r.extra_note", "NULL", RunColumn::Shown::List,
-                       RunColumn::Format::Plain});
+    note.import.text = ImportRule::Text::Paragraphs;
+    note.import.onContinue = ImportRule::OnContinue::Kept;
+    columns.push_back({std::move(note), "r.extra_note", "NULL", RunColumn::Shown::List});
 }
 
 }  // namespace qklab

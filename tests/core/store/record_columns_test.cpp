@@ -2,8 +2,9 @@
 // one migration. This build adds a column to every record that way (record_columns_extra.h),
 // writes a run and finds each column in the stored tables, in what the store reads back, in
 // qklab-cli's `export --format json`, `export --format csv`, `show --json`, `list` and
-// `list --json` (qklab-cli built with the same extra columns) and among the lesson metrics.
-// A writer, reader, export or list that named its columns itself would miss them.
+// `list --json` (qklab-cli built with the same extra columns) and among the lesson metrics,
+// and an import copies them, checks them by their import rules and merges a continued run by
+// them. A writer, reader, export, list or import that named its columns itself would miss them.
 #include "qklab/store/record_columns.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "qklab/analysis/lesson.h"
 #include "qklab/store/run_store.h"
 #include "qklab/store/run_writer.h"
+#include "qklab/util/error.h"
 #include "store/src/schema.h"
 #include "support/cli_run.h"
 #include "support/test_files.h"
@@ -71,21 +73,35 @@ class RecordColumnsTest : public ::testing::Test {
     }
 
     // The file as another program sees it.
-    void exec(const std::string& sql) {
+    void exec(const std::string& sql) { execIn(m_db, sql); }
+    static void execIn(const std::string& path, const std::string& sql) {
         sqlite3* db = nullptr;
-        ASSERT_EQ(sqlite3_open(m_db.c_str(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
         EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
         sqlite3_close(db);
     }
-    double real(const std::string& sql) {
+    double real(const std::string& sql) { return std::stod(textIn(m_db, sql)); }
+    // The first value `sql` reads from the file at `path`, as text ("-1": no row).
+    static std::string textIn(const std::string& path, const std::string& sql) {
         sqlite3* db = nullptr;
         sqlite3_stmt* st = nullptr;
-        EXPECT_EQ(sqlite3_open(m_db.c_str(), &db), SQLITE_OK);
+        EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
         EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
-        const double v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : -1;
+        std::string v = "-1";
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
         sqlite3_close(db);
         return v;
+    }
+    // What importing the run into a new file at `into` says: "" when it was imported.
+    std::string importInto(const std::string& into) {
+        try {
+            RunStore(into).importRuns(m_db);
+            return "";
+        } catch (const Error& e) {
+            return e.what();
+        }
     }
 
     // New values in the extra columns only: whatever shows them read them from there.
@@ -209,4 +225,51 @@ TEST_F(RecordColumnsTest, LessonsCanWatchTheExtraStepColumn) {
     EXPECT_NE(std::find(metrics.begin(), metrics.end(), "twice_loss"), metrics.end());
     EXPECT_NE(lessonReferenceMarkdown().find("`twice_loss`: twice the loss (step)"),
               std::string::npos);
+}
+
+TEST_F(RecordColumnsTest, AnImportCopiesAndChecksTheExtraColumnsByTheirRules) {
+    changeExtraColumns();
+    exec("UPDATE runs SET extra_note = 'two' || char(10) || 'lines'");  // paragraphs: taken
+    const std::string into = (m_dir / "into.db").string();
+    ASSERT_EQ(importInto(into), "");
+    RunStore store(into, StoreAccess::ReadOnly);
+    EXPECT_EQ(store.run(1).notes, "two\nlines");
+    EXPECT_EQ(store.stepMetrics(1).at(3).loss, 50.0);
+    EXPECT_EQ(store.histograms(1, 0, 1).at(0).overflow, 7);
+    EXPECT_EQ(store.events(1).at(0).kind, "qk_norm");
+
+    exec("UPDATE histograms SET twice_overflow = 15");  // odd: refused by its rule
+    const std::string odd = importInto((m_dir / "odd.db").string());
+    EXPECT_NE(odd.find("twice_overflow holds integer '15'; expected an even integer"),
+              std::string::npos)
+        << odd;
+    exec(
+        "UPDATE histograms SET twice_overflow = 14;"
+        "UPDATE events SET kind_copy = 'a' || char(10) || 'b'");  // one line by default
+    const std::string broken = importInto((m_dir / "broken.db").string());
+    EXPECT_NE(broken.find("kind_copy holds text"), std::string::npos) << broken;
+    EXPECT_NE(broken.find("expected one line of text"), std::string::npos) << broken;
+    EXPECT_TRUE(RunStore((m_dir / "odd.db").string()).listRuns().empty());  // nothing stored
+}
+
+TEST_F(RecordColumnsTest, AMergedContinuationKeepsTheExtraColumnOursKeeps) {
+    const std::string into = (m_dir / "into.db").string();
+    ASSERT_EQ(importInto(into), "");
+    execIn(into, "UPDATE runs SET extra_note = 'ours'");
+    {
+        RunWriter w(m_db, 1, 5);  // the run continued where it came from
+        StepMetrics m;
+        m.step = 5;
+        m.loss = 1;
+        w.addStep(m);
+        w.finish(RunStatus::Finished);
+    }
+    exec(
+        "UPDATE runs SET extra_note = 'theirs'; UPDATE step_metrics SET twice_loss = 8 "
+        "WHERE step = 5");
+    RunStore store(into);
+    EXPECT_EQ(store.importRuns(m_db).updated, 1);
+    EXPECT_EQ(textIn(into, "SELECT extra_note FROM runs"), "ours");
+    EXPECT_EQ(store.stepMetrics(1).size(), 6u);
+    EXPECT_EQ(store.stepMetrics(1).at(5).loss, 4.0);  // the source's twice_loss, taken
 }

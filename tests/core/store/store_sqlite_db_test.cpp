@@ -42,3 +42,25 @@ TEST_F(StoreTest, LockedDatabaseGivesAClearError) {
     // Reading alongside the writer still works: that is what WAL is for.
     EXPECT_EQ(impatient.queryInt("SELECT count(*) FROM runs"), 0);
 }
+
+// Store code binds in order (bindAll, absent optionals as NULL) and reads columns by name,
+// wherever the SELECT list puts them; a name the statement lacks is a bug, said as one.
+TEST_F(StoreTest, BindAllAndNamedReads) {
+    Database db(m_path);
+    db.exec("CREATE TABLE t(a INTEGER, b TEXT, c REAL)");
+    Statement ins(db, "INSERT INTO t VALUES(?, ?, ?)");
+    ins.bindAll(std::optional<int64_t>(7), std::optional<std::string>(), 0.5).exec();
+    ins.bindAll(std::optional<int64_t>(), std::optional<std::string>("x"), nullptr).exec();
+    Statement st(db, "SELECT c, b, a AS renamed FROM t ORDER BY rowid");
+    ASSERT_TRUE(st.step());
+    EXPECT_EQ(st.columnOptInt("renamed"), 7);
+    EXPECT_TRUE(st.isNull("b"));
+    EXPECT_EQ(st.columnReal("c"), 0.5);
+    ASSERT_TRUE(st.step());
+    EXPECT_EQ(st.columnOptInt("renamed"), std::nullopt);
+    EXPECT_EQ(st.columnText("b"), "x");
+    EXPECT_EQ(st.columnOptReal("c"), std::nullopt);
+    std::string msg;
+    EXPECT_EQ(errorCodeOf([&] { st.columnInt("a"); }, &msg), ErrorCode::Internal);
+    EXPECT_NE(msg.find("no column 'a'"), std::string::npos) << msg;
+}

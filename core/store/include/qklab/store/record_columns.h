@@ -38,6 +38,23 @@ enum class ColumnType {
     Blob,          // bytes (an empty blob, never NULL, when there are none); NULL reads as none
 };
 
+// What importing another qklab file makes of a column, beyond the type its schema declares:
+// core/store/src/import_check.cpp checks every row of the file with it before anything is
+// copied, import_identity.cpp and store_import.cpp merge a run continued elsewhere by it.
+struct ImportRule {
+    // What text holds: one line (it is printed in tables); paragraphs (line breaks and tabs);
+    // a JSON object or "" (Python: a user's config, bare NaN and Infinity as Python writes
+    // them); a name (any bytes: one the naming rule refuses is stored under it).
+    enum class Text { Line, Paragraphs, Json, PythonJson, Name } text = Text::Line;
+    std::string check;      // SQL over the row that the value meets too, "" none
+    std::string meaning;    // what `check` asks, in words: "an integer from 0"
+    int64_t maxBytes = 0;   // a blob's or text's limit, 0: the import's own
+    bool required = false;  // never NULL, whatever the schema declares
+    // A run continued elsewhere and merged back: the source's value is taken; ours is kept
+    // (what the user wrote here); or it must be the same, else the source is another run.
+    enum class OnContinue { Taken, Kept, Same } onContinue = OnContinue::Taken;
+};
+
 template <class Record>
 struct RecordColumn {
     const char* name;   // in the store, JSON and CSV, e.g. "grad_norm"
@@ -46,6 +63,7 @@ struct RecordColumn {
     std::function<ColumnValue(const Record&)> get;
     std::function<void(Record&, const ColumnValue&)> set;
     int since = 1;  // the schema version that added it: an older file reads it as absent
+    ImportRule import = {};
 };
 
 // The rows of one record in the store: every row also holds the run's id (run_id).
@@ -57,6 +75,8 @@ struct RecordTable {
     // What storing a row does when a row with its key is there already.
     enum class Insert { Append, KeepFirst, KeepLast } insert;
     std::vector<RecordColumn<Record>> columns;
+    // Whether an import copies the rows as they are (checkpoints: their files are copied).
+    bool importCopiesRows = true;
 };
 
 const RecordTable<StepMetrics>& stepMetricTable();
@@ -72,6 +92,22 @@ const RecordTable<AttentionMap>& attentionMapTable();
 const RecordTable<EventRecord>& eventTable();
 const RecordTable<StoredCheckpoint>& checkpointTable();
 
+// Calls f(table) for every per-run record table above, in the order declared.
+template <class F>
+void forEachRecordTable(F&& f) {
+    f(stepMetricTable());
+    f(spikeTable());
+    f(logitAlarmTable());
+    f(qkClipTable());
+    f(customScalarTable());
+    f(changeReportTable());
+    f(probeStatTable());
+    f(histogramTable());
+    f(attentionMapTable());
+    f(eventTable());
+    f(checkpointTable());
+}
+
 // A column of RunInfo: what a reader selects from `runs r` (the stored column or a subquery,
 // and what stands in for it in a file older than `since`), and where it shows.
 struct RunColumn : RecordColumn<RunInfo> {
@@ -79,13 +115,17 @@ struct RunColumn : RecordColumn<RunInfo> {
     // RunInfo only; also the JSON summary (`show`, `list --json`, under its name); and also the
     // run list (`list` and the app's run list, under its title).
     enum class Shown { InfoOnly, Summary, List } shown;
-    // How the run list writes the value.
-    enum class Format { Plain, Loss, Logit, Time } format;
 };
 // Run-list columns first, in the order the lists show them.
 const std::vector<RunColumn>& runColumns();
 // The run-list columns (Shown::List), in order.
 std::vector<const RunColumn*> listedRunColumns();
+
+// The import rule of column `column` of stored table `table` (a record table, `runs` or
+// `sweeps`); the default rule (one line of text) for a column no table names (pid, host).
+ImportRule importRuleOf(const std::string& table, const std::string& column);
+// The stored per-run tables an import copies row for row (importCopiesRows).
+std::vector<std::string> importedRunTables();
 
 // The column named `name`, or nullptr.
 template <class Column>
@@ -106,8 +146,5 @@ bool isMeasurement(const RecordColumn<StepMetrics>& c);
 std::optional<double> numberOf(const ColumnValue& v);
 // The value as one CSV cell: "" when absent, numbers with 9 significant digits, text as is.
 std::string csvText(const ColumnValue& v);
-// A run-list cell as the CLI prints it: "-" when absent, losses with 4 decimals, logits with 4
-// significant digits, text made printable (printableText).
-std::string runListText(const RunColumn& c, const RunInfo& r);
 
 }  // namespace qklab
