@@ -162,13 +162,14 @@ void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout
     row->addWidget(m_layer);
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
+    // Here rather than beside Group by: that row is the wider in presenter mode at 1024 px.
+    row->addWidget(buildAlignControls());
     row->addWidget(m_plots->scalarChoice());  // shown while a compared run logged any
     row->addStretch(1);
     groupRow->addWidget(groupLabel);
     groupRow->addWidget(m_groupBy);
     groupRow->addWidget(m_multiples);
     groupRow->addWidget(m_multiMetric);
-    groupRow->addWidget(buildAlignControls());
     groupRow->addStretch(1);
     m_multiMetric->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_multiMetric->setMinimumContentsLength(12);
