@@ -241,8 +241,9 @@ class CompareViewTest : public QObject {
     }
 
     // Issue 40, item 4: aligned at the first spike, every plot's x is the run's step minus its
-    // own anchor (run a at 10, b at 20); run c, with no spike, is not drawn and is greyed in
-    // the legend with the reason. A bad rule aligns nothing and says why.
+    // own anchor (run 1 at 10, run 2 at 20), the cursor and a seed band included; run 3, with
+    // no spike, is not drawn and is greyed in the legend with the reason. A bad rule aligns
+    // nothing and says why.
     void alignsEveryPlotAtEachRunsAnchor() {
         const std::string db = m_dir.filePath(QStringLiteral("align.db")).toStdString();
         for (const int64_t spikeStep : {int64_t(10), int64_t(20), int64_t(-1)}) {
@@ -252,7 +253,7 @@ class CompareViewTest : public QObject {
             for (int s = 0; s < 30; ++s) {
                 StepMetrics m;
                 m.step = s;
-                m.loss = 3;
+                m.loss = 3 + s / 100.0;
                 m.gradNorm = 1;
                 m.seqLen = 32;
                 w.addStep(m);
@@ -305,6 +306,33 @@ class CompareViewTest : public QObject {
         QVERIFY(!panel.findChild<QComboBox*>(QStringLiteral("xAxisChoice"))->isEnabled());
         // The setting is saved with the comparison.
         QVERIFY(panel.settingsJson().contains(QStringLiteral("\"align\":\"spike\"")));
+        // The cursor at x = 0 reads each run at its own anchor step.
+        panel.resize(1400, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        QCustomPlot* lossPlot = panel.plots()->plotOf(CompareMetric::TrainLoss);
+        lossPlot->replot(QCustomPlot::rpImmediateRefresh);
+        panel.plots()->hoverCursor()->hover(lossPlot, QPoint(int(lossPlot->xAxis->coordToPixel(0)),
+                                                             lossPlot->axisRect()->center().y()));
+        const QString text = panel.plots()->hoverCursor()->lastText();
+        QVERIFY2(text.contains(QStringLiteral(" · steps from first spike 0<")), qPrintable(text));
+        // Loss 3 + step / 100: run 1 at step 10, run 2 at step 20.
+        QVERIFY2(text.contains(QStringLiteral("1 run-1: <b>3.1</b>")) &&
+                     text.contains(QStringLiteral("2 run-2: <b>3.2</b>")),
+                 qPrintable(text));
+        // The three configs are equal: one seed group, its band over the steps from each
+        // member's anchor that both drawn members have (-10 to 9); run c stays greyed.
+        panel.setGroupSeeds(true);
+        const QCPGraph* mean = nullptr;
+        for (int g = 0; g < lossPlot->graphCount(); ++g)
+            if (lossPlot->graph(g)->name().startsWith(QStringLiteral("mean of")))
+                mean = lossPlot->graph(g);
+        QVERIFY(mean);
+        QCOMPARE(mean->dataCount(), 20);
+        QCOMPARE(mean->data()->begin()->key, -10.0);
+        QCOMPARE((mean->data()->end() - 1)->key, 9.0);
+        QVERIFY(panel.legendEntries().back().greyed);
+        panel.setGroupSeeds(false);
         // A bad argument: nothing aligned, the field says why.
         QVERIFY(!panel.setAlignment(QStringLiteral("threshold:loss>abc")));
         QVERIFY2(panel.alignArgument()->toolTip().contains(QStringLiteral("'abc' is not a finite")),
