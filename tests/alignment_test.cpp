@@ -171,6 +171,10 @@ TEST_F(AlignmentTest, ValuesAtStepsFromTheAnchor) {
     EXPECT_FALSE(metricAtStep(rows, "logit_max_raw", 100));  // past the run's end
     EXPECT_FALSE(metricAtStep(rows, "logit_max_raw", -10));
     EXPECT_EQ(alignedOffsets(), (std::vector<int64_t>{-50, -10, 0, 10, 50}));
+    // A run whose logit line is higher (alarms.intervene): no layer passes 36, the spike is first.
+    AlignRows higher = rows;
+    higher.interveneMaxLogit = 36;
+    EXPECT_EQ(findAnchor(higher, parseAlignRule("onset")).what, "onset: spike in loss (z 7.5)");
 }
 
 TEST(AlignRuleTest, ParsesEveryKindAndWritesItBack) {

@@ -15,6 +15,7 @@
 
 #include "qklab/records.h"
 #include "qklab/run_store.h"
+#include "qklab/spikes.h"
 
 namespace qklab {
 
@@ -64,6 +65,9 @@ struct AlignRows {
     const std::vector<ProbeStats>* layerProbes = nullptr;  // store.probeStats(id, -1)
     const std::vector<Spike>* spikes = nullptr;            // store.spikes(id)
     const std::vector<EventRecord>* events = nullptr;      // store.events(id)
+    // The onset's logit line: the run's alarms.intervene once configs have one (issue 40,
+    // item 1); the domain brief's intervention line until then.
+    double interveneMaxLogit = kInterveneMaxLogit;
 };
 
 // A run's anchor: its step, and what happened there ("spike in loss (z 7.2)"); or no step and

@@ -167,15 +167,15 @@ Anchor onsetAnchor(const AlignRows& rows) {
     AlignRule line;
     line.kind = AlignKind::Threshold;
     line.metric = "logit_max_raw";
-    line.value = kInterveneMaxLogit;
+    line.value = rows.interveneMaxLogit;
     const Anchor candidates[] = {thresholdAnchor(rows, line), spikeAnchor(rows),
                                  divergenceAnchor(rows)};
     const Anchor* first = nullptr;
     for (const Anchor& a : candidates)  // ties: the first in this order
         if (a.step && (!first || *a.step < *first->step)) first = &a;
     if (!first)
-        return {std::nullopt, "no onset: raw max logit never past " + number(kInterveneMaxLogit) +
-                                  ", no spike, did not diverge"};
+        return {std::nullopt, "no onset: raw max logit never past " +
+                                  number(rows.interveneMaxLogit) + ", no spike, did not diverge"};
     return {first->step, "onset: " + first->what};
 }
 
