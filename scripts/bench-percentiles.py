@@ -4,7 +4,7 @@
     ~/.local/share/qklab/venv/bin/python scripts/bench-percentiles.py [--threads 2] [--reps 15]
 
 Times, on the venv's torch (the LibTorch the engine links: the same kernels), the percentile
-calls of one probe step as core/src/engine/probes.cpp makes them, on tensors of the tiny
+calls of one probe step as core/engine/src/probes.cpp makes them, on tensors of the tiny
 (default) and 10M configs' shapes: per layer, p99 of the causal logits per head and over the
 layer, p90 of the q/k norms (effective and raw) per head and over the layer. "sampled" is the
 code before issue 25 (kthvalue on at most 32,768 evenly strided values per row), "exact" the

@@ -24,7 +24,7 @@ data=../shared/data/tinyshakespeare.txt
 [ -f "$data" ] || data=""
 cpp_data=(); py_data=()
 if [ -n "$data" ]; then cpp_data=(--set "data.source=$data"); py_data=(--data "$data"); fi
-# What the engine sets for itself with mallopt (see core/src/engine/trainer.cpp), for the fair peer run.
+# What the engine sets for itself with mallopt (see core/engine/src/trainer.cpp), for the fair peer run.
 heap_env="MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=536870912"
 out=$(mktemp)
 run() { echo "$1 $(eval "$2")" >>"$out"; }

@@ -4,7 +4,7 @@
 # On a machine with an NVIDIA GPU and PyTorch 2.x: builds core + qklab-cli + the bench tools
 # + tests/gpu_test against that machine's own PyTorch (-DQKLAB_TORCH=its python3,
 # -DQKLAB_GUI=OFF), then
-#   0. the GPU-only GoogleTest suite (tests/gpu_test.cpp; needs the libgtest-dev .deb);
+#   0. the GPU-only GoogleTest suite (tests/core/engine/gpu_test.cpp; needs the libgtest-dev .deb);
 #   (3., speed, runs next: results.jsonl fills in as it goes, so a cut-short lease keeps it)
 #   1. fp32, same seed, 50 steps on CPU and GPU: loss curves and probes must agree;
 #   2. bf16 blow-up preset: the raw max logit still blows up without QK-norm, stays bounded

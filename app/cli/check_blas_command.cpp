@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "qklab/environment.h"
+#include "qklab/engine/environment.h"
 
 namespace qklab::cli {
 

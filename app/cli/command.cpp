@@ -1,7 +1,7 @@
 // command.cpp — see command.h.
 #include "command.h"
 
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::cli {
 

@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "qklab/alignment.h"
-#include "qklab/compare.h"
-#include "qklab/error.h"
-#include "qklab/run_store.h"
-#include "qklab/spikes.h"
+#include "qklab/analysis/alignment.h"
+#include "qklab/analysis/compare.h"
+#include "qklab/analysis/spikes.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
 
 namespace qklab::cli {
 namespace {

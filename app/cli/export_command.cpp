@@ -3,7 +3,7 @@
 
 #include <iostream>
 
-#include "qklab/run_export.h"
+#include "qklab/store/run_export.h"
 #include "stored_runs.h"
 
 namespace qklab::cli {

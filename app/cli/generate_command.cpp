@@ -7,11 +7,11 @@
 #include <memory>
 #include <sstream>
 
-#include "qklab/error.h"
-#include "qklab/generate.h"
-#include "qklab/generate_source.h"
-#include "qklab/resources.h"
-#include "qklab/run_store.h"
+#include "qklab/analysis/generate_source.h"
+#include "qklab/config/resources.h"
+#include "qklab/engine/generate.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
 
 namespace qklab::cli {
 namespace {

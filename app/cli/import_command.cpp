@@ -6,7 +6,7 @@
 #include <iostream>
 #include <set>
 
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::cli {
 

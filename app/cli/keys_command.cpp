@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "qklab/config_docs.h"
+#include "qklab/config/config_docs.h"
 
 namespace qklab::cli {
 

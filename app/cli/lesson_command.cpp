@@ -9,14 +9,14 @@
 #include <iostream>
 #include <optional>
 
-#include "qklab/error.h"
-#include "qklab/events.h"
-#include "qklab/input_file.h"
-#include "qklab/lesson.h"
-#include "qklab/names.h"
-#include "qklab/run_config.h"
-#include "qklab/run_session.h"
-#include "qklab/run_store.h"
+#include "qklab/analysis/lesson.h"
+#include "qklab/config/events.h"
+#include "qklab/config/names.h"
+#include "qklab/config/run_config.h"
+#include "qklab/engine/run_session.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
+#include "qklab/util/input_file.h"
 #include "training.h"
 
 namespace qklab::cli {

@@ -5,14 +5,14 @@
 #include <cstdio>
 #include <iostream>
 
-#include "qklab/record_columns.h"
-#include "qklab/run_export.h"
+#include "qklab/store/record_columns.h"
+#include "qklab/store/run_export.h"
 #include "stored_runs.h"
 
 namespace qklab::cli {
 namespace {
 
-// A column per run-list column (qklab/record_columns.h), as wide as its widest cell: text on
+// A column per run-list column (qklab/store/record_columns.h), as wide as its widest cell: text on
 // the left, numbers on the right. Names and dates come from the file: runListText escapes them,
 // so that ESC[2J cannot clear the screen.
 void printRunTable(const std::vector<RunInfo>& runs) {

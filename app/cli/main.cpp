@@ -7,10 +7,10 @@
 #include <iostream>
 
 #include "commands.h"
-#include "qklab/environment.h"
-#include "qklab/error.h"
-#include "qklab/run_store.h"
-#include "qklab/version.h"
+#include "qklab/engine/environment.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
+#include "qklab/util/version.h"
 
 using namespace qklab;
 

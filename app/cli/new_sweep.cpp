@@ -2,7 +2,7 @@
 // writer share (new_sweep.h).
 #include "new_sweep.h"
 
-#include "qklab/error.h"
+#include "qklab/util/error.h"
 
 namespace qklab::cli {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "qklab/sweep.h"
+#include "qklab/config/sweep.h"
 #include "sweep_command.h"
 
 namespace qklab::cli {

@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "qklab/recommend.h"
+#include "qklab/config/recommend.h"
 #include "stored_runs.h"
 
 namespace qklab::cli {

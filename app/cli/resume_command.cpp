@@ -2,8 +2,8 @@
 // checkpoint.
 #include "resume_command.h"
 
-#include "qklab/run_session.h"
-#include "qklab/run_store.h"
+#include "qklab/engine/run_session.h"
+#include "qklab/store/run_store.h"
 #include "training.h"
 
 namespace qklab::cli {

@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "qklab/error.h"
-#include "qklab/input_file.h"
-#include "qklab/run_config.h"
-#include "qklab/run_session.h"
+#include "qklab/config/run_config.h"
+#include "qklab/engine/run_session.h"
+#include "qklab/util/error.h"
+#include "qklab/util/input_file.h"
 #include "training.h"
 
 namespace qklab::cli {

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "qklab/error.h"
-#include "qklab/input_file.h"
+#include "qklab/util/error.h"
+#include "qklab/util/input_file.h"
 
 namespace qklab::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::cli {
 

@@ -28,12 +28,12 @@
 #include <thread>
 
 #include "new_sweep.h"
-#include "qklab/error.h"
-#include "qklab/input_file.h"
-#include "qklab/resources.h"
-#include "qklab/run_store.h"
-#include "qklab/sweep.h"
-#include "qklab/sweep_report.h"
+#include "qklab/analysis/sweep_report.h"
+#include "qklab/config/resources.h"
+#include "qklab/config/sweep.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
+#include "qklab/util/input_file.h"
 #include "sweep_slurm.h"
 
 using nlohmann::json;

@@ -6,11 +6,11 @@
 #include <optional>
 #include <set>
 
-#include "qklab/error.h"
-#include "qklab/run_session.h"
-#include "qklab/run_store.h"
-#include "qklab/sweep.h"
-#include "qklab/sweep_report.h"
+#include "qklab/analysis/sweep_report.h"
+#include "qklab/config/sweep.h"
+#include "qklab/engine/run_session.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
 #include "training.h"
 
 namespace qklab::cli {

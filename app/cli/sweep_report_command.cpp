@@ -7,9 +7,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "qklab/error.h"
-#include "qklab/run_store.h"
-#include "qklab/sweep_report.h"
+#include "qklab/analysis/sweep_report.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
 
 using nlohmann::json;
 

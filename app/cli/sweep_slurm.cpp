@@ -26,12 +26,12 @@
 #include <optional>
 
 #include "new_sweep.h"
-#include "qklab/error.h"
-#include "qklab/input_file.h"
-#include "qklab/resources.h"
-#include "qklab/run_config.h"
-#include "qklab/run_store.h"
-#include "qklab/sweep.h"
+#include "qklab/config/resources.h"
+#include "qklab/config/run_config.h"
+#include "qklab/config/sweep.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
+#include "qklab/util/input_file.h"
 
 namespace fs = std::filesystem;
 
@@ -142,8 +142,8 @@ std::string cliExecutable() {
     return ec ? std::string("qklab-cli") : self.string();
 }
 
-// Memory per task: the largest point's estimate (qklab/resources.h) with room for LibTorch's own
-// libraries, so that a cluster that schedules by memory can pack the tasks.
+// Memory per task: the largest point's estimate (qklab/config/resources.h) with room for LibTorch's
+// own libraries, so that a cluster that schedules by memory can pack the tasks.
 int64_t taskMemoryMiB(const std::vector<SweepPoint>& points) {
     double need = 0;
     for (const SweepPoint& p : points) need = std::max(need, estimateMemory(p.config).total);

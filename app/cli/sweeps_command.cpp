@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 using nlohmann::json;
 

@@ -8,9 +8,9 @@
 #include <iostream>
 
 #include "progress_bar.h"
-#include "qklab/environment.h"
-#include "qklab/resources.h"
-#include "qklab/trainer.h"
+#include "qklab/config/resources.h"
+#include "qklab/engine/environment.h"
+#include "qklab/engine/trainer.h"
 
 namespace qklab::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "qklab/run_session.h"
+#include "qklab/engine/run_session.h"
 
 namespace qklab::cli {
 

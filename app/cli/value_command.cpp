@@ -1,15 +1,15 @@
 // value_command.cpp — `qklab-cli value`: the numbers a lesson placeholder stands for, read
 // from a stored run. Scripts check stated numbers with it (scripts/check-claims.py), with the
-// same syntax and meaning as the lessons' {{…}} (qklab/lesson_values.h).
+// same syntax and meaning as the lessons' {{…}} (qklab/analysis/lesson_values.h).
 #include "value_command.h"
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
-#include "qklab/error.h"
-#include "qklab/input_file.h"
-#include "qklab/lesson_values.h"
+#include "qklab/analysis/lesson_values.h"
+#include "qklab/util/error.h"
+#include "qklab/util/input_file.h"
 #include "stored_runs.h"
 
 namespace qklab::cli {

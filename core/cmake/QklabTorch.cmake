@@ -65,7 +65,7 @@ endfunction()
 # A CUDA LibTorch's CMake package refuses to load without a CUDA toolkit (nvcc, cudart), even
 # for a consumer that links only its CPU half, as qklab does. Where no toolkit is installed,
 # describe the CPU half from the install folder instead; the CUDA half stays loadable at run
-# time (core/src/engine/cuda_backend.cpp needs only the wheel's libraries and a driver).
+# time (core/engine/src/cuda_backend.cpp needs only the wheel's libraries and a driver).
 macro(_qklab_describe_cpu_half root)
   set(TORCH_INCLUDE_DIRS "${root}/include" "${root}/include/torch/csrc/api/include")
   find_library(QKLAB_TORCH_CPU_LIBRARY torch_cpu PATHS "${root}/lib" NO_DEFAULT_PATH)
@@ -201,7 +201,7 @@ message(STATUS "qklab: LibTorch ${QKLAB_TORCH_VERSION} (QKLAB_TORCH=${QKLAB_TORC
 #
 # With a CUDA LibTorch, only the CPU half (libtorch_cpu, libc10) is linked. Its CUDA half
 # (libtorch_cuda with cuBLAS, cuDNN, NCCL...) costs a CPU-only process about 210 MB of resident
-# memory for its static data alone, so core/src/engine/cuda_backend.cpp loads it at start-up only on
+# memory for its static data alone, so core/engine/src/cuda_backend.cpp loads it at start-up only on
 # machines with an NVIDIA driver (QKLAB_CUDA=on|off overrides). qklab_torch_full links the
 # whole LibTorch, CUDA included, for the tools that call CUDA APIs directly (bench_train's
 # allocator statistics): the CUDA half and the toolkit's runtime still link in every build.

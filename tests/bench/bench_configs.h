@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
 
 namespace qklab {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model.h"
-#include "qklab/generate.h"
+#include "engine/src/model.h"
+#include "qklab/engine/generate.h"
 
 using namespace qklab;
 

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "bench_configs.h"
-#include "engine/device_optim.h"
-#include "engine/model.h"
-#include "qklab/environment.h"
-#include "qklab/resources.h"
+#include "engine/src/device_optim.h"
+#include "engine/src/model.h"
+#include "qklab/config/resources.h"
+#include "qklab/engine/environment.h"
 
 using namespace qklab;
 using Clock = std::chrono::steady_clock;

@@ -14,8 +14,8 @@
 #include <iostream>
 
 #include "bench_configs.h"
-#include "qklab/environment.h"
-#include "qklab/trainer.h"
+#include "qklab/engine/environment.h"
+#include "qklab/engine/trainer.h"
 
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>) && defined(QKLAB_WITH_CUDA_HEADERS)
 #include <c10/cuda/CUDACachingAllocator.h>

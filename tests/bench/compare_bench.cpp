@@ -65,9 +65,9 @@
 #include "compare/compare_histograms.h"
 #include "compare/compare_panel.h"
 #include "compare/compare_plots.h"
-#include "qklab/run_config.h"
-#include "qklab/run_store.h"
-#include "qklab/run_writer.h"
+#include "qklab/config/run_config.h"
+#include "qklab/store/run_store.h"
+#include "qklab/store/run_writer.h"
 
 using namespace qklab;
 using namespace qklab::gui;

@@ -140,7 +140,7 @@ def row_quantile(x, q):
 
 
 def probes(captures, bins=128, lo=-64.0, hi=64.0):
-    """The same statistics as core/src/engine/probes.cpp; one host transfer at the end."""
+    """The same statistics as core/engine/src/probes.cpp; one host transfer at the end."""
     with torch.no_grad():
         tables, hists = [], []
         for c in captures:

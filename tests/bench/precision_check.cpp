@@ -17,11 +17,11 @@
 #include <filesystem>
 #include <iostream>
 
-#include "engine/data_loader.h"
-#include "engine/model.h"
-#include "qklab/corpus.h"
-#include "qklab/schedules.h"
-#include "qklab/trainer.h"
+#include "engine/src/data_loader.h"
+#include "engine/src/model.h"
+#include "qklab/config/corpus.h"
+#include "qklab/config/schedules.h"
+#include "qklab/engine/trainer.h"
 
 using namespace qklab;
 

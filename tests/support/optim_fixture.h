@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/data_loader.h"
-#include "engine/device_optim.h"
-#include "engine/model.h"
-#include "qklab/corpus.h"
-#include "qklab/events.h"
-#include "qklab/trainer.h"
+#include "engine/src/data_loader.h"
+#include "engine/src/device_optim.h"
+#include "engine/src/model.h"
+#include "qklab/config/corpus.h"
+#include "qklab/config/events.h"
+#include "qklab/engine/trainer.h"
 
 namespace qklab::testing_support {
 

@@ -11,9 +11,9 @@
 #include <limits>
 #include <string>
 
-#include "qklab/error.h"
-#include "qklab/run_store.h"
-#include "qklab/run_writer.h"
+#include "qklab/store/run_store.h"
+#include "qklab/store/run_writer.h"
+#include "qklab/util/error.h"
 
 // Turns a file back into what a schema-11 build wrote (prefix of every older downgrade).
 #define QKLAB_UNDO_SCHEMA_12 "DROP TABLE change_reports; "

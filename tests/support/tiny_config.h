@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
 
 namespace qklab::testsupport {
 

@@ -17,7 +17,7 @@
 #include <functional>
 #include <memory>
 
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::gui {
 

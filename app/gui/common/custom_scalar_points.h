@@ -9,7 +9,7 @@
 #include <QVector>
 #include <vector>
 
-#include "qklab/records.h"
+#include "qklab/store/records.h"
 
 class QCPGraph;
 class QCustomPlot;

@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "qklab/lesson.h"
-#include "qklab/records.h"
-#include "qklab/run_config.h"
+#include "qklab/analysis/lesson.h"
+#include "qklab/config/run_config.h"
+#include "qklab/store/records.h"
 
 namespace qklab::gui {
 

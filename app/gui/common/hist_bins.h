@@ -1,9 +1,9 @@
-// hist_bins.h — the run's histogram bins (qklab/histogram_bins.h) and their axis label.
+// hist_bins.h — the run's histogram bins (qklab/analysis/histogram_bins.h) and their axis label.
 #pragma once
 
 #include <QString>
 
-#include "qklab/histogram_bins.h"
+#include "qklab/analysis/histogram_bins.h"
 
 namespace qklab::gui {
 

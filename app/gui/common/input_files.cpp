@@ -6,7 +6,7 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
-#include "qklab/error.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 

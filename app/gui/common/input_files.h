@@ -1,13 +1,13 @@
 // input_files.h — where the app finds presets, and how it reads files someone else made: an
 // embedded resource (":/experiments/...", ":/lessons/...") through QFile, anything on disk
 // through core's readInputFile() (regular files only, within the size limit, never blocking:
-// qklab/input_file.h).
+// qklab/util/input_file.h).
 #pragma once
 
 #include <QString>
 #include <string>
 
-#include "qklab/input_file.h"
+#include "qklab/util/input_file.h"
 
 namespace qklab::gui {
 

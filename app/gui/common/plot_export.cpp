@@ -9,7 +9,7 @@
 #include <QMessageBox>
 
 #include "common/file_dialogs.h"
-#include "qklab/run_export.h"
+#include "qklab/store/run_export.h"
 
 namespace qklab::gui {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/hist_bins.h"
-#include "qklab/records.h"
+#include "qklab/store/records.h"
 
 class QCustomPlot;
 class QCPAxis;
@@ -54,8 +54,8 @@ QList<QRectF> labelBoxesCoveringData(QCustomPlot* plot);
 // totalSteps: labels of events in the last fifth of the run go left of their line so they are
 // not cut off at the right edge.
 // toX maps a step to the plot's x (tokens seen, time); identity when empty.
-// reports: what each change did (qklab/change_reports.h), matched by step and kind: its label
-// adds the loss shift, and the mark (line and label) carries the whole report as its tip
+// reports: what each change did (qklab/analysis/change_reports.h), matched by step and kind: its
+// label adds the loss shift, and the mark (line and label) carries the whole report as its tip
 // (eventTipAt).
 void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events,
                      int64_t totalSteps = 0, const std::function<double(double)>& toX = {},

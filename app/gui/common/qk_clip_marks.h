@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "qklab/records.h"
+#include "qklab/store/records.h"
 
 class QCustomPlot;
 class QCPGraph;

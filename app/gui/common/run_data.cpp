@@ -8,9 +8,9 @@
 #include <cmath>
 
 #include "common/gui_types.h"
-#include "qklab/error.h"
-#include "qklab/run_export.h"
-#include "qklab/schedules.h"
+#include "qklab/config/schedules.h"
+#include "qklab/store/run_export.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 

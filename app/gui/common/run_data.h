@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "qklab/compare.h"  // configAsTrained
-#include "qklab/records.h"
-#include "qklab/run_config.h"
-#include "qklab/run_store.h"
+#include "qklab/analysis/compare.h"  // configAsTrained
+#include "qklab/config/run_config.h"
+#include "qklab/store/records.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::gui {
 
@@ -51,7 +51,7 @@ RunConfig configOfRun(const RunInfo& info);
 QString keySettings(const RunConfig& c, bool external = false,
                     const std::set<std::string>& unknown = {});
 
-// Whether a run was trained outside qklab: qklab::trainedOutsideQklab (qklab/run_store.h).
+// Whether a run was trained outside qklab: qklab::trainedOutsideQklab (qklab/store/run_store.h).
 // Why qklab cannot `action` such a run ("intervene in", "generate from"): "Run 3 was trained
 // outside qklab (python: hf-llama): qklab cannot intervene in a model it does not have."
 QString outsideQklabReason(const RunInfo& info, const QString& action);

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <exception>
 
-#include "qklab/error.h"
-#include "qklab/run_session.h"
+#include "qklab/engine/run_session.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "qklab/records.h"
+#include "qklab/store/records.h"
 
 class QComboBox;
 class QWidget;

@@ -15,7 +15,7 @@
 #include "common/async_store.h"
 #include "common/plot_export.h"
 #include "common/plot_style.h"
-#include "qklab/attention_stats.h"
+#include "qklab/analysis/attention_stats.h"
 
 namespace qklab::gui {
 

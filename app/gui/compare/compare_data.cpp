@@ -12,9 +12,9 @@
 
 #include "common/custom_scalar_points.h"
 #include "common/plot_style.h"
-#include "qklab/error.h"
-#include "qklab/record_columns.h"
-#include "qklab/run_export.h"
+#include "qklab/store/record_columns.h"
+#include "qklab/store/run_export.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 namespace {

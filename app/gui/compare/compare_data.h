@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/run_data.h"
-#include "qklab/compare.h"
+#include "qklab/analysis/compare.h"
 
 namespace qklab::gui {
 
@@ -84,7 +84,7 @@ struct CompareMetricInfo {
     const char* key;  // CSV column prefix, e.g. "max_logit_raw"
     QString title;    // plot title / readout
     // The record column plotted: a probe column (per layer) or a step-metric column
-    // (qklab/record_columns.h), e.g. "logit_max_raw".
+    // (qklab/store/record_columns.h), e.g. "logit_max_raw".
     const char* column;
     bool logScale;
     // Worst layer: the highest value (logits, norms) or the lowest (entropy).

@@ -69,7 +69,7 @@ class ComparePanel : public QWidget {
     // choice); a key not offered leaves the runs ungrouped.
     void setGroupBy(const QString& groupBy);
     QString groupBy() const;
-    // "Align at": "" (none) or an alignment rule (qklab/alignment.h: "spike", "step:300",
+    // "Align at": "" (none) or an alignment rule (qklab/analysis/alignment.h: "spike", "step:300",
     // "threshold:loss>6", ...). A rule that does not parse leaves the curves unaligned and
     // says why on the argument's field; returns whether it applied.
     bool setAlignment(const QString& rule);

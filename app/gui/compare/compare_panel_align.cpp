@@ -1,5 +1,5 @@
 // compare_panel_align.cpp — the comparison's "Align at" chooser (issue 40, item 4): every
-// run's curves against the steps from its own anchor (qklab/alignment.h), and the legend's
+// run's curves against the steps from its own anchor (qklab/analysis/alignment.h), and the legend's
 // word on each run's anchor.
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -8,8 +8,8 @@
 
 #include "compare/compare_panel.h"
 #include "compare/compare_plots.h"
-#include "qklab/alignment.h"
-#include "qklab/error.h"
+#include "qklab/analysis/alignment.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "common/x_axis.h"
 #include "compare/compare_data.h"
-#include "qklab/alignment.h"
+#include "qklab/analysis/alignment.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -37,8 +37,8 @@ class ComparePlots : public QWidget {
     // not draw twice (compare_bench: 49 ms instead of 25 for 10 x 20k-step runs).
     void setComparison(const Comparison* comparison, int layer);
     void setXAxis(XAxisKind kind);
-    // Runs aligned at their own anchor (qklab/alignment.h): every plot's x becomes the steps
-    // from it, whatever the x-axis choice, with a line at 0; a run without an anchor is not
+    // Runs aligned at their own anchor (qklab/analysis/alignment.h): every plot's x becomes the
+    // steps from it, whatever the x-axis choice, with a line at 0; a run without an anchor is not
     // drawn (anchors() says why). nullopt: not aligned.
     void setAlignment(const std::optional<AlignRule>& rule);
     const std::optional<AlignRule>& alignment() const { return m_align; }

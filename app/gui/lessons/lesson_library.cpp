@@ -13,7 +13,7 @@
 
 #include "common/file_dialogs.h"
 #include "common/input_files.h"
-#include "qklab/error.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 

@@ -10,7 +10,7 @@
 #include <QList>
 #include <QString>
 
-#include "qklab/lesson.h"
+#include "qklab/analysis/lesson.h"
 
 class QCheckBox;
 class QListWidget;

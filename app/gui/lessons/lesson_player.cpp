@@ -21,7 +21,7 @@
 #include <cmath>
 
 #include "lessons/lesson_keys.h"
-#include "qklab/lesson_fit.h"
+#include "qklab/analysis/lesson_fit.h"
 
 namespace qklab::gui {
 
@@ -84,7 +84,7 @@ void LessonPlayer::applyFonts() {
     m_stepTitle->setFont(bold);
     m_counter->setFont(bold);
     // Bold, at the text's size: the border and the colour make it loud, and the lesson
-    // column's budget (qklab/lesson_fit.h) counts its lines as the text's.
+    // column's budget (qklab/analysis/lesson_fit.h) counts its lines as the text's.
     m_calloutText->setFont(bold);
     // The step's text keeps a few lines when a long callout needs the room.
     m_text->setMinimumHeight(3 * fontMetrics().lineSpacing() + 12);

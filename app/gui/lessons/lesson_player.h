@@ -13,7 +13,7 @@
 #include <functional>
 #include <optional>
 
-#include "qklab/lesson.h"
+#include "qklab/analysis/lesson.h"
 
 class QLabel;
 class QPushButton;
@@ -68,7 +68,7 @@ class LessonPlayer : public QWidget {
     void setNotesVisible(bool visible);
     // A line under the step's text: what the step's action did or why it could not.
     void setStatus(const QString& text);
-    // Fills the step text's and callout's {{…}} placeholders (qklab/lesson_values.h) again
+    // Fills the step text's and callout's {{…}} placeholders (qklab/analysis/lesson_values.h) again
     // from the rows the filler reads now; cheap when the text has none.
     void refreshValues();
     // A finished run of this step's name is stored (a rehearsal): "Replay the recorded run

@@ -14,10 +14,10 @@
 #include "lessons/lesson_player.h"
 #include "lessons/plot_highlight.h"
 #include "lessons/replay_player.h"
-#include "qklab/lesson_fit.h"
-#include "qklab/lesson_values.h"
-#include "qklab/names.h"
-#include "qklab/run_store.h"
+#include "qklab/analysis/lesson_fit.h"
+#include "qklab/analysis/lesson_values.h"
+#include "qklab/config/names.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::gui {
 

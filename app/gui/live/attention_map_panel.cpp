@@ -18,7 +18,7 @@
 #include "common/plot_export.h"
 #include "common/plot_style.h"
 #include "common/run_data.h"
-#include "qklab/attention_stats.h"
+#include "qklab/analysis/attention_stats.h"
 
 namespace qklab::gui {
 

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "qklab/records.h"
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
+#include "qklab/store/records.h"
 
 class QCheckBox;
 class QComboBox;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/custom_scalar_points.h"
-#include "qklab/records.h"
+#include "qklab/store/records.h"
 
 class QComboBox;
 class QCPGraph;

@@ -18,7 +18,7 @@
 #include "common/plot_export.h"
 #include "common/plot_style.h"
 #include "common/run_data.h"
-#include "qklab/spikes.h"
+#include "qklab/analysis/spikes.h"
 
 namespace qklab::gui {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/hist_bins.h"
-#include "qklab/records.h"
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
+#include "qklab/store/records.h"
 
 class QCheckBox;
 class QGridLayout;

@@ -1,5 +1,6 @@
 // intervention_panel.h — change the running experiment: one row per event kind of the
-// registry (qklab/events.h): LR, QK-norm on / anneal, softcap, a dirty batch, a context switch.
+// registry (qklab/config/events.h): LR, QK-norm on / anneal, softcap, a dirty batch, a context
+// switch.
 //
 // The rows, their editors, ranges, defaults and tooltips come from the event registry, so a
 // new kind of event appears here without code in this panel. Each button posts one Event to
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "common/gui_types.h"
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 class QGridLayout;
 class QLabel;

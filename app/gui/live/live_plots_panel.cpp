@@ -22,8 +22,8 @@
 #include "common/plot_style.h"
 #include "common/theme.h"
 #include "live/custom_scalars_plot.h"
-#include "qklab/run_export.h"
-#include "qklab/spikes.h"
+#include "qklab/analysis/spikes.h"
+#include "qklab/store/run_export.h"
 
 namespace qklab::gui {
 

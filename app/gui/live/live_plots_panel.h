@@ -19,7 +19,7 @@
 #include "common/qk_clip_marks.h"
 #include "common/run_data.h"
 #include "common/x_axis.h"
-#include "qklab/record_columns.h"
+#include "qklab/store/record_columns.h"
 
 class QCheckBox;
 class QComboBox;
@@ -149,7 +149,7 @@ class LivePlotsPanel : public QWidget {
     QCPGraph* m_trainLoss = nullptr;
     QCPGraph* m_lossSpikes = nullptr;
     QCPGraph* m_gradSpikes = nullptr;
-    // The step-metric columns drawn (qklab/record_columns.h), each by its graph.
+    // The step-metric columns drawn (qklab/store/record_columns.h), each by its graph.
     std::vector<std::pair<const RecordColumn<StepMetrics>*, QCPGraph*>> m_stepGraphs;
     QMap<QString, QCPGraph*> m_layerGraphs;  // "<plot>/<metric>/<layer>"
     std::unique_ptr<QkClipMarks> m_clips;

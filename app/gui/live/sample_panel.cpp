@@ -23,9 +23,9 @@
 #include "common/async_store.h"
 #include "common/run_data.h"
 #include "live/sample_view.h"
-#include "qklab/compare.h"
-#include "qklab/generate_source.h"
-#include "qklab/input_file.h"
+#include "qklab/analysis/compare.h"
+#include "qklab/analysis/generate_source.h"
+#include "qklab/util/input_file.h"
 
 namespace qklab::gui {
 

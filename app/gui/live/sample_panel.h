@@ -1,5 +1,5 @@
 // sample_panel.h — the Sample box: text a stored run writes, decoded from its newest
-// checkpoint (qklab/generate.h) off the GUI thread and streamed into a read-only view.
+// checkpoint (qklab/engine/generate.h) off the GUI thread and streamed into a read-only view.
 //
 // The point is comparison — a blown-up run writes visibly worse text — so when another run is
 // picked the sample on screen moves to a second view that keeps its run's name, and the next
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "qklab/generate.h"
+#include "qklab/engine/generate.h"
 
 class QComboBox;
 class QDoubleSpinBox;

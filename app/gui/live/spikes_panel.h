@@ -8,7 +8,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "qklab/records.h"
+#include "qklab/store/records.h"
 
 class QLabel;
 class QTableWidget;

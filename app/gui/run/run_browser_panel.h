@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/gui_types.h"
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 
 class QLabel;
 class QLineEdit;

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "common/run_data.h"
-#include "qklab/run_export.h"
+#include "qklab/store/run_export.h"
 
 namespace qklab::gui {
 

@@ -1,5 +1,5 @@
 // run_list_model.h — the runs of one database as a table model: the run-list columns of
-// core's runColumns() (qklab/record_columns.h: id, name, status, steps, val loss, train loss,
+// core's runColumns() (qklab/store/record_columns.h: id, name, status, steps, val loss, train loss,
 // max logit, spikes, qk clips, created, tags) and, after the status, the key settings.
 //
 // setRuns() is called by a poll every second, so it updates rows in place when the set of
@@ -10,8 +10,8 @@
 #include <QAbstractTableModel>
 #include <vector>
 
-#include "qklab/record_columns.h"
-#include "qklab/run_store.h"
+#include "qklab/store/record_columns.h"
+#include "qklab/store/run_store.h"
 
 namespace qklab::gui {
 

@@ -19,9 +19,9 @@
 #include <cmath>
 
 #include "common/theme.h"
-#include "qklab/corpus.h"
-#include "qklab/error.h"
-#include "qklab/resources.h"
+#include "qklab/config/corpus.h"
+#include "qklab/config/resources.h"
+#include "qklab/util/error.h"
 
 namespace qklab::gui {
 

@@ -3,7 +3,7 @@
 // One editor per configFields() entry (so a field added to the engine appears here without
 // GUI changes), grouped as the registry groups them, plus a JSON editor for the event list.
 // Validation is inline: every edit re-parses the form and shows validationProblems() (plus an
-// unreadable data.source and a run too big for memory, qklab/resources.h) in red and
+// unreadable data.source and a run too big for memory, qklab/config/resources.h) in red and
 // configWarnings() in orange, with the estimated memory of a valid run; labels of fields that
 // differ from the defaults are bold so a preset's point is visible at a glance.
 #pragma once
@@ -12,7 +12,7 @@
 #include <QStringList>
 #include <QWidget>
 
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
 
 class QFormLayout;
 class QLabel;

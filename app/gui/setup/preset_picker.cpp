@@ -14,7 +14,7 @@
 
 #include "common/file_dialogs.h"
 #include "common/input_files.h"
-#include "qklab/error.h"
+#include "qklab/util/error.h"
 #include "setup/recommend_dialog.h"
 
 namespace qklab::gui {

@@ -14,7 +14,7 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
-#include "qklab/recommend.h"
+#include "qklab/config/recommend.h"
 
 namespace qklab::gui {
 

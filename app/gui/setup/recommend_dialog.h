@@ -1,4 +1,4 @@
-// recommend_dialog.h — "Recommend settings": the guide's size table (qklab/recommend.h) as a
+// recommend_dialog.h — "Recommend settings": the guide's size table (qklab/config/recommend.h) as a
 // dialog. The user gives a size (parameters, or d_model and layers), d_head, precision and
 // whether the model must ship without QK-norm; the dialog shows the guide's row and one
 // sentence of reason per choice as they type, and "Fill the form" hands the config over.

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "qklab/schedules.h"
+#include "qklab/config/schedules.h"
 
 namespace qklab::gui {
 

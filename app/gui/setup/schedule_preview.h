@@ -7,7 +7,7 @@
 
 #include <QWidget>
 
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
 
 class QCustomPlot;
 

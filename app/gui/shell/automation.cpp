@@ -12,7 +12,7 @@
 
 #include "common/lab_window.h"
 #include "common/run_controller.h"
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 #include "shell/latency_monitor.h"
 
 namespace qklab::gui {

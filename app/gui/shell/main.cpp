@@ -13,8 +13,8 @@
 
 #include "common/gui_types.h"
 #include "common/theme.h"
-#include "qklab/environment.h"
-#include "qklab/trainer.h"
+#include "qklab/engine/environment.h"
+#include "qklab/engine/trainer.h"
 #include "shell/automation.h"
 #include "shell/main_window.h"
 

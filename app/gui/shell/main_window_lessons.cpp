@@ -21,7 +21,7 @@
 #include "live/histogram_panel.h"
 #include "live/live_plots_panel.h"
 #include "live/spikes_panel.h"
-#include "qklab/run_store.h"
+#include "qklab/store/run_store.h"
 #include "run/run_browser_panel.h"
 #include "shell/main_window.h"
 #include "shell/presenter_mode.h"

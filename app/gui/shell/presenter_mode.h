@@ -5,7 +5,7 @@
 // (LivePlotsPanel::setLessonMetrics), the Start/Pause strip (and the replay bar while
 // replaying). The set-up form, the intervention dock, the run browser and the Sample dock
 // hide, and so do the dock title bars, the menu bar and the status bar: the window fits a
-// 1024x768 projector whole (tests/gui/lesson_presenter_test.cpp).
+// 1024x768 projector whole (tests/app/gui/lesson_presenter_test.cpp).
 //
 // Leaving restores everything exactly: the window state and geometry, the dock layout, the
 // application font, and each plot font and pen as it was (the originals are kept on the

@@ -19,8 +19,8 @@
 #include <QVBoxLayout>
 #include <set>
 
-#include "qklab/run_store.h"
-#include "qklab/sweep.h"
+#include "qklab/config/sweep.h"
+#include "qklab/store/run_store.h"
 #include "sweeps/sweep_launch.h"
 
 namespace qklab::gui {

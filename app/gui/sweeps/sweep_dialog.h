@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
 #include "sweeps/sweep_editors.h"
 
 class QComboBox;

@@ -10,7 +10,7 @@
 #include <QToolButton>
 
 #include "common/theme.h"
-#include "qklab/sweep.h"
+#include "qklab/config/sweep.h"
 
 namespace qklab::gui {
 

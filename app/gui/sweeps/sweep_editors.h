@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "qklab/run_config.h"
+#include "qklab/config/run_config.h"
 
 class QCheckBox;
 class QComboBox;

@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "qklab/run_store.h"
-#include "qklab/sweep_report.h"
+#include "qklab/analysis/sweep_report.h"
+#include "qklab/store/run_store.h"
 
 class QComboBox;
 class QDoubleSpinBox;

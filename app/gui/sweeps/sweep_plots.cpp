@@ -10,7 +10,7 @@
 
 #include "common/plot_export.h"
 #include "common/plot_style.h"
-#include "qklab/spikes.h"
+#include "qklab/analysis/spikes.h"
 
 namespace qklab::gui {
 

@@ -13,7 +13,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "qklab/sweep_report.h"
+#include "qklab/analysis/sweep_report.h"
 
 class QCustomPlot;
 class QCPGraph;

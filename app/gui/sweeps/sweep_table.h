@@ -1,6 +1,6 @@
 // sweep_table.h — the points of one sweep as a table model: the point's index, its state, one
 // column per swept key (the seed as "run.seed") and the comparison summary columns
-// (qklab/compare.h summaryColumns(), the same the Compare tab shows). Sorted through a
+// (qklab/analysis/compare.h summaryColumns(), the same the Compare tab shows). Sorted through a
 // QSortFilterProxyModel on SortRole: numbers as numbers, missing values last.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <QStringList>
 #include <vector>
 
-#include "qklab/sweep_report.h"
+#include "qklab/analysis/sweep_report.h"
 
 namespace qklab::gui {
 

@@ -45,7 +45,7 @@ __all__ = ["AttentionFn", "AttentionFinder", "AttentionLayer", "LayerCapture", "
            "find_attention", "unwrap_model"]
 
 
-QK_NORM_KINDS: tuple[str, ...] = tuple(_qklab.QK_NORM_KINDS)  # qklab/choices.h's names
+QK_NORM_KINDS: tuple[str, ...] = tuple(_qklab.QK_NORM_KINDS)  # qklab/util/choices.h's names
 """What ``AttentionLayer.qk_norm`` may say: "none", "rms" (per head, no gain), "rms_affine" (per
 head, learnable gain; Qwen3), "layernorm", "l2_scale" (L2 with a learnable scale), "whole_rms"
 (RMS over the whole projection; OLMo 2): the names of qklab's config (``attention.qk_norm``)."""

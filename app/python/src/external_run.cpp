@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "qklab/error.h"
-#include "qklab/names.h"
-#include "qklab/record_columns.h"
-#include "qklab/run_export.h"
-#include "qklab/run_store.h"
-#include "qklab/step_plan.h"  // kFlushSeconds: live views see rows as often as a qklab run's
-#include "qklab/version.h"
+#include "qklab/config/names.h"
+#include "qklab/config/step_plan.h"  // kFlushSeconds: live views see rows as often as a qklab run's
+#include "qklab/store/record_columns.h"
+#include "qklab/store/run_export.h"
+#include "qklab/store/run_store.h"
+#include "qklab/util/error.h"
+#include "qklab/util/version.h"
 
 namespace qklab {
 namespace {
@@ -147,7 +147,7 @@ MonitorReport ExternalRun::log(int64_t step, const std::map<std::string, double>
         throw Error(ErrorCode::InvalidRequest,
                     "log: step " + std::to_string(step) + " comes before step " +
                         std::to_string(m_open ? m_open->step : 0) + ", which was logged already");
-    // The one name rule (qklab/names.h) that import checks too: a name log takes never makes
+    // The one name rule (qklab/config/names.h) that import checks too: a name log takes never makes
     // the database unmergeable.
     for (const auto& [name, value] : values) checkScalarName(name);
     MonitorReport decided;

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "qklab/external_probes.h"
-#include "qklab/run_config.h"
-#include "qklab/run_monitor.h"
-#include "qklab/run_writer.h"
+#include "qklab/analysis/run_monitor.h"
+#include "qklab/config/run_config.h"
+#include "qklab/engine/external_probes.h"
+#include "qklab/store/run_writer.h"
 
 namespace qklab {
 
@@ -72,7 +72,7 @@ class ExternalRun {
     // Throws Error{InvalidRequest} for a step before the last one logged or a bad name.
     MonitorReport log(int64_t step, const std::map<std::string, double>& values);
 
-    // The probes of one step from the model's queries and keys (qklab/external_probes.h).
+    // The probes of one step from the model's queries and keys (qklab/engine/external_probes.h).
     MonitorReport probe(int64_t step, const std::vector<ExternalLayer>& layers);
 
     // Ends the run: "finished", or "diverged" when its last loss was not finite, or the

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "external_run.h"
-#include "qklab/error.h"
-#include "qklab/names.h"
-#include "qklab/record_columns.h"
-#include "qklab/run_store.h"
-#include "qklab/run_writer.h"
-#include "qklab/version.h"
+#include "qklab/config/names.h"
+#include "qklab/store/record_columns.h"
+#include "qklab/store/run_store.h"
+#include "qklab/store/run_writer.h"
+#include "qklab/util/error.h"
+#include "qklab/util/version.h"
 
 namespace py = pybind11;
 using namespace qklab;
@@ -26,7 +26,7 @@ using namespace qklab;
 namespace {
 
 // A spike or an alarm as a dict keyed by its record table's column names: the same keys as
-// the store, `export` and `show` (qklab/record_columns.h), with no list of fields of its own.
+// the store, `export` and `show` (qklab/store/record_columns.h), with no list of fields of its own.
 template <class Record>
 py::dict recordDict(const RecordTable<Record>& table, const Record& r) {
     py::dict d;
@@ -130,7 +130,7 @@ PYBIND11_MODULE(_qklab, m) {
     });
     m.attr("__version__") = appVersion();
     m.attr("TORCH_VERSION") = TORCH_VERSION;
-    // The QK-norm kinds attention_fn may declare: the config's own names (qklab/choices.h).
+    // The QK-norm kinds attention_fn may declare: the config's own names (qklab/util/choices.h).
     m.attr("QK_NORM_KINDS") = py::tuple(py::cast(choiceNames<QkNormVariant>()));
     m.def("default_db_path", &defaultDatabasePath,
           "the database the app and qklab-cli use by default");

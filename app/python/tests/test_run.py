@@ -151,7 +151,7 @@ def test_bad_input_is_refused_with_its_name_and_stores_nothing(tmp_path: Path) -
     assert rows(db, "SELECT count(*) FROM custom_scalars") == [(0,)]
 
 
-# Issue 36, item 2: one name rule (the core's, qklab/names.h) for the package, the CLI and
+# Issue 36, item 2: one name rule (the core's, qklab/config/names.h) for the package, the CLI and
 # import. A C1 control (U+009B, a one-character CSI) or a bidi override in a scalar name was
 # stored, and the database could then never be merged.
 @pytest.mark.parametrize("name, named", [

@@ -1,0 +1,261 @@
+// device_optim.cpp — DeviceAdamW and clipGradNorm: LibTorch's AdamW and clip_grad_norm_ with
+// every scalar that changes per step kept in device tensors.
+#include "device_optim.h"
+
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace qklab {
+
+DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
+                         bool fused)
+    : m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_fused(fused) {
+    TORCH_CHECK(!fused || kHaveFusedAdamW, "fused AdamW needs LibTorch 2.4 or later");
+    for (auto& g : groups)
+        for (auto& p : g.params) {
+            m_params.push_back(p);
+            m_weightDecay.push_back(g.weightDecay);
+        }
+    TORCH_CHECK(!m_params.empty(), "DeviceAdamW: no parameters");
+    torch::NoGradGuard noGrad;
+    const auto device = m_params.front().device();
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device);
+    for (auto& p : m_params) {
+        m_expAvg.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    }
+    m_lr = torch::zeros({}, f64);
+    const auto stepType = fused ? torch::kFloat32 : torch::kFloat64;
+    m_steps = torch::zeros({static_cast<int64_t>(m_params.size())}, f64.dtype(stepType));
+    m_decayRates = torch::tensor(m_weightDecay, torch::kFloat64).to(device);
+    if (fused) {
+        m_lrFloat = torch::zeros({}, f64.dtype(torch::kFloat32));
+        for (auto& p : m_params) m_before.push_back(torch::empty_like(p));
+    }
+}
+
+void DeviceAdamW::setLr(double lr) {
+    m_lr.fill_(lr);
+    if (m_fused) m_lrFloat.fill_(lr);
+}
+
+namespace {
+
+// ||theta' - theta||^2 of one parameter whose update is theta' = (1 + decay) theta + adamStep
+// (decay undefined: none), read before theta changes. Three dot products instead of the
+// difference: no copy of the parameter. decay = decayFactor - 1 is exact in the parameters'
+// dtype (Sterbenz), so this is the decay actually applied.
+torch::Tensor squaredUpdateNorm(const torch::Tensor& p, const torch::Tensor& adamStep,
+                                const torch::Tensor& decay) {
+    const auto u = adamStep.reshape({-1}), theta = p.detach().reshape({-1});
+    auto squared = torch::dot(u, u).to(torch::kFloat64);
+    if (!decay.defined()) return squared;
+    const auto d = decay.to(torch::kFloat64);
+    return squared + 2 * d * torch::dot(theta, u).to(torch::kFloat64) +
+           d * d * torch::dot(theta, theta).to(torch::kFloat64);
+}
+
+}  // namespace
+
+torch::Tensor DeviceAdamW::activeMask(const std::vector<bool>& active) {
+    auto it = m_masks.find(active);
+    if (it != m_masks.end()) return it->second;
+    std::vector<double> ones(active.begin(), active.end());
+    auto mask = torch::tensor(ones, torch::kFloat64).to(m_steps.device(), m_steps.scalar_type());
+    return m_masks.emplace(active, mask).first->second;
+}
+
+void DeviceAdamW::step() {
+    torch::NoGradGuard noGrad;
+    std::vector<bool> active(m_params.size());
+    for (size_t i = 0; i < m_params.size(); ++i) active[i] = m_params[i].grad().defined();
+    m_steps.add_(activeMask(active));
+    if (m_fused)
+        fusedStep(active);
+    else
+        perParameterStep(active);
+}
+
+void DeviceAdamW::fusedStep(const std::vector<bool>& active) {
+#ifdef QKLAB_HAVE_FUSED_ADAMW
+    // One kernel call per weight-decay group over its parameters that have gradients. The
+    // update norm is ||before - after||, from a copy taken into preallocated buffers (no
+    // allocation per step, so a captured graph can replay it).
+    std::vector<torch::Tensor> squaredNorms;
+    for (size_t begin = 0; begin < m_params.size();) {
+        size_t end = begin;
+        while (end < m_params.size() && m_weightDecay[end] == m_weightDecay[begin]) ++end;
+        std::vector<torch::Tensor> params, grads, expAvg, expAvgSq, steps, before;
+        for (size_t i = begin; i < end; ++i) {
+            if (!active[i]) continue;
+            // The kernels walk parameter and gradient as flat arrays.
+            TORCH_CHECK(m_params[i].is_contiguous(), "fused AdamW: parameter ", i,
+                        " is not contiguous");
+            const auto& grad = m_params[i].grad();
+            params.push_back(m_params[i]);
+            grads.push_back(grad.is_contiguous() ? grad : grad.contiguous());
+            expAvg.push_back(m_expAvg[i]);
+            expAvgSq.push_back(m_expAvgSq[i]);
+            steps.push_back(m_steps.select(0, static_cast<int64_t>(i)));
+            before.push_back(m_before[i]);
+        }
+        if (!params.empty()) {
+            at::_foreach_copy_(before, params);
+            at::_fused_adamw_(params, grads, expAvg, expAvgSq, {}, steps, m_lrFloat, m_beta1,
+                              m_beta2, m_weightDecay[begin], m_eps, /*amsgrad=*/false,
+                              /*maximize=*/false);
+            at::_foreach_sub_(before, params);
+            for (const auto& n : at::_foreach_norm(before))
+                squaredNorms.push_back(n.to(torch::kFloat64).square());
+        }
+        begin = end;
+    }
+    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
+                                        : torch::stack(squaredNorms).sum().sqrt();
+#else
+    (void)active;
+    TORCH_CHECK(false, "fused AdamW needs LibTorch 2.4 or later");
+#endif
+}
+
+void DeviceAdamW::perParameterStep(const std::vector<bool>& active) {
+    // All bias corrections in a few vector ops, in float64 as LibTorch computes them on the
+    // host, then cast to the parameters' dtype as its Scalar arguments are.
+    const auto dtype = m_params.front().scalar_type();
+    auto biasCorrection1 = 1 - torch::pow(m_beta1, m_steps);
+    auto biasCorrection2 = 1 - torch::pow(m_beta2, m_steps);
+    auto negStepSize = (-(m_lr / biasCorrection1)).to(dtype);
+    auto sqrtBiasCorrection2 = biasCorrection2.sqrt().to(dtype);
+    auto decayFactor = (1 - m_lr * m_decayRates).to(dtype);
+
+    std::vector<torch::Tensor> squaredNorms;  // of each parameter's update, float64
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        if (!active[i]) continue;
+        auto& p = m_params[i];
+        const auto& grad = p.grad();
+        const auto ii = static_cast<int64_t>(i);
+        m_expAvg[i].mul_(m_beta1).add_(grad, 1 - m_beta1);
+        m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1 - m_beta2);
+        auto denom = (m_expAvgSq[i].sqrt() / sqrtBiasCorrection2[ii]).add_(m_eps);
+        // (-step_size * m) / denom: addcdiv's operation order.
+        auto adamStep = m_expAvg[i].mul(negStepSize[ii]).div_(denom);
+        squaredNorms.push_back(squaredUpdateNorm(
+            p, adamStep, m_weightDecay[i] != 0 ? decayFactor[ii] - 1 : torch::Tensor()));
+        // Decay, then the Adam step: LibTorch's order (the moments do not read p).
+        if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
+        p.add_(adamStep);
+    }
+    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
+                                        : torch::stack(squaredNorms).sum().clamp_min(0).sqrt();
+}
+
+void DeviceAdamW::save(torch::serialize::OutputArchive& archive) const {
+    archive.write("steps", m_steps.to(torch::kFloat64));  // one layout, fused or not
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        archive.write("exp_avg." + std::to_string(i), m_expAvg[i]);
+        archive.write("exp_avg_sq." + std::to_string(i), m_expAvgSq[i]);
+    }
+}
+
+void DeviceAdamW::load(torch::serialize::InputArchive& archive) {
+    torch::NoGradGuard noGrad;
+    // A fresh tensor per read: InputArchive::read set_()s a defined tensor to the stored one.
+    auto read = [&](const std::string& key) {
+        torch::Tensor t;
+        archive.read(key, t);
+        return t;
+    };
+    const auto steps = read("steps");
+    TORCH_CHECK(steps.numel() == m_steps.numel(), "optimizer state has ", steps.numel(),
+                " parameters, the model ", m_steps.numel());
+    m_steps.copy_(steps);
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        const auto expAvg = read("exp_avg." + std::to_string(i));
+        const auto expAvgSq = read("exp_avg_sq." + std::to_string(i));
+        TORCH_CHECK(
+            expAvg.sizes() == m_params[i].sizes() && expAvgSq.sizes() == m_params[i].sizes(),
+            "optimizer state of parameter ", i, " does not match its shape ", m_params[i].sizes());
+        m_expAvg[i].copy_(expAvg);
+        m_expAvgSq[i].copy_(expAvgSq);
+    }
+}
+
+namespace {
+
+// A tensor-valued entry of a sub-archive, or an undefined tensor when absent.
+torch::Tensor readTensorValue(torch::serialize::InputArchive& archive, const std::string& key) {
+    c10::IValue value;
+    if (!archive.try_read(key, value) || !value.isTensor()) return {};
+    return value.toTensor();
+}
+
+// The state keys of every parameter in group order, as the archive spells them.
+std::vector<std::string> legacyParameterKeys(torch::serialize::InputArchive& archive) {
+    torch::serialize::InputArchive groups;
+    archive.read("param_groups", groups);
+    torch::Tensor count;
+    groups.read("param_groups/size", count);
+    std::vector<std::string> keys;
+    for (int64_t g = 0; g < count.item<int64_t>(); ++g) {
+        torch::serialize::InputArchive group;
+        groups.read("param_groups/" + std::to_string(g), group);
+        torch::Tensor size;
+        group.read("params/size", size);
+        for (int64_t i = 0; i < size.item<int64_t>(); ++i) {
+            c10::IValue key;
+            group.read("params/" + std::to_string(i), key);
+            keys.push_back(key.toStringRef());
+        }
+    }
+    return keys;
+}
+
+}  // namespace
+
+void DeviceAdamW::importLibTorchAdamW(torch::serialize::InputArchive& archive) {
+    torch::NoGradGuard noGrad;
+    const auto keys = legacyParameterKeys(archive);
+    TORCH_CHECK(keys.size() == m_params.size(), "the optimizer state covers ", keys.size(),
+                " parameters, the model has ", m_params.size());
+    torch::serialize::InputArchive states;
+    archive.read("state", states);
+    std::vector<double> steps(m_params.size(), 0.0);
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        torch::serialize::InputArchive state;
+        if (!states.try_read(keys[i], state)) continue;  // never stepped
+        c10::IValue step;
+        state.read("step", step);
+        const auto expAvg = readTensorValue(state, "exp_avg");
+        const auto expAvgSq = readTensorValue(state, "exp_avg_sq");
+        TORCH_CHECK(expAvg.defined() && expAvg.sizes() == m_params[i].sizes() &&
+                        expAvgSq.defined() && expAvgSq.sizes() == m_params[i].sizes(),
+                    "optimizer state of parameter ", i, " does not match its shape ",
+                    m_params[i].sizes());
+        steps[i] = static_cast<double>(step.toInt());
+        m_expAvg[i].copy_(expAvg);
+        m_expAvgSq[i].copy_(expAvgSq);
+    }
+    m_steps.copy_(torch::tensor(steps, torch::kFloat64));  // copy_ converts to float32 if fused
+}
+
+int64_t DeviceAdamW::stepCount(size_t paramIndex) const {
+    return static_cast<int64_t>(m_steps[static_cast<int64_t>(paramIndex)].item<double>());
+}
+
+torch::Tensor clipGradNorm(const std::vector<torch::Tensor>& params, double maxNorm) {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> grads, norms;
+    for (const auto& p : params)
+        if (p.grad().defined()) grads.push_back(p.grad());
+    if (grads.empty())
+        return torch::zeros({}, params.empty() ? torch::TensorOptions() : params.front().options());
+    for (const auto& g : grads) norms.push_back(g.norm(2));
+    auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+    if (maxNorm == std::numeric_limits<double>::infinity()) return total;  // factor would be 1
+    auto factor = torch::clamp_max(maxNorm / (total + 1e-6), 1.0);
+    for (auto& g : grads) g.mul_(factor);
+    return total;
+}
+
+}  // namespace qklab

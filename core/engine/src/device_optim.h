@@ -1,0 +1,93 @@
+// device_optim.h — the optimizer step without host round trips (private to core).
+//
+// A CUDA graph replays a recorded sequence of kernels; nothing in it may read a value back to
+// the host. LibTorch's C++ AdamW keeps each parameter's step count on the host and computes
+// the bias corrections there, and clip_grad_norm_ returns the norm as a host double (.item()).
+// DeviceAdamW keeps the step counts, the learning rate and the bias corrections on the
+// parameters' device, and clipGradNorm returns the norm as a device tensor, so a whole
+// training step (forward, backward, clip, update) is launches only. On the CPU both compute
+// what LibTorch's AdamW and clip_grad_norm_ compute, in the same operation order.
+//
+// With `fused`, the update itself is ATen's fused AdamW kernel (_fused_adamw_, the kernel
+// PyTorch's AdamW(fused=True) runs): one pass over each parameter, its gradient and moments
+// instead of about ten, one launch per group on CUDA. Its bias corrections are computed in
+// double and its elementwise math in fp32 in another order, so it agrees with the
+// per-parameter path within fp32 rounding (tests/core/engine/fused_adamw_test.cpp states the
+// tolerances). Both keep the same state, so a checkpoint of either loads into the other.
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <map>
+#include <vector>
+
+namespace qklab {
+
+struct AdamWGroup {
+    std::vector<torch::Tensor> params;
+    double weightDecay = 0;
+};
+
+// ATen's _fused_adamw_ with a tensor learning rate runs on the CPU from LibTorch 2.4 and on
+// CUDA from 2.2; Debian's 1.13 has neither.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define QKLAB_HAVE_FUSED_ADAMW 1
+constexpr bool kHaveFusedAdamW = true;
+#else
+constexpr bool kHaveFusedAdamW = false;
+#endif
+
+class DeviceAdamW {
+  public:
+    DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
+                bool fused = false);
+    bool fused() const { return m_fused; }
+
+    // The learning rate of the next step (a device tensor written in place: a captured graph
+    // reads the new value on its next replay).
+    void setLr(double lr);
+    // One AdamW step (decoupled weight decay, bias-corrected moments). As in LibTorch's AdamW
+    // a parameter without a gradient is left alone: no decay, and its step count stays.
+    void step();
+    // Global L2 norm of what the last step() added to the parameters, ||theta' - theta||
+    // (weight decay and the Adam step together), as a 0-dim float64 device tensor: the
+    // observable that leads a loss spike when the update, not the gradient, blows up.
+    const torch::Tensor& lastUpdateNorm() const { return m_updateNorm; }
+
+    void save(torch::serialize::OutputArchive& archive) const;
+    void load(torch::serialize::InputArchive& archive);
+    // Moments and step counts from a LibTorch AdamW's archive (optimizer->save) over the same
+    // parameters in the same group order: checkpoints written before DeviceAdamW existed.
+    // Read directly, not through LibTorch's loader, which cannot read another version's keys
+    // (1.13 names each state by the parameter's address in hex, 2.x in decimal).
+    void importLibTorchAdamW(torch::serialize::InputArchive& archive);
+
+    int64_t stepCount(size_t paramIndex) const;  // reads back: for tests and checkpoints only
+
+  private:
+    torch::Tensor activeMask(const std::vector<bool>& active);
+    void perParameterStep(const std::vector<bool>& active);
+    void fusedStep(const std::vector<bool>& active);
+
+    std::vector<torch::Tensor> m_params, m_expAvg, m_expAvgSq;
+    std::vector<torch::Tensor> m_before;  // fused: each parameter before the step (update norm)
+    std::vector<double> m_weightDecay;
+    double m_beta1, m_beta2, m_eps;
+    bool m_fused;
+    torch::Tensor m_lr;       // 0-dim float64
+    torch::Tensor m_lrFloat;  // fused: 0-dim float32 (the CUDA kernel reads the LR as a float)
+    // (P) step count per parameter: float64, or float32 when fused (the kernel's state_steps
+    // are float32 views of it); saved as float64 either way.
+    torch::Tensor m_steps;
+    torch::Tensor m_decayRates;                          // (P) float64: weight decay per parameter
+    std::map<std::vector<bool>, torch::Tensor> m_masks;  // which parameters step, as 0/1
+    torch::Tensor m_updateNorm;                          // 0-dim float64, of the last step
+};
+
+// Global L2 norm of the gradients, then every gradient scaled by min(1, maxNorm / (norm +
+// 1e-6)), exactly as torch::nn::utils::clip_grad_norm_, but the norm stays a 0-dim device
+// tensor. maxNorm = infinity only measures. Parameters without gradients are skipped.
+torch::Tensor clipGradNorm(const std::vector<torch::Tensor>& params, double maxNorm);
+
+}  // namespace qklab

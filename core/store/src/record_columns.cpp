@@ -1,0 +1,620 @@
+// record_columns.cpp — the column tables of qklab/store/record_columns.h and probeColumns(): every
+// stored column of a record is named here and nowhere else.
+//
+// A test build compiles this file and schema.cpp again with QKLAB_EXTRA_COLUMNS naming a header
+// that adds a column to every table and their migration (tests/core/store/record_columns_extra.h):
+// the test then finds each column in the store and in every export.
+#include "qklab/store/record_columns.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+#include <type_traits>
+
+#include "qklab/util/error.h"
+#include "qklab/util/text_util.h"
+#include "schema.h"
+
+#ifdef QKLAB_EXTRA_COLUMNS
+#include QKLAB_EXTRA_COLUMNS  // a test build's addExtraColumns(columns) for every table
+#endif
+
+namespace qklab {
+
+namespace {
+
+int64_t integerOf(const ColumnValue& v) {
+    const int64_t* i = std::get_if<int64_t>(&v);
+    return i ? *i : 0;
+}
+
+double realOf(const ColumnValue& v) {
+    return numberOf(v).value_or(std::numeric_limits<double>::quiet_NaN());
+}
+
+std::string textOf(const ColumnValue& v) {
+    const std::string* s = std::get_if<std::string>(&v);
+    return s ? *s : std::string();
+}
+
+ColumnBytes bytesOf(const ColumnValue& v) {
+    const ColumnBytes* b = std::get_if<ColumnBytes>(&v);
+    return b ? *b : ColumnBytes();
+}
+
+// Counts and weights are stored little-endian, whatever the machine.
+ColumnBytes int64Bytes(const std::vector<int64_t>& values) {
+    ColumnBytes out(values.size() * 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+        auto v = static_cast<uint64_t>(values[i]);
+        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    return out;
+}
+
+// Trailing bytes short of a whole value are dropped (a hand-edited blob).
+std::vector<int64_t> int64sOf(const ColumnBytes& bytes) {
+    std::vector<int64_t> out(bytes.size() / 8);
+    for (size_t i = 0; i < out.size(); ++i) {
+        uint64_t v = 0;
+        for (int b = 7; b >= 0; --b) v = (v << 8) | bytes[i * 8 + b];
+        out[i] = static_cast<int64_t>(v);
+    }
+    return out;
+}
+
+ColumnBytes floatBytes(const std::vector<float>& values) {
+    ColumnBytes out(values.size() * 4);
+    for (size_t i = 0; i < values.size(); ++i) {
+        uint32_t v;
+        std::memcpy(&v, &values[i], sizeof v);
+        for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    return out;
+}
+
+std::vector<float> floatsOf(const ColumnBytes& bytes) {
+    std::vector<float> out(bytes.size() / 4);
+    for (size_t i = 0; i < out.size(); ++i) {
+        uint32_t v = 0;
+        for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[i * 4 + b];
+        std::memcpy(&out[i], &v, sizeof v);
+    }
+    return out;
+}
+
+template <class T>
+constexpr ColumnType columnTypeOf() {
+    if constexpr (std::is_same_v<T, double>)
+        return ColumnType::Real;
+    else if constexpr (std::is_same_v<T, std::optional<double>>)
+        return ColumnType::OptionalReal;
+    else if constexpr (std::is_integral_v<T>)
+        return ColumnType::Integer;
+    else
+        return ColumnType::Text;  // text, and enums by their Choices name
+}
+
+template <class T>
+ColumnValue valueOf(const T& field) {
+    if constexpr (std::is_same_v<T, std::optional<double>>)
+        return field ? ColumnValue(*field) : ColumnValue();
+    else if constexpr (std::is_enum_v<T>)
+        return std::string(nameOrUnknown(field));
+    else if constexpr (std::is_integral_v<T>)
+        return static_cast<int64_t>(field);
+    else
+        return field;
+}
+
+template <class T>
+T fieldOf(const ColumnValue& v) {
+    if constexpr (std::is_same_v<T, double>)
+        return realOf(v);
+    else if constexpr (std::is_same_v<T, std::optional<double>>)
+        return numberOf(v);
+    else if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(integerOf(v));
+    else if constexpr (std::is_enum_v<T>)  // a name this build does not know: Unknown
+        return parseChoice<T>(textOf(v)).value_or(T::Unknown);
+    else
+        return textOf(v);
+}
+
+// The record's field as a column.
+template <class Record, class T>
+RecordColumn<Record> column(const char* name, const char* title, T Record::*field, int since = 1) {
+    return {name,
+            title,
+            columnTypeOf<T>(),
+            [field](const Record& r) { return valueOf(r.*field); },
+            [field](Record& r, const ColumnValue& v) { r.*field = fieldOf<T>(v); },
+            since};
+}
+
+// The record's field as a blob: `encode` makes the stored bytes of the field, `decode` the
+// field of the stored bytes (none when the value is NULL).
+template <class Record, class T, class Encode, class Decode>
+RecordColumn<Record> blobColumn(const char* name, const char* title, T Record::*field,
+                                Encode encode, Decode decode, int since = 1) {
+    return {name,
+            title,
+            ColumnType::Blob,
+            [field, encode](const Record& r) { return ColumnValue(encode(r.*field)); },
+            [field, decode](Record& r, const ColumnValue& v) { r.*field = decode(bytesOf(v)); },
+            since};
+}
+
+// A map's reason by its name; a name this build does not know reads as periodic.
+RecordColumn<AttentionMap> mapReasonColumn(int since) {
+    return {
+        "reason",
+        "why",
+        ColumnType::Text,
+        [](const AttentionMap& m) { return ColumnValue(std::string(toString(m.reason))); },
+        [](AttentionMap& m, const ColumnValue& v) { m.reason = mapReasonFromString(textOf(v)); },
+        since};
+}
+
+// Text stored as NULL when empty (not recorded).
+template <class Record>
+RecordColumn<Record> nullWhenEmpty(RecordColumn<Record> c) {
+    c.get = [get = c.get](const Record& r) {
+        ColumnValue v = get(r);
+        return textOf(v).empty() ? ColumnValue() : v;
+    };
+    return c;
+}
+
+using RunShown = RunColumn::Shown;
+using RunFormat = RunColumn::Format;
+
+// `select` empty: the stored column of the same name.
+RunColumn runColumn(RecordColumn<RunInfo> c, RunShown shown, RunFormat format = RunFormat::Plain,
+                    std::string select = {}, std::string before = "NULL") {
+    RunColumn out{std::move(c), std::move(select), std::move(before), shown, format};
+    if (out.select.empty()) out.select = std::string("r.") + out.name;
+    return out;
+}
+
+// The user's interventions (events of source "user") as [[step, kind, params, id], ...].
+constexpr const char* kInterventionsSql =
+    "(SELECT json_group_array(json_array(e.step, e.kind, e.params_json, e.id)) FROM events e "
+    "WHERE e.run_id = r.id AND e.source = 'user')";
+
+// Unreadable JSON leaves the list empty: the run still lists.
+std::vector<EventRecord> interventionsFromJson(const std::string& text) {
+    std::vector<std::pair<int64_t, EventRecord>> rows;
+    nlohmann::json j;
+    try {
+        j = parseStoredJson(text, "the interventions");  // depth and size limits: a file's text
+    } catch (const Error&) {
+        return {};
+    }
+    if (!j.is_array()) return {};
+    for (const auto& row : j) {
+        if (!row.is_array() || row.size() != 4 || !row[0].is_number_integer() ||
+            !row[1].is_string() || !row[2].is_string() || !row[3].is_number_integer())
+            continue;
+        rows.emplace_back(row[3].get<int64_t>(),
+                          EventRecord{row[0].get<int64_t>(), row[1].get<std::string>(),
+                                      row[2].get<std::string>(), "user"});
+    }
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.second.step, a.first) < std::tie(b.second.step, b.first);
+    });
+    std::vector<EventRecord> out;
+    for (auto& row : rows) out.push_back(std::move(row.second));
+    return out;
+}
+
+RecordColumn<RunInfo> interventionsColumn() {
+    auto get = [](const RunInfo& r) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (size_t i = 0; i < r.interventions.size(); ++i) {
+            const EventRecord& e = r.interventions[i];
+            rows.push_back({e.step, e.kind, e.paramsJson, i});
+        }
+        return ColumnValue(rows.dump());
+    };
+    auto set = [](RunInfo& r, const ColumnValue& v) {
+        r.interventions = interventionsFromJson(textOf(v));
+    };
+    return {"interventions", "interventions", ColumnType::Text, get, set};
+}
+
+// Sweep membership (schema 8): a run with a sweep_id belongs to that sweep.
+std::vector<RunColumn> sweepColumns() {
+    auto member = [](const char* name, auto get, auto set, ColumnType type) {
+        return runColumn({name, name, type, get, set, schemaVersionOf(SchemaFeature::Sweeps)},
+                         RunShown::InfoOnly);
+    };
+    return {
+        member(
+            "sweep_id",
+            [](const RunInfo& r) {
+                return r.sweep ? ColumnValue(r.sweep->sweepId) : ColumnValue();
+            },
+            [](RunInfo& r, const ColumnValue& x) {
+                if (std::holds_alternative<int64_t>(x)) r.sweep = SweepMembership{integerOf(x)};
+            },
+            ColumnType::Integer),
+        member(
+            "sweep_point",
+            [](const RunInfo& r) { return r.sweep ? ColumnValue(r.sweep->point) : ColumnValue(); },
+            [](RunInfo& r, const ColumnValue& x) {
+                if (r.sweep)
+                    r.sweep->point = std::holds_alternative<int64_t>(x) ? integerOf(x) : -1;
+            },
+            ColumnType::Integer),
+        member(
+            "sweep_coords",
+            [](const RunInfo& r) {
+                return r.sweep ? ColumnValue(r.sweep->coordsJson) : ColumnValue();
+            },
+            [](RunInfo& r, const ColumnValue& x) {
+                if (r.sweep) r.sweep->coordsJson = textOf(x);
+            },
+            ColumnType::Text),
+    };
+}
+
+// A table's columns as this build has them.
+template <class Column>
+std::vector<Column> built(std::vector<Column> columns) {
+#ifdef QKLAB_EXTRA_COLUMNS
+    addExtraColumns(columns);
+#endif
+    return columns;
+}
+
+std::vector<RunColumn> makeRunColumns() {
+    const auto list = RunShown::List, summary = RunShown::Summary, info = RunShown::InfoOnly;
+    constexpr int external = schemaVersionOf(SchemaFeature::ExternalRuns);
+    std::vector<RunColumn> c{
+        runColumn(column("id", "id", &RunInfo::id), list),
+        runColumn(column("name", "name", &RunInfo::name), list),
+        runColumn(column("status", "status", &RunInfo::status), list),
+        runColumn(column("steps_done", "steps", &RunInfo::stepsDone), list),
+        // What runs are compared on: the latest validation, found by a backwards walk of the
+        // (run_id, step) key (at most eval.every rows).
+        runColumn(column("final_val_loss", "val loss", &RunInfo::finalValLoss), list,
+                  RunFormat::Loss,
+                  "(SELECT m.val_loss FROM step_metrics m WHERE m.run_id = r.id AND m.val_loss "
+                  "IS NOT NULL ORDER BY m.step DESC LIMIT 1)"),
+        // The last training step's loss (one batch: noisy).
+        runColumn(column("final_loss", "train loss", &RunInfo::finalLoss), list, RunFormat::Loss),
+        runColumn(column("max_logit_raw", "max logit", &RunInfo::maxLogitRaw), list,
+                  RunFormat::Logit),
+        runColumn(column("spikes", "spikes", &RunInfo::spikes), list, RunFormat::Plain,
+                  "(SELECT count(*) FROM spikes s WHERE s.run_id = r.id)"),
+        // A range scan of the (run_id, step, layer, head) key.
+        runColumn(column("qk_clips", "qk clips", &RunInfo::qkClips,
+                         schemaVersionOf(SchemaFeature::QkClips)),
+                  list, RunFormat::Plain, "(SELECT count(*) FROM qk_clips c WHERE c.run_id = r.id)",
+                  "0"),
+        runColumn(column("created_at", "created", &RunInfo::createdAt), list, RunFormat::Time),
+        // Where the run was trained: "qklab", or "python: <model kind>" for a run logged from
+        // the user's own training loop through the Python package.
+        runColumn(column("source", "source", &RunInfo::source, external), list, RunFormat::Plain,
+                  {}, "'qklab'"),
+        runColumn(column("tags", "tags", &RunInfo::tags), list),
+        runColumn(column("status_message", "status message", &RunInfo::statusMessage), summary),
+        runColumn(column("max_logit_capped", "max capped logit", &RunInfo::maxLogitCapped), summary,
+                  RunFormat::Logit),
+        runColumn(column("logit_alarms", "logit alarms", &RunInfo::logitAlarms,
+                         schemaVersionOf(SchemaFeature::LogitAlarms)),
+                  summary, RunFormat::Plain,
+                  "(SELECT count(*) FROM logit_alarms a WHERE a.run_id = r.id)", "0"),
+        runColumn(column("seed", "seed", &RunInfo::seed), summary),
+        runColumn(column("device", "device", &RunInfo::device), summary),
+        runColumn(column("torch_version", "LibTorch", &RunInfo::torchVersion), summary),
+        runColumn(column("app_version", "qklab", &RunInfo::appVersion), summary),
+        runColumn(column("finished_at", "finished", &RunInfo::finishedAt), summary,
+                  RunFormat::Time),
+        runColumn(column("notes", "notes", &RunInfo::notes), summary),
+        runColumn(column("config_json", "config", &RunInfo::configJson), info),
+        // The user's own config of an external run (qklab.init(config=...)), as JSON.
+        runColumn(column("user_config", "user config", &RunInfo::userConfigJson, external), info,
+                  RunFormat::Plain, {}, "''"),
+        runColumn(interventionsColumn(), info, RunFormat::Plain, kInterventionsSql),
+        // An older file read as it is: the UUID its runs get when it is migrated.
+        runColumn(column("uuid", "UUID", &RunInfo::uuid, schemaVersionOf(SchemaFeature::Sweeps)),
+                  info, RunFormat::Plain, {}, kLegacyRunUuid),
+    };
+    for (RunColumn& s : sweepColumns()) c.push_back(std::move(s));
+    return built(std::move(c));
+}
+
+}  // namespace
+
+// KeepLast: a step written twice (validation reported separately) updates its row rather than
+// abort a long run on a constraint error.
+const RecordTable<StepMetrics>& stepMetricTable() {
+    using M = StepMetrics;
+    constexpr int outputLogits = schemaVersionOf(SchemaFeature::OutputLogits);
+    static const RecordTable<M> table{
+        "step_metrics", 1, "step", RecordTable<M>::Insert::KeepLast,
+        built<RecordColumn<M>>({
+            column("step", "step", &M::step),
+            column("loss", "training loss", &M::loss),  // NULL: a diverged step (NaN)
+            // Absent: not validated at this step; NaN: validated, and it diverged.
+            column("val_loss", "validation loss", &M::valLoss),
+            column("grad_norm", "grad norm", &M::gradNorm),
+            column("lr", "learning rate", &M::lr),
+            column("alpha", "QK-norm alpha", &M::alpha),
+            column("softcap_c", "softcap C", &M::softcapC),
+            column("seq_len", "context length", &M::seqLen),
+            column("tokens_per_s", "tokens/s", &M::tokensPerSec),
+            nullWhenEmpty(column("attention_path", "attention kernel", &M::attentionPath,
+                                 schemaVersionOf(SchemaFeature::AttentionPath))),
+            // Output-logit divergence: the loss adds optim.z_loss x z_loss_term.
+            column("logz_mean", "mean log Z", &M::logZMean, outputLogits),
+            column("logz_max", "max log Z", &M::logZMax, outputLogits),
+            column("out_logit_max", "max output logit", &M::outLogitMax, outputLogits),
+            column("z_loss_term", "z-loss term", &M::zLossTerm, outputLogits),
+            column("update_norm", "update norm", &M::updateNorm, outputLogits),
+        })};
+    return table;
+}
+
+const RecordTable<Spike>& spikeTable() {
+    using S = Spike;
+    static const RecordTable<S> table{
+        "spikes", 1, "step, id", RecordTable<S>::Insert::Append,
+        built<RecordColumn<S>>({
+            column("step", "step", &S::step),
+            column("metric", "metric", &S::metric),
+            column("value", "value", &S::value),
+            column("z_score", "z-score", &S::zScore),
+            column("kind", "kind", &S::kind),
+            column("tier", "tier", &S::tier),
+            column("probe_step", "probe step", &S::probeStep),
+            column("probe_max_logit", "probe max logit", &S::probeMaxLogit),
+            column("baseline_max_logit", "baseline max logit", &S::baselineMaxLogit),
+            column("probe_qk_norm", "probe q/k norm", &S::probeQkNorm),
+            column("baseline_qk_norm", "baseline q/k norm", &S::baselineQkNorm),
+            column("diagnosis", "diagnosis", &S::diagnosis),
+        })};
+    return table;
+}
+
+// KeepFirst: the first crossing per layer and rule is the alarm (a resumed run may raise it
+// again).
+const RecordTable<LogitAlarm>& logitAlarmTable() {
+    using A = LogitAlarm;
+    static const RecordTable<A> table{"logit_alarms", schemaVersionOf(SchemaFeature::LogitAlarms),
+                                      "step, layer, metric", RecordTable<A>::Insert::KeepFirst,
+                                      built<RecordColumn<A>>({
+                                          column("step", "step", &A::step),
+                                          column("layer", "layer", &A::layer),
+                                          column("metric", "metric", &A::metric),
+                                          column("value", "value", &A::value),
+                                          column("threshold", "threshold", &A::threshold),
+                                          column("kind", "kind", &A::kind),
+                                          column("tier", "tier", &A::tier),
+                                          column("text", "text", &A::text),
+                                      })};
+    return table;
+}
+
+// KeepLast: a step reported again (the same head clipped twice) keeps the last word.
+const RecordTable<QkClip>& qkClipTable() {
+    using C = QkClip;
+    static const RecordTable<C> table{"qk_clips", schemaVersionOf(SchemaFeature::QkClips),
+                                      "step, layer, head", RecordTable<C>::Insert::KeepLast,
+                                      built<RecordColumn<C>>({
+                                          column("step", "step", &C::step),
+                                          column("layer", "layer", &C::layer),
+                                          column("head", "head", &C::head),
+                                          // NULL: NaN
+                                          column("s_max", "s_max", &C::sMax),
+                                          column("factor", "factor", &C::factor),
+                                      })};
+    return table;
+}
+
+// KeepLast: a name logged twice at one step keeps the last value, as a tracker's log does.
+const RecordTable<CustomScalar>& customScalarTable() {
+    using C = CustomScalar;
+    static const RecordTable<C> table{
+        "custom_scalars", schemaVersionOf(SchemaFeature::ExternalRuns), "name, step",
+        RecordTable<C>::Insert::KeepLast,
+        built<RecordColumn<C>>({
+            column("name", "name", &C::name), column("step", "step", &C::step),
+            column("value", "value", &C::value),  // NULL: NaN
+        })};
+    return table;
+}
+
+// KeepLast: a change reported again (a resumed run) keeps the last word. NULL measures: NaN
+// (a window without a probe).
+const RecordTable<ChangeReport>& changeReportTable() {
+    using R = ChangeReport;
+    static const RecordTable<R> table{
+        "change_reports", schemaVersionOf(SchemaFeature::ChangeReports), "step, kind",
+        RecordTable<R>::Insert::KeepLast,
+        built<RecordColumn<R>>({
+            column("step", "step", &R::step),
+            column("kind", "kind", &R::kind),
+            column("report_step", "measured to step", &R::reportStep),
+            column("loss_before", "loss before", &R::lossBefore),
+            column("loss_after", "loss after", &R::lossAfter),
+            column("loss_expected", "loss expected", &R::lossExpected),
+            column("loss_z", "loss z-score", &R::lossZ),
+            column("entropy_before", "entropy before", &R::entropyBefore),
+            column("entropy_after", "entropy after", &R::entropyAfter),
+            column("max_logit_before", "max logit before", &R::maxLogitBefore),
+            column("max_logit_after", "max logit after", &R::maxLogitAfter),
+            column("moved", "moved the run", &R::moved),
+            column("text", "report", &R::text),
+        })};
+    return table;
+}
+
+// KeepLast: a step probed again (a resumed run) keeps the last statistics. The statistics are
+// probeColumns() (their help text is there); NULL reads as NaN.
+const RecordTable<ProbeStats>& probeStatTable() {
+    using P = ProbeStats;
+    static const RecordTable<P> table = [] {
+        std::vector<RecordColumn<P>> columns{
+            column("step", "step", &P::step),
+            column("layer", "layer", &P::layer),
+            column("head", "head", &P::head),
+        };
+        for (const ProbeColumn& c : probeColumns())
+            columns.push_back(column(c.name, c.title, c.field, c.since));
+        return RecordTable<P>{"probe_stats", 1, "step, layer, head",
+                              RecordTable<P>::Insert::KeepLast, built(std::move(columns))};
+    }();
+    return table;
+}
+
+// KeepLast: a step probed again (a resumed run) keeps the last histogram. A file older than
+// schema 4 has no NaN count: none.
+const RecordTable<LogitHistogram>& histogramTable() {
+    using H = LogitHistogram;
+    static const RecordTable<H> table{
+        "histograms", 1, "step", RecordTable<H>::Insert::KeepLast,
+        built<RecordColumn<H>>({
+            column("step", "step", &H::step),
+            column("layer", "layer", &H::layer),
+            column("head", "head", &H::head),
+            blobColumn("counts", "counts", &H::counts, int64Bytes, int64sOf),
+            column("underflow", "underflow", &H::underflow),
+            column("overflow", "overflow", &H::overflow),
+            column("nan", "NaN logits", &H::nan, schemaVersionOf(SchemaFeature::HistogramNaN)),
+        })};
+    return table;
+}
+
+// KeepLast, as histograms. A file older than schema 6 has no bytes (empty) and no reasons
+// (absent: periodic).
+const RecordTable<AttentionMap>& attentionMapTable() {
+    using M = AttentionMap;
+    constexpr int reasons = schemaVersionOf(SchemaFeature::MapReasons);
+    auto bytesOfText = [](const std::string& t) { return ColumnBytes(t.begin(), t.end()); };
+    auto textOfBytes = [](const ColumnBytes& b) { return std::string(b.begin(), b.end()); };
+    static const RecordTable<M> table{
+        "attention_maps", 1, "layer, head", RecordTable<M>::Insert::KeepLast,
+        built<RecordColumn<M>>({
+            column("step", "step", &M::step),
+            column("layer", "layer", &M::layer),
+            column("head", "head", &M::head),
+            column("size", "size", &M::size),
+            blobColumn("weights", "weights", &M::weights, floatBytes, floatsOf),
+            blobColumn("tokens", "tokens", &M::tokens, bytesOfText, textOfBytes, reasons),
+            mapReasonColumn(reasons),
+        })};
+    return table;
+}
+
+// Append, in the order they happened: the rowid orders one step's events.
+const RecordTable<EventRecord>& eventTable() {
+    using E = EventRecord;
+    static const RecordTable<E> table{"events", 1, "step, id", RecordTable<E>::Insert::Append,
+                                      built<RecordColumn<E>>({
+                                          column("step", "step", &E::step),
+                                          column("kind", "kind", &E::kind),
+                                          column("params_json", "parameters", &E::paramsJson),
+                                          column("source", "source", &E::source),
+                                      })};
+    return table;
+}
+
+// KeepLast: a step checkpointed again (a resumed run) names the newer file.
+const RecordTable<StoredCheckpoint>& checkpointTable() {
+    using C = StoredCheckpoint;
+    static const RecordTable<C> table{"checkpoints", 1, "step", RecordTable<C>::Insert::KeepLast,
+                                      built<RecordColumn<C>>({
+                                          column("step", "step", &C::step),
+                                          column("path", "file", &C::path),
+                                          column("created_at", "written", &C::createdAt),
+                                      })};
+    return table;
+}
+
+const std::vector<RunColumn>& runColumns() {
+    static const std::vector<RunColumn> columns = makeRunColumns();
+    return columns;
+}
+
+std::vector<const RunColumn*> listedRunColumns() {
+    std::vector<const RunColumn*> out;
+    for (const RunColumn& c : runColumns())
+        if (c.shown == RunColumn::Shown::List) out.push_back(&c);
+    return out;
+}
+
+const std::vector<ProbeColumn>& probeColumns() {
+    using P = ProbeStats;
+    static const std::vector<ProbeColumn> columns{
+        {"logit_max_raw", "raw max logit", "max attention logit before the softcap",
+         &P::logitMaxRaw},
+        {"logit_p99_raw", "raw p99 logit", "99th percentile of the logits before the softcap",
+         &P::logitP99Raw},
+        {"logit_mean_raw", "raw mean logit", "mean logit before the softcap", &P::logitMeanRaw},
+        {"logit_max_capped", "capped max logit", "max logit after the softcap (what softmax sees)",
+         &P::logitMaxCapped},
+        {"logit_p99_capped", "capped p99 logit", "99th percentile after the softcap",
+         &P::logitP99Capped},
+        {"logit_mean_capped", "capped mean logit", "mean logit after the softcap",
+         &P::logitMeanCapped},
+        {"q_norm_p90", "q norm p90", "90th percentile of |q| as it enters the dot product",
+         &P::qNormP90},
+        {"k_norm_p90", "k norm p90", "90th percentile of |k| as it enters the dot product",
+         &P::kNormP90},
+        {"q_raw_norm_p90", "raw q norm p90",
+         "90th percentile of |q| straight out of the projection", &P::qRawNormP90},
+        {"k_raw_norm_p90", "raw k norm p90",
+         "90th percentile of |k| straight out of the projection", &P::kRawNormP90},
+        {"entropy", "entropy", "mean attention entropy per query row (nats)", &P::entropy},
+        {"frac_at_cap", "share at the cap", "share of raw logits with |logit| >= C", &P::fracAtCap},
+    };
+    return columns;
+}
+
+const RecordColumn<StepMetrics>& stepMetricColumn(const std::string& name) {
+    if (const auto* c = findColumn(stepMetricTable().columns, name)) return *c;
+    throw Error(ErrorCode::Internal, "there is no step-metric column '" + name + "'");
+}
+
+bool isMeasurement(const RecordColumn<StepMetrics>& c) {
+    return c.type == ColumnType::Real || c.type == ColumnType::OptionalReal;
+}
+
+std::optional<double> numberOf(const ColumnValue& v) {
+    if (const double* d = std::get_if<double>(&v)) return *d;
+    if (const int64_t* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+    return std::nullopt;
+}
+
+std::string csvText(const ColumnValue& v) {
+    if (const double* d = std::get_if<double>(&v)) {
+        std::ostringstream os;
+        os.precision(9);
+        os << *d;
+        return os.str();
+    }
+    if (const int64_t* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+    return textOf(v);
+}
+
+std::string runListText(const RunColumn& c, const RunInfo& r) {
+    const ColumnValue v = c.get(r);
+    if (std::holds_alternative<std::monostate>(v)) return "-";
+    const auto number = numberOf(v);
+    if (number && c.format != RunFormat::Plain && c.format != RunFormat::Time) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, c.format == RunFormat::Loss ? "%.4f" : "%.4g", *number);
+        return buf;
+    }
+    // Names and dates come from the file: escaped, so that ESC[2J cannot clear the screen.
+    return printableText(csvText(v));
+}
+
+}  // namespace qklab

@@ -1,0 +1,139 @@
+// qklab/util/choices.h — every enumerated setting of a run, and the one table of its names.
+// Enums of stored records (run statuses, spike kinds, map reasons) have their Choices next to
+// them in qklab/store/records.h.
+//
+// A setting such as the QK-norm variant is an enum everywhere in the code; its JSON/GUI/CLI
+// spelling lives only in the Choices<E> table below, in declaration order. The config field
+// registry, the event registry, the form's combo boxes and the docs all read these tables, so
+// a new value is added in exactly two places next to each other: the enum and its name.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qklab {
+
+enum class QkNormVariant { None, Rms, RmsAffine, LayerNorm, L2Scale, WholeRms };
+enum class QkNormTarget { QK, K, QKV };
+enum class QkNormPlacement { BeforeRope, AfterRope };
+enum class SoftcapKind { None, Tanh, Clamp };
+enum class LrDecay { Constant, Linear, Cosine, Wsd };
+enum class AnnealShape { Linear, Cosine, Hard };
+enum class DeviceKind { Cpu, Cuda };
+enum class Precision { Fp32, Bf16 };
+enum class HistScale { Linear, Symlog };
+enum class Readback { Auto, EveryStep, Deferred };
+// A speed-up that changes the numbers within stated tolerances: auto = where this build and
+// device have it.
+enum class AutoSwitch { Auto, On, Off };
+enum class AttentionKind { Mha, Mla };
+// How decoding keeps past tokens: recompute everything (none), cache materialised keys and
+// values (MHA's KV cache; MLA's naive cache of full normalised keys), or MLA's absorbed cache
+// of the latent c_t plus one inverse-RMS scalar per token and KV group.
+enum class DecodeCache { Auto, None, Materialised, Absorbed };
+
+// The value types of registry entries (config fields, event parameters).
+enum class FieldType { Float, Int, Bool, Choice, Text, FloatPair, Scale };
+
+template <class E>
+struct Choices;  // names: the JSON spelling of each value, in declaration order
+
+template <>
+struct Choices<QkNormVariant> {
+    static constexpr std::array<const char*, 6> names{"none",      "rms",      "rms_affine",
+                                                      "layernorm", "l2_scale", "whole_rms"};
+};
+template <>
+struct Choices<QkNormTarget> {
+    static constexpr std::array<const char*, 3> names{"qk", "k", "qkv"};
+};
+template <>
+struct Choices<QkNormPlacement> {
+    static constexpr std::array<const char*, 2> names{"before_rope", "after_rope"};
+};
+template <>
+struct Choices<SoftcapKind> {
+    static constexpr std::array<const char*, 3> names{"none", "tanh", "clamp"};
+};
+template <>
+struct Choices<LrDecay> {
+    static constexpr std::array<const char*, 4> names{"constant", "linear", "cosine", "wsd"};
+};
+template <>
+struct Choices<AnnealShape> {
+    static constexpr std::array<const char*, 3> names{"linear", "cosine", "hard"};
+};
+template <>
+struct Choices<DeviceKind> {
+    static constexpr std::array<const char*, 2> names{"cpu", "cuda"};
+};
+template <>
+struct Choices<Precision> {
+    static constexpr std::array<const char*, 2> names{"fp32", "bf16"};
+};
+template <>
+struct Choices<HistScale> {
+    static constexpr std::array<const char*, 2> names{"linear", "symlog"};
+};
+template <>
+struct Choices<Readback> {
+    static constexpr std::array<const char*, 3> names{"auto", "every_step", "deferred"};
+};
+template <>
+struct Choices<AutoSwitch> {
+    static constexpr std::array<const char*, 3> names{"auto", "on", "off"};
+};
+template <>
+struct Choices<AttentionKind> {
+    static constexpr std::array<const char*, 2> names{"mha", "mla"};
+};
+template <>
+struct Choices<DecodeCache> {
+    static constexpr std::array<const char*, 4> names{"auto", "none", "materialised", "absorbed"};
+};
+
+template <class E>
+const char* nameOf(E value) {
+    return Choices<E>::names.at(static_cast<size_t>(value));
+}
+
+// For an enum whose last value has no name (RunStatus::Unknown: a stored name this build does
+// not know, never written): that value reads as "unknown".
+template <class E>
+const char* nameOrUnknown(E value) {
+    const auto i = static_cast<size_t>(value);
+    return i < Choices<E>::names.size() ? Choices<E>::names[i] : "unknown";
+}
+
+// What views show for a value, where Choices<E> also has `titles` (in the order of `names`).
+template <class E>
+const char* titleOf(E value) {
+    const auto i = static_cast<size_t>(value);
+    return i < Choices<E>::titles.size() ? Choices<E>::titles[i] : "unknown";
+}
+
+template <class E>
+std::optional<E> parseChoice(const std::string& name) {
+    const auto& names = Choices<E>::names;
+    for (size_t i = 0; i < names.size(); ++i)
+        if (name == names[i]) return static_cast<E>(i);
+    return std::nullopt;
+}
+
+template <class E>
+std::vector<std::string> choiceNames() {
+    return {Choices<E>::names.begin(), Choices<E>::names.end()};
+}
+
+// "a | b | c", for messages and docs.
+template <class E>
+std::string choiceList() {
+    std::string out;
+    for (const char* n : Choices<E>::names) out += (out.empty() ? "" : " | ") + std::string(n);
+    return out;
+}
+
+}  // namespace qklab
