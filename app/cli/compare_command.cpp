@@ -3,10 +3,14 @@
 #include "compare_command.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "qklab/analysis/alignment.h"
 #include "qklab/analysis/compare.h"
+#include "qklab/analysis/spikes.h"
 #include "qklab/store/run_store.h"
 #include "qklab/util/error.h"
 
@@ -123,8 +127,61 @@ void printOutsideQklab(const std::vector<RunInfo>& runs) {
                      "their own settings are the user.* rows (all of them: qklab-cli show RUN)\n";
 }
 
+// --align RULE: each run's anchor step (or none, and why), and the values at steps from it.
+struct AlignedRun {
+    Anchor anchor;
+    // alignedMetrics() x alignedOffsets(); none where the run has no value there.
+    std::vector<std::vector<std::optional<double>>> values;
+};
+
+AlignedRun alignRun(RunStore& store, const RunInfo& info, const AlignRule& rule) {
+    const auto steps = store.stepMetrics(info.id);
+    const auto probes = store.probeStats(info.id, -1);
+    const auto spikes = store.spikes(info.id);
+    const auto events = store.events(info.id);
+    const AlignRows rows{&info, &steps, &probes, &spikes, &events};
+    AlignedRun out{findAnchor(rows, rule), {}};
+    for (const auto& metric : alignedMetrics()) {
+        out.values.emplace_back();
+        for (int64_t offset : alignedOffsets())
+            out.values.back().push_back(out.anchor.step
+                                            ? metricAtStep(rows, metric, *out.anchor.step + offset)
+                                            : std::nullopt);
+    }
+    return out;
+}
+
+std::string offsetText(int64_t offset) {
+    return (offset > 0 ? "+" : "") + std::to_string(offset);
+}
+
+nlohmann::ordered_json alignJson(const std::vector<RunInfo>& runs, const AlignRule& rule,
+                                 const std::vector<AlignedRun>& aligned) {
+    nlohmann::ordered_json out;
+    out["rule"] = alignRuleText(rule);
+    out["anchor"] = alignAnchorName(rule);
+    out["offsets"] = alignedOffsets();
+    out["runs"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const Anchor& a = aligned[i].anchor;
+        nlohmann::ordered_json run{{"id", runs[i].id}, {"name", runs[i].name}};
+        run["anchor_step"] = a.step ? nlohmann::ordered_json(*a.step) : nullptr;
+        run[a.step ? "at" : "never"] = a.what;
+        run["values"] = nlohmann::ordered_json::object();
+        for (size_t m = 0; m < alignedMetrics().size(); ++m) {
+            auto values = nlohmann::ordered_json::array();
+            for (const auto& v : aligned[i].values[m])  // JSON has no NaN: null
+                values.push_back(v && std::isfinite(*v) ? nlohmann::ordered_json(*v) : nullptr);
+            run["values"][alignedMetrics()[m]] = values;
+        }
+        out["runs"].push_back(run);
+    }
+    return out;
+}
+
 void printJson(const std::vector<RunInfo>& runs, const std::vector<ComparedConfig>& configs,
-               const std::vector<RunSummary>& summaries, const std::string& groupBy) {
+               const std::vector<RunSummary>& summaries, const std::string& groupBy,
+               const std::optional<AlignRule>& rule, const std::vector<AlignedRun>& aligned) {
     nlohmann::ordered_json out;
     out["runs"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < runs.size(); ++i)
@@ -150,6 +207,7 @@ void printJson(const std::vector<RunInfo>& runs, const std::vector<ComparedConfi
         out["seed_groups"].push_back(ids);
     }
     if (!groupBy.empty()) out["groups"] = groupsJson(runs, configs, groupBy);
+    if (rule) out["align"] = alignJson(runs, *rule, aligned);
     std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
@@ -203,6 +261,41 @@ void printGroups(const std::vector<RunInfo>& runs, const std::vector<ComparedCon
     }
 }
 
+// Every run's anchor ("never: why" for a run without one: listed, not dropped), then the values
+// at steps from it of the runs that have one.
+void printAligned(const std::vector<RunInfo>& runs, const AlignRule& rule,
+                  const std::vector<AlignedRun>& aligned) {
+    std::cout << "\naligned at " << alignAnchorName(rule) << " (" << alignRuleText(rule) << "):\n";
+    Table anchors{{"run", "anchor step", "at"}};
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const Anchor& a = aligned[i].anchor;
+        anchors.push_back({runs[i].name, a.step ? std::to_string(*a.step) : "never", a.what});
+    }
+    printTable(anchors, false);
+    Table values{{"run, metric"}};  // one left-aligned column: the rest are numbers
+    for (int64_t offset : alignedOffsets()) values[0].push_back(offsetText(offset));
+    for (size_t i = 0; i < runs.size(); ++i) {
+        if (!aligned[i].anchor.step) continue;
+        for (size_t m = 0; m < alignedMetrics().size(); ++m) {
+            values.push_back({runs[i].name + ", " + thresholdMetricTitle(alignedMetrics()[m])});
+            for (const auto& v : aligned[i].values[m])
+                values.back().push_back(v ? diagnosisNumber(*v) : "-");
+        }
+    }
+    if (values.size() == 1) return;
+    std::cout << "\nvalues at steps from the anchor (raw max logit: the latest probe at or "
+                 "before the step):\n";
+    printTable(values, true);
+}
+
+// The option's help, from the table of rules.
+std::string alignHelp() {
+    std::string help = "align the runs at their own anchor and print the values at steps from it:";
+    for (const AlignKindInfo& k : alignKinds())
+        help += std::string("\n  ") + k.syntax + ": " + k.help;
+    return help;
+}
+
 // What the run trained with, its user config included. An unreadable config or intervention is
 // compared as the defaults / left out, and said: a silent fallback would show a difference that is
 // not there.
@@ -224,6 +317,7 @@ void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db) {
     cmd.add_option("--group-by", args.groupBy,
                    "list the runs grouped by their value of this config key (optim.lr; "
                    "user.lr for the lr of a Python run's user config)");
+    cmd.add_option("--align", args.align, alignHelp());
     db.addOption(cmd, args.dbPath);
 }
 
@@ -233,6 +327,9 @@ int cmdCompare(const CompareArgs& o) {
         std::cerr << "qklab-cli compare: needs at least 2 runs, got " << o.runRefs.size() << "\n";
         return 2;
     }
+    // A bad rule exits 2 before anything is read.
+    std::optional<AlignRule> rule;
+    if (!o.align.empty()) rule = parseAlignRule(o.align);
     // Readers never write: no migration, no status update, read-only media work.
     std::unique_ptr<RunStore> opened;
     try {
@@ -252,8 +349,11 @@ int cmdCompare(const CompareArgs& o) {
         summaries.push_back(summarizeRun(store, runs.back().id));
     }
     if (!o.groupBy.empty()) groupByKey(configs, o.groupBy);  // an unknown key: exit 2 first
+    std::vector<AlignedRun> aligned;
+    if (rule)
+        for (const auto& r : runs) aligned.push_back(alignRun(store, r, *rule));
     if (o.asJson) {
-        printJson(runs, configs, summaries, o.groupBy);
+        printJson(runs, configs, summaries, o.groupBy, rule, aligned);
         return 0;
     }
     printDiff(runs, configs, o.allKeys);
@@ -261,6 +361,7 @@ int cmdCompare(const CompareArgs& o) {
     printSeedGroups(runs, configs);
     if (!o.groupBy.empty()) printGroups(runs, configs, o.groupBy);
     printSummary(summaries);
+    if (rule) printAligned(runs, *rule, aligned);
     return 0;
 }
 

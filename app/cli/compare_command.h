@@ -14,6 +14,7 @@ struct CompareArgs {
     bool asJson = false;
     bool allKeys = false;  // the whole config, not only the keys that differ
     std::string groupBy;   // a config key: runs with equal values listed as groups
+    std::string align;     // an alignment rule (qklab/analysis/alignment.h): each run's anchor
     std::string dbPath;
 };
 void addCompareOptions(CLI::App& cmd, CompareArgs& args, Database& db);

@@ -92,7 +92,8 @@ TEST(Layering, EachLayerLinksOnlyTheLayerBelowIt) {
     }
 }
 
-// A public header names its layer: "qklab/store/run_store.h", never a flat "qklab/run_store.h".
+// A public header names its layer: "qklab/store/run_store.h", never a flat
+// "qklab/store/run_store.h".
 TEST(Layering, EveryIncludeOfAPublicHeaderNamesItsLayer) {
     const fs::path root = kCore.parent_path();
     int checked = 0;

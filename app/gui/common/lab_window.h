@@ -62,6 +62,9 @@ class LabWindow : public QMainWindow {
     virtual void showNoRun() = 0;
     virtual void compareRuns(const std::vector<int64_t>& runIds) = 0;
     virtual void openComparison(const QString& savedName) = 0;
+    // The Compare tab's "Align at" (qklab/analysis/alignment.h: "spike", "step:300", ...; "" none);
+    // false with *error naming the rule when it does not parse.
+    virtual bool alignComparison(const QString& rule, QString* error) = 0;
     virtual bool startReplay(int64_t runId, double stepsPerSecond, QString* error = nullptr) = 0;
     virtual void stopReplay() = 0;
 

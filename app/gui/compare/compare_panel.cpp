@@ -162,6 +162,8 @@ void ComparePanel::buildViewControls(QWidget* bar, QHBoxLayout* row, QHBoxLayout
     row->addWidget(m_layer);
     row->addWidget(m_smoothingLabel);
     row->addWidget(m_smoothing);
+    // Here rather than beside Group by: that row is the wider in presenter mode at 1024 px.
+    row->addWidget(buildAlignControls());
     row->addWidget(m_plots->scalarChoice());  // shown while a compared run logged any
     row->addStretch(1);
     groupRow->addWidget(groupLabel);
@@ -279,16 +281,20 @@ std::vector<ComparePanel::LegendEntry> ComparePanel::legendEntries() const {
     std::vector<LegendEntry> entries;
     for (const CurveGroup& g : m_plots->groups())
         entries.push_back({m_plots->runColor(g.members.front()), g.label});
-    if (!entries.empty()) return entries;
-    for (size_t i = 0; i < m_comparison.runs.size(); ++i)
-        entries.push_back({compareColor(i), m_comparison.runs[i].label()});
+    if (entries.empty())
+        for (size_t i = 0; i < m_comparison.runs.size(); ++i)
+            entries.push_back({compareColor(i), m_comparison.runs[i].label()});
+    alignLegend(entries);
     return entries;
 }
 
 void ComparePanel::fillLegend() {
     QStringList parts;
     for (const LegendEntry& e : legendEntries())
-        parts << swatch(e.color) + QLatin1Char(' ') + e.label.toHtmlEscaped();
+        parts << swatch(e.color) + QLatin1Char(' ') +
+                     (e.greyed ? QStringLiteral("<span style='color:gray'>%1</span>")
+                                     .arg(e.label.toHtmlEscaped())
+                               : e.label.toHtmlEscaped());
     QString text = tr("<b>Comparing %n run(s):</b> ", nullptr, int(m_comparison.runs.size())) +
                    parts.join(QStringLiteral(" &nbsp; "));
     if (!m_comparison.missing.empty()) {

@@ -22,6 +22,7 @@ class QFontMetrics;
 class QHBoxLayout;
 class QPainter;
 class QLabel;
+class QLineEdit;
 class QSlider;
 class QSplitter;
 class QTabWidget;
@@ -68,12 +69,20 @@ class ComparePanel : public QWidget {
     // choice); a key not offered leaves the runs ungrouped.
     void setGroupBy(const QString& groupBy);
     QString groupBy() const;
+    // "Align at": "" (none) or an alignment rule (qklab/analysis/alignment.h: "spike", "step:300",
+    // "threshold:loss>6", ...). A rule that does not parse leaves the curves unaligned and
+    // says why on the argument's field; returns whether it applied.
+    bool setAlignment(const QString& rule);
+    QString alignment() const;  // the rule applied, "" when none
+    QLineEdit* alignArgument() const { return m_alignArg; }
 
     // The legend's entries, in the tab and in the figure: one per group (its colour and label)
     // when grouped, else one per run.
+    // Aligned, a run without an anchor is greyed, with the reason.
     struct LegendEntry {
         QColor color;
         QString label;
+        bool greyed = false;
     };
     std::vector<LegendEntry> legendEntries() const;
 
@@ -119,6 +128,10 @@ class ComparePanel : public QWidget {
     void fillEvents();
     void fillLegend();
     void groupingChanged();
+    QWidget* buildAlignControls();
+    void alignmentChanged();
+    // Aligned: each run's anchor on its legend entry (ungrouped), or greyed with the reason.
+    void alignLegend(std::vector<LegendEntry>& entries) const;
     void fillGroupChoices();
     void reloadIfLive();
     void exportAs(const QString& what);
@@ -146,6 +159,8 @@ class ComparePanel : public QWidget {
     QSlider* m_smoothing = nullptr;
     QLabel* m_smoothingLabel = nullptr;
     QComboBox* m_groupBy = nullptr;
+    QComboBox* m_alignKind = nullptr;  // none, then alignKinds()
+    QLineEdit* m_alignArg = nullptr;   // the rule's argument, for kinds that take one
     QCheckBox* m_multiples = nullptr;
     QComboBox* m_multiMetric = nullptr;
     QCheckBox* m_diffOnly = nullptr;

@@ -50,6 +50,7 @@ QString ComparePanel::settingsJson() const {
     o[QStringLiteral("small_multiples")] = m_multiples->isChecked();
     o[QStringLiteral("small_multiples_metric")] = m_multiMetric->currentData().toInt();
     o[QStringLiteral("custom_scalar")] = m_plots->customScalar();
+    o[QStringLiteral("align")] = alignment();
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -78,6 +79,7 @@ void ComparePanel::applySettings(const QString& json) {
         m_multiples->setChecked(o[QStringLiteral("small_multiples")].toBool());
     if (o.contains(QStringLiteral("custom_scalar")))
         m_plots->setCustomScalar(o[QStringLiteral("custom_scalar")].toString());
+    if (o.contains(QStringLiteral("align"))) setAlignment(o[QStringLiteral("align")].toString());
     if (o.contains(QStringLiteral("view")))
         m_views->setCurrentIndex(o[QStringLiteral("view")].toInt());
 }

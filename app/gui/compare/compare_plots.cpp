@@ -96,7 +96,7 @@ QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, f));
     setWrappedTitle(plot, title);  // two lines rather than "rm p90 (raw projec"
     if (logScale) setLogAxis(plot->yAxis, true);
-    plot->xAxis->setLabel(xAxisTitle(m_xKind));
+    plot->xAxis->setLabel(xTitle());
     installExportMenu(plot);
     m_hover->addPlot(plot);
     // After the layout and before the painting of every replot: the range and the width the
@@ -143,7 +143,7 @@ void ComparePlots::drawMultiples() {
         if (r >= n) continue;
         m_multiGrid->addWidget(plot, int(r) / columns, int(r) % columns);
         setLogAxis(plot->yAxis, info.logScale);
-        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        plot->xAxis->setLabel(xTitle());
         if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
             QString text = QStringLiteral("%1 · %2").arg(info.title, m_comparison->runs[r].label());
             if (info.metric == CompareMetric::Alpha && withoutQkNorm(m_comparison->runs[r]))
@@ -153,6 +153,7 @@ void ComparePlots::drawMultiples() {
         }
         drawRun(plot, &info, r, false);
         drawMarkers(plot, &info, r);
+        drawZeroLine(plot);
         plot->rescaleAxes();
         const QCPRange x = plot->xAxis->range(), y = plot->yAxis->range();
         xs = found ? QCPRange(std::min(xs.lower, x.lower), std::max(xs.upper, x.upper)) : x;
@@ -281,8 +282,55 @@ void ComparePlots::setGroupBy(const QString& groupBy) {
 QVector<double> ComparePlots::xs(size_t run, const QVector<double>& steps) const {
     QVector<double> out;
     out.reserve(steps.size());
-    for (double s : steps) out << m_x[run](s);
+    for (double s : steps) out << xOf(run, s);
     return out;
+}
+
+double ComparePlots::xOf(size_t run, double step) const {
+    if (m_align)
+        return run < m_anchors.size() && m_anchors[run].step ? step - double(*m_anchors[run].step)
+                                                             : std::nan("");
+    return m_x[run](step);
+}
+
+bool ComparePlots::drawn(size_t run) const {
+    return !m_align || (run < m_anchors.size() && m_anchors[run].step.has_value());
+}
+
+QString ComparePlots::xTitle() const {
+    if (!m_align) return xAxisTitle(m_xKind);
+    return tr("steps from %1").arg(QString::fromStdString(alignAnchorName(*m_align)));
+}
+
+void ComparePlots::setAlignment(const std::optional<AlignRule>& rule) {
+    m_align = rule;
+    redraw();
+}
+
+// Read from the rows each run's snapshot holds (the plots' own), at each redraw: a live run
+// may reach its anchor between two reloads.
+void ComparePlots::findAnchors() {
+    m_anchors.clear();
+    if (!m_align || !m_comparison) return;
+    for (const CompareRun& run : m_comparison->runs) {
+        const RunSnapshot& s = run.snap;
+        m_anchors.push_back(
+            findAnchor(AlignRows{&s.info, &s.steps, &s.probes, &s.spikes, &s.events}, *m_align));
+    }
+}
+
+// The anchor of every aligned run: x = 0.
+void ComparePlots::drawZeroLine(QCustomPlot* plot) {
+    if (!m_align) return;
+    auto* line = new QCPItemStraightLine(plot);
+    setItemRole(line, QStringLiteral("event"));  // cleared with the event lines
+    line->setObjectName(QStringLiteral("alignZero"));
+    line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    line->point1->setCoords(0, 0);
+    line->point2->setCoords(0, 1);
+    line->setPen(QPen(plot->xAxis->labelColor(), 1.0, Qt::DotLine));
+    line->setSelectable(false);
 }
 
 void ComparePlots::redraw() {
@@ -293,6 +341,7 @@ void ComparePlots::redraw() {
     m_bands.clear();  // their graphs go with clearGraphs() below
     // Again with the data: a reload may have lost a deleted run, and the indices with it.
     m_groups = m_comparison ? curveGroups(*m_comparison, m_groupBy) : std::vector<CurveGroup>();
+    findAnchors();
     if (m_comparison)
         for (const CompareRun& run : m_comparison->runs) {
             StepToX map(m_xKind, run.snap.config.data.batchSize, run.snap.config.model.seqLen);
@@ -312,7 +361,7 @@ void ComparePlots::redraw() {
         QCustomPlot* plot = m_plots[i++];
         plot->clearGraphs();
         clearItems(plot, QStringLiteral("event"));
-        plot->xAxis->setLabel(xAxisTitle(m_xKind));
+        plot->xAxis->setLabel(xTitle());
         setWrappedTitle(plot, titleOf(info));
         if (m_comparison) drawMetric(plot, &info);
         plot->rescaleAxes();
@@ -327,7 +376,7 @@ void ComparePlots::drawCustomScalar() {
     QCustomPlot* plot = m_customPlot;
     plot->clearGraphs();
     clearItems(plot, QStringLiteral("event"));
-    plot->xAxis->setLabel(xAxisTitle(m_xKind));
+    plot->xAxis->setLabel(xTitle());
     setWrappedTitle(plot,
                     m_scalar.isEmpty() ? tr("Custom scalar") : tr("Custom: %1").arg(m_scalar));
     if (!m_comparison || m_scalar.isEmpty()) return;
@@ -370,6 +419,7 @@ void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo* info) 
         drawRun(plot, info, r, grouped[r]);
         drawMarkers(plot, info, r);
     }
+    drawZeroLine(plot);
 }
 
 // Raw values always; with smoothing on they turn faint under the smoothed line. Grouped runs
@@ -378,7 +428,7 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo* info, siz
                            bool inGroup) {
     const CompareRun& run = m_comparison->runs[index];
     const Series s = curveOf(info, index);
-    if (s.steps.isEmpty()) return;
+    if (s.steps.isEmpty() || !drawn(index)) return;
     const QColor color = runColor(index);
     const bool smooth = m_smoothing > 0;
     QColor faint = color;
@@ -397,10 +447,16 @@ void ComparePlots::drawRun(QCustomPlot* plot, const CompareMetricInfo* info, siz
 
 void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo* info,
                              const CurveGroup& group) {
-    const std::vector<size_t>& members = group.members;
+    std::vector<size_t> members;  // aligned: the members with an anchor
+    for (size_t m : group.members)
+        if (drawn(m)) members.push_back(m);
+    if (members.empty()) return;
     std::vector<Series> series;
     for (size_t m : members) {  // a run without QK-norm has no alpha: no band where it is
         Series s = curveOf(info, m);
+        // Aligned: the band is over the steps from each member's own anchor.
+        if (m_align)
+            for (double& step : s.steps) step = xOf(m, step);
         // A custom scalar: the band of the members that logged it.
         if (info || !s.steps.isEmpty()) series.push_back(std::move(s));
     }
@@ -408,7 +464,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo* info,
     const BandSeries band = groupBand(series);
     if (band.steps.isEmpty()) return;
     const size_t first = members.front();
-    const QVector<double> x = xs(first, band.steps);
+    const QVector<double> x = m_align ? band.steps : xs(first, band.steps);
     QColor color = runColor(first);
     // Whole here (rescaleAxes sees every point); fitBands thins them for drawing.
     QCPGraph* low = addRunGraph(plot, first, QString(), QPen(Qt::NoPen));
@@ -440,6 +496,7 @@ void ComparePlots::drawGroup(QCustomPlot* plot, const CompareMetricInfo* info,
 // Spikes at their raw values; a diverged run's last finite point; QK-Clips on the raw max
 // logit (the layer shown, or all); interventions as lines.
 void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info, size_t index) {
+    if (!drawn(index)) return;
     const CompareRun& run = m_comparison->runs[index];
     const QColor color = runColor(index);
     if (info && info->metric == CompareMetric::MaxLogit && !run.snap.clips.empty()) {
@@ -449,7 +506,7 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info,
             QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color, color.lighter(150), 7));
         clips->setProperty("qkClips", true);
         for (const ClipStep& c : clipSteps(run.snap.clips, m_layer))
-            if (std::isfinite(c.maxSMax)) clips->addData(m_x[index](double(c.step)), c.maxSMax);
+            if (std::isfinite(c.maxSMax)) clips->addData(xOf(index, double(c.step)), c.maxSMax);
     }
     const bool lossPlot = info && info->metric == CompareMetric::TrainLoss;
     if (lossPlot || (info && info->metric == CompareMetric::GradNorm)) {
@@ -459,7 +516,7 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info,
         for (const Spike& sp : run.snap.spikes)
             if ((sp.metric.find("grad") != std::string::npos) == !lossPlot &&
                 std::isfinite(sp.value))
-                marks->addData(m_x[index](double(sp.step)), sp.value);
+                marks->addData(xOf(index, double(sp.step)), sp.value);
         if (run.summary.status == RunStatus::Diverged) {
             const Series s = seriesOf(run, info->metric, m_layer);
             for (int i = s.values.size() - 1; i >= 0; --i)
@@ -467,7 +524,7 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info,
                     QCPGraph* end = addRunGraph(plot, index, QString(), QPen(color, 2));
                     end->setLineStyle(QCPGraph::lsNone);
                     end->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, 12));
-                    end->addData(m_x[index](s.steps[i]), s.values[i]);
+                    end->addData(xOf(index, s.steps[i]), s.values[i]);
                     break;
                 }
         }
@@ -478,7 +535,7 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info,
         if (e.source != "user") continue;
         auto* line = new QCPItemStraightLine(plot);
         setItemRole(line, QStringLiteral("event"));
-        const double x = m_x[index](double(e.step));
+        const double x = xOf(index, double(e.step));
         line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
         line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
         line->point1->setCoords(x, 0);
@@ -512,6 +569,8 @@ QString ComparePlots::readout(QCustomPlot* plot, double x) const {
     if (!m_comparison || m_comparison->runs.empty()) return {};
     const QStringList lines = curveValuesAt(plot, x, [this](const QCPGraph* g, double key) {
         const size_t run = g->property(kRunIndex).toULongLong();
+        if (m_align && run < m_anchors.size() && m_anchors[run].step)
+            return tr("step %1").arg(qint64(std::llround(key)) + *m_anchors[run].step);
         return run < m_x.size() ? tr("step %1").arg(m_x[run].stepAt(key)) : QString();
     });
     if (lines.isEmpty()) return {};
@@ -523,7 +582,9 @@ QString ComparePlots::readout(QCustomPlot* plot, double x) const {
                                 : QString());
     // Which x the cursor is at, named as the axis is (steps differ per run on the other axes;
     // each run's line names its own step).
-    head += QStringLiteral(" · ") + xAxisValueText(m_xKind, x);
+    head +=
+        QStringLiteral(" · ") + (m_align ? tr("%1 %2").arg(xTitle()).arg(qint64(std::llround(x)))
+                                         : xAxisValueText(m_xKind, x));
     return head + QStringLiteral("<br>") + lines.join(QStringLiteral("<br>"));
 }
 

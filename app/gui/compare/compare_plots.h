@@ -11,10 +11,12 @@
 
 #include <QStringList>
 #include <QWidget>
+#include <optional>
 #include <vector>
 
 #include "common/x_axis.h"
 #include "compare/compare_data.h"
+#include "qklab/analysis/alignment.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -35,6 +37,13 @@ class ComparePlots : public QWidget {
     // not draw twice (compare_bench: 49 ms instead of 25 for 10 x 20k-step runs).
     void setComparison(const Comparison* comparison, int layer);
     void setXAxis(XAxisKind kind);
+    // Runs aligned at their own anchor (qklab/analysis/alignment.h): every plot's x becomes the
+    // steps from it, whatever the x-axis choice, with a line at 0; a run without an anchor is not
+    // drawn (anchors() says why). nullopt: not aligned.
+    void setAlignment(const std::optional<AlignRule>& rule);
+    const std::optional<AlignRule>& alignment() const { return m_align; }
+    // Each run's anchor under the alignment, found again at each redraw (empty when none).
+    const std::vector<Anchor>& anchors() const { return m_anchors; }
     void setLayer(int layer);          // -1 = the worst layer at each step
     void setSmoothing(double weight);  // 0 = raw; up to 0.99
     // "" draws every run alone; kGroupBySeed or a config key as curveGroups() says.
@@ -88,6 +97,12 @@ class ComparePlots : public QWidget {
     QString readout(QCustomPlot* plot, double x) const;
     void fitBands(QCustomPlot* plot);
     QVector<double> xs(size_t run, const QVector<double>& steps) const;
+    // A run's step on the x axis: its own x-axis value, or the steps from its anchor.
+    double xOf(size_t run, double step) const;
+    bool drawn(size_t run) const;  // aligned: only runs with an anchor
+    QString xTitle() const;
+    void findAnchors();
+    void drawZeroLine(QCustomPlot* plot);
 
     // A seed band as drawn now: its full-resolution edges, thinned to the plot's pixel columns
     // over the visible x range at each layout (fitBands), i.e. again after a zoom or resize.
@@ -103,6 +118,8 @@ class ComparePlots : public QWidget {
     std::vector<DrawnBand> m_bands;
     std::vector<StepToX> m_x;  // per run
     XAxisKind m_xKind = XAxisKind::Step;
+    std::optional<AlignRule> m_align;
+    std::vector<Anchor> m_anchors;  // per run, while aligned
     int m_layer = -1;
     double m_smoothing = 0;
     QString m_groupBy;

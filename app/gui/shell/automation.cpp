@@ -46,6 +46,10 @@ const OptionSpec kOptions[] = {
     {"tab", "Show this view: live, histograms, attention, spikes, compare, sweeps.", "NAME"},
     {"open-run", "Show this stored run.", "ID"},
     {"compare", "Compare these stored runs (2-12 ids, comma separated) in the Compare tab.", "IDS"},
+    {"compare-align",
+     "With --compare: align the runs at RULE (spike, onset, step:N, threshold:METRIC>VALUE, "
+     "event:KIND, intervention; qklab-cli compare --help).",
+     "RULE"},
     {"compare-figure", "With --compare: save the comparison's figure (PNG or PDF), then quit.",
      "FILE"},
     {"figure-size",
@@ -100,6 +104,7 @@ void fillOptions(const QCommandLineParser& p, LaunchOptions* o) {
     for (const QString& id : value("compare").split(QLatin1Char(','), Qt::SkipEmptyParts))
         o->compareIds << id.trimmed().toLongLong();
     o->compareFigure = value("compare-figure");
+    o->compareAlign = value("compare-align");
     o->sweep = value("sweep");
     if (isSet("sweep-table-share")) o->sweepTableShare = value("sweep-table-share").toDouble();
     o->latencyReport = value("latency-report");
@@ -278,6 +283,13 @@ void AutomationDriver::beginComparison() {
     if (!m_options.compareIds.isEmpty()) {
         m_window->compareRuns(
             std::vector<int64_t>(m_options.compareIds.begin(), m_options.compareIds.end()));
+        QString error;
+        if (!m_options.compareAlign.isEmpty() &&
+            !m_window->alignComparison(m_options.compareAlign, &error)) {
+            std::cerr << "qklab: --compare-align: " << error.toStdString() << "\n";
+            m_exitCode = 2;
+            finishAndQuit();
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //
 //   qklab --preset FILE --set key=value --db FILE --autostart --quit-after-steps N
 //         --screenshot OUT.png --tab histograms --run-name NAME --open-run ID --latency-report FILE
-//         --compare 1,2 --sweep NAME --lesson NAME|FILE --lesson-step N --presenter
-//         --replay RUN --replay-speed N --shot-on-callout --sample 1,2
+//         --compare 1,2 --compare-align spike --sweep NAME --lesson NAME|FILE --lesson-step N
+//         --presenter --replay RUN --replay-speed N --shot-on-callout --sample 1,2
 //
 // The driver only uses what a user could do through the panels (load preset, start, open a
 // run, switch tab) so a passing smoke test means the real path works. It asks the window for all
@@ -29,16 +29,17 @@ struct LaunchOptions {
     QString dbPath;
     bool autostart = false;
     QString runName;
-    qint64 quitAfterSteps = -1;   // stop the run and quit once this many steps trained
-    int quitAfterMs = -1;         // quit after this long regardless (benchmarks)
-    QString screenshotPath;       // window grab taken just before quitting
-    QStringList plotShots;        // extra PNGs: "<dir>" gets one file per tab
-    QString tab;                  // live, histograms, attention, spikes, compare, sweeps
-    qint64 openRunId = 0;         // show this stored run (after autostart, if both)
-    QList<qint64> compareIds;     // open the Compare tab on these stored runs
-    QString compareFigure;        // then save its figure (PNG or PDF) here and quit
-    FigureSize figureSize;        // at this size (--figure-size; a slide by default)
-    QString sweep;                // open the Sweeps tab on this sweep (name or id)
+    qint64 quitAfterSteps = -1;  // stop the run and quit once this many steps trained
+    int quitAfterMs = -1;        // quit after this long regardless (benchmarks)
+    QString screenshotPath;      // window grab taken just before quitting
+    QStringList plotShots;       // extra PNGs: "<dir>" gets one file per tab
+    QString tab;                 // live, histograms, attention, spikes, compare, sweeps
+    qint64 openRunId = 0;        // show this stored run (after autostart, if both)
+    QList<qint64> compareIds;    // open the Compare tab on these stored runs
+    QString compareFigure;       // then save its figure (PNG or PDF) here and quit
+    QString compareAlign;   // with compareIds: "Align at" this rule (qklab/analysis/alignment.h)
+    FigureSize figureSize;  // at this size (--figure-size; a slide by default)
+    QString sweep;          // open the Sweeps tab on this sweep (name or id)
     double sweepTableShare = -1;  // with --sweep: the point table's share of the tab's height
     QString latencyReport;        // write LatencyMonitor stats here at quit
     QStringList

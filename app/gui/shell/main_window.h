@@ -60,6 +60,7 @@ class MainWindow : public LabWindow {
     void showNoRun() override;
     void compareRuns(const std::vector<int64_t>& runIds) override;
     void openComparison(const QString& savedName) override;
+    bool alignComparison(const QString& rule, QString* error) override;
     bool startReplay(int64_t runId, double stepsPerSecond, QString* error = nullptr) override;
     void stopReplay() override;
     bool postIntervention(const Event& event) override;

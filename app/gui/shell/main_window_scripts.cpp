@@ -2,6 +2,7 @@
 // (LabWindow's second part) that main_window.cpp does not already have: each forwards to the
 // panel or dock a user would work.
 #include <QDockWidget>
+#include <QLineEdit>
 
 #include "compare/compare_panel.h"
 #include "lessons/lesson_player.h"
@@ -52,6 +53,12 @@ void MainWindow::replotLiveNow() {
 
 int MainWindow::lossPointCount() const {
     return m_live->lossPointCount();
+}
+
+bool MainWindow::alignComparison(const QString& rule, QString* error) {
+    if (m_compare->setAlignment(rule)) return true;
+    if (error) *error = m_compare->alignArgument()->toolTip();
+    return false;
 }
 
 bool MainWindow::saveComparisonFigure(const QString& path, QString* error, const FigureSize& size) {

@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -237,6 +238,110 @@ class CompareViewTest : public QObject {
         const BandEdges near = decimateBand(x, low, high, 5000, 5100, 100);
         QCOMPARE(near.x.size(), x.size());
         QCOMPARE(near.high, high);
+    }
+
+    // Issue 40, item 4: aligned at the first spike, every plot's x is the run's step minus its
+    // own anchor (run 1 at 10, run 2 at 20), the cursor and a seed band included; run 3, with
+    // no spike, is not drawn and is greyed in the legend with the reason. A bad rule aligns
+    // nothing and says why.
+    void alignsEveryPlotAtEachRunsAnchor() {
+        const std::string db = m_dir.filePath(QStringLiteral("align.db")).toStdString();
+        for (const int64_t spikeStep : {int64_t(10), int64_t(20), int64_t(-1)}) {
+            NewRun nr;
+            nr.configJson = configToJson(test::tinyConfig(30)).dump();
+            RunWriter w(db, nr);
+            for (int s = 0; s < 30; ++s) {
+                StepMetrics m;
+                m.step = s;
+                m.loss = 3 + s / 100.0;
+                m.gradNorm = 1;
+                m.seqLen = 32;
+                w.addStep(m);
+                if (s % 5 != 0) continue;
+                ProbeStats p;
+                p.step = s;
+                p.logitMaxRaw = s;
+                w.addProbe(p);
+            }
+            Spike sp;
+            sp.step = spikeStep;
+            sp.metric = "loss";
+            if (spikeStep >= 0) w.addSpike(sp);
+            w.finish(RunStatus::Finished);
+        }
+        RunStore store(db, StoreAccess::ReadOnly);
+        ComparePanel panel;
+        panel.setComparison(loadComparison(store, {1, 2, 3}));
+        QVERIFY(panel.setAlignment(QStringLiteral("spike")));
+        QCOMPARE(panel.alignment(), QStringLiteral("spike"));
+        const int64_t anchors[] = {10, 20};
+        for (QCustomPlot* plot : {panel.plots()->plotOf(CompareMetric::TrainLoss),
+                                  panel.plots()->plotOf(CompareMetric::MaxLogit)}) {
+            QCOMPARE(plot->xAxis->label(), QStringLiteral("steps from first spike"));
+            bool drawn[3] = {false, false, false};
+            for (int g = 0; g < plot->graphCount(); ++g) {
+                QCPGraph* graph = plot->graph(g);
+                const size_t run = graph->property("runIndex").toULongLong();
+                if (graph->name().isEmpty() || graph->dataCount() == 0) continue;  // markers
+                drawn[run] = true;
+                QVERIFY(run < 2);
+                // The first point is step 0: x = -anchor; every point shifted by exactly it.
+                QCOMPARE(graph->data()->begin()->key, -double(anchors[run]));
+                const int step = plot == panel.plots()->plotOf(CompareMetric::MaxLogit) ? 5 : 1;
+                QCOMPARE(graph->data()->at(2)->key, 2.0 * step - double(anchors[run]));
+            }
+            QVERIFY(drawn[0] && drawn[1] && !drawn[2]);
+            QVERIFY(plot->findChild<QCPItemStraightLine*>(QStringLiteral("alignZero")));
+        }
+        const std::vector<ComparePanel::LegendEntry> legend = panel.legendEntries();
+        QCOMPARE(int(legend.size()), 3);
+        QVERIFY2(legend[0].label.endsWith(QStringLiteral(" (0 = step 10)")),
+                 qPrintable(legend[0].label));
+        QVERIFY(legend[2].greyed);
+        QVERIFY2(legend[2].label.endsWith(QStringLiteral(": not drawn, no spike stored")),
+                 qPrintable(legend[2].label));
+        QVERIFY(panel.findChild<QLabel*>(QStringLiteral("compareLegend"))
+                    ->text()
+                    .contains(QStringLiteral("color:gray")));
+        QVERIFY(!panel.findChild<QComboBox*>(QStringLiteral("xAxisChoice"))->isEnabled());
+        // The setting is saved with the comparison.
+        QVERIFY(panel.settingsJson().contains(QStringLiteral("\"align\":\"spike\"")));
+        // The cursor at x = 0 reads each run at its own anchor step.
+        panel.resize(1400, 900);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        QCustomPlot* lossPlot = panel.plots()->plotOf(CompareMetric::TrainLoss);
+        lossPlot->replot(QCustomPlot::rpImmediateRefresh);
+        panel.plots()->hoverCursor()->hover(lossPlot, QPoint(int(lossPlot->xAxis->coordToPixel(0)),
+                                                             lossPlot->axisRect()->center().y()));
+        const QString text = panel.plots()->hoverCursor()->lastText();
+        QVERIFY2(text.contains(QStringLiteral(" · steps from first spike 0<")), qPrintable(text));
+        // Loss 3 + step / 100: run 1 at step 10, run 2 at step 20.
+        QVERIFY2(text.contains(QStringLiteral("1 run-1: <b>3.1</b>")) &&
+                     text.contains(QStringLiteral("2 run-2: <b>3.2</b>")),
+                 qPrintable(text));
+        // The three configs are equal: one seed group, its band over the steps from each
+        // member's anchor that both drawn members have (-10 to 9); run c stays greyed.
+        panel.setGroupSeeds(true);
+        const QCPGraph* mean = nullptr;
+        for (int g = 0; g < lossPlot->graphCount(); ++g)
+            if (lossPlot->graph(g)->name().startsWith(QStringLiteral("mean of")))
+                mean = lossPlot->graph(g);
+        QVERIFY(mean);
+        QCOMPARE(mean->dataCount(), 20);
+        QCOMPARE(mean->data()->begin()->key, -10.0);
+        QCOMPARE((mean->data()->end() - 1)->key, 9.0);
+        QVERIFY(panel.legendEntries().back().greyed);
+        panel.setGroupSeeds(false);
+        // A bad argument: nothing aligned, the field says why.
+        QVERIFY(!panel.setAlignment(QStringLiteral("threshold:loss>abc")));
+        QVERIFY2(panel.alignArgument()->toolTip().contains(QStringLiteral("'abc' is not a finite")),
+                 qPrintable(panel.alignArgument()->toolTip()));
+        QCustomPlot* loss = panel.plots()->plotOf(CompareMetric::TrainLoss);
+        QCOMPARE(loss->xAxis->label(), QStringLiteral("step"));
+        QCOMPARE(loss->graph(0)->data()->begin()->key, 0.0);
+        QVERIFY(panel.setAlignment(QStringLiteral("threshold:logit_max_raw>12")));
+        QCOMPARE(panel.plots()->anchors()[0].step, std::optional<int64_t>(15));
     }
 
     void cursorReadsEveryRunAndTheSummaryMarksTheBest() {
