@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli_run.h"
 #include "qklab/config/run_config.h"
 #include "qklab/store/run_writer.h"
+#include "support/cli_run.h"
 #include "support/test_files.h"
 
 using namespace qklab;
