@@ -114,25 +114,19 @@ std::vector<Forecast> Forecaster::addProbes(int64_t step, const std::vector<Prob
     std::vector<Forecast> out;
     for (const auto& [layer, isAbove] : above) {
         const bool warns = best.count(layer) > 0;
-        if (m_warned[layer]) {
-            // The episode ends after kForecastRearmProbes calm probes in a row.
-            m_calm[layer] = warns || isAbove ? 0 : m_calm[layer] + 1;
-            if (m_calm[layer] >= kForecastRearmProbes) m_warned[layer] = false;
-            continue;
+        if (auto e = m_episodes.find(layer); e != m_episodes.end()) {
+            Episode& ep = e->second;
+            ep.crossed = ep.crossed || isAbove;
+            ep.calm = warns || isAbove ? 0 : ep.calm + 1;
+            const bool expired = !ep.crossed && step > ep.warnedAt + kForecastHorizonSteps;
+            if (!(ep.calm >= kForecastRearmProbes && (ep.crossed || expired))) continue;
+            m_episodes.erase(e);
         }
         if (!warns) continue;
-        m_warned[layer] = true;
-        m_calm[layer] = 0;
+        m_episodes[layer] = Episode{step, false, 0};
         out.push_back(best[layer]);
     }
     return out;
-}
-
-void Forecaster::restore(const std::vector<Forecast>& stored) {
-    for (const Forecast& f : stored) {
-        m_warned[f.layer] = true;
-        m_calm[f.layer] = 0;
-    }
 }
 
 }  // namespace qklab

@@ -7,8 +7,9 @@
 // rate and the crossing, and the least-squares slope's t-statistic for whether the growth is
 // more than noise. A forecast is made when the latest value is at least kForecastFloor, the
 // growth is significant, and the fitted line crosses the line within kForecastHorizonSteps.
-// One forecast per layer and episode: the layer's next one needs the growth to stop first
-// (kForecastRearmProbes probes in a row without a crossing in sight, all below the line).
+// One forecast per layer and episode. An episode ends kForecastRearmProbes calm probes (no
+// crossing in sight, all below the line) after it came true, or once its horizon has passed
+// without a crossing: a false alarm is not repeated while its own window is open.
 //
 // RunMonitor holds one, so qklab's runs and the Python package's both get it. Torch-free.
 #pragma once
@@ -53,15 +54,19 @@ class Forecaster {
     explicit Forecaster(double line = kInterveneMaxLogit) : m_line(line) {}
     // One probed step's rows: the forecasts they make (at most one per layer).
     std::vector<Forecast> addProbes(int64_t step, const std::vector<ProbeStats>& rows);
-    // A resumed run: the layers warned before it are in an episode until they calm.
-    void restore(const std::vector<Forecast>& stored);
 
   private:
     std::optional<Forecast> forecastFor(int64_t step, const ProbeStats& row);
     double m_line;
     std::map<std::pair<int32_t, int32_t>, std::deque<std::pair<int64_t, double>>> m_series;
-    std::map<int32_t, int> m_calm;     // per layer in an episode: calm probes in a row
-    std::map<int32_t, bool> m_warned;  // per layer: an episode is open
+    // Per layer with an episode open: the step of its forecast, whether the line was passed
+    // since, and the calm probes in a row.
+    struct Episode {
+        int64_t warnedAt = 0;
+        bool crossed = false;
+        int calm = 0;
+    };
+    std::map<int32_t, Episode> m_episodes;
 };
 
 // "at this rate the raw max logit of layer 1 passes 30 in about 40 steps (step 240)"
