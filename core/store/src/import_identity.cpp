@@ -17,9 +17,9 @@
 
 namespace qklab {
 
-const char* const kImportedRunTables[10] = {
-    "step_metrics", "probe_stats",  "histograms", "attention_maps", "spikes",
-    "events",       "logit_alarms", "qk_clips",   "custom_scalars", "change_reports"};
+const char* const kImportedRunTables[11] = {
+    "step_metrics", "probe_stats", "histograms",     "attention_maps", "spikes",   "events",
+    "logit_alarms", "qk_clips",    "custom_scalars", "change_reports", "forecasts"};
 
 namespace {
 

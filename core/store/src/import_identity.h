@@ -18,7 +18,7 @@
 namespace qklab {
 
 // Every per-run table an import copies (checkpoints aside: their files are copied).
-extern const char* const kImportedRunTables[10];
+extern const char* const kImportedRunTables[11];
 
 bool hasTable(Database& db, const std::string& table);
 // Columns of `table` that both files have, in dst's order, less those in `skip`.

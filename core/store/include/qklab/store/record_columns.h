@@ -71,6 +71,7 @@ const RecordTable<LogitHistogram>& histogramTable();
 const RecordTable<AttentionMap>& attentionMapTable();
 const RecordTable<EventRecord>& eventTable();
 const RecordTable<StoredCheckpoint>& checkpointTable();
+const RecordTable<Forecast>& forecastTable();
 
 // A column of RunInfo: what a reader selects from `runs r` (the stored column or a subquery,
 // and what stands in for it in a file older than `since`), and where it shows.
