@@ -82,6 +82,19 @@ TEST(Forecast, ANewEpisodeWarnsAgain) {
     EXPECT_EQ(made, 2);
 }
 
+// A rise that levels off below the line is a false alarm; a second rise inside that forecast's
+// window (70 + 150 = 220) is the same episode, even after calm probes: one warning, not two.
+TEST(Forecast, AFalseAlarmIsNotRepeatedInsideItsWindow) {
+    Forecaster fc;
+    int made = 0;
+    for (int64_t s = 0; s <= 70; s += 10)
+        made += fc.addProbes(s, {layerRow(s, 0, rising(s))}).size();
+    for (int64_t s = 80; s <= 130; s += 10) made += fc.addProbes(s, {layerRow(s, 0, 8.0)}).size();
+    for (int64_t s = 140; s <= 210; s += 10)
+        made += fc.addProbes(s, {layerRow(s, 0, rising(s - 70))}).size();
+    EXPECT_EQ(made, 1);
+}
+
 // A flat run with noise (+-20 % around 12) and a slow healthy drift (8 to 14 over 1000 steps: a
 // crossing ~1300 steps off, beyond the horizon) make no forecast.
 TEST(Forecast, NoneOnHealthyRuns) {
