@@ -1,6 +1,7 @@
 // store_forecasts_test.cpp — forecasts (schema 13, qklab/analysis/forecast.h): stored one per
 // step, layer and head, a forecast made again keeps the first word, exported, gone from a
-// resumed run's steps, absent from older files, which a reader does not migrate.
+// resumed run's steps, copied by an import, absent from older files, which a reader does not
+// migrate.
 #include <gtest/gtest.h>
 
 #include "qklab/store/run_export.h"
@@ -80,4 +81,22 @@ TEST_F(StoreTest, ForecastsResumedAndOlderFiles) {
     EXPECT_EQ(reader.schemaVersion(), 12);
     EXPECT_TRUE(reader.forecasts(id).empty());
     EXPECT_EQ(rawInt("PRAGMA user_version"), 12);
+}
+
+TEST_F(StoreTest, ForecastsAreImported) {
+    const std::string src = (m_dir / "shard.db").string();
+    {
+        RunWriter w(src, NewRun{});
+        w.addForecast(forecastOf(40, 0, 180));
+        w.finish(RunStatus::Finished);
+    }
+    {
+        RunWriter taken(m_path, NewRun{});  // id 1 is taken here: the import gets id 2
+        taken.finish(RunStatus::Finished);
+    }
+    RunStore store(m_path);
+    ASSERT_EQ(store.importRuns(src).imported, 1);
+    ASSERT_EQ(store.forecasts(2).size(), 1u);
+    EXPECT_EQ(store.forecasts(2)[0].predictedStep, 180);
+    EXPECT_TRUE(store.forecasts(1).empty());
 }
