@@ -95,6 +95,29 @@ TEST(Forecast, AFalseAlarmIsNotRepeatedInsideItsWindow) {
     EXPECT_EQ(made, 1);
 }
 
+// A resumed run replays its stored probes through the forecaster (RunMonitor::restore): the
+// episode its forecast opened before the resume stays open, so the resumed run does not warn
+// again. 2 e^(0.01 s) reaches the floor at step 140 (8.11) and warns there.
+TEST(Forecast, AResumedRunKeepsItsEpisode) {
+    const auto slow = [](int64_t s) { return 2.0 * std::exp(0.01 * static_cast<double>(s)); };
+    RunConfig config;
+    std::vector<ProbeStats> stored;
+    int before = 0;
+    {
+        RunMonitor first(config);
+        for (int64_t s = 0; s <= 150; s += 10) {
+            stored.push_back(layerRow(s, 0, slow(s)));
+            before += first.addProbes(s, {stored.back()}, false).forecasts.size();
+        }
+    }
+    EXPECT_EQ(before, 1);
+    RunMonitor resumed(config);
+    resumed.restore(stored, {});
+    for (int64_t s = 160; s <= 250; s += 10)
+        EXPECT_TRUE(resumed.addProbes(s, {layerRow(s, 0, slow(s))}, false).forecasts.empty())
+            << "step " << s;
+}
+
 // A flat run with noise (+-20 % around 12) and a slow healthy drift (8 to 14 over 1000 steps: a
 // crossing ~1300 steps off, beyond the horizon) make no forecast.
 TEST(Forecast, NoneOnHealthyRuns) {
