@@ -93,8 +93,12 @@ json scoreJson(const ForecastScore& s) {
 // A point's coordinates without its seed: the seeds of one configuration share a row.
 std::string pointLabel(const RunInfo& r) {
     if (!r.sweep) return "";
-    json coords = json::parse(r.sweep->coordsJson, nullptr, false);  // a file's text
-    if (!coords.is_object()) return printableText(r.sweep->coordsJson);
+    json coords;
+    try {  // a file's text: within the JSON limits
+        coords = parseStoredJson(r.sweep->coordsJson, "run " + std::to_string(r.id) + "'s coords");
+    } catch (const Error&) {
+    }
+    if (!coords.is_object()) return r.sweep->coordsJson;  // printed through printableText
     coords.erase("run.seed");
     std::string out;
     for (const auto& [key, value] : coords.items())
