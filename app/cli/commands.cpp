@@ -5,6 +5,7 @@
 #include "check_blas_command.h"
 #include "compare_command.h"
 #include "export_command.h"
+#include "forecast_report_command.h"
 #include "generate_command.h"
 #include "import_command.h"
 #include "keys_command.h"
@@ -50,6 +51,10 @@ std::vector<Command> commandTable() {
                 "a sweep's points and, for an LR sweep, each configuration's LR sensitivity and "
                 "max stable LR",
                 addSweepReportOptions, cmdSweepReport),
+        command("forecast-report",
+                "over sweeps' runs: their onsets, and how early and how often the forecasts saw "
+                "them (recall, lead, false alarms, ETA error)",
+                addForecastReportOptions, cmdForecastReport),
         command("merge", "copy every run of several databases (a Slurm sweep's shards) into one",
                 addMergeOptions, cmdMerge),
         command("import", "copy every run of a database (e.g. a colleague's) into yours",

@@ -56,6 +56,11 @@ void ProgressBar::update(int64_t step, double loss, double tokensPerSec, double 
     }
 }
 
+void ProgressBar::note(const std::string& line) {
+    std::fprintf(stderr, "%s%s\n", m_interactive ? "\r\033[K" : "", line.c_str());
+    m_lastDraw = std::chrono::steady_clock::now() - std::chrono::seconds(1);  // redraw next
+}
+
 void ProgressBar::finish() {
     if (m_interactive) std::fprintf(stderr, "\n");
 }

@@ -13,6 +13,9 @@ class ProgressBar {
     // Redraws at most ~10 times a second on a terminal; prints a line per 10% otherwise.
     void update(int64_t step, double loss, double tokensPerSec, double maxLogit);
     void finish();
+    // A line of its own (a forecast): on a terminal it replaces the bar, which the next update
+    // draws again below it.
+    void note(const std::string& line);
 
   private:
     int64_t m_first, m_total;

@@ -1,10 +1,11 @@
-// show_command.cpp — `qklab-cli show`: the summary and config of one run (and, in JSON, its
-// logit alarms).
+// show_command.cpp — `qklab-cli show`: the summary and config of one run, its forecasts (and,
+// in JSON, its logit alarms).
 #include "show_command.h"
 
 #include <iostream>
 
 #include "qklab/store/run_export.h"
+#include "qklab/util/text_util.h"
 #include "stored_runs.h"
 
 namespace qklab::cli {
@@ -22,6 +23,7 @@ int cmdShow(const ShowArgs& args) {
     j["summary"] = runSummaryJson(*store, id);
     j["config"] = runConfigJson(*store, id);  // within the JSON limits: exit 2, not a crash
     j["alarms"] = logitAlarmsJson(*store, id);
+    j["forecasts"] = forecastsJson(*store, id);
     // A run trained outside qklab: its own config is what it ran with (qklab's holds the
     // model's shape and the probe settings).
     const nlohmann::json userConfig = userConfigJson(*store, id);
@@ -34,6 +36,10 @@ int cmdShow(const ShowArgs& args) {
               << jsonText(j["summary"], 2) << "\nconfig:\n"
               << jsonText(j["config"], 2) << "\n";
     if (!userConfig.is_null()) std::cout << "user config:\n" << jsonText(userConfig, 2) << "\n";
+    if (!j["forecasts"].empty()) std::cout << "forecasts:\n";
+    for (const auto& f : j["forecasts"])  // the text is the file's: made printable
+        std::cout << "  step " << f.value("step", int64_t{0}) << ": "
+                  << printableText(f.value("text", std::string())) << "\n";
     return 0;
 }
 

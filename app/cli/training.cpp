@@ -11,6 +11,7 @@
 #include "qklab/config/resources.h"
 #include "qklab/engine/environment.h"
 #include "qklab/engine/trainer.h"
+#include "qklab/util/text_util.h"
 
 namespace qklab::cli {
 namespace {
@@ -32,6 +33,10 @@ class CliObserver : public TrainingObserver {
         m_maxLogit = 0;
         for (const auto& s : stats)
             if (s.head == -1) m_maxLogit = std::max(m_maxLogit, s.logitMaxRaw);
+    }
+    // As it is made: the warning is worth most while there is still time to act on it.
+    void onForecast(const Forecast& f) override {
+        m_bar.note("forecast at step " + std::to_string(f.step) + ": " + printableText(f.text));
     }
 
   private:

@@ -166,6 +166,7 @@ class Run:
         self._acc: dict[str, tuple[float, int]] = {}  # name: (sum, count)
         self.spikes: list[dict] = []  # what the diagnosis said, as it said it
         self.alarms: list[dict] = []
+        self.forecasts: list[dict] = []  # warnings before an onset (qklab/analysis/forecast.h)
         if self._active:
             self._find_stored(id, checks.resume_mode(resume))
 
@@ -404,6 +405,9 @@ class Run:
             self.alarms.append(a)
             _log.warning("qklab: layer %d %s %.1f > %.0f at step %d: %s", a["layer"],
                          a["metric"], a["value"], a["threshold"], a["step"], a["text"])
+        for f in report["forecasts"]:
+            self.forecasts.append(f)
+            _log.warning("qklab: forecast at step %d: %s", f["step"], f["text"])
 
 
 def init(name: Optional[str] = None, db: Optional[str] = None,

@@ -209,6 +209,7 @@ MonitorReport ExternalRun::probe(int64_t step, const std::vector<ExternalLayer>&
 
 MonitorReport ExternalRun::report(const MonitorReport& r) {
     for (const LogitAlarm& a : r.alarms) m_writer->addLogitAlarm(a);
+    for (const Forecast& f : r.forecasts) m_writer->addForecast(f);
     for (const Spike& s : r.spikes) m_writer->addSpike(s);
     return r;
 }

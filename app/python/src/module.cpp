@@ -45,12 +45,14 @@ py::dict recordDict(const RecordTable<Record>& table, const Record& r) {
 }
 
 py::dict reportDict(const MonitorReport& r) {
-    py::list spikes, alarms;
+    py::list spikes, alarms, forecasts;
     for (const Spike& s : r.spikes) spikes.append(recordDict(spikeTable(), s));
     for (const LogitAlarm& a : r.alarms) alarms.append(recordDict(logitAlarmTable(), a));
+    for (const Forecast& f : r.forecasts) forecasts.append(recordDict(forecastTable(), f));
     py::dict d;
     d["spikes"] = spikes;
     d["alarms"] = alarms;
+    d["forecasts"] = forecasts;
     return d;
 }
 

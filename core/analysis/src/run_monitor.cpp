@@ -45,6 +45,7 @@ void RunMonitor::restore(const std::vector<ProbeStats>& storedProbes,
         const bool last = i + 1 == storedProbes.size() || storedProbes[i + 1].step != rows[0].step;
         if (!last) continue;
         keepProbe(rows[0].step, rows);
+        m_forecaster.addProbes(rows[0].step, rows);  // made before: stored already
         for (const ProbeStats& row : rows)
             if (row.head == -1) keepLayerRow(row);
         rows.clear();
@@ -57,6 +58,7 @@ MonitorReport RunMonitor::addProbes(int64_t step, const std::vector<ProbeStats>&
     keepProbe(step, rows);
     MonitorReport report;
     report.alarms = raiseAlarms(rows, qkNormActive);
+    report.forecasts = m_forecaster.addProbes(step, rows);
     report.spikes = diagnoseWaiting();  // this is the probe they waited for
     return report;
 }

@@ -39,6 +39,10 @@ class Recorder : public TrainingObserver {
         m_writer.addLogitAlarm(a);
         if (m_extra) m_extra->onLogitAlarm(a);
     }
+    void onForecast(const Forecast& f) override {
+        m_writer.addForecast(f);
+        if (m_extra) m_extra->onForecast(f);
+    }
     void onQkClips(int64_t step, const std::vector<QkClip>& clips) override {
         for (const auto& c : clips) m_writer.addQkClip(c);
         if (m_extra) m_extra->onQkClips(step, clips);

@@ -237,6 +237,7 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
     if (p.probed) {
         const MonitorReport r = st.monitor.addProbes(p.metrics.step, p.probeStats, p.qkNormActive);
         for (const LogitAlarm& a : r.alarms) observer.onLogitAlarm(a);
+        for (const Forecast& f : r.forecasts) observer.onForecast(f);
         observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
         if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
         for (const Spike& s : r.spikes) observer.onSpike(s);  // the probe they waited for

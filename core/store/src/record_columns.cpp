@@ -438,6 +438,27 @@ const RecordTable<StoredCheckpoint>& checkpointTable() {
     return table;
 }
 
+// KeepFirst: a forecast made again by a resumed run keeps the first word.
+const RecordTable<Forecast>& forecastTable() {
+    using F = Forecast;
+    static const RecordTable<F> table{
+        "forecasts", schemaVersionOf(SchemaFeature::Forecasts), "step, layer, head",
+        RecordTable<F>::Insert::KeepFirst,
+        built<RecordColumn<F>>({
+            column("step", "step", &F::step),
+            column("kind", "onset kind", &F::kind),
+            column("layer", "layer", &F::layer),
+            column("head", "head", &F::head),
+            column("metric", "metric", &F::metric),
+            column("value", "value", &F::value),
+            column("threshold", "threshold", &F::threshold),
+            column("rate", "growth per step", &F::rate),
+            column("predicted_step", "predicted step", &F::predictedStep),
+            column("text", "forecast", &F::text),
+        })};
+    return table;
+}
+
 const std::vector<RunColumn>& runColumns() {
     static const std::vector<RunColumn> columns = makeRunColumns();
     return columns;

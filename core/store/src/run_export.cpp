@@ -62,6 +62,10 @@ json logitAlarmsJson(RunStore& store, int64_t runId) {
     return rowsJson(logitAlarmTable(), store.logitAlarms(runId));
 }
 
+json forecastsJson(RunStore& store, int64_t runId) {
+    return rowsJson(forecastTable(), store.forecasts(runId));
+}
+
 json qkClipsJson(RunStore& store, int64_t runId) {
     return rowsJson(qkClipTable(), store.qkClips(runId));
 }
@@ -151,6 +155,7 @@ json runExportJson(RunStore& store, int64_t runId, bool allHeads) {
     out["alarms"] = logitAlarmsJson(store, runId);
     out["qk_clips"] = qkClipsJson(store, runId);
     out["custom_scalars"] = rowsJson(customScalarTable(), store.customScalars(runId));
+    out["forecasts"] = forecastsJson(store, runId);
     json events = json::array();
     for (const auto& e : store.events(runId))
         events.push_back(

@@ -209,6 +209,10 @@ std::vector<QkClip> RunStore::qkClips(int64_t runId) {
     return readRows(*m_db, m_version, qkClipTable(), runId);
 }
 
+std::vector<Forecast> RunStore::forecasts(int64_t runId) {
+    return readRows(*m_db, m_version, forecastTable(), runId);
+}
+
 std::vector<ChangeReport> RunStore::changeReports(int64_t runId) {
     return readRows(*m_db, m_version, changeReportTable(), runId);
 }

@@ -58,6 +58,7 @@ struct RunWriter::Impl {
     std::vector<LogitAlarm> alarms;
     std::vector<QkClip> clips;
     std::vector<ChangeReport> changeReports;
+    std::vector<Forecast> forecasts;
     std::vector<CustomScalar> customs;
     std::vector<EventRecord> events;
     std::vector<CheckpointInfo> checkpoints;
@@ -68,7 +69,7 @@ struct RunWriter::Impl {
 
     // Prepared once, reused by every flush.
     std::unique_ptr<Statement> insStep, insProbe, insHist, insMap, insSpike, insEvent, insCkpt;
-    std::unique_ptr<Statement> insAlarm, insClip, insCustom, insChange;
+    std::unique_ptr<Statement> insAlarm, insClip, insCustom, insChange, insForecast;
     std::unique_ptr<Statement> updSummary;
 
     Statement& prepared(std::unique_ptr<Statement>& slot, const std::string& sql) {
@@ -86,7 +87,7 @@ struct RunWriter::Impl {
     bool empty() const {
         return steps.empty() && probes.empty() && histograms.empty() && maps.empty() &&
                spikes.empty() && alarms.empty() && clips.empty() && customs.empty() &&
-               changeReports.empty() && events.empty() && checkpoints.empty();
+               changeReports.empty() && forecasts.empty() && events.empty() && checkpoints.empty();
     }
 
     void writeRows();
@@ -135,6 +136,7 @@ void RunWriter::Impl::clearBuffers() {
     alarms.clear();
     clips.clear();
     changeReports.clear();
+    forecasts.clear();
     customs.clear();
     events.clear();
     checkpoints.clear();
@@ -175,6 +177,7 @@ void RunWriter::Impl::writeRows() {
     insertAll(insClip, qkClipTable(), clips);
     insertAll(insCustom, customScalarTable(), customs);
     insertAll(insChange, changeReportTable(), changeReports);
+    insertAll(insForecast, forecastTable(), forecasts);
     insertAll(insEvent, eventTable(), events);
     std::vector<StoredCheckpoint> stored;
     for (const CheckpointInfo& c : checkpoints)  // relative: readable from any working directory
@@ -360,6 +363,10 @@ void RunWriter::addQkClip(const QkClip& c) {
 
 void RunWriter::addChangeReport(const ChangeReport& r) {
     m_impl->changeReports.push_back(r);
+}
+
+void RunWriter::addForecast(const Forecast& f) {
+    m_impl->forecasts.push_back(f);
 }
 
 void RunWriter::addCustomScalar(const CustomScalar& c) {

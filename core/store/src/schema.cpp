@@ -213,6 +213,17 @@ CREATE TABLE change_reports(
     text TEXT NOT NULL DEFAULT '',
     PRIMARY KEY(run_id, step, kind));
 )sql",
+    // 13: the forecasts (qklab/analysis/forecast.h): a warning at `step` that `metric` of layer
+    // `layer` (head `head`, -1 = the layer) passes `threshold` at `predicted_step`; one row per
+    // step, layer and head.
+    R"sql(
+CREATE TABLE forecasts(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL, kind TEXT NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL,
+    metric TEXT NOT NULL, value REAL, threshold REAL, rate REAL,
+    predicted_step INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY(run_id, step, layer, head));
+)sql",
 #ifdef QKLAB_EXTRA_COLUMNS
     kExtraColumnsMigration,  // the test build's (record_columns.cpp)
 #endif

@@ -29,6 +29,7 @@ enum class SchemaFeature {
     OutputLogits,   // step_metrics.logz_mean, logz_max, out_logit_max, z_loss_term, update_norm
     ExternalRuns,   // runs.source and .user_config, the custom_scalars table
     ChangeReports,  // the change_reports table
+    Forecasts,      // the forecasts table
 };
 
 struct SchemaFeatureVersion {
@@ -42,6 +43,7 @@ inline constexpr SchemaFeatureVersion kSchemaFeatures[] = {
     {SchemaFeature::Comparisons, 7},   {SchemaFeature::Sweeps, 8},
     {SchemaFeature::QkClips, 9},       {SchemaFeature::OutputLogits, 10},
     {SchemaFeature::ExternalRuns, 11}, {SchemaFeature::ChangeReports, 12},
+    {SchemaFeature::Forecasts, 13},
 };
 
 constexpr int schemaVersionOf(SchemaFeature feature) {

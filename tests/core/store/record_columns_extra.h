@@ -27,6 +27,7 @@ ALTER TABLE logit_alarms ADD COLUMN twice_threshold REAL;
 ALTER TABLE qk_clips ADD COLUMN twice_factor REAL;
 ALTER TABLE custom_scalars ADD COLUMN twice_value REAL;
 ALTER TABLE change_reports ADD COLUMN twice_loss_z REAL;
+ALTER TABLE forecasts ADD COLUMN twice_rate REAL;
 ALTER TABLE probe_stats ADD COLUMN twice_entropy REAL;
 ALTER TABLE histograms ADD COLUMN twice_overflow INTEGER;
 ALTER TABLE attention_maps ADD COLUMN tokens_copy BLOB;
@@ -66,6 +67,10 @@ inline void addExtraColumns(std::vector<RecordColumn<QkClip>>& columns) {
 
 inline void addExtraColumns(std::vector<RecordColumn<ChangeReport>>& columns) {
     columns.push_back(twice("twice_loss_z", "twice the loss z", &ChangeReport::lossZ));
+}
+
+inline void addExtraColumns(std::vector<RecordColumn<Forecast>>& columns) {
+    columns.push_back(twice("twice_rate", "twice the rate", &Forecast::rate));
 }
 
 inline void addExtraColumns(std::vector<RecordColumn<CustomScalar>>& columns) {

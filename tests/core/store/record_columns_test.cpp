@@ -41,7 +41,7 @@ class RecordColumnsTest : public ::testing::Test {
     void TearDown() override { fs::remove_all(m_dir); }
 
     // Steps 0..4 (loss 4, 3.5, ...), a spike, a logit alarm, a QK clip, a change report, a
-    // probe, a histogram, an attention map, an event and a checkpoint.
+    // forecast, a probe, a histogram, an attention map, an event and a checkpoint.
     void writeRun() {
         NewRun run;
         run.name = "extra";
@@ -60,6 +60,10 @@ class RecordColumnsTest : public ::testing::Test {
         report.kind = "softcap";
         report.lossZ = 3;
         w.addChangeReport(report);
+        Forecast forecast;
+        forecast.step = 2;
+        forecast.rate = 0.25;
+        w.addForecast(forecast);
         ProbeStats probe;
         probe.step = 2;
         probe.head = 1;
@@ -110,6 +114,7 @@ class RecordColumnsTest : public ::testing::Test {
             "UPDATE step_metrics SET twice_loss = 100 WHERE step = 3;"
             "UPDATE spikes SET twice_z_score = 18; UPDATE logit_alarms SET twice_threshold = 50;"
             "UPDATE qk_clips SET twice_factor = 0.5; UPDATE change_reports SET twice_loss_z = 7;"
+            "UPDATE forecasts SET twice_rate = 3;"
             "UPDATE probe_stats SET twice_entropy = 5; UPDATE histograms SET twice_overflow = 14;"
             "UPDATE attention_maps SET tokens_copy = X'7879'; UPDATE events SET kind_copy = "
             "'qk_norm'; UPDATE checkpoints SET path_copy = 'run-1/copy.pt';"
@@ -141,6 +146,7 @@ TEST_F(RecordColumnsTest, TheWriterStoresEveryExtraColumnThroughItsMigration) {
     EXPECT_EQ(real("SELECT twice_threshold FROM logit_alarms"), 60.0);
     EXPECT_EQ(real("SELECT twice_factor FROM qk_clips"), 1.0);
     EXPECT_EQ(real("SELECT twice_loss_z FROM change_reports"), 6.0);
+    EXPECT_EQ(real("SELECT twice_rate FROM forecasts"), 0.5);
     EXPECT_EQ(real("SELECT twice_entropy FROM probe_stats"), 3.0);
     EXPECT_EQ(real("SELECT twice_overflow FROM histograms"), 10.0);
     EXPECT_EQ(real("SELECT tokens_copy = X'6162' FROM attention_maps"), 1.0);  // "ab"
@@ -157,6 +163,7 @@ TEST_F(RecordColumnsTest, TheReaderDecodesEveryExtraColumn) {
     EXPECT_EQ(store.logitAlarms(1).at(0).threshold, 25.0);
     EXPECT_EQ(store.qkClips(1).at(0).factor, 0.25);
     EXPECT_EQ(store.changeReports(1).at(0).lossZ, 3.5);
+    EXPECT_EQ(store.forecasts(1).at(0).rate, 1.5);  // half of twice_rate
     EXPECT_EQ(store.run(1).notes, "from the extra column");
     ASSERT_EQ(store.probeStats(1).size(), 1u);
     EXPECT_EQ(store.probeStats(1)[0].entropy, 2.5);  // half of twice_entropy
@@ -190,6 +197,7 @@ TEST_F(RecordColumnsTest, EveryExportAndListShowsTheExtraColumns) {
     EXPECT_EQ(e["spikes"][0]["twice_z_score"], 18.0);
     EXPECT_EQ(e["alarms"][0]["twice_threshold"], 50.0);
     EXPECT_EQ(e["qk_clips"][0]["twice_factor"], 0.5);
+    EXPECT_EQ(e["forecasts"][0]["twice_rate"], 3.0);
     EXPECT_EQ(e["run"]["extra_note"], "from the extra column");
 
     const Result csv = cli("export 1 --format csv");
@@ -210,6 +218,7 @@ TEST_F(RecordColumnsTest, EveryExportAndListShowsTheExtraColumns) {
     const json s = json::parse(show.out);
     EXPECT_EQ(s["summary"]["extra_note"], "from the extra column");
     EXPECT_EQ(s["alarms"][0]["twice_threshold"], 50.0);
+    EXPECT_EQ(s["forecasts"][0]["twice_rate"], 3.0);
 
     const Result list = cli("list");
     ASSERT_EQ(list.status, 0) << list.err;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "qklab/analysis/change_reports.h"
+#include "qklab/analysis/forecast.h"
 #include "qklab/analysis/spikes.h"
 #include "qklab/config/run_config.h"
 #include "qklab/store/records.h"
@@ -24,9 +25,11 @@ namespace qklab {
 constexpr int64_t kSpikeRefractorySteps = 10;  // one report per spike episode
 constexpr size_t kProbeHistoryKept = 64;       // the run's first probe and the latest 63
 
-// What one call decided: alarms raised by a probe, spikes diagnosed (in step order).
+// What one call decided: alarms raised by a probe, forecasts it made, spikes diagnosed (in
+// step order).
 struct MonitorReport {
     std::vector<LogitAlarm> alarms;
+    std::vector<Forecast> forecasts;  // qklab/analysis/forecast.h
     std::vector<Spike> spikes;
     std::vector<ChangeReport> changeReports;  // changes whose report window just closed
 };
@@ -44,7 +47,8 @@ class RunMonitor {
     explicit RunMonitor(const RunConfig& config);
 
     // A probed step's layer and head rows, before that step's metrics: the logit alarms it
-    // raises (once per layer and rule), and the spikes that waited for it, diagnosed.
+    // raises (once per layer and rule), the forecasts it makes (once per layer and episode),
+    // and the spikes that waited for it, diagnosed.
     MonitorReport addProbes(int64_t step, const std::vector<ProbeStats>& rows, bool qkNormActive);
 
     // A step's metrics (finite loss and grad norm). A spike is held for the probe at or after
@@ -61,7 +65,8 @@ class RunMonitor {
     // A resumed run: the probe rows (by step) and the alarms stored before it rebuild what the
     // alarms compare against (each layer's first probe and its latest ones, the probe history
     // a diagnosis reads) and which alarms were raised, so that the resumed run neither raises
-    // them again nor takes its first probe after the resume for the layer's first. Spike
+    // them again nor takes its first probe after the resume for the layer's first. The stored
+    // probes replay through the forecaster, so that its fits and episodes are as they were. Spike
     // detection starts afresh: its rolling window is of steps, which are not replayed.
     void restore(const std::vector<ProbeStats>& storedProbes,
                  const std::vector<LogitAlarm>& storedAlarms);
@@ -81,6 +86,7 @@ class RunMonitor {
     RunSeries series() const;
 
     const RunConfig& m_config;
+    Forecaster m_forecaster;
     RollingZScore m_lossZ, m_gradZ;
     std::vector<ProbeSummary> m_probeHistory;       // the first probe and the latest 63
     std::map<int32_t, ProbeStats> m_firstLayerRow;  // per layer, for the alarms

@@ -27,6 +27,8 @@ class TrainingObserver {
     virtual void onAttentionMaps(const std::vector<AttentionMap>&) {}
     virtual void onSpike(const Spike&) {}
     virtual void onLogitAlarm(const LogitAlarm&) {}
+    // A warning that an onset is coming (qklab/analysis/forecast.h), before that probe's rows.
+    virtual void onForecast(const Forecast&) {}
     // The heads QK-Clip scaled after one step's update (never called with an empty list).
     virtual void onQkClips(int64_t /*step*/, const std::vector<QkClip>&) {}
     virtual void onEvent(const EventRecord&) {}

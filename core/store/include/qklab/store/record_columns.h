@@ -91,6 +91,7 @@ const RecordTable<LogitHistogram>& histogramTable();
 const RecordTable<AttentionMap>& attentionMapTable();
 const RecordTable<EventRecord>& eventTable();
 const RecordTable<StoredCheckpoint>& checkpointTable();
+const RecordTable<Forecast>& forecastTable();
 
 // Calls f(table) for every per-run record table above, in the order declared.
 template <class F>
@@ -106,6 +107,7 @@ void forEachRecordTable(F&& f) {
     f(attentionMapTable());
     f(eventTable());
     f(checkpointTable());
+    f(forecastTable());
 }
 
 // A column of RunInfo: what a reader selects from `runs r` (the stored column or a subquery,

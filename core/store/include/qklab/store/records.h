@@ -175,6 +175,30 @@ struct LogitAlarm {
     std::string text;  // one paragraph written from the numbers
 };
 
+// What an onset of instability is (qklab/analysis/onsets.h): the raw max logit past the
+// intervention line, a loss or grad-norm spike, or a non-finite loss. Unknown, as for SpikeKind.
+enum class OnsetKind { MaxLogit, LossSpike, GradSpike, Divergence, Unknown };
+template <>
+struct Choices<OnsetKind> {  // Unknown has no name
+    static constexpr std::array<const char*, 4> names{"max_logit", "loss_spike", "grad_spike",
+                                                      "divergence"};
+};
+
+// A warning that an onset is coming (qklab/analysis/forecast.h): at `step`, the fitted growth of
+// `metric` (a probe column) in layer `layer` (head `head`, -1 = the whole layer) reaches
+// `threshold` at `predictedStep` if it keeps its rate.
+struct Forecast {
+    int64_t step = 0;
+    OnsetKind kind = OnsetKind::MaxLogit;
+    int32_t layer = 0;
+    int32_t head = -1;
+    std::string metric;  // "logit_max_raw"
+    double value = 0, threshold = 0;
+    double rate = 0;  // fitted growth per step of the log of the value
+    int64_t predictedStep = 0;
+    std::string text;  // "at this rate the raw max logit of layer 1 passes 30 in about 40 steps"
+};
+
 // What one change to a run (an event or intervention after step 0) did: the training loss, the
 // attention entropy and the max logit softmax sees, over the kChangeReportSteps steps from the
 // change on against as many before it (qklab/analysis/change_reports.h). NaN: not measured (no

@@ -19,6 +19,8 @@ nlohmann::json runSummaryJson(RunStore& store, int64_t runId);
 // The run's logit alarms, a key per column of logitAlarmTable(): [{"step", "layer", "metric",
 // "value", "threshold", "kind", "tier", "text"}], first crossing per layer and rule, by step.
 nlohmann::json logitAlarmsJson(RunStore& store, int64_t runId);
+// The run's forecasts, a key per column of forecastTable(), by step, layer and head.
+nlohmann::json forecastsJson(RunStore& store, int64_t runId);
 
 // The heads QK-Clip scaled, a key per column of qkClipTable(): [{"step", "layer", "head",
 // "s_max", "factor"}], by step, layer, head. factor scaled each of W_q and W_k (the head's logits
@@ -51,8 +53,8 @@ nlohmann::json userConfigJson(RunStore& store, int64_t runId);
 nlohmann::json parseUserConfig(const RunInfo& r);
 
 // {"run": summary, "config": ..., "user_config": ..., "steps": [...], "probes": [...],
-//  "spikes": [...], "alarms": [...], "qk_clips": [...], "custom_scalars": [...],
-//  "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
+//  "spikes": [...], "alarms": [...], "qk_clips": [...], "custom_scalars": [...], "forecasts":
+//  [...], "events": [...]} — probes are the layer rows (head = -1) unless allHeads.
 nlohmann::json runExportJson(RunStore& store, int64_t runId, bool allHeads = false);
 
 // One row per step: the step metrics (stepMetricTable()), then one column per custom scalar

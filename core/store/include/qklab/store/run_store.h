@@ -161,6 +161,7 @@ class RunStore {
     std::vector<QkClip> qkClips(int64_t runId);
     // What each change to the run did, by step and kind (none before schema 12).
     std::vector<ChangeReport> changeReports(int64_t runId);
+    std::vector<Forecast> forecasts(int64_t runId);          // by step, then layer and head
     std::vector<CustomScalar> customScalars(int64_t runId);  // by name, then step
     std::vector<EventRecord> events(int64_t runId);
     // By step; each path resolved inside checkpointFolder(path()) (see CheckpointInfo).

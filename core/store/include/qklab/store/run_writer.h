@@ -56,6 +56,7 @@ class RunWriter {
     void addLogitAlarm(const LogitAlarm& a);
     void addQkClip(const QkClip& c);
     void addChangeReport(const ChangeReport& r);
+    void addForecast(const Forecast& f);
     void addCustomScalar(const CustomScalar& c);
     void addEvent(const EventRecord& e);
     void addCheckpoint(const CheckpointInfo& c);
