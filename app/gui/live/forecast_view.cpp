@@ -64,13 +64,14 @@ QString forecastLineText(const Forecast& f, const ForecastOutcome& o, int64_t la
     switch (o.state) {
         case ForecastOutcome::State::CameTrue:
             return QObject::tr(
-                       "Forecast at step %1 came true: %2 at step %3, %4 steps later "
-                       "(forecast: step %5)")
+                       "Forecast at step %1 (%2 passes %3 at step %4) came true: %5 at "
+                       "step %6, %7 steps later")
                 .arg(f.step)
+                .arg(subject, line)
+                .arg(f.predictedStep)
                 .arg(onsetText(*o.onset))
                 .arg(o.onset->step)
-                .arg(o.onset->step - f.step)
-                .arg(f.predictedStep);
+                .arg(o.onset->step - f.step);
         case ForecastOutcome::State::HorizonPassed:
             return QObject::tr(
                        "Forecast at step %1 (%2 passes %3 at step %4): its horizon, step "
@@ -127,7 +128,8 @@ void setForecastExtensions(QCustomPlot* plot, const std::vector<Forecast>& forec
         setItemRole(line, role);
         line->start->setCoords(xOf(double(f.step)), f.value);
         line->end->setCoords(xOf(double(f.predictedStep)), f.threshold);
-        line->setPen(QPen(layerColor(f.layer), 2.0, Qt::DashLine));
+        // Not the layer's colour: the curve it extends would hide it where they meet.
+        line->setPen(QPen(QColor(150, 0, 170), 2.0, Qt::DashLine));
         line->setSelectable(false);
     }
 }

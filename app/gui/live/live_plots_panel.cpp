@@ -601,8 +601,9 @@ void LivePlotsPanel::refreshForecast() {
     const int64_t latest = latestStep();
     m_onsets = onsetsOf(m_run.steps, m_run.probes, m_run.config.spikes);
     const std::vector<Onset>& onsets = m_onsets;
-    // The latest forecast still open, else the latest one with what came of it.
-    const Forecast* shown = &m_run.forecasts.back();
+    // The latest forecast still open, else the first (the earliest warning) with what came of
+    // it.
+    const Forecast* shown = &m_run.forecasts.front();
     ForecastOutcome outcome = forecastOutcome(*shown, onsets, latest);
     for (auto it = m_run.forecasts.rbegin(); it != m_run.forecasts.rend(); ++it) {
         const ForecastOutcome o = forecastOutcome(*it, onsets, latest);

@@ -105,9 +105,9 @@ class ForecastViewTest : public QObject {
         panel.showRun(std::move(snap));
         panel.replotNow();
         QCOMPARE(panel.forecastText(),
-                 QStringLiteral("Forecast at step 100 came true: the raw max logit of layer 1 "
-                                "passed the line (33) at step 130, 30 steps later (forecast: "
-                                "step 136)"));
+                 QStringLiteral("Forecast at step 100 (the raw max logit of layer 1 passes 30 at "
+                                "step 136) came true: the raw max logit of layer 1 passed the "
+                                "line (33) at step 130, 30 steps later"));
 
         // The dashed extension of the raw max logit curve: (100, 18) to (136, 30).
         QCPItemLine* line = forecastItem(panel.logitPlot());
