@@ -7,11 +7,13 @@
 #include <qcustomplot.h>
 
 #include <QLabel>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "common/run_data.h"
 #include "gui_test_util.h"
+#include "lessons/replay_player.h"
 #include "live/live_plots_panel.h"
 #include "live/spikes_panel.h"
 #include "qklab/store/run_store.h"
@@ -125,6 +127,34 @@ class ForecastViewTest : public QObject {
                                 "passes 30 at about step 136 → came true: the raw max logit of "
                                 "layer 1 passed the line (33) at <a href=\"step:130\">step "
                                 "130</a>, 30 steps later"));
+    }
+
+    // A replay carries the stored forecast in the batch of its step, and a lesson's "forecast"
+    // condition pauses the replay right there.
+    void aReplayPausesOnTheStoredForecast() {
+        RunStore store(m_db.toStdString(), StoreAccess::ReadOnly);
+        ReplayPlayer player;
+        player.setRun(loadRunSnapshot(store, m_runId));
+        player.setStepsPerSecond(1000);
+        PauseCondition onForecast;
+        onForecast.kind = "forecast";
+        onForecast.callout = "What happens next?";
+        player.setPauseConditions({onForecast});
+        QVector<Forecast> carried;
+        int64_t lastStep = -1;
+        connect(&player, &ReplayPlayer::batchReady, this, [&](const LiveBatch& b) {
+            carried += b.forecasts;
+            if (!b.steps.isEmpty()) lastStep = b.steps.back().step;
+        });
+        QSignalSpy callouts(&player, &ReplayPlayer::calloutFired);
+        player.play();
+        player.advance(10.0);  // 200 steps at 1000/s: due, but the condition stops at step 100
+        QCOMPARE(callouts.count(), 1);
+        const auto callout = callouts.at(0).at(1).value<Callout>();
+        QCOMPARE(callout.step, int64_t(100));
+        QCOMPARE(lastStep, int64_t(100));
+        QCOMPARE(carried.size(), 1);
+        QCOMPARE(carried[0].predictedStep, int64_t(136));
     }
 
     void liveBatchesCountDownThenCloseTheHorizon() {
