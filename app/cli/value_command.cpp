@@ -48,7 +48,8 @@ void addValueOptions(CLI::App& cmd, ValueArgs& args, Database& db) {
     cmd.add_option(
            "expression", args.expressions,
            "a lesson placeholder without its braces: \"logit_max_raw max\", \"loss at=10\", "
-           "\"entropy last layer=0\", \"logit_max_raw first_above=100\", \"custom:train/acc max\" "
+           "\"entropy last layer=0\", \"logit_max_raw first_above=100\", \"custom:train/acc max\", "
+           "\"forecast eta\" "
            "(docs/LESSONS.md)")
         ->required();
     cmd.add_flag("--json", args.asJson,
@@ -66,7 +67,8 @@ int cmdValue(const ValueArgs& args) {
     const std::vector<StepMetrics> steps = store->stepMetrics(id);
     const std::vector<ProbeStats> probes = store->probeStats(id, -1);
     const std::vector<CustomScalar> scalars = store->customScalars(id);
-    const LessonRunRows rows{&steps, &probes, &scalars};
+    const std::vector<Forecast> forecasts = store->forecasts(id);
+    const LessonRunRows rows{&steps, &probes, &scalars, &forecasts};
     nlohmann::json j = nlohmann::json::object();
     for (size_t i = 0; i < values.size(); ++i) {
         const std::optional<double> x = lessonValueNumber(values[i], rows);

@@ -28,13 +28,14 @@ struct LiveBatch {
     QVector<QkClip> clips;  // the heads QK-Clip scaled, by step
     QVector<EventRecord> events;
     QVector<ChangeReport> changeReports;  // what a change did, once its window closed
+    QVector<Forecast> forecasts;          // qklab/analysis/forecast.h, as they are made
     bool newHistograms = false;           // the store will hold new histogram rows after flush
     bool newAttentionMaps = false;
 
     bool empty() const {
         return steps.isEmpty() && probes.isEmpty() && spikes.isEmpty() && alarms.isEmpty() &&
-               clips.isEmpty() && events.isEmpty() && changeReports.isEmpty() && !newHistograms &&
-               !newAttentionMaps;
+               clips.isEmpty() && events.isEmpty() && changeReports.isEmpty() &&
+               forecasts.isEmpty() && !newHistograms && !newAttentionMaps;
     }
 };
 

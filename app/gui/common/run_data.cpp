@@ -50,6 +50,7 @@ RunSnapshot loadRunSnapshot(RunStore& store, int64_t runId) {
     s.clips = store.qkClips(runId);
     s.events = store.events(runId);
     s.changeReports = store.changeReports(runId);
+    s.forecasts = store.forecasts(runId);
     s.customScalars = store.customScalars(runId);
     s.loadSeconds = timer.nsecsElapsed() / 1e9;
     return s;

@@ -30,6 +30,7 @@ struct RunSnapshot {
     std::vector<QkClip> clips;  // by step, layer, head
     std::vector<EventRecord> events;
     std::vector<ChangeReport> changeReports;  // what each change did (its event's mark)
+    std::vector<Forecast> forecasts;          // warnings before an onset, by step
     // Scalars a run trained outside qklab logged besides the step metrics, by name then step.
     std::vector<CustomScalar> customScalars;
     double loadSeconds = 0;  // how long the store read took (benchmarks)

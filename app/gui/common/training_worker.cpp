@@ -58,6 +58,10 @@ class TrainingWorker::Observer : public TrainingObserver {
     }
     void onEvent(const EventRecord& e) override { m_batch.events.push_back(e); }
     void onChangeReport(const ChangeReport& r) override { m_batch.changeReports.push_back(r); }
+    void onForecast(const Forecast& f) override {
+        m_batch.forecasts.push_back(f);
+        watch([&](PauseWatcher& w) { return w.onForecast(f); });
+    }
     // A paused (or stopping) trainer waits after this: what it reported must be on screen.
     void onFlushPoint() override {
         if (m_worker->m_pauseRequested.load() || m_worker->m_stopRequested.load())

@@ -344,6 +344,7 @@ QString LessonStage::fillValues(const QString& markdown) {
         std::vector<StepMetrics> steps;
         std::vector<ProbeStats> probes;
         std::vector<CustomScalar> scalars;
+        std::vector<Forecast> forecasts;
     };
     std::map<int64_t, Stored> stored;
     const auto rows = [&](const std::string& run) -> std::optional<LessonRunRows> {
@@ -351,20 +352,22 @@ QString LessonStage::fillValues(const QString& markdown) {
         if (id == 0) return std::nullopt;
         const RunSnapshot& shown = m_window->shownLiveRun();
         if (shown.runId == id)
-            return LessonRunRows{&shown.steps, &shown.probes, &shown.customScalars};
+            return LessonRunRows{&shown.steps, &shown.probes, &shown.customScalars,
+                                 &shown.forecasts};
         auto found = stored.find(id);
         if (found == stored.end()) {
             try {
                 RunStore store(m_window->databasePath().toStdString(), StoreAccess::ReadOnly);
                 found = stored
                             .emplace(id, Stored{store.stepMetrics(id), store.probeStats(id, -1),
-                                                store.customScalars(id)})
+                                                store.customScalars(id), store.forecasts(id)})
                             .first;
             } catch (const std::exception&) {
                 return std::nullopt;
             }
         }
-        return LessonRunRows{&found->second.steps, &found->second.probes, &found->second.scalars};
+        return LessonRunRows{&found->second.steps, &found->second.probes, &found->second.scalars,
+                             &found->second.forecasts};
     };
     return qs(fillLessonValues(markdown.toStdString(), rows));
 }

@@ -68,14 +68,15 @@ void ReplayPlayer::clear() {
     m_clock = 0;
 }
 
-// One frame per stored step; probes, spikes, alarms, QK-Clips and events join the frame of
-// their step (rows of a step that has no metrics row join the next frame, those past the end
-// the last).
+// One frame per stored step; probes, spikes, alarms, forecasts, QK-Clips and events join the frame
+// of their step (rows of a step that has no metrics row join the next frame, those past the end the
+// last).
 void ReplayPlayer::buildFrames() {
     sortByStep(m_run.steps);
     sortByStep(m_run.probes);
     sortByStep(m_run.spikes);
     sortByStep(m_run.alarms);
+    sortByStep(m_run.forecasts);
     sortByStep(m_run.clips);
     sortByStep(m_run.events);
     m_frames.clear();
@@ -92,6 +93,7 @@ void ReplayPlayer::buildFrames() {
         f.probesEnd = endOfStep(m_run.probes, m.step);
         f.spikesEnd = endOfStep(m_run.spikes, m.step);
         f.alarmsEnd = endOfStep(m_run.alarms, m.step);
+        f.forecastsEnd = endOfStep(m_run.forecasts, m.step);
         f.clipsEnd = endOfStep(m_run.clips, m.step);
         f.eventsEnd = endOfStep(m_run.events, m.step);
         m_frames.push_back(f);
@@ -101,6 +103,7 @@ void ReplayPlayer::buildFrames() {
     last.probesEnd = m_run.probes.size();
     last.spikesEnd = m_run.spikes.size();
     last.alarmsEnd = m_run.alarms.size();
+    last.forecastsEnd = m_run.forecasts.size();
     last.clipsEnd = m_run.clips.size();
     last.eventsEnd = m_run.events.size();
     // A step without a speed (a diverged one) lasts as long as a typical step.
@@ -225,6 +228,8 @@ bool ReplayPlayer::feedWatcher(int index, Callout* fired) {
     std::optional<Callout> c;
     for (size_t i = prev ? prev->alarmsEnd : 0; !c && i < f.alarmsEnd; ++i)
         c = m_watcher->onLogitAlarm(m_run.alarms[i]);
+    for (size_t k = prev ? prev->forecastsEnd : 0; !c && k < f.forecastsEnd; ++k)
+        c = m_watcher->onForecast(m_run.forecasts[k]);
     size_t i = prev ? prev->probesEnd : 0;
     while (!c && i < f.probesEnd) {  // one call per probed step
         const int64_t step = m_run.probes[i].step;
@@ -247,6 +252,8 @@ void ReplayPlayer::appendFrame(int index, LiveBatch& batch) const {
         batch.events.push_back(m_run.events[i]);
     for (size_t i = prev ? prev->alarmsEnd : 0; i < f.alarmsEnd; ++i)
         batch.alarms.push_back(m_run.alarms[i]);
+    for (size_t i = prev ? prev->forecastsEnd : 0; i < f.forecastsEnd; ++i)
+        batch.forecasts.push_back(m_run.forecasts[i]);
     for (size_t i = prev ? prev->clipsEnd : 0; i < f.clipsEnd; ++i)
         batch.clips.push_back(m_run.clips[i]);
     for (size_t i = prev ? prev->probesEnd : 0; i < f.probesEnd; ++i)

@@ -89,6 +89,7 @@ class ReplayPlayer : public QObject {
         int64_t step = 0;
         double seconds = 0;  // recorded duration of the step
         size_t probesEnd = 0, spikesEnd = 0, alarmsEnd = 0, eventsEnd = 0;  // exclusive ends
+        size_t forecastsEnd = 0;
         size_t clipsEnd = 0;
     };
     void buildFrames();

@@ -22,6 +22,7 @@
 #include "common/plot_style.h"
 #include "common/theme.h"
 #include "live/custom_scalars_plot.h"
+#include "live/forecast_view.h"
 #include "qklab/analysis/spikes.h"
 #include "qklab/store/run_export.h"
 
@@ -82,6 +83,11 @@ LivePlotsPanel::LivePlotsPanel(QWidget* parent) : QWidget(parent) {
     m_hover = new HoverCursor(this);
     QHBoxLayout* header = buildHeader();
     layout->addLayout(header);
+    m_forecastLine = new QLabel;
+    m_forecastLine->setObjectName(QStringLiteral("forecastLine"));
+    m_forecastLine->setWordWrap(true);
+    m_forecastLine->setVisible(false);
+    layout->addWidget(m_forecastLine);
     // The plots scroll rather than shrink below a readable height (seven plots in 60 px
     // rows at 1280x720 had their ticks overlap); with no run shown, one first action instead.
     auto* plotArea = new QWidget;
@@ -424,6 +430,7 @@ void LivePlotsPanel::clear() {
     m_clipLimit = -1;
     m_follow->setChecked(true);
     showCustomScalars();
+    refreshForecast();
 }
 
 void LivePlotsPanel::showRun(RunSnapshot snapshot) {
@@ -442,6 +449,7 @@ void LivePlotsPanel::showRun(RunSnapshot snapshot) {
     showCustomScalars();
     setupThresholds();
     refreshSpikes();
+    refreshForecast();
     m_markersDirty = true;
     replotNow();
 }
@@ -492,6 +500,13 @@ void LivePlotsPanel::appendBatch(const LiveBatch& batch) {
                                    batch.changeReports.end());
         m_markersDirty = true;
     }
+    if (!batch.forecasts.isEmpty()) {
+        m_run.forecasts.insert(m_run.forecasts.end(), batch.forecasts.begin(),
+                               batch.forecasts.end());
+        m_markersDirty = true;
+    }
+    if (!batch.forecasts.isEmpty() || (!batch.steps.isEmpty() && !m_run.forecasts.empty()))
+        refreshForecast();  // the countdown moves with the steps
     scheduleReplot();
 }
 
@@ -572,7 +587,38 @@ void LivePlotsPanel::refreshMarkers() {
             m_run.changeReports);
         setStepCursor(p, m_cursorStep < 0 ? -1.0 : m_x(m_cursorStep));
     }
+    setForecastExtensions(m_logits, m_run.forecasts, [this](double step) { return m_x(step); });
     m_markersDirty = false;
+}
+
+void LivePlotsPanel::refreshForecast() {
+    m_onsets.clear();
+    if (m_run.forecasts.empty()) {
+        m_forecastLine->clear();
+        m_forecastLine->setVisible(false);
+        return;
+    }
+    const int64_t latest = latestStep();
+    m_onsets = onsetsOf(m_run.steps, m_run.probes, m_run.config.spikes);
+    const std::vector<Onset>& onsets = m_onsets;
+    // The latest forecast still open, else the first (the earliest warning) with what came of
+    // it.
+    const Forecast* shown = &m_run.forecasts.front();
+    ForecastOutcome outcome = forecastOutcome(*shown, onsets, latest);
+    for (auto it = m_run.forecasts.rbegin(); it != m_run.forecasts.rend(); ++it) {
+        const ForecastOutcome o = forecastOutcome(*it, onsets, latest);
+        if (o.state != ForecastOutcome::State::Pending) continue;
+        shown = &*it;
+        outcome = o;
+        break;
+    }
+    m_forecastLine->setText(forecastLineText(*shown, outcome, latest));
+    m_forecastLine->setToolTip(QString::fromStdString(shown->text));
+    m_forecastLine->setVisible(true);
+}
+
+QString LivePlotsPanel::forecastText() const {
+    return m_forecastLine->isHidden() ? QString() : m_forecastLine->text();
 }
 
 QCustomPlot* LivePlotsPanel::plotForMetric(const QString& metric) const {

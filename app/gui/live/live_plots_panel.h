@@ -19,6 +19,7 @@
 #include "common/qk_clip_marks.h"
 #include "common/run_data.h"
 #include "common/x_axis.h"
+#include "qklab/analysis/onsets.h"
 #include "qklab/store/record_columns.h"
 
 class QCheckBox;
@@ -55,6 +56,11 @@ class LivePlotsPanel : public QWidget {
     void setRunStatus(int64_t runId, const QString& status);  // header text after the run ends
 
     int64_t runId() const { return m_run.runId; }
+    QString forecastText() const;  // the forecast line ("" when hidden)
+    // The shown run's onsets (qklab/analysis/onsets.h) through its latest step, as the forecast
+    // line judged them; kept only while the run has forecasts.
+    const std::vector<Onset>& onsets() const { return m_onsets; }
+    int64_t latestStep() const { return m_run.steps.empty() ? 0 : m_run.steps.back().step; }
     const RunSnapshot& run() const { return m_run; }
     int lossPointCount() const;
     QList<QCustomPlot*> plots() const { return m_plots; }
@@ -118,14 +124,19 @@ class LivePlotsPanel : public QWidget {
     void resetXMap();
     void redrawForXAxis();
     QString readout(QCustomPlot* plot, double x);  // the hover text: run, step, every curve
+    // The forecast line above the plots: the run's latest forecast, counted down to the
+    // latest step, or what came of it (forecast_view.h); hidden when the run has none.
+    void refreshForecast();
     QkClipMarks::StepToXFn xOfStep() const {
         return [this](double step) { return m_x(step); };
     }
 
     RunSnapshot m_run;
+    std::vector<Onset> m_onsets;  // refreshForecast
     QString m_title;
     QString m_status;  // "training", "finished", "replay", …
     QLabel* m_header = nullptr;
+    QLabel* m_forecastLine = nullptr;
     QCheckBox* m_follow = nullptr;
     QPoint m_pressPos;                     // where the last mouse press on a plot was
     static constexpr int kDragPixels = 4;  // farther than this with the button down: a drag

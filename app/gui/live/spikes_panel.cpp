@@ -10,6 +10,7 @@
 
 #include "common/run_data.h"
 #include "common/theme.h"
+#include "live/forecast_view.h"
 
 namespace qklab::gui {
 
@@ -66,11 +67,18 @@ SpikesPanel::SpikesPanel(QWidget* parent) : QWidget(parent) {
     m_alarmList->setWordWrap(true);
     m_alarmList->setTextFormat(Qt::RichText);
     layout->addWidget(m_alarmList);
+    m_forecastList = new QLabel;
+    m_forecastList->setObjectName(QStringLiteral("forecasts"));
+    m_forecastList->setWordWrap(true);
+    m_forecastList->setTextFormat(Qt::RichText);
+    layout->addWidget(m_forecastList);
     // "step:N" links show the alarm's probe in the plots: a link goes somewhere, so the view
     // switches to them (a row picked in the table only moves the other views' cursors).
-    connect(m_alarmList, &QLabel::linkActivated, this, [this](const QString& link) {
-        if (link.startsWith(QStringLiteral("step:"))) emit plotsRequested(link.mid(5).toLongLong());
-    });
+    for (QLabel* list : {m_alarmList, m_forecastList})
+        connect(list, &QLabel::linkActivated, this, [this](const QString& link) {
+            if (link.startsWith(QStringLiteral("step:")))
+                emit plotsRequested(link.mid(5).toLongLong());
+        });
     auto* splitter = new QSplitter(Qt::Vertical);
     layout->addWidget(splitter, 1);
     m_table = new QTableWidget(0, int(Column::Count));
@@ -139,8 +147,30 @@ void SpikesPanel::refreshAlarms() {
     refreshSummary();
 }
 
+void SpikesPanel::setForecasts(int64_t runId, const std::vector<Forecast>& forecasts,
+                               const std::vector<Onset>& onsets, int64_t latestStep) {
+    if (runId != m_runId) return;  // setSpikes or setLogitAlarms names the run shown
+    QString html;
+    if (!forecasts.empty()) {
+        html =
+            tr("<b>Forecasts</b> (a warning before the raw max logit passes the line) and "
+               "what then happened:");
+        for (const Forecast& f : forecasts)
+            html += QStringLiteral("<br>• ") +
+                    forecastTimelineHtml(f, forecastOutcome(f, onsets, latestStep));
+    }
+    m_forecastList->setText(html);
+    m_forecastList->setVisible(!html.isEmpty());
+}
+
+QString SpikesPanel::forecastsText() const {
+    return m_forecastList->text();
+}
+
 void SpikesPanel::clear() {
     m_runId = 0;
+    m_forecastList->clear();
+    m_forecastList->setVisible(false);
     m_spikes.clear();
     m_alarms.clear();
     m_alarmList->clear();

@@ -8,6 +8,7 @@
 #include <QWidget>
 #include <vector>
 
+#include "qklab/analysis/onsets.h"
 #include "qklab/store/records.h"
 
 class QLabel;
@@ -27,6 +28,11 @@ class SpikesPanel : public QWidget {
     // spikes: a blow-up is a plateau, not a spike, and must not read as "nothing happened".
     void setLogitAlarms(int64_t runId, const std::vector<LogitAlarm>& alarms);
     void addLogitAlarms(int64_t runId, const std::vector<LogitAlarm>& alarms);
+    // The run's forecasts, each beside what then happened (`onsets` of the run through
+    // `latestStep`, forecast_view.h): a warning is judged by what followed it.
+    void setForecasts(int64_t runId, const std::vector<Forecast>& forecasts,
+                      const std::vector<Onset>& onsets, int64_t latestStep);
+    QString forecastsText() const;
     void clear();
     int rowCount() const;
     int alarmCount() const { return int(m_alarms.size()); }
@@ -52,6 +58,7 @@ class SpikesPanel : public QWidget {
     std::vector<LogitAlarm> m_alarms;
     QLabel* m_summary = nullptr;
     QLabel* m_alarmList = nullptr;
+    QLabel* m_forecastList = nullptr;
     QTableWidget* m_table = nullptr;
     QTextBrowser* m_details = nullptr;
 };

@@ -511,6 +511,8 @@ void MainWindow::openRun(int64_t runId) {
             const double readSeconds = snap.loadSeconds;
             const size_t steps = snap.steps.size();
             m_live->showRun(std::move(snap));
+            m_spikes->setForecasts(id, m_live->run().forecasts, m_live->onsets(),
+                                   m_live->latestStep());
             m_histograms->setRun(id, config, db, label);
             m_attention->setRun(id, config, db, label);
             {
@@ -559,6 +561,10 @@ void MainWindow::onBatch(const LiveBatch& batch) {
     if (!batch.alarms.isEmpty())
         m_spikes->addLogitAlarms(batch.runId,
                                  std::vector<LogitAlarm>(batch.alarms.begin(), batch.alarms.end()));
+    if (batch.runId == m_live->runId() && !m_live->run().forecasts.empty() &&
+        (!batch.forecasts.isEmpty() || !batch.steps.isEmpty()))
+        m_spikes->setForecasts(batch.runId, m_live->run().forecasts, m_live->onsets(),
+                               m_live->latestStep());
     if (batch.newHistograms) m_histograms->notifyNewData(batch.runId);
     if (batch.newAttentionMaps) m_attention->notifyNewData(batch.runId);
 }

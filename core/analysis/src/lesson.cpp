@@ -101,6 +101,10 @@ const std::vector<PauseConditionKind>& pauseConditionKinds() {
         {"logit_alarm",
          "pause at the first logit alarm (raw max > 30 or p99 > 15 in a layer)",
          {{"callout", "text", false, "text before the alarm's reading"}}},
+        {"forecast",
+         "pause at the run's first forecast (a layer's raw max logit will pass the intervention "
+         "line, and when), before it comes true: ask what happens next",
+         {{"callout", "text", false, "text before the forecast"}}},
         {"step",
          "pause when the run reaches a step",
          {{"step", "integer", true, "the step"}, {"callout", "text", false, "what to say"}}},
@@ -712,6 +716,19 @@ std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
             if (m_conditions[i].callout.empty())
                 out->text = "A " + s.metric + " spike at step " + std::to_string(s.step) + " (" +
                             number(s.zScore) + " sigma).\n\n" + reading;
+            return out;
+        }
+    return std::nullopt;
+}
+
+std::optional<Callout> PauseWatcher::onForecast(const Forecast& f) {
+    for (size_t i = 0; i < m_conditions.size(); ++i)
+        if (!m_fired[i] && m_conditions[i].kind == "forecast") {
+            const std::string reading = "Forecast at step " + std::to_string(f.step) + ": " +
+                                        f.text + " (step " + std::to_string(f.predictedStep) + ").";
+            auto out = fire(i, f.step, f.value, reading);
+            if (m_conditions[i].callout.empty()) out->text = reading;
+            if (out->plot.empty()) out->plot = f.metric;  // "logit_max_raw"
             return out;
         }
     return std::nullopt;

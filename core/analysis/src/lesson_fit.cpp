@@ -239,7 +239,8 @@ void checkLessonFits(const Lesson& lesson, const std::string& origin,
         if (text > kLessonColumnLines) over(where, "text", "the text", text, kLessonColumnLines);
         for (size_t p = 0; p < step.pauses.size(); ++p) {
             const PauseCondition& c = step.pauses[p];
-            const bool reading = c.kind == "spike" || c.kind == "logit_alarm";
+            const bool reading =
+                c.kind == "spike" || c.kind == "logit_alarm" || c.kind == "forecast";
             const int callout = kCalloutFrameLines +
                                 lessonTextLines(c.callout, kLessonCalloutChars) +
                                 (reading ? kCalloutReadingLines + 1 : 0);

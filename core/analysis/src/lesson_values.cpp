@@ -32,6 +32,13 @@ const RecordColumn<StepMetrics>* stepColumnOf(const std::string& metric) {
 // run.log), which no table lists; its name is what follows the prefix.
 constexpr std::string_view kCustomPrefix = "custom:";
 
+// "forecast": the run's first forecast, read with step, eta or text.
+constexpr std::string_view kForecast = "forecast";
+
+bool isForecast(const LessonValue& v) {
+    return v.metric == kForecast;
+}
+
 bool isCustom(const std::string& metric) {
     return metric.rfind(kCustomPrefix, 0) == 0;
 }
@@ -69,6 +76,17 @@ void applyToken(LessonValue& v, const std::string& token) {
     const size_t eq = token.find('=');
     const std::string key = token.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : token.substr(eq + 1);
+    if (isForecast(v) && eq == std::string::npos) {
+        if (token == "step") return void(v.what = What::ForecastStep);
+        if (token == "eta") return void(v.what = What::ForecastEta);
+        if (token == "text") return void(v.what = What::ForecastText);
+        refuse(v.source, "\"" + clipped(token, 20) +
+                             "\" is not step, eta or text (a forecast's words), layer= or run=");
+    }
+    if (isForecast(v) && key != "layer" && key != "run")
+        refuse(v.source, "\"" + clipped(key, 20) +
+                             "=\" does not apply to a forecast (step, eta, "
+                             "text, layer=, run=)");
     if (eq == std::string::npos) {
         if (token == "max") return void(v.what = What::Max);
         if (token == "min") return void(v.what = What::Min);
@@ -107,6 +125,8 @@ LessonValue parseOne(const std::string& source, const std::string& inside) {
     if (!(words >> v.metric)) refuse(source, "names no metric");
     if (isCustom(v.metric)) {
         if (customName(v.metric).empty()) refuse(source, "custom: names no scalar");
+    } else if (isForecast(v)) {
+        v.what = What::ForecastText;  // "{{forecast}}": the sentence
     } else if (!probeColumnOf(v.metric) && !stepColumnOf(v.metric)) {
         const std::string near = closestMatch(v.metric, lessonMetrics());
         refuse(source, "\"" + clipped(v.metric, 30) + "\" is not a metric" +
@@ -175,9 +195,23 @@ std::vector<std::pair<int64_t, double>> seriesOf(const LessonValue& v, const Les
     return out;
 }
 
+// The run's first forecast (of v.layer when it names one); none yet: nullptr.
+const Forecast* firstForecast(const LessonValue& v, const LessonRunRows& rows) {
+    if (!rows.forecasts) return nullptr;
+    const Forecast* first = nullptr;
+    for (const Forecast& f : *rows.forecasts)
+        if ((!v.layer || f.layer == *v.layer) && (!first || f.step < first->step)) first = &f;
+    return first;
+}
+
 std::string valueText(const LessonValue& v, const LessonRunRows& rows) {
+    if (v.what == What::ForecastText) {
+        const Forecast* f = firstForecast(v, rows);
+        return f ? f->text : "not yet";
+    }
     const std::optional<double> x = lessonValueNumber(v, rows);
-    if (v.what == What::FirstAbove || v.what == What::FirstBelow)
+    if (v.what == What::FirstAbove || v.what == What::FirstBelow || v.what == What::ForecastStep ||
+        v.what == What::ForecastEta)
         return x ? "step " + std::to_string(int64_t(*x)) : "not yet";
     return x ? numberText(*x) : "…";
 }
@@ -280,6 +314,14 @@ std::optional<double> lessonValueNumber(const LessonValue& v, const LessonRunRow
         case What::FirstBelow:
             for (const auto& [step, x] : series)
                 if (v.what == What::FirstAbove ? x > v.arg : x < v.arg) return double(step);
+            return std::nullopt;
+        case What::ForecastStep:
+        case What::ForecastEta: {
+            const Forecast* f = firstForecast(v, rows);
+            if (!f) return std::nullopt;
+            return double(v.what == What::ForecastStep ? f->step : f->predictedStep);
+        }
+        case What::ForecastText:
             return std::nullopt;
     }
     return std::nullopt;

@@ -209,6 +209,36 @@ TEST(PauseWatcher, StepMetricsAndStepConditions) {
     EXPECT_EQ(s->text, "Step 25 reached.");
 }
 
+// Issue 40: a "forecast" condition fires at the run's first forecast, once, with the forecast
+// after the lesson's question, and highlights the plot of the metric it is about.
+TEST(PauseWatcher, AForecastConditionFiresAtTheFirstForecast) {
+    const Lesson l =
+        parseLesson(R"({"title": "t", "summary": "s", "teacher_notes": "n", "minutes": 1,
+        "steps": [{"title": "s", "text": "x",
+        "pause": [{"kind": "forecast", "callout": "What happens next?"}]}]})",
+                    "l.json");
+    PauseWatcher w(l.steps[0].pauses);
+    EXPECT_FALSE(w.onProbes(5, {layerRow(5, 0, 12, 2.0)}));
+    Forecast f;
+    f.step = 8;
+    f.layer = 0;
+    f.metric = "logit_max_raw";
+    f.value = 14.5;
+    f.predictedStep = 11;
+    f.text = "at this rate the raw max logit of layer 0 passes 30 in about 3 steps";
+    const auto c = w.onForecast(f);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->step, 8);
+    EXPECT_DOUBLE_EQ(c->value, 14.5);
+    EXPECT_EQ(c->text,
+              "What happens next?\n\nForecast at step 8: at this rate the raw max logit of layer 0 "
+              "passes 30 in about 3 steps (step 11).");
+    EXPECT_EQ(c->plot, "logit_max_raw");
+    f.step = 10;
+    EXPECT_FALSE(w.onForecast(f));  // once
+    EXPECT_TRUE(w.allFired());
+}
+
 TEST(Lesson, DocsCarryTheGeneratedReference) {
     std::ifstream in(std::string(qklab::testpaths::sourceDir()) + "/docs/LESSONS.md",
                      std::ios::binary);

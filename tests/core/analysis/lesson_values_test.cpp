@@ -281,3 +281,36 @@ TEST(LessonValues, APlaceholderReadsACustomScalarByName) {
     EXPECT_NE(error("{{custom:acc last layer=0}}").find("not per layer"), std::string::npos);
     EXPECT_NE(error("{{train/acc last}}").find("custom:NAME"), std::string::npos);
 }
+
+// Issue 40: {{forecast step|eta|text}} read the run's first forecast (of a layer with layer=):
+// where it was made, the crossing it predicts, its sentence; "not yet" before one, and only
+// those words, layer= and run= parse.
+TEST(LessonValues, AForecastPlaceholderReadsTheRunsFirstForecast) {
+    const Rows rows(16);
+    Forecast late;
+    late.step = 120;
+    late.layer = 0;
+    late.predictedStep = 170;
+    late.text = "at this rate the raw max logit of layer 0 passes 30 in about 50 steps";
+    Forecast first = late;
+    first.step = 96;
+    first.layer = 1;
+    first.predictedStep = 136;
+    first.text = "at this rate the raw max logit of layer 1 passes 30 in about 40 steps";
+    const std::vector<Forecast> forecasts{first, late};
+    const LessonRunRows r{&rows.steps, &rows.probes, nullptr, &forecasts};
+    const auto lookup = [&](const std::string&) -> std::optional<LessonRunRows> { return r; };
+    EXPECT_EQ(fillLessonValues("made at {{forecast step}}, for {{forecast eta}}", lookup),
+              "made at step 96, for step 136");
+    EXPECT_EQ(fillLessonValues("{{forecast text}}", lookup), first.text);
+    EXPECT_EQ(fillLessonValues("{{forecast eta layer=0}}", lookup), "step 170");
+    EXPECT_EQ(lessonValueNumber(lessonValuesIn("{{forecast eta}}").at(0), r), 136.0);
+    EXPECT_EQ(lessonValueNumber(lessonValuesIn("{{forecast text}}").at(0), r), std::nullopt);
+
+    // None yet (a run without forecasts, or before its first).
+    EXPECT_EQ(fill("{{forecast step}} / {{forecast text}}"), "not yet / not yet");
+
+    EXPECT_NE(error("{{forecast when}}").find("is not step, eta or text"), std::string::npos);
+    EXPECT_NE(error("{{forecast at=10}}").find("does not apply to a forecast"), std::string::npos);
+    EXPECT_EQ(error("{{forecast eta layer=1 run=other}}"), "");
+}

@@ -170,6 +170,7 @@ class PauseWatcher {
     std::optional<Callout> onProbes(int64_t step, const std::vector<ProbeStats>& stats);
     std::optional<Callout> onSpike(const Spike& s);
     std::optional<Callout> onLogitAlarm(const LogitAlarm& a);
+    std::optional<Callout> onForecast(const Forecast& f);
     bool allFired() const;
 
   private:

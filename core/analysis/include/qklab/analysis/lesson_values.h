@@ -13,11 +13,16 @@
 //   {{custom:train/acc last}}          a scalar the run logged besides qklab's metrics (a
 //                                      Python run's run.log({"train/acc": ...})); the name is
 //                                      one word, and layer= does not apply
+//   {{forecast step}}                  the run's first forecast (qklab/analysis/forecast.h):
+//                                      "step 96", where it was made; eta: "step 136", the
+//                                      crossing it predicts; text: its sentence ("at this rate
+//                                      the raw max logit of layer 1 passes 30 in about 40
+//                                      steps"); layer=N for layer N's first
 //
-// A run not there yet, or a step not reached, shows "…"; a line that never crossed, "not
-// yet". checkLessonValues (called by checkLessonPlayable) refuses a placeholder that names no
-// metric, a step the run never reaches or never probes, a layer it does not have, or a run
-// the lesson does not train. Torch-free.
+// A run not there yet, or a step not reached, shows "…"; a line that never crossed, or no
+// forecast yet, "not yet". checkLessonValues (called by checkLessonPlayable) refuses a placeholder
+// that names no metric, a step the run never reaches or never probes, a layer it does not have, or
+// a run the lesson does not train. Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +40,20 @@ namespace qklab {
 struct Lesson;
 
 struct LessonValue {
-    enum class What { At, Max, Min, Last, FirstAbove, FirstBelow };
-    std::string metric;  // a lessonMetrics() name, or "custom:NAME" (a custom scalar)
+    enum class What {
+        At,
+        Max,
+        Min,
+        Last,
+        FirstAbove,
+        FirstBelow,
+        ForecastStep,
+        ForecastEta,
+        ForecastText
+    };
+    // a lessonMetrics() name, "custom:NAME" (a custom scalar) or "forecast" (the Forecast*
+    // words)
+    std::string metric;
     What what = What::Last;
     double arg = 0;  // the step (At) or the line (FirstAbove, FirstBelow)
     std::optional<int> layer;
@@ -49,18 +66,21 @@ struct LessonValue {
 std::vector<LessonValue> lessonValuesIn(const std::string& text);
 
 // What a placeholder reads: a run's step rows, layer-level probe rows (head = -1) and custom
-// scalars (RunStore::customScalars: by name, then step; none for qklab's own runs).
+// scalars (RunStore::customScalars: by name, then step; none for qklab's own runs) and
+// forecasts (RunStore::forecasts: by step).
 struct LessonRunRows {
     const std::vector<StepMetrics>* steps = nullptr;
     const std::vector<ProbeStats>* probes = nullptr;
     const std::vector<CustomScalar>* customScalars = nullptr;
+    const std::vector<Forecast>* forecasts = nullptr;
 };
 // The rows of `run` ("" = the step's own run), or nullopt when there is no such run (yet).
 using LessonRowsLookup = std::function<std::optional<LessonRunRows>(const std::string& run)>;
 
 // The number a placeholder stands for, unrounded: the value (At, Max, Min, Last) or the step
-// (FirstAbove, FirstBelow); nullopt when the run has no such value (yet), or never crossed the
-// line. What `qklab-cli value` prints and the claim checker (scripts/check-claims.py) reads.
+// (FirstAbove, FirstBelow, ForecastStep, ForecastEta); nullopt when the run has no such value
+// (yet), never crossed the line, or for ForecastText (words, not a number). What `qklab-cli value`
+// prints and the claim checker (scripts/check-claims.py) reads.
 std::optional<double> lessonValueNumber(const LessonValue& v, const LessonRunRows& rows);
 
 // The text with every placeholder replaced by its value ("122", "0.196", "step 10"): what the
