@@ -33,7 +33,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$out"
-log() { echo "[gpu-check] $*" >&2; }
+# Seconds since the start on every line: the next lease plans from where the last one spent its time.
+log() { echo "[gpu-check +${SECONDS}s] $*" >&2; }
 
 # The first Python that imports torch: the GPU machine's own, else the venv's.
 python="" prefix=""
@@ -115,9 +116,9 @@ fi
 # Speed first: the table is what a short device lease is for; the checks follow.
 # 3. Speed.
 log "check 3: speed"
-configs="tiny 10m 300m"
-[ $cpu = 1 ] && configs="tiny"
-for cfg in $configs; do
+speed_rows() {
+  local cfg=$1 warm steps pe
+  log "speed: $cfg"
   warm=5
   # Enough measured steps that the start-up difference of two runs is noise (bench_train
   # times the warm-up alone and warm-up + steps, and takes the difference).
@@ -143,13 +144,13 @@ for cfg in $configs; do
       record "$($python tests/bench/peer_model.py --config $cfg --steps $steps --warmup $warm --probes-every $pe --device $device --dtype $dtype --compile || echo '{"impl":"python-compile","error":"torch.compile failed"}')"
     fi
   done
-done
+}
 
 # The 42-point Wortsman LR sweep (tiny config, 400 steps) as `sweep` runs it today, one point
 # per worker process, 8 workers sharing the device: the baseline for `sweep --batched`. (Not
 # with --cpu: 42 points take 15 minutes on 2 cores.) Capped at 150 s so that --speed-only
 # stays one lease of under 10 minutes; a capped sweep reports exit 124.
-if [ $cpu = 0 ]; then
+sweep_row() {
 sweep_file=experiments/sweeps/.gpu-check-lr_qknorm.json
 $python - "$sweep_file" "$device" "$dtype" <<'PY'
 import json, sys
@@ -165,6 +166,17 @@ timeout 150 $cli sweep "$sweep_file" --db "$out/sweep.db" --jobs 8 --name lr-swe
 t1=$(date +%s.%N)
 rm -f "$sweep_file"
 record "$($python -c "import json; print(json.dumps({'bench': 'sweep', 'points': 42, 'steps': 400, 'jobs': 8, 'wall_s': $t1 - $t0, 'rc': $sweep_rc}))")"
+}
+
+# The small configs, then the sweep, then the 300M class: the lease of 2026-12-04 ran out of its
+# 600 s command inside the 300M rows, so what is cheapest and newest comes first.
+if [ $cpu = 1 ]; then
+  speed_rows tiny
+else
+  speed_rows tiny
+  speed_rows 10m
+  sweep_row
+  speed_rows 300m
 fi
 
 if [ $speed_only = 0 ]; then
