@@ -19,7 +19,7 @@
 # usage: scripts/gpu-check.sh [--debs DIR] [--out DIR] [--cpu] [--speed-only]
 #   --cpu   run the same checks on the CPU at small sizes (tests this script without a GPU;
 #           uses scripts/setup.sh's venv when python3 has no torch)
-#   --speed-only  the build and the speed table alone (a second, short device lease)
+#   --speed-only  the build, tests/gpu_test and the speed table (a second, short device lease)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 debs=.debs out=gpu-check-out cpu=0 speed_only=0
@@ -71,8 +71,10 @@ build=build-gpu
 [ $cpu = 1 ] && build=build-gpucheck-cpu
 # The GPU tests need GoogleTest (the libgtest-dev .deb); without it the rest still runs.
 tests=OFF targets="qklab-cli bench_train bench_optim precision_check"
-if [ $speed_only = 0 ] && { [ -n "$extra_prefix" ] && compgen -G "$extra_prefix/lib/*/cmake/GTest" >/dev/null ||
-   [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; }; then
+# They run with --speed-only too: a few seconds, and the only check of the CUDA paths added
+# since the last lease.
+if { [ -n "$extra_prefix" ] && compgen -G "$extra_prefix/lib/*/cmake/GTest" >/dev/null; } ||
+   [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; then
   tests=ON targets="$targets gpu_test"
 fi
 log "configuring $build against $python ($prefix), tests $tests"
