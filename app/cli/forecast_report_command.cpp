@@ -10,6 +10,7 @@
 #include <set>
 
 #include "qklab/analysis/forecast_report.h"
+#include "qklab/analysis/policy_report.h"
 #include "qklab/util/error.h"
 #include "qklab/util/text_util.h"
 
@@ -90,6 +91,43 @@ json scoreJson(const ForecastScore& s) {
             {"misses", misses}};
 }
 
+json policiesJson(const std::map<SkipStepPolicy, PolicyScore>& scores) {
+    json out = json::object();
+    for (const auto& [policy, s] : scores)
+        out[nameOf(policy)] = {{"pairs", s.pairs},
+                               {"twin_onsets", s.twinOnsets},
+                               {"prevented", s.prevented},
+                               {"delayed", s.delayed},
+                               {"actions", s.actions},
+                               {"steps_affected", s.stepsAffected},
+                               {"steps", s.steps},
+                               {"harm", s.harm},
+                               {"loss_deltas", s.lossDeltas},
+                               {"loss_delta_median", numJson(s.lossDeltaMedian)},
+                               {"loss_delta_max", numJson(s.lossDeltaMax)}};
+    return out;
+}
+
+void printPolicies(const std::map<SkipStepPolicy, PolicyScore>& scores) {
+    if (scores.empty()) return;
+    std::printf(
+        "\nskip-step policies against their twins (optim.skip_step = off, same seed); loss "
+        "after: mean loss of the %lld steps at +%lld steps, policy run minus twin\n",
+        static_cast<long long>(kPolicyLossMeanSteps), static_cast<long long>(kPolicyAfterSteps));
+    std::printf("  %-9s %5s %11s %9s %7s %7s %14s %5s %12s %10s\n", "policy", "pairs",
+                "twin onsets", "prevented", "delayed", "actions", "steps affected", "harm",
+                "loss after", "worst");
+    for (const auto& [policy, s] : scores)
+        std::printf("  %-9s %5d %11d %9d %7d %7d %14lld %5d %12s %10s\n", nameOf(policy), s.pairs,
+                    s.twinOnsets, s.prevented, s.delayed, s.actions,
+                    static_cast<long long>(s.stepsAffected), s.harm,
+                    num(s.lossDeltaMedian, "%+.3f").c_str(), num(s.lossDeltaMax, "%+.3f").c_str());
+    std::printf(
+        "  (actions: skipped updates or LR lowerings; harm: actions with no onset in the twin "
+        "within %lld steps)\n",
+        static_cast<long long>(kPolicyAfterSteps));
+}
+
 // A point's coordinates without its seed: the seeds of one configuration share a row.
 std::string pointLabel(const RunInfo& r) {
     if (!r.sweep) return "";
@@ -100,6 +138,7 @@ std::string pointLabel(const RunInfo& r) {
     }
     if (!coords.is_object()) return r.sweep->coordsJson;  // printed through printableText
     coords.erase("run.seed");
+    coords.erase("optim.skip_step");  // twins share a label
     std::string out;
     for (const auto& [key, value] : coords.items())
         out += (out.empty() ? "" : " ") + key + "=" + value.dump();
@@ -146,20 +185,31 @@ void addForecastReportOptions(CLI::App& cmd, ForecastReportArgs& args, Database&
 int cmdForecastReport(const ForecastReportArgs& o) {
     const std::set<int64_t> seeds = o.seeds.empty() ? std::set<int64_t>{} : parseSeeds(o.seeds);
     RunStore store(o.dbPath, StoreAccess::ReadOnly);
+    // The forecaster is scored on the runs without a skip-step policy (a policy changes what
+    // the forecasts are about); the policy runs are judged against those twins.
     std::vector<ScoredRun> runs;
+    std::vector<RunInfo> all;
+    std::map<int64_t, std::string> labels;
     for (const std::string& ref : o.sweepRefs) {
         const SweepInfo s = store.findSweep(ref);
         for (const RunInfo& r : store.sweepRuns(s.id)) {
             if (!seeds.empty() && !seeds.count(r.seed)) continue;
-            runs.push_back(scoredRun(store, r, s.name + " " + pointLabel(r), o.replay));
+            labels[r.id] = s.name + " " + pointLabel(r);
+            all.push_back(r);
+            if (runPolicy(r) == SkipStepPolicy::Off)
+                runs.push_back(scoredRun(store, r, labels[r.id], o.replay));
         }
     }
     const ForecastScore score = scoreForecasts(runs);
+    const auto policies = scorePolicies(twinPairs(store, all, labels));
     if (o.asJson) {
-        std::cout << scoreJson(score).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+        json j = scoreJson(score);
+        j["policies"] = policiesJson(policies);
+        std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         return 0;
     }
     printScore(score);
+    printPolicies(policies);
     return 0;
 }
 

@@ -24,6 +24,7 @@ NewSweep newSweep(const SweepArgs& o) {
                                                    " (it is the file's name: give one with --name)"
                                              : std::string("--name: ") + e.what());
     }
+    if (o.twins) addTwinsAxis(n.definition);
     n.points = expandSweep(n.definition);  // every point valid before anything is stored
     return n;
 }

@@ -373,6 +373,10 @@ void addSweepOptions(CLI::App& cmd, SweepArgs& args, Database& db) {
                    "grid points each array task runs, one after another, each into its own "
                    "shard (default 1): fewer, longer jobs where a cluster's queue is the cost");
     cmd.add_flag("--submit", args.submit, "run sbatch on the written job");
+    cmd.add_flag("--twins", args.twins,
+                 "train every point twice from the same seed, with the sweep's optim.skip_step "
+                 "policy and without it (an axis optim.skip_step = [off, policy]); "
+                 "forecast-report then judges the policy against its twins");
     db.addOption(cmd, args.dbPath);
 }
 
@@ -392,6 +396,10 @@ int cmdSweep(const SweepArgs& o) {
         throw Error(ErrorCode::InvalidRequest, "give a sweep file or --resume SWEEP (not both)");
     if (!o.resume.empty() && !o.name.empty())
         throw Error(ErrorCode::InvalidRequest, "--name applies to a new sweep, not to --resume");
+    if (!o.resume.empty() && o.twins)
+        throw Error(ErrorCode::InvalidRequest,
+                    "--twins applies to a new sweep, not to --resume (a stored sweep keeps its "
+                    "twins axis)");
     if (!(o.waitRunning >= 0 && o.waitRunning <= kMaxWaitRunning))
         throw Error(ErrorCode::InvalidRequest,
                     "--wait-running: expected 0 to " + std::to_string(int(kMaxWaitRunning)) +

@@ -21,6 +21,7 @@ struct SweepArgs {
     int gpusPerTask = 0, maxParallel = 0;
     int pointsPerTask = 1;  // grid points each array task runs, one after another
     bool submit = false;
+    bool twins = false;  // every point with and without the sweep's skip-step policy
     // --resume: how long to wait for points another process still runs (the workers of a
     // killed sweep stop at their next step) before running the rest without them.
     double waitRunning = 120;

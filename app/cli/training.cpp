@@ -11,6 +11,7 @@
 #include "qklab/config/resources.h"
 #include "qklab/engine/environment.h"
 #include "qklab/engine/trainer.h"
+#include "qklab/util/error.h"
 #include "qklab/util/text_util.h"
 
 namespace qklab::cli {
@@ -37,6 +38,17 @@ class CliObserver : public TrainingObserver {
     // As it is made: the warning is worth most while there is still time to act on it.
     void onForecast(const Forecast& f) override {
         m_bar.note("forecast at step " + std::to_string(f.step) + ": " + printableText(f.text));
+    }
+    // What the skip-step policy did, as it does it (optim.skip_step).
+    void onEvent(const EventRecord& e) override {
+        if (e.source != nameOf(EventSource::Policy)) return;
+        std::string what = eventLabel(e.kind, e.paramsJson);
+        try {
+            const Event ev = eventFromRecord(e.step, e.kind, e.paramsJson, e.source);
+            if (ev.kind == EventKind::SkipStep) what = "update skipped: " + ev.args.why;
+        } catch (const Error&) {
+        }
+        m_bar.note("step " + std::to_string(e.step) + ", skip-step policy: " + printableText(what));
     }
 
   private:

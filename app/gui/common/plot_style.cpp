@@ -331,8 +331,12 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, 
     f.setPointSizeF(std::max(6.5, f.pointSizeF() - 2));
     int lane = 0;
     for (const auto& e : events) {
+        // The user's interventions in magenta, the run's skip-step policy in orange, the
+        // config's own events in grey.
         const bool user = e.source == "user";
-        const QColor color = user ? QColor(200, 40, 160) : QColor(120, 120, 120);
+        const QColor color = user                   ? QColor(200, 40, 160)
+                             : e.source == "policy" ? QColor(215, 110, 0)
+                                                    : QColor(120, 120, 120);
         auto* line = new QCPItemStraightLine(plot);
         line->setProperty(kRole, QStringLiteral("event"));
         const double x = toX ? toX(double(e.step)) : double(e.step);

@@ -471,7 +471,9 @@ void ComparePanel::fillEvents() {
                         .arg(e.step)
                         .arg(QString::fromStdString(e.kind),
                              QString::fromStdString(e.paramsJson).toHtmlEscaped(),
-                             e.source == "user" ? tr("intervention") : tr("config"));
+                             e.source == "user"     ? tr("intervention")
+                             : e.source == "policy" ? tr("skip-step policy")
+                                                    : tr("config"));
         html += QStringLiteral("</p>");
     }
     m_events->setHtml(html);

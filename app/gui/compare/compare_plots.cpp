@@ -529,10 +529,10 @@ void ComparePlots::drawMarkers(QCustomPlot* plot, const CompareMetricInfo* info,
                 }
         }
     }
-    // Interventions in the run's colour (labels would pile up across runs; the Events tab and
-    // the readout name them).
+    // Interventions and the skip-step policy's events in the run's colour (labels would pile
+    // up across runs; the Events tab and the readout name them).
     for (const EventRecord& e : run.snap.events) {
-        if (e.source != "user") continue;
+        if (e.source != "user" && e.source != "policy") continue;
         auto* line = new QCPItemStraightLine(plot);
         setItemRole(line, QStringLiteral("event"));
         const double x = xOf(index, double(e.step));

@@ -86,6 +86,9 @@ RunChange eventChange(const RunConfig& config, const Event& e, int64_t spikeStep
             c.boundAfter = clipBound(at);
             c.effect = boundChange(c.boundBefore, c.boundAfter, false);
             break;
+        case EventKind::SkipStep:  // no update: nothing that could cause a spike
+            c.effect = ChangeEffect::Neutral;
+            break;
     }
     return c;
 }

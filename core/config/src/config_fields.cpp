@@ -106,6 +106,35 @@ struct FieldTable {
     }
 };
 
+// optim.skip_step and its parameters (issue 40).
+void skipStepFields(FieldTable& t) {
+    t.add("optim.skip_step", "Skip-step policy", "",
+          "off; sigma = skip the update of a step whose loss or grad norm is above mean + "
+          "optim.skip_step_sigma x std of the previous optim.skip_step_window steps (OLMo-core's "
+          "SkipStepAdamW; stored as a skip_step event); forecast = multiply the LR by "
+          "optim.forecast_lr_factor for optim.forecast_lr_steps steps after a forecast of an "
+          "onset (stored as lr_multiplier events). Both are judged against twins: sweep --twins",
+          [](RunConfig& c) -> SkipStepPolicy& { return c.optim.skipStep; });
+    t.add(
+        "optim.skip_step_window", "Skip-step window", "steps",
+        "sigma policy: the steps the mean and std are taken over (it acts once half are in)",
+        [](RunConfig& c) -> int64_t& { return c.optim.skipWindow; }, 4, 100000);
+    t.add(
+        "optim.skip_step_sigma", "Skip-step sigmas", "std",
+        "sigma policy: skip when the loss or the grad norm is more than this many standard "
+        "deviations above the window's mean",
+        [](RunConfig& c) -> double& { return c.optim.skipSigma; }, 0.5, 100);
+    t.add(
+        "optim.forecast_lr_factor", "Forecast LR factor", "",
+        "forecast policy: the LR multiplier while a forecast is acted on (times the one in "
+        "effect)",
+        [](RunConfig& c) -> double& { return c.optim.forecastLrFactor; }, 1e-6, 1);
+    t.add(
+        "optim.forecast_lr_steps", "Forecast LR steps", "steps",
+        "forecast policy: how long the LR stays lowered after a forecast",
+        [](RunConfig& c) -> int64_t& { return c.optim.forecastLrSteps; }, 1, 1e7);
+}
+
 void optimizerFields(FieldTable& t) {
     t.group = "Optimizer & LR schedule";
     t.add(
@@ -147,6 +176,7 @@ void optimizerFields(FieldTable& t) {
         "z-loss coefficient: adds z * mean(log(Z)^2), the step metric z_loss_term (Wortsman et "
         "al. 1e-4); 0 = off",
         [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
+    skipStepFields(t);
     t.add(
         "schedule.steps", "Training steps", "", "optimizer steps in the run",
         [](RunConfig& c) -> int64_t& { return c.schedule.steps; }, 1, 1e7);

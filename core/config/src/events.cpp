@@ -223,9 +223,39 @@ EventKindInfo qkClip() {
     return k;
 }
 
+EventKindInfo skipStep() {
+    EventKindInfo k;
+    k.kind = EventKind::SkipStep;
+    k.title = "Skip step";
+    k.action = "Skip update";
+    k.help =
+        "this one step computes its loss and gradients but makes no update (optim.skip_step = "
+        "sigma records one for each step it skips, with why)";
+    EventParamInfo why{"why",
+                       FieldType::Text,
+                       "a note (optional; the sigma policy writes what it saw)",
+                       false,
+                       0,
+                       0,
+                       {},
+                       {},
+                       {},
+                       {}};
+    why.get = [](const EventArgs& a) { return json(a.why); };
+    why.set = [](EventArgs& a, const json& v) { a.why = v.get<std::string>(); };
+    k.params = {why};
+    k.apply = [](StepSettings& s, const Event& e, int64_t step) {
+        if (e.step == step) s.skipUpdate = true;
+    };
+    k.label = [](const EventArgs&) { return std::string("skip"); };
+    k.change = [](const StepSettings&, const EventArgs&) { return std::string("update skipped"); };
+    k.example = {{"step", 451}, {"kind", "skip_step"}};
+    return k;
+}
+
 std::vector<EventKindInfo> buildKinds() {
     std::vector<EventKindInfo> kinds{lrMultiplier(), contextLength(), dirtyBatch(), qkNorm(),
-                                     qkAnneal(),     softcap(),       qkClip()};
+                                     qkAnneal(),     softcap(),       qkClip(),     skipStep()};
     for (auto& k : kinds) k.name = nameOf(k.kind);  // the name table stays the only spelling
     return kinds;
 }
@@ -344,7 +374,7 @@ json eventToJson(const Event& e) {
     json j = eventParamsJson(e);
     j["step"] = e.step;
     j["kind"] = nameOf(e.kind);
-    if (e.source == EventSource::User) j["source"] = nameOf(e.source);
+    if (e.source != EventSource::Config) j["source"] = nameOf(e.source);
     return j;
 }
 
@@ -355,7 +385,7 @@ std::string eventText(const Event& e) {
     const json params = eventParamsJson(e);
     for (const auto& p : eventKindInfo(e.kind).params)
         if (params.contains(p.key)) j[p.key] = params[p.key];
-    if (e.source == EventSource::User) j["source"] = nameOf(e.source);
+    if (e.source != EventSource::Config) j["source"] = nameOf(e.source);
     return j.dump();
 }
 

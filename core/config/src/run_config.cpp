@@ -163,6 +163,22 @@ void checkOptimizer(const RunConfig& c, ProblemList& p) {
     p.need(o.eps > 0, "optim.eps", o.eps, "must be > 0");
     p.need(o.gradClip >= 0, "optim.grad_clip", o.gradClip, "must be >= 0 (0 = off)");
     p.need(o.zLoss >= 0, "optim.z_loss", o.zLoss, "must be >= 0");
+    for (const auto& [key, value] :
+         {std::pair{"optim.skip_step_window", double(o.skipWindow)},
+          std::pair{"optim.skip_step_sigma", o.skipSigma},
+          std::pair{"optim.forecast_lr_factor", o.forecastLrFactor},
+          std::pair{"optim.forecast_lr_steps", double(o.forecastLrSteps)}}) {
+        const FieldInfo& f = *findField(key);
+        p.need(value >= f.minValue && value <= f.maxValue, key, value,
+               "must be in [" + fmt(f.minValue) + ", " + fmt(f.maxValue) + "]");
+    }
+    // Forecasts come from probes; the sigma rule reads every step before its update, which a
+    // replayed CUDA graph (the update inside it) cannot.
+    p.need(o.skipStep != SkipStepPolicy::Forecast || c.probes.every > 0, "optim.skip_step",
+           "forecast", "needs probes.every > 0 (forecasts are made from probes)");
+    p.need(o.skipStep != SkipStepPolicy::Sigma || c.run.cudaGraphs != AutoSwitch::On,
+           "optim.skip_step", "sigma",
+           "reads each step before its update; set run.cuda_graphs = auto or off");
     const auto& s = c.schedule;
     p.need(s.steps >= 1, "schedule.steps", fmt(s.steps), "must be >= 1");
     p.need(s.warmupSteps >= 0 && s.warmupSteps <= s.steps, "schedule.warmup_steps",

@@ -31,7 +31,8 @@ void planAfterForward(const RunConfig& c, const LoopFacts& facts, StepPlan& p) {
     p.freezeGains = p.settings.annealing && c.anneal.qkNorm.freezeGain;
     // Every-step readback checks the step before the update (one transfer for both values),
     // so a diverged run keeps the weights of its last good step.
-    p.readBeforeUpdate = !facts.deferredReadback;
+    // The sigma skip-step rule judges every step before its update.
+    p.readBeforeUpdate = !facts.deferredReadback || c.optim.skipStep == SkipStepPolicy::Sigma;
     p.qkClip = p.settings.qkClipTau > 0 && everyNth(c.attention.qkClip.every, step);
     p.lastStep = step + 1 == c.schedule.steps;
     p.evaluate = everyNth(c.eval.every, step) || p.lastStep;
@@ -65,8 +66,10 @@ StepPlan planStep(const RunConfig& c, int64_t step, const LoopFacts& facts) {
     };
     p.switches = fusedWhere(p.probe);
     p.evalSwitches = fusedWhere(false);
-    // Probe and event steps need the logits or change the model: eager.
-    p.tryGraph = facts.graphs && !facts.events && !p.probe;
+    // Probe and event steps need the logits or change the model: eager. So does a step the
+    // sigma rule may skip (a replayed graph makes its update).
+    p.tryGraph =
+        facts.graphs && !facts.events && !p.probe && c.optim.skipStep != SkipStepPolicy::Sigma;
     planAfterForward(c, facts, p);
     return p;
 }

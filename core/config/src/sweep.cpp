@@ -326,6 +326,34 @@ SweepDefinition parseSweep(const std::string& text, const std::string& sourcePat
     return d;
 }
 
+void addTwinsAxis(SweepDefinition& d) {
+    const std::string key = "optim.skip_step";
+    for (const SweepAxis& a : d.axes)
+        if (a.key == key)
+            throw Error(ErrorCode::InvalidRequest,
+                        "--twins: optim.skip_step is an axis of this sweep already (its \"off\" "
+                        "points are the twins)");
+    json policy = d.set.value(key, json());
+    if (policy.is_null() && d.base.contains("optim") && d.base["optim"].is_object())
+        policy = d.base["optim"].value("skip_step", json());
+    if (!policy.is_string() || policy.get<std::string>() == "off")
+        throw Error(ErrorCode::InvalidRequest,
+                    "--twins: the sweep turns no skip-step policy on (optim.skip_step = " +
+                        (policy.is_null() ? std::string("off") : shortJson(policy)) +
+                        "); set optim.skip_step to sigma or forecast in its base or set");
+    d.set.erase(key);
+    // In key order, where a stored definition read back puts it (axes are a JSON object), so
+    // that the workers' points are the same as these.
+    SweepAxis twins{key, {json("off"), policy}};
+    auto at =
+        std::find_if(d.axes.begin(), d.axes.end(), [&](const SweepAxis& a) { return a.key > key; });
+    d.axes.insert(at, std::move(twins));
+    if (d.pointCount() > kMaxSweepPoints)
+        throw Error(ErrorCode::InvalidRequest,
+                    "--twins: the twins make " + std::to_string(d.pointCount()) +
+                        " points; at most " + std::to_string(kMaxSweepPoints) + " are allowed");
+}
+
 SweepDefinition loadSweepFile(const std::string& path) {
     SweepDefinition d = parseSweep(readInputFile(path, kSweepFile), path);
     if (d.name.empty()) d.name = std::filesystem::path(path).stem().string();

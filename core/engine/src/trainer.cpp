@@ -133,6 +133,8 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     archive.write("next_step", torch::tensor(nextStep));
     archive.write("sampler_state", stringTensor(data->rngState()));
     archive.write("config_json", stringTensor(configToJson(config).dump()));
+    if (config.optim.skipStep != SkipStepPolicy::Off)
+        archive.write("policy_state", stringTensor(policyState()));
     writeArchiveAtomically(archive, path, nextStep);
     lastCheckpoint = path;
     lastCheckpointTime = Clock::now();
@@ -159,6 +161,9 @@ void Trainer::Impl::loadCheckpoint(const std::string& path) {
         archive.read("sampler_state", sampler);
         startStep = next.item<int64_t>();
         data->setRngState(tensorString(sampler));
+        torch::Tensor policy;  // absent before issue 40, and in a run without a policy
+        if (archive.try_read("policy_state", policy))
+            restorePolicyState(tensorString(policy), "checkpoint " + path);
     } catch (const c10::Error& e) {
         throw Error(ErrorCode::BadCheckpoint,
                     "checkpoint " + path + " cannot be loaded: " + e.what_without_backtrace());
@@ -216,10 +221,10 @@ std::vector<EventRecord> Trainer::Impl::eventsAt(int64_t step) {
     };
     std::vector<EventRecord> out;
     for (const auto& e : takeInterventions(step)) out.push_back(record(e));
-    // Config events when they take effect; user events already in the config came from an
-    // earlier session of a resumed run, whose store already holds them.
+    // Config and policy events when they take effect; user events already in the config came
+    // from an earlier session of a resumed run, whose store already holds them.
     for (const auto& e : config.events)
-        if (e.step == step && e.source == EventSource::Config) out.push_back(record(e));
+        if (e.step == step && e.source != EventSource::User) out.push_back(record(e));
     return out;
 }
 
@@ -238,6 +243,7 @@ void Trainer::Impl::reportStep(PendingStep& p, LoopState& st, TrainingObserver& 
         const MonitorReport r = st.monitor.addProbes(p.metrics.step, p.probeStats, p.qkNormActive);
         for (const LogitAlarm& a : r.alarms) observer.onLogitAlarm(a);
         for (const Forecast& f : r.forecasts) observer.onForecast(f);
+        actOnForecasts(p.metrics.step, r.forecasts);
         observer.onProbes(p.metrics.step, p.probeStats, p.histograms);
         if (!p.maps.empty()) observer.onAttentionMaps(p.maps);
         for (const Spike& s : r.spikes) observer.onSpike(s);  // the probe they waited for
@@ -385,6 +391,7 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
     d.gains = d.model->qkGains();
     d.buildOptimizer();
     d.buildGraphs();
+    d.buildPolicy();
     d.probeSettings.bins = histogramBinsOf(config.probes);  // the bins the views draw
     d.mapMoments = MapMoments(config.probes.every, config.probes.attnMapEvery);
     if (!d.options.resumeFrom.empty()) d.loadCheckpoint(d.options.resumeFrom);
@@ -411,7 +418,9 @@ bool Trainer::Impl::runStep(int64_t step, LoopState& st, TrainingObserver& obser
         current.hostSeconds = seconds(t0, Clock::now());
         return readBack(st, observer, outcome);
     }
-    if (!current.graphed) update(plan, current);
+    // A skip_step event, or the sigma policy's verdict on the values just read: no update.
+    const bool skip = plan.settings.skipUpdate || policySkips(plan, current);
+    if (!current.graphed && !skip) update(plan, current);
     // QK-Clip acts on the updated weights, measured on this step's batch.
     if (plan.qkClip)
         current.clips =

@@ -23,6 +23,7 @@
 #include "model.h"
 #include "probes.h"
 #include "qklab/analysis/run_monitor.h"
+#include "qklab/analysis/skip_step.h"
 #include "qklab/config/schedules.h"
 #include "qklab/config/step_plan.h"
 #include "qklab/engine/trainer.h"
@@ -97,7 +98,8 @@ struct Trainer::Impl {
     std::atomic<int64_t> currentStep{0};  // read by other threads (interventions, progress)
     std::string lastCheckpoint;
     Clock::time_point lastCheckpointTime = Clock::now();
-    MapMoments mapMoments{0, 0};  // set from the config in the constructor
+    MapMoments mapMoments{0, 0};                   // set from the config in the constructor
+    std::optional<SkipStepDetector> skipDetector;  // optim.skip_step = sigma
 
     // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
     // the optimizer state in this order.
@@ -107,6 +109,12 @@ struct Trainer::Impl {
     }
     void buildOptimizer();
     void buildGraphs();
+    // optim.skip_step (trainer_policy.cpp).
+    void buildPolicy();
+    bool policySkips(const StepPlan& plan, PendingStep& p);
+    void actOnForecasts(int64_t step, const std::vector<Forecast>& forecasts);
+    std::string policyState() const;
+    void restorePolicyState(const std::string& text, const std::string& where);
 
     void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
     void loadCheckpoint(const std::string& path);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "qklab/analysis/sweep_report.h"
@@ -420,4 +421,51 @@ TEST(SweepGrid, EveryShippedSweepExpands) {
         ++count;
     }
     EXPECT_GE(count, 3);
+}
+
+// sweep --twins: every point with and without the sweep's skip-step policy, from the same
+// seed; a stored definition read back gives the same points (the workers read that one).
+TEST(SweepTwins, EveryPointTwiceWithThePolicyAndWithout) {
+    SweepDefinition d = parseSweep(R"({
+      "base": {"schedule": {"steps": 50}},
+      "axes": {"optim.lr": [0.01, 0.1], "attention.qk_norm": ["none", "rms"]},
+      "seeds": [1, 2], "set": {"optim.skip_step": "sigma"}})",
+                                   "s.json");
+    d.name = "twins";
+    addTwinsAxis(d);
+    const std::vector<SweepPoint> points = expandSweep(d);
+    ASSERT_EQ(points.size(), 16u);  // 2 LRs x 2 norms x 2 policies x 2 seeds
+    std::map<std::string, int> policies;
+    for (const SweepPoint& p : points) {
+        ++policies[p.coords["optim.skip_step"].get<std::string>()];
+        EXPECT_EQ(nameOf(p.config.optim.skipStep), p.coords["optim.skip_step"]);
+    }
+    EXPECT_EQ(policies, (std::map<std::string, int>{{"off", 8}, {"sigma", 8}}));
+    EXPECT_FALSE(d.set.contains("optim.skip_step"));
+    const std::vector<SweepPoint> stored =
+        expandSweep(parseStoredSweep(sweepToJson(d).dump(), "stored"));
+    ASSERT_EQ(stored.size(), points.size());
+    for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(stored[i].coords, points[i].coords) << i;
+}
+
+TEST(SweepTwins, ASweepWithoutAPolicyOrWithItsAxisIsRefused) {
+    SweepDefinition none = parseSweep(R"({"axes": {"optim.lr": [0.01, 0.1]}})", "s.json");
+    try {
+        addTwinsAxis(none);
+        FAIL() << "no policy";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("turns no skip-step policy on"), std::string::npos)
+            << e.what();
+    }
+    SweepDefinition axis = parseSweep(
+        R"({"axes": {"optim.lr": [0.01], "optim.skip_step": ["off", "sigma"]}})", "s.json");
+    EXPECT_THROW(addTwinsAxis(axis), Error);
+    // The policy can come from the base as well.
+    SweepDefinition base =
+        parseSweep(R"({"base": {"optim": {"skip_step": "forecast"}, "probes": {"every": 2}},
+                      "axes": {"optim.lr": [0.01]}})",
+                   "s.json");
+    addTwinsAxis(base);
+    EXPECT_EQ(expandSweep(base)[1].config.optim.skipStep, SkipStepPolicy::Forecast);
+    EXPECT_EQ(expandSweep(base)[0].config.optim.skipStep, SkipStepPolicy::Off);
 }

@@ -1,11 +1,11 @@
 // qklab/config/events.h — timed changes to a run, and the one registry of their kinds.
 //
 // An event changes the run from its step on: the LR multiplier, the context length, one
-// dirty batch, the QK-norm variant, a QK-norm anneal, the softcap, QK-Clip. Each kind is one entry
-// in eventKinds(): its name, help, typed parameters (defaults, ranges, help), how it changes the
-// step's settings, and its plot label. The JSON reader and writer, validation, the form's
-// events editor, the intervention panel, the plot labels, `qklab-cli keys` and
-// docs/CONFIG.md all read that registry; a new kind is added there and nowhere else.
+// dirty batch, the QK-norm variant, a QK-norm anneal, the softcap, QK-Clip, one skipped update.
+// Each kind is one entry in eventKinds(): its name, help, typed parameters (defaults, ranges,
+// help), how it changes the step's settings, and its plot label. The JSON reader and writer,
+// validation, the form's events editor, the intervention panel, the plot labels, `qklab-cli keys`
+// and docs/CONFIG.md all read that registry; a new kind is added there and nowhere else.
 #pragma once
 
 #include <cstdint>
@@ -18,20 +18,30 @@
 
 namespace qklab {
 
-enum class EventKind { LrMultiplier, ContextLength, DirtyBatch, QkNorm, QkAnneal, Softcap, QkClip };
+enum class EventKind {
+    LrMultiplier,
+    ContextLength,
+    DirtyBatch,
+    QkNorm,
+    QkAnneal,
+    Softcap,
+    QkClip,
+    SkipStep
+};
 template <>
 struct Choices<EventKind> {
-    static constexpr std::array<const char*, 7> names{
+    static constexpr std::array<const char*, 8> names{
         "lr_multiplier", "context_length", "dirty_batch", "qk_norm",
-        "qk_anneal",     "softcap",        "qk_clip"};
+        "qk_anneal",     "softcap",        "qk_clip",     "skip_step"};
 };
 
-// Who put an event into the run: its config (a preset or the form), or the user mid-run (an
-// intervention, which a replay turns into a config event).
-enum class EventSource { Config, User };
+// Who put an event into the run: its config (a preset or the form), the user mid-run (an
+// intervention, which a replay turns into a config event), or the run's optim.skip_step policy
+// (a skipped update, a lowered LR).
+enum class EventSource { Config, User, Policy };
 template <>
 struct Choices<EventSource> {
-    static constexpr std::array<const char*, 2> names{"config", "user"};
+    static constexpr std::array<const char*, 3> names{"config", "user", "policy"};
 };
 
 // The typed parameters of every kind; a kind reads the few its registry entry names.
@@ -45,6 +55,7 @@ struct EventArgs {
     SoftcapKind cap = SoftcapKind::Tanh;         // softcap
     double c = 50.0;                             // softcap
     double tau = 100.0;                          // qk_clip (0 = off)
+    std::string why;                             // skip_step: what the policy saw
 };
 
 struct Event {
@@ -93,7 +104,7 @@ const EventKindInfo* findEventKind(const std::string& name);
 // {"step": 300, "kind": "...", <parameters>, "source": "user"?}. Unknown keys, wrong types and
 // out-of-range values throw Error{InvalidConfig} naming `where` + the key and the value.
 Event eventFromJson(const nlohmann::json& j, const std::string& where);
-nlohmann::json eventToJson(const Event& e);  // source only when "user"
+nlohmann::json eventToJson(const Event& e);  // source only when not "config"
 // The same, as text in the order people write it: step, kind, then the parameters in registry
 // order (docs, the form's placeholder and tooltips).
 std::string eventText(const Event& e);

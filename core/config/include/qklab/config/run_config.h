@@ -28,6 +28,15 @@ struct OptimConfig {
     double gradClip = 1.0;                // global L2-norm clip; 0 = off
     double zLoss = 0.0;                   // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
     AutoSwitch fused = AutoSwitch::Auto;  // ATen's fused AdamW kernel; auto = on cuda
+    // Skip-step policies (issue 40): sigma skips a step's update when its loss or grad norm is
+    // above mean + skipSigma x std of the previous skipWindow steps (OLMo-core: 128, 6);
+    // forecast multiplies the LR by forecastLrFactor for forecastLrSteps steps after a
+    // forecast of an onset.
+    SkipStepPolicy skipStep = SkipStepPolicy::Off;
+    int64_t skipWindow = 128;
+    double skipSigma = 6.0;
+    double forecastLrFactor = 0.3;
+    int64_t forecastLrSteps = 50;
 };
 
 struct ScheduleConfig {

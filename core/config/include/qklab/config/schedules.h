@@ -43,6 +43,7 @@ struct StepSettings {
     int64_t seqLen = 0;
     bool dirtyBatch = false;
     std::string dirtyText;
+    bool skipUpdate = false;  // a skip_step event at this step: no update
 };
 StepSettings settingsAt(const RunConfig& c, int64_t step);
 // Each event of c (sorted by step) as the change it made, "qk_norm none→rms @50", in order.

@@ -56,6 +56,11 @@ constexpr size_t kMaxSweepPoints = 10000;
 // Error{InvalidConfig} naming the field and value. The result is normalised: the base is
 // inlined, grids are expanded into value lists.
 SweepDefinition parseSweep(const std::string& text, const std::string& sourcePath);
+// `sweep --twins`: every point twice from the same seed, with the skip-step policy the sweep
+// turns on (optim.skip_step in its set or base) and without it: an axis optim.skip_step =
+// [off, policy], after the others. forecast-report pairs each policy run with its "off" twin.
+// Throws Error{InvalidRequest} when the sweep turns no policy on or already has that axis.
+void addTwinsAxis(SweepDefinition& d);
 // Through readInputFile (qklab/util/input_file.h): MissingFile when absent, InvalidConfig for a
 // special file or one over kSweepFile's limit. The name defaults to the file's stem (callers
 // check it with checkSweepName once --name has had its say).

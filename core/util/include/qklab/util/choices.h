@@ -82,6 +82,13 @@ template <>
 struct Choices<Readback> {
     static constexpr std::array<const char*, 3> names{"auto", "every_step", "deferred"};
 };
+// optim.skip_step: no policy, OLMo-core's mean + k sigma rule on the loss and the grad norm, or
+// a lower LR for a while after a forecast of an onset.
+enum class SkipStepPolicy { Off, Sigma, Forecast };
+template <>
+struct Choices<SkipStepPolicy> {
+    static constexpr std::array<const char*, 3> names{"off", "sigma", "forecast"};
+};
 template <>
 struct Choices<AutoSwitch> {
     static constexpr std::array<const char*, 3> names{"auto", "on", "off"};
