@@ -98,6 +98,7 @@ json policiesJson(const std::map<SkipStepPolicy, PolicyScore>& scores) {
                                {"twin_onsets", s.twinOnsets},
                                {"prevented", s.prevented},
                                {"delayed", s.delayed},
+                               {"delay_median", numJson(s.delayMedian)},
                                {"actions", s.actions},
                                {"steps_affected", s.stepsAffected},
                                {"steps", s.steps},
@@ -114,13 +115,13 @@ void printPolicies(const std::map<SkipStepPolicy, PolicyScore>& scores) {
         "\nskip-step policies against their twins (optim.skip_step = off, same seed); loss "
         "after: mean loss of the %lld steps at +%lld steps, policy run minus twin\n",
         static_cast<long long>(kPolicyLossMeanSteps), static_cast<long long>(kPolicyAfterSteps));
-    std::printf("  %-9s %5s %11s %9s %7s %7s %14s %5s %12s %10s\n", "policy", "pairs",
-                "twin onsets", "prevented", "delayed", "actions", "steps affected", "harm",
-                "loss after", "worst");
+    std::printf("  %-9s %5s %11s %9s %7s %9s %7s %14s %5s %12s %10s\n", "policy", "pairs",
+                "twin onsets", "prevented", "delayed", "delay med", "actions", "steps affected",
+                "harm", "loss after", "worst");
     for (const auto& [policy, s] : scores)
-        std::printf("  %-9s %5d %11d %9d %7d %7d %14lld %5d %12s %10s\n", nameOf(policy), s.pairs,
-                    s.twinOnsets, s.prevented, s.delayed, s.actions,
-                    static_cast<long long>(s.stepsAffected), s.harm,
+        std::printf("  %-9s %5d %11d %9d %7d %9s %7d %14lld %5d %12s %10s\n", nameOf(policy),
+                    s.pairs, s.twinOnsets, s.prevented, s.delayed, num(s.delayMedian).c_str(),
+                    s.actions, static_cast<long long>(s.stepsAffected), s.harm,
                     num(s.lossDeltaMedian, "%+.3f").c_str(), num(s.lossDeltaMax, "%+.3f").c_str());
     std::printf(
         "  (actions: skipped updates or LR lowerings; harm: actions with no onset in the twin "

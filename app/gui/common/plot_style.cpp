@@ -350,8 +350,6 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, 
         text->setProperty(kRole, QStringLiteral("event"));
         text->position->setTypeX(QCPItemPosition::ptPlotCoords);
         text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        // Stagger labels vertically so markers a few steps apart stay readable.
-        text->position->setCoords(x, 0.02 + 0.12 * (lane++ % 3));
         const bool nearEnd = totalSteps > 0 && e.step > totalSteps * 0.8;
         text->setPositionAlignment((nearEnd ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
         QString label = eventLabel(e);
@@ -364,6 +362,10 @@ void setEventMarkers(QCustomPlot* plot, const std::vector<EventRecord>& events, 
             text->setProperty(kTip, tip);
             label += QStringLiteral("\n") + changeReportLabel(*r);  // a second line: narrow
         }
+        // Stagger labels vertically so markers a few steps apart stay readable; a label with
+        // its change report takes two lanes (a skip right after a dirty batch overlapped it).
+        text->position->setCoords(x, 0.02 + 0.12 * (lane % 3));
+        lane += label.contains(QLatin1Char('\n')) ? 2 : 1;
         text->setText(nearEnd ? label + QStringLiteral(" ") : QStringLiteral(" ") + label);
         text->setColor(color);
         text->setFont(f);

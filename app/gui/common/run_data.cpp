@@ -99,6 +99,8 @@ QString keySettings(const RunConfig& c, bool external, const std::set<std::strin
     if (c.attention.qkClip.tau > 0)
         parts << QStringLiteral("qk_clip tau=%1").arg(formatNumber(c.attention.qkClip.tau));
     if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
+    if (c.optim.skipStep != SkipStepPolicy::Off)
+        parts << QStringLiteral("skip_step %1").arg(QString::fromUtf8(nameOf(c.optim.skipStep)));
     parts << QStringLiteral("lr %1").arg(formatNumber(c.optim.lr));
     if (c.anneal.qkNorm.start < c.anneal.qkNorm.end || c.anneal.qkNorm.start < 1.0) {
         parts << QStringLiteral("anneal %1-%2").arg(c.anneal.qkNorm.start).arg(c.anneal.qkNorm.end);

@@ -99,17 +99,19 @@ double meanLossBefore(const std::vector<StepMetrics>& steps, int64_t step, int64
 
 std::map<SkipStepPolicy, PolicyScore> scorePolicies(const std::vector<TwinPair>& pairs) {
     std::map<SkipStepPolicy, PolicyScore> out;
-    std::map<SkipStepPolicy, std::vector<double>> deltas;
+    std::map<SkipStepPolicy, std::vector<double>> deltas, delays;
     for (const TwinPair& p : pairs) {
         PolicyScore& s = out[p.policy];
         ++s.pairs;
         s.steps += p.steps.empty() ? 0 : p.steps.back().step + 1;
         if (p.twinOnset) {
             ++s.twinOnsets;
-            if (!p.onset)
+            if (!p.onset) {
                 ++s.prevented;
-            else if (p.onset->step > p.twinOnset->step)
+            } else if (p.onset->step > p.twinOnset->step) {
                 ++s.delayed;
+                delays[p.policy].push_back(double(p.onset->step - p.twinOnset->step));
+            }
         }
         scoreActions(p, s, deltas[p.policy]);
     }
@@ -117,6 +119,7 @@ std::map<SkipStepPolicy, PolicyScore> scorePolicies(const std::vector<TwinPair>&
         const auto& d = deltas[policy];
         s.lossDeltas = static_cast<int>(d.size());
         s.lossDeltaMedian = median(d);
+        s.delayMedian = median(delays[policy]);
         if (!d.empty()) s.lossDeltaMax = *std::max_element(d.begin(), d.end());
     }
     return out;

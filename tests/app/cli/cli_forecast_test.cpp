@@ -77,3 +77,41 @@ TEST_F(CliForecastTest, ReportScoresTheForecastAgainstTheOnset) {
     EXPECT_NE(bad.err.find("--seeds"), std::string::npos) << bad.err;
     EXPECT_NE(bad.err.find("'3-x'"), std::string::npos) << bad.err;
 }
+
+// The forecast policy where a CLI user looks (issue 40, item 3): `run` prints each lowering as
+// it is made, and `sweep --twins` + `forecast-report` judge it against its twin. The forecast
+// at step 10 lowers the LR x0.3 over steps 11-20; the twin's onset (step 16) comes 10 steps
+// later in the policy run (26).
+TEST_F(CliForecastTest, TwinsJudgeTheForecastPolicy) {
+    const std::string policy =
+        " --set optim.skip_step=forecast --set optim.forecast_lr_steps=10 --db " + m_db;
+    const Result run = cli("run " + m_dir + "/blowup.json --name p" + policy);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find("step 11, skip-step policy: lr \u00d70.3"), std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("step 21, skip-step policy: lr \u00d71"), std::string::npos) << run.err;
+
+    std::ofstream(m_dir + "/s.json") << R"({"base": "blowup.json", "axes": {"optim.lr": [0.1]},
+        "seeds": [1], "set": {"optim.skip_step": "forecast", "optim.forecast_lr_steps": 10}})";
+    ASSERT_EQ(cli("sweep " + m_dir + "/s.json --twins --db " + m_db).status, 0);
+    const json j = json::parse(cli("forecast-report s --json --db " + m_db).out);
+    EXPECT_EQ(j["runs"], 1);  // the forecaster is scored on the twin only
+    const json& f = j["policies"]["forecast"];
+    EXPECT_EQ(f["pairs"], 1);
+    EXPECT_EQ(f["twin_onsets"], 1);
+    EXPECT_EQ(f["prevented"], 0);
+    EXPECT_EQ(f["delayed"], 1);
+    EXPECT_EQ(f["delay_median"], 10.0);
+    EXPECT_EQ(f["actions"], 1);
+    EXPECT_EQ(f["steps_affected"], 10);
+    EXPECT_EQ(f["harm"], 0);  // the twin's onset is 5 steps after the lowering
+
+    // A sweep that turns no policy on, or --twins on a stored sweep: exit 2, saying why.
+    std::ofstream(m_dir + "/n.json") << R"({"base": "blowup.json", "axes": {"optim.lr": [0.1]}})";
+    const Result none = cli("sweep " + m_dir + "/n.json --twins --db " + m_db);
+    EXPECT_EQ(none.status, 2);
+    EXPECT_NE(none.err.find("turns no skip-step policy on (optim.skip_step = off)"),
+              std::string::npos)
+        << none.err;
+    EXPECT_EQ(cli("sweep --resume s --twins --db " + m_db).status, 2);
+}

@@ -104,6 +104,7 @@ TEST(PolicyReport, LossAfterHarmAndPreventedAgainstTheTwin) {
     EXPECT_EQ(f.twinOnsets, 1);
     EXPECT_EQ(f.prevented, 0);
     EXPECT_EQ(f.delayed, 1);
+    EXPECT_DOUBLE_EQ(f.delayMedian, 40.0);  // 140 against the twin's 100
     EXPECT_EQ(f.actions, 1);
     EXPECT_EQ(f.stepsAffected, 50);
     EXPECT_EQ(f.harm, 1);

@@ -54,6 +54,7 @@ struct PolicyScore {
     int64_t steps = 0;          // the policy runs' steps
     int lossDeltas = 0;         // actions whose loss after could be measured
     double lossDeltaMedian = NAN, lossDeltaMax = NAN;
+    double delayMedian = NAN;  // steps the delayed onsets came later than their twins'
 };
 
 std::map<SkipStepPolicy, PolicyScore> scorePolicies(const std::vector<TwinPair>& pairs);
