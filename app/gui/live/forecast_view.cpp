@@ -21,6 +21,15 @@ QString subjectOf(const Forecast& f) {
     return s;
 }
 
+// "came true" only when the onset is what the forecast named: its layer's raw max logit past
+// the line. Another layer's crossing or a loss spike inside the horizon is what forecast-report
+// counts as caught, but the forecast did not say it: "was followed by" (a forecast for layer 0
+// read "came true: the raw max logit of layer 1 passed the line").
+QString outcomeVerb(const Forecast& f, const Onset& o) {
+    const bool named = o.kind == OnsetKind::MaxLogit && o.layer == f.layer;
+    return named ? QObject::tr("came true:") : QObject::tr("was followed by");
+}
+
 }  // namespace
 
 ForecastOutcome forecastOutcome(const Forecast& f, const std::vector<Onset>& onsets,
@@ -64,12 +73,12 @@ QString forecastLineText(const Forecast& f, const ForecastOutcome& o, int64_t la
     switch (o.state) {
         case ForecastOutcome::State::CameTrue:
             return QObject::tr(
-                       "Forecast at step %1 (%2 passes %3 at step %4) came true: %5 at "
-                       "step %6, %7 steps later")
+                       "Forecast at step %1 (%2 passes %3 at step %4) %5 %6 at step %7, "
+                       "%8 steps later")
                 .arg(f.step)
                 .arg(subject, line)
                 .arg(f.predictedStep)
-                .arg(onsetText(*o.onset))
+                .arg(outcomeVerb(f, *o.onset), onsetText(*o.onset))
                 .arg(o.onset->step)
                 .arg(o.onset->step - f.step);
         case ForecastOutcome::State::HorizonPassed:
@@ -85,10 +94,10 @@ QString forecastLineText(const Forecast& f, const ForecastOutcome& o, int64_t la
     }
     const int64_t left = f.predictedStep - latestStep;
     if (left <= 0)
-        return QObject::tr("Forecast: %1 was to pass %2 by step %3 — %4 steps ago, not yet")
+        return QObject::tr("Forecast: %1 was to pass %2 by step %3; not yet (%4)")
             .arg(subject, line)
             .arg(f.predictedStep)
-            .arg(-left);
+            .arg(left == 0 ? QObject::tr("due now") : QObject::tr("%1 steps overdue").arg(-left));
     return QObject::tr("Forecast: at this rate %1 passes %2 in about %3 steps — step %4")
         .arg(subject, line)
         .arg(left)
@@ -99,8 +108,8 @@ QString forecastTimelineHtml(const Forecast& f, const ForecastOutcome& o) {
     QString then;
     switch (o.state) {
         case ForecastOutcome::State::CameTrue:
-            then = QObject::tr("came true: %1 at <a href=\"step:%2\">step %2</a>, %3 steps later")
-                       .arg(onsetText(*o.onset).toHtmlEscaped())
+            then = QObject::tr("%1 %2 at <a href=\"step:%3\">step %3</a>, %4 steps later")
+                       .arg(outcomeVerb(f, *o.onset), onsetText(*o.onset).toHtmlEscaped())
                        .arg(o.onset->step)
                        .arg(o.onset->step - f.step);
             break;

@@ -724,8 +724,9 @@ std::optional<Callout> PauseWatcher::onSpike(const Spike& s) {
 std::optional<Callout> PauseWatcher::onForecast(const Forecast& f) {
     for (size_t i = 0; i < m_conditions.size(); ++i)
         if (!m_fired[i] && m_conditions[i].kind == "forecast") {
-            const std::string reading = "Forecast at step " + std::to_string(f.step) + ": " +
-                                        f.text + " (step " + std::to_string(f.predictedStep) + ").";
+            // The forecast's text names its predicted step already ("(step 31; now 9.01, ...)").
+            const std::string reading =
+                "Forecast at step " + std::to_string(f.step) + ": " + f.text + ".";
             auto out = fire(i, f.step, f.value, reading);
             if (m_conditions[i].callout.empty()) out->text = reading;
             if (out->plot.empty()) out->plot = f.metric;  // "logit_max_raw"

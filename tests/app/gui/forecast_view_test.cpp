@@ -4,6 +4,8 @@
 // at the predicted step, and the Spikes view lists it beside the onset that followed; live
 // batches count the line down and say when the horizon passed. The run is written with
 // RunWriter, so every number is known.
+#include "live/forecast_view.h"
+
 #include <qcustomplot.h>
 
 #include <QLabel>
@@ -191,6 +193,38 @@ class ForecastViewTest : public QObject {
         QCOMPARE(panel.forecastText(),
                  QStringLiteral("Forecast at step 100 (the raw max logit of layer 1 passes 30 at "
                                 "step 136): its horizon, step 250, passed with no onset"));
+    }
+
+    // "came true" only for what the forecast named (its layer's raw max logit); another
+    // layer's crossing or a loss spike in its horizon "followed" it. And a crossing due now
+    // says so (it read "0 steps ago, not yet").
+    void onlyTheNamedLayersCrossingCameTrue() {
+        const Forecast f = forecastAt100();  // layer 1, predicted step 136
+        Onset other;
+        other.step = 120;
+        other.kind = OnsetKind::MaxLogit;
+        other.layer = 0;
+        other.value = 31;
+        const ForecastOutcome byOther = forecastOutcome(f, {other}, 130);
+        QCOMPARE(forecastLineText(f, byOther, 130),
+                 QStringLiteral("Forecast at step 100 (the raw max logit of layer 1 passes 30 at "
+                                "step 136) was followed by the raw max logit of layer 0 passed "
+                                "the line (31) at step 120, 20 steps later"));
+        Onset spike;
+        spike.step = 110;
+        spike.kind = OnsetKind::LossSpike;
+        spike.value = 8.5;
+        QVERIFY(forecastLineText(f, forecastOutcome(f, {spike}, 130), 130)
+                    .contains(QStringLiteral(") was followed by a loss spike (8.5) at step 110")));
+        other.layer = 1;
+        QVERIFY(forecastLineText(f, forecastOutcome(f, {other}, 130), 130)
+                    .contains(QStringLiteral(") came true: the raw max logit of layer 1")));
+        QCOMPARE(forecastLineText(f, forecastOutcome(f, {}, 136), 136),
+                 QStringLiteral("Forecast: the raw max logit of layer 1 was to pass 30 by step "
+                                "136; not yet (due now)"));
+        QCOMPARE(forecastLineText(f, forecastOutcome(f, {}, 140), 140),
+                 QStringLiteral("Forecast: the raw max logit of layer 1 was to pass 30 by step "
+                                "136; not yet (4 steps overdue)"));
     }
 };
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "qklab/analysis/forecast.h"
 #include "qklab/config/names.h"
 #include "qklab/util/error.h"
 #include "support/test_paths.h"
@@ -225,14 +226,20 @@ TEST(PauseWatcher, AForecastConditionFiresAtTheFirstForecast) {
     f.metric = "logit_max_raw";
     f.value = 14.5;
     f.predictedStep = 11;
-    f.text = "at this rate the raw max logit of layer 0 passes 30 in about 3 steps";
+    f.threshold = 30;
+    f.rate = std::log(2.0) / 10;
+    f.text = forecastText(f);  // as RunMonitor writes it
+    ASSERT_EQ(f.text,
+              "at this rate the raw max logit of layer 0 passes 30 in about 3 steps (step 11; now "
+              "14.5, x2 per 10 steps)");
     const auto c = w.onForecast(f);
     ASSERT_TRUE(c);
     EXPECT_EQ(c->step, 8);
     EXPECT_DOUBLE_EQ(c->value, 14.5);
-    EXPECT_EQ(c->text,
-              "What happens next?\n\nForecast at step 8: at this rate the raw max logit of layer 0 "
-              "passes 30 in about 3 steps (step 11).");
+    EXPECT_EQ(
+        c->text,
+        "What happens next?\n\nForecast at step 8: at this rate the raw max logit of layer 0 "
+        "passes 30 in about 3 steps (step 11; now 14.5, x2 per 10 steps).");  // once, not twice
     EXPECT_EQ(c->plot, "logit_max_raw");
     f.step = 10;
     EXPECT_FALSE(w.onForecast(f));  // once

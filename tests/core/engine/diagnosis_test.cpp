@@ -156,15 +156,16 @@ TEST(StagedDiagnosis, ContextSwitchClaimsNoJumpThatDidNotHappen) {
 // a data problem, and frequency is counted (the second spike is no longer "rare"). At the
 // preset's LR 3e-2 this model spikes once in 200 steps (at 98); at 5e-2 the logits pass 100 by
 // step 20 and the first two spikes come at 104 and 134 (z 37 and 7). Where they come is chaotic
-// (seed 1: one by step 140, at 130; seed 2: 86 and 113), so the rate is checked where a second
-// one came.
+// (seed 1: one by step 140, at 130; seed 2: 86 and 113), and so is it across machines: on an
+// AVX-512/AMX Xeon the same seed's first spike came at 151. The whole run is read, and the
+// rate is checked where a second one came.
 TEST(StagedDiagnosis, HighLrRunawayPrescribesQkNorm) {
     RunConfig c = smallModel();  // blowup_no_qknorm.json
     c.schedule.steps = 200;      // the preset has 300
     c.optim.lr = 0.05;
     c.schedule.warmupSteps = 10;
     c.probes.every = 5;
-    const auto spikes = spikesOf(c, 140);
+    const auto spikes = spikesOf(c, -1);
     ASSERT_FALSE(spikes.empty());
     for (const Spike& s : spikes) {
         EXPECT_EQ(s.kind, SpikeKind::QkRunaway) << s.step << ": " << s.diagnosis;
@@ -295,8 +296,14 @@ TEST(StagedDiagnosis, ADirtyBatchAfterABlowUpIsTheBatch) {
     EXPECT_TRUE(says(*s, "step 100, Dirty batch: dirty batch. That is the likeliest cause"))
         << s->diagnosis;
     EXPECT_TRUE(says(*s, "Apart from this spike")) << s->diagnosis;
-    // Control: without the batch, no spike at 100 or in its episode.
-    EXPECT_EQ(spikesBetween(spikesOf(c, 110), 95, 110), "");
+    // Control: without the batch nothing near step 100 is read as a data problem. (Whether the
+    // runaway itself spikes there is chaotic: on an AVX-512/AMX Xeon it did, at 100, as a
+    // qk_runaway.)
+    for (const Spike& control : spikesOf(c, 110)) {
+        if (control.step < 95 || control.step > 110) continue;
+        EXPECT_NE(control.kind, SpikeKind::DataOrAccumulation)
+            << control.step << ": " << control.diagnosis;
+    }
 }
 
 namespace {
