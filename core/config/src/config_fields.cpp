@@ -235,6 +235,12 @@ void mlaFields(FieldTable& t) {
           "mha (per-head keys and values) or mla: DeepSeek-V2 multi-head latent attention, "
           "which caches a latent c_t per token instead of full keys and values",
           [](RunConfig& c) -> AttentionKind& { return c.attention.kind; });
+    t.add("attention.gate", "Output gate", "",
+          "gated attention (Qiu et al. 2025, Qwen): each head's output times sigmoid(x W_g) before "
+          "the output projection, x the block's normed input; headwise = one gate per head, "
+          "elementwise = one per channel; mha and mla. The paper: no attention sink, no massive "
+          "activations. Fixed for the run (no event switches it)",
+          [](RunConfig& c) -> AttentionGate& { return c.attention.gate; });
     t.add(
         "attention.mla.d_c", "MLA latent width d_c", "",
         "mla: width of the latent c_t = RMSNorm(x W_DKV) that keys and values are expanded from",

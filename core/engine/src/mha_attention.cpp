@@ -22,6 +22,9 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c)
     // Henry et al. 2020 initialise the learnable scale to log2(T^2 - T).
     const double T = static_cast<double>(c.model.seqLen);
     m_l2Scale = register_parameter("l2_scale", torch::full({m_nHeads}, std::log2(T * T - T)));
+    // Registered last: a run without a gate draws the same initial weights as before it existed.
+    if (c.attention.gate != AttentionGate::None)
+        m_gate = register_module("gate", OutputGate(c.attention.gate, C, m_nHeads, m_dHead));
 }
 
 std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
@@ -61,6 +64,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
     const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
     const Projection p = project(x, cos, sin, sw);
     auto y = attendCausal(p.q, p.k, p.v, mask, sw, m_l2Scale, capture);  // (B, H, T, D)
+    if (m_gate) y = m_gate(y, x);
     if (capture) {
         capture->q = p.q.detach();
         capture->k = p.k.detach();
@@ -88,6 +92,7 @@ torch::Tensor CausalSelfAttentionImpl::decode(const torch::Tensor& x, const torc
     auto raw = torch::matmul(p.q * logitScaleTensor(sw, m_l2Scale), keys.transpose(2, 3));
     auto probs = torch::softmax(softcapLogits(raw, sw) + decodeMask(past, n, raw.options()), -1);
     auto y = torch::matmul(probs, values);  // (B, H, n, D)
+    if (m_gate) y = m_gate(y, x);
     return m_proj(y.transpose(1, 2).reshape({B, n, C}));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attention.h"
+#include "output_gate.h"
 
 namespace qklab {
 
@@ -36,6 +37,7 @@ class CausalSelfAttentionImpl : public AttentionImpl {
     int64_t m_nHeads, m_dHead;
     bool m_rope;
     torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr};
+    OutputGate m_gate{nullptr};                // attention.gate; null = none
     torch::Tensor m_qGain, m_kGain;            // (G, dh), G = n_heads or 1 (shared)
     torch::Tensor m_wholeQGain, m_wholeKGain;  // (C) for whole-projection RMS (OLMo 2)
     torch::Tensor m_l2Scale;                   // (H) learnable g replacing s (Henry et al.)

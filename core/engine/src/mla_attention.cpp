@@ -69,6 +69,9 @@ LatentAttentionImpl::LatentAttentionImpl(const RunConfig& c)
     m_wholeKGain = register_parameter("whole_k_gain", torch::ones({H * m_dHead}));
     const double T = static_cast<double>(c.model.seqLen);
     m_l2Scale = register_parameter("l2_scale", torch::full({H}, std::log2(T * T - T)));
+    // Registered last: a run without a gate draws the same initial weights as before it existed.
+    if (c.attention.gate != AttentionGate::None)
+        m_gate = register_module("gate", OutputGate(c.attention.gate, C, H, m_dHead));
 }
 
 std::vector<torch::Tensor> LatentAttentionImpl::qkGains() {
@@ -147,6 +150,7 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, const torch::
     }
     auto v = m_vUp(p.latent).view({B, T, H, m_dHead}).transpose(1, 2);
     auto y = attendCausal(q, k, v, mask, sw, m_l2Scale, capture);  // (B, H, T, dh)
+    if (m_gate) y = m_gate(y, x);
     if (capture) {
         capture->q = q.detach();
         capture->k = k.detach();
@@ -285,6 +289,7 @@ torch::Tensor LatentAttentionImpl::decode(const torch::Tensor& x, const torch::T
     raw = raw * logitScaleTensor(sw, m_l2Scale);
     auto probs = torch::softmax(softcapLogits(raw, sw) + decodeMask(past, n, raw.options()), -1);
     auto y = valuesFrom(probs, latent);  // (B, H, n, dh)
+    if (m_gate) y = m_gate(y, x);
     return m_proj(y.transpose(1, 2).reshape({B, n, m_nHeads * m_dHead}));
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "attention.h"
+#include "output_gate.h"
 
 namespace qklab {
 
@@ -72,6 +73,7 @@ class LatentAttentionImpl : public AttentionImpl {
     int64_t m_nHeads, m_dHead, m_dC, m_dRope;
     torch::nn::Linear m_kvDown{nullptr}, m_kUp{nullptr}, m_vUp{nullptr}, m_kRope{nullptr};
     torch::nn::Linear m_q{nullptr}, m_qDown{nullptr}, m_qUp{nullptr}, m_proj{nullptr};
+    OutputGate m_gate{nullptr};                // attention.gate; null = none
     torch::Tensor m_kvNorm, m_qNorm;           // latent RMSNorm weights
     torch::Tensor m_qGain, m_kGain;            // (G, dh) on the content parts
     torch::Tensor m_wholeQGain, m_wholeKGain;  // (H * dh) for whole_rms

@@ -88,6 +88,7 @@ struct QkClipConfig {
 
 struct AttentionConfig {
     AttentionKind kind = AttentionKind::Mha;
+    AttentionGate gate = AttentionGate::None;  // sigmoid gate on each head's output
     MlaConfig mla;
     QkClipConfig qkClip;
     QkNormVariant qkNorm = QkNormVariant::None;

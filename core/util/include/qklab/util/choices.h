@@ -82,6 +82,13 @@ template <>
 struct Choices<Readback> {
     static constexpr std::array<const char*, 3> names{"auto", "every_step", "deferred"};
 };
+// attention.gate: none, or a sigmoid gate on each head's output (Qwen's gated attention), one
+// per head or one per channel.
+enum class AttentionGate { None, Headwise, Elementwise };
+template <>
+struct Choices<AttentionGate> {
+    static constexpr std::array<const char*, 3> names{"none", "headwise", "elementwise"};
+};
 // optim.skip_step: no policy, OLMo-core's mean + k sigma rule on the loss and the grad norm, or
 // a lower LR for a while after a forecast of an onset.
 enum class SkipStepPolicy { Off, Sigma, Forecast };
