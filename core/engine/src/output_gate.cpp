@@ -6,7 +6,8 @@ namespace qklab {
 OutputGateImpl::OutputGateImpl(AttentionGate kind, int64_t dModel, int64_t nHeads, int64_t dHead)
     : m_kind(kind), m_nHeads(nHeads), m_dHead(dHead) {
     const int64_t out = kind == AttentionGate::Headwise ? nHeads : nHeads * dHead;
-    m_w = register_module("w", torch::nn::Linear(torch::nn::LinearOptions(dModel, out).bias(false)));
+    m_w =
+        register_module("w", torch::nn::Linear(torch::nn::LinearOptions(dModel, out).bias(false)));
 }
 
 torch::Tensor OutputGateImpl::forward(const torch::Tensor& y, const torch::Tensor& x) {

@@ -2,12 +2,13 @@
 // sigmoid values worked out by hand, headwise and elementwise; gated MHA and MLA models train
 // to finite losses with the gate's parameters counted; and a gated run stopped and resumed
 // trains exactly as one that never stopped (the gate is in the checkpoint).
+#include "engine/src/output_gate.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 
-#include "engine/src/output_gate.h"
 #include "qklab/engine/run_session.h"
 #include "qklab/engine/trainer.h"
 #include "qklab/store/run_store.h"
@@ -49,8 +50,10 @@ TEST(OutputGate, ElementwiseIsOneSigmoidPerChannelInHeadOrder) {
     torch::NoGradGuard noGrad;
     // Channel c of the output reads (c + 1) x0 - x1: with x = (1, 2, ...) gates at -1, 0, 1, 2;
     // channels 0-1 are head 0's, 2-3 head 1's.
-    gate->weight()->weight.copy_(torch::tensor(
-        {{1.0, -1.0, 0.0, 0.0}, {2.0, -1.0, 0.0, 0.0}, {3.0, -1.0, 0.0, 0.0}, {4.0, -1.0, 0.0, 0.0}}));
+    gate->weight()->weight.copy_(torch::tensor({{1.0, -1.0, 0.0, 0.0},
+                                                {2.0, -1.0, 0.0, 0.0},
+                                                {3.0, -1.0, 0.0, 0.0},
+                                                {4.0, -1.0, 0.0, 0.0}}));
     const auto x = torch::tensor({1.0, 2.0, 5.0, 5.0}).view({1, 1, 4});
     const auto y = gate(onesOutput() * 3.0, x);
     EXPECT_NEAR(y[0][0][0][0].item<double>(), 3 * sigmoid(-1.0), 1e-6);
