@@ -42,6 +42,14 @@ EventParamInfo intParam(std::string key, std::string help, double lo, double hi,
     return p;
 }
 
+// An optional text parameter (empty = the kind's default).
+EventParamInfo textParam(std::string key, std::string help, std::string EventArgs::*member) {
+    EventParamInfo p{std::move(key), FieldType::Text, std::move(help), false, 0, 0, {}, {}, {}, {}};
+    p.get = [member](const EventArgs& a) { return json(a.*member); };
+    p.set = [member](EventArgs& a, const json& v) { a.*member = v.get<std::string>(); };
+    return p;
+}
+
 template <class E>
 EventParamInfo choiceParam(std::string key, std::string help, E EventArgs::*member,
                            bool required = true) {
@@ -111,12 +119,7 @@ EventKindInfo dirtyBatch() {
     k.title = "Dirty batch";
     k.action = "Inject batch";
     k.help = "the batch of this one step is heavily repeated text";
-    EventParamInfo text{
-        "text", FieldType::Text, "the repeated text (default: an advert)", false, 0, 0, {}, {}, {},
-        {}};
-    text.get = [](const EventArgs& a) { return json(a.text); };
-    text.set = [](EventArgs& a, const json& v) { a.text = v.get<std::string>(); };
-    k.params = {text};
+    k.params = {textParam("text", "the repeated text (default: an advert)", &EventArgs::text)};
     k.apply = [](StepSettings& s, const Event& e, int64_t step) {
         if (e.step != step) return;
         s.dirtyBatch = true;
@@ -231,19 +234,8 @@ EventKindInfo skipStep() {
     k.help =
         "this one step computes its loss and gradients but makes no update (optim.skip_step = "
         "sigma records one for each step it skips, with why)";
-    EventParamInfo why{"why",
-                       FieldType::Text,
-                       "a note (optional; the sigma policy writes what it saw)",
-                       false,
-                       0,
-                       0,
-                       {},
-                       {},
-                       {},
-                       {}};
-    why.get = [](const EventArgs& a) { return json(a.why); };
-    why.set = [](EventArgs& a, const json& v) { a.why = v.get<std::string>(); };
-    k.params = {why};
+    k.params = {textParam("why", "a note (optional; the sigma policy writes what it saw)",
+                          &EventArgs::why)};
     k.apply = [](StepSettings& s, const Event& e, int64_t step) {
         if (e.step == step) s.skipUpdate = true;
     };

@@ -7,15 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 
-#include "qklab/engine/run_session.h"
 #include "qklab/engine/trainer.h"
-#include "qklab/store/run_store.h"
+#include "support/resume_pair.h"
 #include "support/tiny_config.h"
 
 using namespace qklab;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -86,33 +83,13 @@ TEST(OutputGate, GatedMhaAndMlaTrainWithTheGateCounted) {
 }
 
 TEST(OutputGate, AGatedRunResumesToTheSameLosses) {
-    char tmpl[] = "/tmp/qklab-gate-XXXXXX";
-    const std::string dir = mkdtemp(tmpl), db = dir + "/runs.db";
     RunConfig c = testsupport::tinyRunConfig(16);
     c.attention.gate = AttentionGate::Elementwise;
-    int64_t fullId = 0, stoppedId = 0;
-    {
-        RunSession full(c, SessionOptions{db, "full", {}});
-        fullId = full.runId();
-        ASSERT_EQ(full.run().status, RunStatus::Finished);
-    }
-    {
-        RunSession first(c, SessionOptions{db, "stopped", {}});
-        stoppedId = first.runId();
-        struct Stopper : TrainingObserver {
-            Trainer* t = nullptr;
-            void onStep(const StepMetrics& m) override {
-                if (m.step == 7) t->requestStop();
-            }
-        } stopper;
-        stopper.t = &first.trainer();
-        ASSERT_EQ(first.run(&stopper).status, RunStatus::Stopped);
-    }
-    ASSERT_EQ(RunSession::resume(db, stoppedId)->run().status, RunStatus::Finished);
-    RunStore store(db);
-    const auto a = store.stepMetrics(fullId), b = store.stepMetrics(stoppedId);
-    ASSERT_EQ(a.size(), 16u);
-    ASSERT_EQ(b.size(), 16u);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].loss, b[i].loss) << "step " << i;
-    fs::remove_all(dir);
+    const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 7);
+    EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
+    EXPECT_EQ(r.resumedStatus, RunStatus::Finished);
+    ASSERT_EQ(r.full.size(), 16u);
+    ASSERT_EQ(r.resumed.size(), 16u);
+    for (size_t i = 0; i < r.full.size(); ++i)
+        EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
 }

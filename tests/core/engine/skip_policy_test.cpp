@@ -5,17 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <set>
 
 #include "qklab/analysis/skip_step.h"
 #include "qklab/engine/run_session.h"
 #include "qklab/engine/trainer.h"
 #include "qklab/store/run_store.h"
+#include "support/resume_pair.h"
 #include "support/tiny_config.h"
 
 using namespace qklab;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -56,45 +55,6 @@ RunConfig blowup(int64_t steps) {
     c.probes.attnMapEvery = 0;
     c.eval.every = 0;
     return c;
-}
-
-std::string tempDir() {
-    char tmpl[] = "/tmp/qklab-skip-XXXXXX";
-    return mkdtemp(tmpl);
-}
-
-// The run trained whole, then the same config stopped after `stopAfter` and resumed: their
-// stored steps and events.
-struct TwoSessions {
-    std::vector<StepMetrics> full, resumed;
-    std::vector<EventRecord> fullEvents, resumedEvents;
-};
-TwoSessions stoppedAndResumed(const RunConfig& c, int64_t stopAfter) {
-    const std::string dir = tempDir();
-    const std::string db = dir + "/runs.db";
-    int64_t fullId = 0, stoppedId = 0;
-    {
-        RunSession full(c, SessionOptions{db, "full", {}});
-        fullId = full.runId();
-        EXPECT_EQ(full.run().status, RunStatus::Finished);
-    }
-    {
-        RunSession first(c, SessionOptions{db, "stopped", {}});
-        stoppedId = first.runId();
-        Collector stopper;
-        stopper.onEachStep = [&](const StepMetrics& m) {
-            if (m.step == stopAfter) first.trainer().requestStop();
-        };
-        EXPECT_EQ(first.run(&stopper).status, RunStatus::Stopped);
-    }
-    auto again = RunSession::resume(db, stoppedId);
-    EXPECT_EQ(again->trainer().startStep(), stopAfter + 1);
-    EXPECT_EQ(again->run().status, RunStatus::Finished);
-    RunStore store(db);
-    TwoSessions out{store.stepMetrics(fullId), store.stepMetrics(stoppedId), store.events(fullId),
-                    store.events(stoppedId)};
-    fs::remove_all(dir);
-    return out;
 }
 
 }  // namespace
@@ -176,7 +136,9 @@ TEST(SkipPolicy, BothPoliciesResumeAsIfTheyNeverStopped) {
         c.optim.skipWindow = 16;
         c.optim.skipSigma = 2.0;
         c.optim.forecastLrSteps = 30;
-        const TwoSessions r = stoppedAndResumed(c, 24);
+        const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 24);
+        EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
+        EXPECT_EQ(r.resumedFrom, 25);
         ASSERT_EQ(r.full.size(), 50u);
         ASSERT_EQ(r.resumed.size(), 50u);
         for (size_t i = 0; i < r.full.size(); ++i) {

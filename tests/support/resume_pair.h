@@ -1,0 +1,61 @@
+// resume_pair.h — a run trained whole, and the same config stopped after a step and resumed
+// from its checkpoint, in one store: what the engine's resume tests compare (a resumed run
+// must train exactly as one that never stopped).
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "qklab/engine/run_session.h"
+#include "qklab/engine/trainer.h"
+#include "qklab/store/run_store.h"
+
+namespace qklab::testsupport {
+
+struct ResumePair {
+    RunStatus fullStatus = RunStatus::Unknown, stoppedStatus = RunStatus::Unknown,
+              resumedStatus = RunStatus::Unknown;
+    int64_t resumedFrom = -1;  // the resumed session's first step
+    std::vector<StepMetrics> full, resumed;
+    std::vector<EventRecord> fullEvents, resumedEvents;
+};
+
+inline ResumePair trainedWholeAndResumed(const RunConfig& c, int64_t stopAfter) {
+    char tmpl[] = "/tmp/qklab-resume-XXXXXX";
+    const std::string dir = mkdtemp(tmpl), db = dir + "/runs.db";
+    ResumePair out;
+    int64_t fullId = 0, stoppedId = 0;
+    {
+        RunSession full(c, SessionOptions{db, "full", {}});
+        fullId = full.runId();
+        out.fullStatus = full.run().status;
+    }
+    {
+        RunSession first(c, SessionOptions{db, "stopped", {}});
+        stoppedId = first.runId();
+        struct Stopper : TrainingObserver {
+            Trainer* trainer = nullptr;
+            int64_t after = 0;
+            void onStep(const StepMetrics& m) override {
+                if (m.step == after) trainer->requestStop();
+            }
+        } stopper;
+        stopper.trainer = &first.trainer();
+        stopper.after = stopAfter;
+        out.stoppedStatus = first.run(&stopper).status;
+    }
+    auto again = RunSession::resume(db, stoppedId);
+    out.resumedFrom = again->trainer().startStep();
+    out.resumedStatus = again->run().status;
+    RunStore store(db);
+    out.full = store.stepMetrics(fullId);
+    out.resumed = store.stepMetrics(stoppedId);
+    out.fullEvents = store.events(fullId);
+    out.resumedEvents = store.events(stoppedId);
+    std::filesystem::remove_all(dir);
+    return out;
+}
+
+}  // namespace qklab::testsupport
