@@ -144,17 +144,25 @@ std::vector<TwinPair> twinPairs(RunStore& store, const std::vector<RunInfo>& run
             return SpikeConfig{};
         }
     };
+    // Each run's policy and point (its coordinates without the policy, with the seed) read once:
+    // a sweep of 10,000 points would otherwise parse configs 10^8 times.
+    std::vector<SkipStepPolicy> policies;
+    std::vector<std::string> points;
+    std::map<std::string, const RunInfo*> offRuns;  // point -> its run with the policy off
     for (const RunInfo& r : runs) {
-        const SkipStepPolicy policy = runPolicy(r);
+        policies.push_back(runPolicy(r));
+        points.push_back(r.sweep ? std::to_string(r.sweep->sweepId) + " " + std::to_string(r.seed) +
+                                       " " + coordsWithout(r, {"optim.skip_step"}).dump()
+                                 : std::string());
+        if (r.sweep && policies.back() == SkipStepPolicy::Off) offRuns[points.back()] = &r;
+    }
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const RunInfo& r = runs[i];
+        const SkipStepPolicy policy = policies[i];
         if (policy == SkipStepPolicy::Off || !r.sweep) continue;
-        const json key = coordsWithout(r, {"optim.skip_step"});
-        const RunInfo* twin = nullptr;
-        for (const RunInfo& t : runs)
-            if (t.id != r.id && t.sweep && t.sweep->sweepId == r.sweep->sweepId &&
-                runPolicy(t) == SkipStepPolicy::Off && t.seed == r.seed &&
-                coordsWithout(t, {"optim.skip_step"}) == key)
-                twin = &t;
-        if (!twin) continue;
+        const auto found = offRuns.find(points[i]);
+        if (found == offRuns.end()) continue;
+        const RunInfo* twin = found->second;
         TwinPair p;
         p.runId = r.id;
         p.twinId = twin->id;

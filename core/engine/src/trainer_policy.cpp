@@ -99,7 +99,11 @@ void Trainer::Impl::restorePolicyState(const std::string& text, const std::strin
             throw Error(ErrorCode::BadCheckpoint, err.what());
         }
         e.source = EventSource::Policy;
-        insertByStep(config.events, e);
+        // The stored config may hold it already (a preset that wrote "source": "policy").
+        const bool known =
+            std::any_of(config.events.begin(), config.events.end(),
+                        [&](const Event& o) { return eventToJson(o) == eventToJson(e); });
+        if (!known) insertByStep(config.events, e);
     }
 }
 
