@@ -241,6 +241,14 @@ void mlaFields(FieldTable& t) {
           "elementwise = one per channel; mha and mla. The paper: no attention sink, no massive "
           "activations. Fixed for the run (no event switches it)",
           [](RunConfig& c) -> AttentionGate& { return c.attention.gate; });
+    t.add("attention.sigma_reparam", "sigmaReparam", "",
+          "sigmaReparam (Zhai et al. 2023): each weight matrix W used as gamma / sigma(W) * W, "
+          "sigma(W) its spectral norm by one power-iteration step per training forward, gamma a "
+          "learnable scalar (no weight decay) starting at sigma(W); attention = the attention's "
+          "projections (q, k and v each their own sigma), all = those and the MLP's; never the "
+          "embedding or the LM head. The paper: no attention entropy collapse. Not with QK-Clip. "
+          "Fixed for the run",
+          [](RunConfig& c) -> SigmaReparamScope& { return c.attention.sigmaReparam; });
     t.add(
         "attention.mla.d_c", "MLA latent width d_c", "",
         "mla: width of the latent c_t = RMSNorm(x W_DKV) that keys and values are expanded from",

@@ -295,11 +295,33 @@ std::string mlaRefusal(QkNormVariant v) {
     return {};
 }
 
+// QK-Clip scales a head's rows of W_q and W_k; sigmaReparam uses gamma / sigma(W) * W, which
+// divides the clip's factor out again wherever the head carries sigma(W) (wholly if every row
+// were scaled), and its gamma, which could carry a clip, is one per matrix, not one per head.
+// So the two are refused together, by the config key and by a qk_clip event (an intervention
+// is checked as an event).
+void checkSigmaReparam(const RunConfig& c, ProblemList& p) {
+    const SigmaReparamScope scope = c.attention.sigmaReparam;
+    if (scope == SigmaReparamScope::None) return;
+    const std::string why =
+        std::string("QK-Clip cannot be combined with attention.sigma_reparam = ") + nameOf(scope) +
+        ": the clip rescales rows of W_q and W_k, which gamma / sigma(W) * W "
+        "divides out again, and gamma is one per matrix, not per head; set "
+        "attention.qk_clip.tau = 0 or attention.sigma_reparam = none";
+    p.need(c.attention.qkClip.tau == 0, "attention.qk_clip.tau", c.attention.qkClip.tau, why);
+    for (size_t i = 0; i < c.events.size(); ++i) {
+        const Event& e = c.events[i];
+        if (e.kind == EventKind::QkClip)
+            p.need(e.args.tau == 0, "events[" + std::to_string(i) + "].tau", e.args.tau, why);
+    }
+}
+
 void checkAttention(const RunConfig& c, ProblemList& p) {
     const auto& a = c.attention;
     p.need(a.qkClip.tau >= 0 && std::isfinite(a.qkClip.tau), "attention.qk_clip.tau", a.qkClip.tau,
            "must be >= 0 (0 = off)");
     p.need(a.qkClip.every >= 1, "attention.qk_clip.every", fmt(a.qkClip.every), "must be >= 1");
+    checkSigmaReparam(c, p);
     if (a.kind != AttentionKind::Mla) return;
     const auto& m = a.mla;
     p.need(m.dC >= 1 && m.dC <= 65536, "attention.mla.d_c", fmt(m.dC), "must be in [1, 65536]");

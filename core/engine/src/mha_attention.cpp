@@ -25,6 +25,11 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const RunConfig& c)
     // Registered last: a run without a gate draws the same initial weights as before it existed.
     if (c.attention.gate != AttentionGate::None)
         m_gate = register_module("gate", OutputGate(c.attention.gate, C, m_nHeads, m_dHead));
+    // After the gate, for the same reason; u and v are drawn by the Transformer, after all else.
+    if (c.attention.sigmaReparam != SigmaReparamScope::None) {
+        m_qkvSigma = register_module("qkv_sigma", SpectralReparam(m_qkv->weight, 3));
+        m_projSigma = register_module("proj_sigma", SpectralReparam(m_proj->weight));
+    }
 }
 
 std::vector<torch::Tensor> CausalSelfAttentionImpl::qkGains() {
@@ -36,7 +41,9 @@ CausalSelfAttentionImpl::Projection CausalSelfAttentionImpl::project(const torch
                                                                      const torch::Tensor& sin,
                                                                      const AttentionSwitches& sw) {
     const int64_t B = x.size(0), T = x.size(1), H = m_nHeads, D = m_dHead;
-    auto qkv = m_qkv(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, D)
+    auto qkv = reparamLinear(m_qkv, m_qkvSigma, x)
+                   .view({B, T, 3, H, D})
+                   .permute({2, 0, 3, 1, 4});  // (3, B, H, T, D)
     Projection p{qkv[0], qkv[1], qkv[2], qkv[0], qkv[1]};
     const bool norming = sw.qkNorm != QkNormVariant::None && sw.alpha > 0.0;
     auto applyNorm = [&]() {
@@ -71,7 +78,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
         capture->qRaw = p.qRaw.detach();
         capture->kRaw = p.kRaw.detach();
     }
-    return m_proj(y.transpose(1, 2).reshape({B, T, C}));
+    return reparamLinear(m_proj, m_projSigma, y.transpose(1, 2).reshape({B, T, C}));
 }
 
 void CausalSelfAttentionImpl::allocateCache(LayerCache& cache, int64_t batch, int64_t capacity,
@@ -93,7 +100,7 @@ torch::Tensor CausalSelfAttentionImpl::decode(const torch::Tensor& x, const torc
     auto probs = torch::softmax(softcapLogits(raw, sw) + decodeMask(past, n, raw.options()), -1);
     auto y = torch::matmul(probs, values);  // (B, H, n, D)
     if (m_gate) y = m_gate(y, x);
-    return m_proj(y.transpose(1, 2).reshape({B, n, C}));
+    return reparamLinear(m_proj, m_projSigma, y.transpose(1, 2).reshape({B, n, C}));
 }
 
 torch::Tensor CausalSelfAttentionImpl::maxLogitPerHead(const torch::Tensor& x,
@@ -108,6 +115,7 @@ torch::Tensor CausalSelfAttentionImpl::maxLogitPerHead(const torch::Tensor& x,
 void CausalSelfAttentionImpl::clipHead(int64_t head, double factor) {
     // W_qkv rows: [q heads | k heads | v heads], each head d_head rows.
     const int64_t C = m_nHeads * m_dHead;
+    TORCH_CHECK(!m_qkvSigma, "QK-Clip with attention.sigma_reparam is refused by validation");
     auto& w = m_qkv->weight;
     w.narrow(0, head * m_dHead, m_dHead).mul_(factor);
     w.narrow(0, C + head * m_dHead, m_dHead).mul_(factor);

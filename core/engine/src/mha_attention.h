@@ -5,6 +5,7 @@
 
 #include "attention.h"
 #include "output_gate.h"
+#include "sigma_reparam.h"
 
 namespace qklab {
 
@@ -23,7 +24,7 @@ class CausalSelfAttentionImpl : public AttentionImpl {
                        const torch::TensorOptions& options) const override;
     torch::Tensor maxLogitPerHead(const torch::Tensor& x, const torch::Tensor& cos,
                                   const torch::Tensor& sin, const AttentionSwitches& sw) override;
-    // W_qkv rows of the head's query and key scale by factor each.
+    // W_qkv rows of the head's query and key scale by factor each (refused with sigmaReparam).
     void clipHead(int64_t head, double factor) override;
     std::vector<torch::Tensor> qkGains() override;
 
@@ -37,7 +38,9 @@ class CausalSelfAttentionImpl : public AttentionImpl {
     int64_t m_nHeads, m_dHead;
     bool m_rope;
     torch::nn::Linear m_qkv{nullptr}, m_proj{nullptr};
-    OutputGate m_gate{nullptr};                // attention.gate; null = none
+    OutputGate m_gate{nullptr};  // attention.gate; null = none
+    // attention.sigma_reparam: W_qkv as three matrices (q, k, v), and W_o; null = none.
+    SpectralReparam m_qkvSigma{nullptr}, m_projSigma{nullptr};
     torch::Tensor m_qGain, m_kGain;            // (G, dh), G = n_heads or 1 (shared)
     torch::Tensor m_wholeQGain, m_wholeKGain;  // (C) for whole-projection RMS (OLMo 2)
     torch::Tensor m_l2Scale;                   // (H) learnable g replacing s (Henry et al.)

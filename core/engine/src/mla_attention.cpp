@@ -72,6 +72,22 @@ LatentAttentionImpl::LatentAttentionImpl(const RunConfig& c)
     // Registered last: a run without a gate draws the same initial weights as before it existed.
     if (c.attention.gate != AttentionGate::None)
         m_gate = register_module("gate", OutputGate(c.attention.gate, C, H, m_dHead));
+    if (c.attention.sigmaReparam != SigmaReparamScope::None) registerSigmas();
+}
+
+// After the gate, for the same reason; u and v are drawn by the Transformer, after all else.
+void LatentAttentionImpl::registerSigmas() {
+    auto add = [this](const std::string& name, torch::nn::Linear& lin, SpectralReparam& sr) {
+        if (lin) sr = register_module(name + "_sigma", SpectralReparam(lin->weight));
+    };
+    add("kv_down", m_kvDown, m_kvDownSigma);
+    add("k_up", m_kUp, m_kUpSigma);
+    add("v_up", m_vUp, m_vUpSigma);
+    add("k_rope", m_kRope, m_kRopeSigma);
+    add("q_down", m_qDown, m_qDownSigma);
+    add("q_up", m_qUp, m_qUpSigma);
+    add("q", m_q, m_qSigma);
+    add("proj", m_proj, m_projSigma);
 }
 
 std::vector<torch::Tensor> LatentAttentionImpl::qkGains() {
@@ -83,20 +99,23 @@ LatentAttentionImpl::Projection LatentAttentionImpl::project(const torch::Tensor
                                                              const torch::Tensor& sin) {
     const int64_t B = x.size(0), T = x.size(1), H = m_nHeads;
     Projection p;
-    p.latent = rmsNorm(m_kvDown(x), m_kvNorm);
-    auto q = m_qUp ? m_qUp(rmsNorm(m_qDown(x), m_qNorm)) : m_q(x);
+    p.latent = rmsNorm(reparamLinear(m_kvDown, m_kvDownSigma, x), m_kvNorm);
+    auto q = m_qUp ? reparamLinear(m_qUp, m_qUpSigma,
+                                   rmsNorm(reparamLinear(m_qDown, m_qDownSigma, x), m_qNorm))
+                   : reparamLinear(m_q, m_qSigma, x);
     q = q.view({B, T, H, m_dHead + m_dRope}).transpose(1, 2);  // (B, H, T, dh + dr)
     p.qContent = q.narrow(-1, 0, m_dHead);
     if (m_dRope > 0) {
         p.qRope = applyRope(q.narrow(-1, m_dHead, m_dRope), cos, sin);
-        p.kRope = applyRope(m_kRope(x).view({B, 1, T, m_dRope}), cos, sin);
+        p.kRope =
+            applyRope(reparamLinear(m_kRope, m_kRopeSigma, x).view({B, 1, T, m_dRope}), cos, sin);
     }
     return p;
 }
 
 torch::Tensor LatentAttentionImpl::contentKeys(const torch::Tensor& latent) {
     const int64_t B = latent.size(0), T = latent.size(1);
-    return m_kUp(latent).view({B, T, m_nHeads, m_dHead}).transpose(1, 2);
+    return reparamLinear(m_kUp, m_kUpSigma, latent).view({B, T, m_nHeads, m_dHead}).transpose(1, 2);
 }
 
 // Values never materialise per key: (probs @ c) W_UV per head, the absorbed value path.
@@ -105,7 +124,7 @@ torch::Tensor LatentAttentionImpl::valuesFrom(const torch::Tensor& probs,
     const int64_t B = probs.size(0), H = probs.size(1), n = probs.size(2);
     auto context = torch::bmm(probs.reshape({B, H * n, probs.size(3)}), latent)
                        .view({B, H, n, m_dC});  // (B, H, n, d_c)
-    auto wv = m_vUp->weight.view({1, m_nHeads, m_dHead, m_dC});
+    auto wv = reparamWeight(m_vUp, m_vUpSigma).view({1, m_nHeads, m_dHead, m_dC});
     return torch::matmul(context, wv.transpose(2, 3));  // (B, H, n, dh)
 }
 
@@ -148,7 +167,7 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, const torch::
             kRaw = torch::cat({kRaw, p.kRope.expand(shape)}, -1);
         }
     }
-    auto v = m_vUp(p.latent).view({B, T, H, m_dHead}).transpose(1, 2);
+    auto v = reparamLinear(m_vUp, m_vUpSigma, p.latent).view({B, T, H, m_dHead}).transpose(1, 2);
     auto y = attendCausal(q, k, v, mask, sw, m_l2Scale, capture);  // (B, H, T, dh)
     if (m_gate) y = m_gate(y, x);
     if (capture) {
@@ -157,7 +176,7 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, const torch::
         capture->qRaw = qRaw.detach();
         capture->kRaw = kRaw.detach();
     }
-    return m_proj(y.transpose(1, 2).reshape({B, T, H * m_dHead}));
+    return reparamLinear(m_proj, m_projSigma, y.transpose(1, 2).reshape({B, T, H * m_dHead}));
 }
 
 // ---- the absorbed form ---------------------------------------------------------------------
@@ -184,7 +203,7 @@ torch::Tensor LatentAttentionImpl::absorbQuery(const torch::Tensor& qContent,
     if (normsKeys(sw))
         if (auto g = gain(m_kGain, m_wholeKGain); g.defined()) q = q * g;
     // q~ = (gamma_q * gamma_k * q) W_UK per head: W_UK rows of head h are (dh, d_c).
-    auto wk = m_kUp->weight.view({1, m_nHeads, m_dHead, m_dC});
+    auto wk = reparamWeight(m_kUp, m_kUpSigma).view({1, m_nHeads, m_dHead, m_dC});
     return torch::matmul(q, wk);  // (B, H, T, d_c)
 }
 
@@ -235,6 +254,7 @@ torch::Tensor LatentAttentionImpl::maxLogitPerHead(const torch::Tensor& x, const
 }
 
 void LatentAttentionImpl::clipHead(int64_t head, double factor) {
+    TORCH_CHECK(!m_projSigma, "QK-Clip with attention.sigma_reparam is refused by validation");
     auto& wq = (m_qUp ? m_qUp : m_q)->weight;  // rows per head: [content dh | rope dr]
     const int64_t row = head * (m_dHead + m_dRope);
     wq.narrow(0, row, m_dHead).mul_(factor);
@@ -290,7 +310,8 @@ torch::Tensor LatentAttentionImpl::decode(const torch::Tensor& x, const torch::T
     auto probs = torch::softmax(softcapLogits(raw, sw) + decodeMask(past, n, raw.options()), -1);
     auto y = valuesFrom(probs, latent);  // (B, H, n, dh)
     if (m_gate) y = m_gate(y, x);
-    return m_proj(y.transpose(1, 2).reshape({B, n, m_nHeads * m_dHead}));
+    return reparamLinear(m_proj, m_projSigma,
+                         y.transpose(1, 2).reshape({B, n, m_nHeads * m_dHead}));
 }
 
 }  // namespace qklab

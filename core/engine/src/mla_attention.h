@@ -15,6 +15,7 @@
 
 #include "attention.h"
 #include "output_gate.h"
+#include "sigma_reparam.h"
 
 namespace qklab {
 
@@ -41,7 +42,8 @@ class LatentAttentionImpl : public AttentionImpl {
                                   const torch::Tensor& sin, const AttentionSwitches& sw) override;
     // QK-Clip under MLA scales only head-specific weights: the head's content query rows and
     // W_UK rows by `factor` each, its RoPE query rows by factor^2; the shared W_KR and the
-    // latent stay as they are, so the head's logits scale by factor^2 exactly.
+    // latent stay as they are, so the head's logits scale by factor^2 exactly. Refused with
+    // sigmaReparam (see run_config.cpp).
     void clipHead(int64_t head, double factor) override;
     std::vector<torch::Tensor> qkGains() override;
     // Distinct key inverse-RMS scalars per token the absorbed cache keeps (G): n_heads for the
@@ -56,6 +58,7 @@ class LatentAttentionImpl : public AttentionImpl {
         torch::Tensor qRope;     // (B, H, T, dr), rotated
         torch::Tensor kRope;     // (B, 1, T, dr), rotated
     };
+    void registerSigmas();  // attention.sigma_reparam
     Projection project(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
     torch::Tensor contentKeys(const torch::Tensor& latent);  // (B, H, T, dh) raw
     torch::Tensor valuesFrom(const torch::Tensor& probs, const torch::Tensor& latent);
@@ -73,7 +76,11 @@ class LatentAttentionImpl : public AttentionImpl {
     int64_t m_nHeads, m_dHead, m_dC, m_dRope;
     torch::nn::Linear m_kvDown{nullptr}, m_kUp{nullptr}, m_vUp{nullptr}, m_kRope{nullptr};
     torch::nn::Linear m_q{nullptr}, m_qDown{nullptr}, m_qUp{nullptr}, m_proj{nullptr};
-    OutputGate m_gate{nullptr};                // attention.gate; null = none
+    OutputGate m_gate{nullptr};  // attention.gate; null = none
+    // attention.sigma_reparam, one per Linear above (null where the Linear is, or with none).
+    SpectralReparam m_kvDownSigma{nullptr}, m_kUpSigma{nullptr}, m_vUpSigma{nullptr};
+    SpectralReparam m_kRopeSigma{nullptr}, m_qSigma{nullptr}, m_qDownSigma{nullptr};
+    SpectralReparam m_qUpSigma{nullptr}, m_projSigma{nullptr};
     torch::Tensor m_kvNorm, m_qNorm;           // latent RMSNorm weights
     torch::Tensor m_qGain, m_kGain;            // (G, dh) on the content parts
     torch::Tensor m_wholeQGain, m_wholeKGain;  // (H * dh) for whole_rms

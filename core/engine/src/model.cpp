@@ -43,6 +43,11 @@ BlockImpl::BlockImpl(const RunConfig& c) {
         "fc", torch::nn::Linear(torch::nn::LinearOptions(C, c.model.mlpRatio * C).bias(false)));
     m_out = register_module(
         "out", torch::nn::Linear(torch::nn::LinearOptions(c.model.mlpRatio * C, C).bias(false)));
+    // Registered last, so that a run without sigmaReparam has the same weights as before it.
+    if (c.attention.sigmaReparam == SigmaReparamScope::All) {
+        m_fcSigma = register_module("fc_sigma", SpectralReparam(m_fc->weight));
+        m_outSigma = register_module("out_sigma", SpectralReparam(m_out->weight));
+    }
 }
 
 torch::Tensor BlockImpl::attentionInput(const torch::Tensor& x) {
@@ -50,7 +55,8 @@ torch::Tensor BlockImpl::attentionInput(const torch::Tensor& x) {
 }
 
 torch::Tensor BlockImpl::mlp(const torch::Tensor& h) {
-    return h + m_out(torch::gelu(m_fc(rmsNorm(h, m_norm2))));
+    const auto hidden = torch::gelu(reparamLinear(m_fc, m_fcSigma, rmsNorm(h, m_norm2)));
+    return h + reparamLinear(m_out, m_outSigma, hidden);
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -137,6 +143,10 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
             name.find("attn.proj") != std::string::npos || name.find(".out.") != std::string::npos;
         p.normal_(0.0, residual ? residualStd : std, generator);
     }
+    // sigmaReparam's u and v come last of all, and only with it on: runs without it draw
+    // exactly the weights they drew before it existed.
+    for (const auto& module : modules(/*include_self=*/false))
+        if (auto* sigma = module->as<SpectralReparamImpl>()) sigma->initialise(generator);
 }
 
 torch::Tensor TransformerImpl::causalMask(int64_t T, const torch::TensorOptions& options) {

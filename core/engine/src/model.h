@@ -10,6 +10,7 @@
 #include "attention.h"
 #include "qklab/config/run_config.h"
 #include "qklab/store/records.h"
+#include "sigma_reparam.h"
 
 namespace qklab {
 
@@ -38,6 +39,7 @@ class BlockImpl : public torch::nn::Module {
   private:
     torch::Tensor m_norm1, m_norm2;  // RMSNorm weights (C)
     torch::nn::Linear m_fc{nullptr}, m_out{nullptr};
+    SpectralReparam m_fcSigma{nullptr}, m_outSigma{nullptr};  // attention.sigma_reparam = all
 };
 TORCH_MODULE(Block);
 

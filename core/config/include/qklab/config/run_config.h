@@ -88,7 +88,8 @@ struct QkClipConfig {
 
 struct AttentionConfig {
     AttentionKind kind = AttentionKind::Mha;
-    AttentionGate gate = AttentionGate::None;  // sigmoid gate on each head's output
+    AttentionGate gate = AttentionGate::None;                  // sigmoid gate on each head's output
+    SigmaReparamScope sigmaReparam = SigmaReparamScope::None;  // sigmaReparam's matrices
     MlaConfig mla;
     QkClipConfig qkClip;
     QkNormVariant qkNorm = QkNormVariant::None;

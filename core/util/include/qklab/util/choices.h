@@ -89,6 +89,13 @@ template <>
 struct Choices<AttentionGate> {
     static constexpr std::array<const char*, 3> names{"none", "headwise", "elementwise"};
 };
+// attention.sigma_reparam: which weight matrices are used as gamma / sigma(W) * W (sigmaReparam,
+// Zhai et al. 2023): none, the attention's projections, or those and the MLP's.
+enum class SigmaReparamScope { None, Attention, All };
+template <>
+struct Choices<SigmaReparamScope> {
+    static constexpr std::array<const char*, 3> names{"none", "attention", "all"};
+};
 // optim.skip_step: no policy, OLMo-core's mean + k sigma rule on the loss and the grad norm, or
 // a lower LR for a while after a forecast of an onset.
 enum class SkipStepPolicy { Off, Sigma, Forecast };
