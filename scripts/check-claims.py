@@ -15,7 +15,8 @@ For each claim the checker
   3. reads the measure with `qklab-cli value` (the lessons' placeholder syntax:
      "logit_max_raw max", "val_loss at=99", "logit_max_raw first_above=100" ...), or
      "summary:KEY" from `qklab-cli show --json`, or "seconds" (the run's wall time);
-     "minus" subtracts another run's measure on the same seed;
+     "minus" subtracts another run's measure on the same seed, "over" divides by it (a ratio:
+     gated attention's sink against the ungated run's, seed by seed);
   4. checks the range [lo, hi] (null: open) on the seeds it was made from (the run's
      "made_from") and on seeds it was not (its "held_out", never one of made_from): every
      value must lie in it, and the range must reach past the made-from values' min and max by
@@ -132,8 +133,8 @@ def prefetch_all(runner, claims, runs, fast):
     """One `value` call per (run, seed) for every measure the chosen claims read of it."""
     needs = {}
     for c in claims:
-        reads = [(c["run"], c["measure"])] + ([(c["minus"]["run"], c["minus"]["measure"])]
-                                              if "minus" in c else [])
+        other = other_of(c)
+        reads = [(c["run"], c["measure"])] + ([(other["run"], other["measure"])] if other else [])
         made, held = seeds_of(c, runs, fast)
         for seed in made + held:
             for run, what in reads:
@@ -142,13 +143,22 @@ def prefetch_all(runner, claims, runs, fast):
         runner.prefetch(run, seed, measures)
 
 
+def other_of(claim):
+    """The other run's measure a claim subtracts ("minus") or divides by ("over"), or None."""
+    return claim.get("minus") or claim.get("over")
+
+
 def value_of(runner, claim, seed):
     v = runner.measure(claim["run"], seed, claim["measure"])
-    minus = claim.get("minus")
-    if minus is None or v is None:
+    other = other_of(claim)
+    if other is None or v is None:
         return v
-    w = runner.measure(minus["run"], seed, minus["measure"])
-    return None if w is None else v - w
+    w = runner.measure(other["run"], seed, other["measure"])
+    if w is None:
+        return None
+    if "minus" in claim:
+        return v - w
+    return v / w if w != 0 else None  # a ratio to nothing does not exist
 
 
 def in_range(v, bounds):
@@ -230,7 +240,9 @@ def table_problems(runs, claims):
             out += seed_problems("claim " + c["id"], c)
     ids = [c["id"] for c in claims]
     for c in claims:
-        for ref in [c["run"]] + ([c["minus"]["run"]] if "minus" in c else []):
+        if "minus" in c and "over" in c:
+            out.append("claim %s: \"minus\" and \"over\" both given" % c["id"])
+        for ref in [c["run"]] + ([other_of(c)["run"]] if other_of(c) else []):
             if ref not in runs:
                 out.append("claim %s: run %r is not in \"runs\"" % (c["id"], ref))
     dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -278,8 +290,10 @@ def print_results(results, markdown, table_margin):
               "| holds |")
         print("|---|---|---|---|---|---|---|---|")
     for c, holds, measured, why in results:
-        measure = c["measure"] + (" minus %s's %s" % (c["minus"]["run"], c["minus"]["measure"])
-                                  if "minus" in c else "")
+        other = other_of(c)
+        measure = c["measure"] + (" %s %s's %s" % ("minus" if "minus" in c else "over",
+                                                   other["run"], other["measure"])
+                                  if other else "")
         bounds = "[%s, %s]" % tuple("-" if b is None else b for b in c["range"])
         margin = "-" if "seeds" in c else "%g" % c.get("margin", table_margin)
         if markdown:

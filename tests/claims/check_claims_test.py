@@ -135,6 +135,21 @@ class HeldOutSeeds(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn("run r: no \"held_out\" seeds", out)
 
+    def test_over_divides_by_the_other_runs_measure_on_the_same_seed(self):
+        class TwoRuns:
+            def measure(self, run, seed, what):
+                return {"r": 6.0 * seed, "o": {1: 8.0, 2: 0.0}[seed]}[run]
+
+        claim = {"id": "c1", "run": "r", "measure": "m", "over": {"run": "o", "measure": "m"}}
+        self.assertEqual(self.checker.value_of(TwoRuns(), claim, 1), 0.75)
+        self.assertIsNone(self.checker.value_of(TwoRuns(), claim, 2))  # a ratio to 0: none
+        claim["minus"] = {"run": "o", "measure": "m"}
+        self.assertEqual(self.checker.value_of(TwoRuns(), claim, 1), -2.0)  # minus first
+        runs = {"r": {"preset": "p.json", "made_from": [1], "held_out": [2]},
+                "o": {"preset": "p.json", "made_from": [1], "held_out": [2]}}
+        problems = self.checker.table_problems(runs, [claim])
+        self.assertEqual(problems, ['claim c1: "minus" and "over" both given'])
+
     def test_a_held_out_seed_out_of_range_fails_the_claim(self):
         holds, _, why = self.check(table([1, 2], [3], [1.0, 2.0]), {1: 1.4, 2: 1.6, 3: 2.3})
         self.assertFalse(holds)

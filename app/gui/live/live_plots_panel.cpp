@@ -278,8 +278,14 @@ void LivePlotsPanel::buildProbePlots() {
     m_norms = makePlot(tr("q, k (light) norm p90 per layer; normed (dark)"), tr("L2 norm"),
                        tr("q, k norm p90"));
     setLogAxis(m_norms->yAxis, true);
-    m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot)"), tr("entropy (nats)"),
-                         tr("Entropy (→ 0: one-hot)"));
+    // The attention sink beside the entropy: a head that parks its weight on position 0 has
+    // low entropy too, and gated attention (attention.gate) is said to remove the sink.
+    m_entropy = makePlot(tr("Attention entropy (→ 0: one-hot); first-token share (light, right)"),
+                         tr("entropy (nats)"), tr("Entropy (→ 0: one-hot)"));
+    m_entropy->yAxis2->setVisible(true);
+    m_entropy->yAxis2->setLabel(tr("first-token share"));
+    m_entropy->yAxis2->setRange(-0.02, 1.02);
+    themePlot(m_entropy);  // the right axis shown after makePlot()
     m_clips = std::make_unique<QkClipMarks>(m_logits);
 }
 
@@ -372,12 +378,14 @@ QString LivePlotsPanel::layerKey(QCustomPlot* plot, const QString& metric, int l
 QCPGraph* LivePlotsPanel::layerGraph(QCustomPlot* plot, const QString& metric, int layer) {
     const QString key = layerKey(plot, metric, layer);
     if (QCPGraph* g = m_layerGraphs.value(key)) return g;
-    QCPGraph* g = plot->addGraph();
+    // The first-token share (0..1) is read on the entropy plot's right axis.
+    const bool right = metric == QLatin1String("first_token_share");
+    QCPGraph* g = plot->addGraph(plot->xAxis, right ? plot->yAxis2 : plot->yAxis);
     // Solid pens only: QPainter dashes a 10k-point polyline ~10x slower than it draws it solid
     // (a dotted p99 line made one replot of a 100k-step run take 250 ms). Secondary series are
     // told apart by lightness instead.
     QColor color = layerColor(layer);
-    if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k"))
+    if (metric == QLatin1String("p99_raw") || metric == QLatin1String("k") || right)
         color = color.lighter(160);
     if (metric == QLatin1String("max_capped") || metric.endsWith(QLatin1String("_normed")))
         color = color.darker(170);
@@ -557,6 +565,7 @@ void LivePlotsPanel::addProbes(const std::vector<ProbeStats>& probes, size_t fro
                 m_layerGraphs.contains(layerKey(m_norms, QString::fromLatin1(metric), l)))
                 add(m_norms, metric, normed);
         add(m_entropy, "entropy", p.entropy);
+        add(m_entropy, "first_token_share", p.firstTokenShare);
     }
 }
 
@@ -714,7 +723,8 @@ void LivePlotsPanel::replotNow() {
         fitLegendColumns(p);
         fitTitle(p);
         for (QCPAxis* axis : p->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
-            if (axis == m_lanes->yAxis2) continue;  // alpha keeps its fixed 0..1 band
+            // alpha and the first-token share keep their fixed 0..1 bands
+            if (axis == m_lanes->yAxis2 || axis == m_entropy->yAxis2) continue;
             // When zoomed, fit y to what is visible rather than to the whole run.
             fitValueAxis(axis, follow ? QCPRange() : p->xAxis->range());
         }

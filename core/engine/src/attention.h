@@ -42,6 +42,7 @@ struct AttentionCapture {
     torch::Tensor probs;       // (B, H, T, T) softmax
     torch::Tensor q, k;        // (B, H, T, dqk) as they enter the dot product (pre-scale)
     torch::Tensor qRaw, kRaw;  // (B, H, T, dqk) straight out of the projection
+    torch::Tensor hidden;      // (B, T, C) the block's output (undefined: not handed over)
 };
 
 // One layer's decode cache (see qklab/engine/generate.h for the layouts). Tensors are allocated for

@@ -63,7 +63,9 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& co
                                  const torch::Tensor& sin, const torch::Tensor& mask,
                                  const AttentionSwitches& sw, AttentionCapture* capture) {
     const auto in = attentionInput(x);
-    return mlp(x + attn->forward(in, cos, sin, mask, sw, capture));
+    auto out = mlp(x + attn->forward(in, cos, sin, mask, sw, capture));
+    if (capture) capture->hidden = out.detach();  // for the max-activation probe
+    return out;
 }
 
 torch::Tensor BlockImpl::decode(const torch::Tensor& x, const torch::Tensor& cos,

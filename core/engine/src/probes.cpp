@@ -65,8 +65,16 @@ std::pair<torch::Tensor, torch::Tensor> countInBins(const torch::Tensor& logits,
             torch::stack(std::vector<torch::Tensor>{below.sum(1), above.sum(1), isNan.sum(1)}, 1)};
 }
 
+// Per head: the mean softmax weight on key 0 over the query rows that could attend elsewhere
+// (rows 1..T-1; a one-token sequence has only row 0, whose share is 1).
+torch::Tensor firstTokenShare(const torch::Tensor& probs) {
+    const int64_t T = probs.size(2);
+    const auto rows = T > 1 ? probs.narrow(2, 1, T - 1) : probs;  // (B, H, T', T)
+    return rows.select(3, 0).mean(std::vector<int64_t>{0, 2});    // (H)
+}
+
 // How many statistics computeProbes stacks per head and layer, in probeColumns() order.
-constexpr int64_t kColumns = 12;
+constexpr int64_t kColumns = 14;
 
 }  // namespace
 
@@ -87,6 +95,10 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
     auto entropy = -torch::xlogy(probs, probs).sum(-1).mean(std::vector<int64_t>{0, 2});  // (H)
     auto frac = hasCap ? (raw.abs() >= settings.softcapC).to(torch::kFloat32).mean(1)
                        : torch::zeros({H}, raw.options());
+    const auto sink = firstTokenShare(probs);  // (H)
+    // A layer statistic: the head rows hold NaN.
+    const auto act = cap.hidden.defined() ? cap.hidden.to(torch::kFloat32).abs().max()
+                                          : torch::full({}, NAN, raw.options());
     auto rawMax = raw.amax(1), rawMean = raw.mean(1);
     const auto rawP99 = percentiles(raw, 99);
     // Without a cap the capped statistics equal the raw ones: do not compute them twice.
@@ -96,12 +108,13 @@ torch::Tensor layerTable(const AttentionCapture& cap, const ProbeSettings& setti
     auto perHead = torch::stack(
         std::vector<torch::Tensor>{rawMax, rawP99.rows, rawMean, hasCap ? capped.amax(1) : rawMax,
                                    cappedP99.rows, hasCap ? capped.mean(1) : rawMean, qP90.rows,
-                                   kP90.rows, qRawP90.rows, kRawP90.rows, entropy, frac},
+                                   kP90.rows, qRawP90.rows, kRawP90.rows, entropy, frac, sink,
+                                   torch::full({H}, NAN, raw.options())},
         1);  // (H, kColumns)
     auto layer = torch::stack(std::vector<torch::Tensor>{
         rawMax.max(), rawP99.whole, rawMean.mean(), hasCap ? capped.max() : rawMax.max(),
         cappedP99.whole, hasCap ? capped.mean() : rawMean.mean(), qP90.whole, kP90.whole,
-        qRawP90.whole, kRawP90.whole, entropy.mean(), frac.mean()});
+        qRawP90.whole, kRawP90.whole, entropy.mean(), frac.mean(), sink.mean(), act});
     return torch::cat(std::vector<torch::Tensor>{layer.unsqueeze(0), perHead}, 0);
 }
 

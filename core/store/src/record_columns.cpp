@@ -495,6 +495,13 @@ const std::vector<ProbeColumn>& probeColumns() {
          "90th percentile of |k| straight out of the projection", &P::kRawNormP90},
         {"entropy", "entropy", "mean attention entropy per query row (nats)", &P::entropy},
         {"frac_at_cap", "share at the cap", "share of raw logits with |logit| >= C", &P::fracAtCap},
+        {"first_token_share", "first-token share",
+         "mean attention weight on position 0 over query rows 1..T-1 (the attention sink)",
+         &P::firstTokenShare, schemaVersionOf(SchemaFeature::SinkProbes)},
+        {"max_activation", "max activation",
+         "largest |value| of the layer's output, the residual stream after the block (layer rows "
+         "only)",
+         &P::maxActivation, schemaVersionOf(SchemaFeature::SinkProbes)},
     };
     return columns;
 }

@@ -224,6 +224,13 @@ CREATE TABLE forecasts(
     predicted_step INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '',
     PRIMARY KEY(run_id, step, layer, head));
 )sql",
+    // 14: the attention sink and the massive activations (Qiu et al. 2025, gated attention):
+    // the attention mass on position 0 and the largest |value| of the layer's output (probes.cpp;
+    // NULL in older rows and where a run could not measure it).
+    R"sql(
+ALTER TABLE probe_stats ADD COLUMN first_token_share REAL;
+ALTER TABLE probe_stats ADD COLUMN max_activation REAL;
+)sql",
 #ifdef QKLAB_EXTRA_COLUMNS
     kExtraColumnsMigration,  // the test build's (record_columns.cpp)
 #endif

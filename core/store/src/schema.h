@@ -30,6 +30,7 @@ enum class SchemaFeature {
     ExternalRuns,   // runs.source and .user_config, the custom_scalars table
     ChangeReports,  // the change_reports table
     Forecasts,      // the forecasts table
+    SinkProbes,     // probe_stats.first_token_share and .max_activation
 };
 
 struct SchemaFeatureVersion {
@@ -43,7 +44,7 @@ inline constexpr SchemaFeatureVersion kSchemaFeatures[] = {
     {SchemaFeature::Comparisons, 7},   {SchemaFeature::Sweeps, 8},
     {SchemaFeature::QkClips, 9},       {SchemaFeature::OutputLogits, 10},
     {SchemaFeature::ExternalRuns, 11}, {SchemaFeature::ChangeReports, 12},
-    {SchemaFeature::Forecasts, 13},
+    {SchemaFeature::Forecasts, 13},    {SchemaFeature::SinkProbes, 14},
 };
 
 constexpr int schemaVersionOf(SchemaFeature feature) {

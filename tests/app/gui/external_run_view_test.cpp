@@ -308,8 +308,8 @@ class ExternalRunViewTest : public QObject {
         QCOMPARE(names, (QStringList{QStringLiteral("tokens_seen"), "train/acc", "val/acc"}));
         QCustomPlot* plot = plots->customScalarPlot();
         QVERIFY(plots->shownPlots().contains(plot));
-        QCOMPARE(plots->shownPlots().size(), 13);
-        QCOMPARE(plots->gridColumns(), 5);  // three rows, as the twelve alone
+        QCOMPARE(plots->shownPlots().size(), int(compareMetrics().size()) + 1);
+        QCOMPARE(plots->gridColumns(), 5);  // three rows, as the fourteen alone
         // The points each run draws: run index -> (step, value).
         const auto drawn = [plot] {
             std::map<qulonglong, std::vector<std::pair<double, double>>> out;
@@ -351,8 +351,8 @@ class ExternalRunViewTest : public QObject {
         QVERIFY(loaded.wait(10000));
         QVERIFY(plots->scalarChoice()->isHidden());
         QVERIFY(!plots->shownPlots().contains(plot));
-        QCOMPARE(plots->shownPlots().size(), 12);
-        QCOMPARE(plots->gridColumns(), 4);
+        QCOMPARE(plots->shownPlots().size(), int(compareMetrics().size()));
+        QCOMPARE(plots->gridColumns(), 5);
         QVERIFY(plot->isHidden());
     }
 
@@ -454,7 +454,7 @@ class ExternalRunViewTest : public QObject {
         QVERIFY(loaded.wait(10000));
         w.showTab(QStringLiteral("compare"));
         QCoreApplication::processEvents();
-        QCOMPARE(compare->plots()->shownPlots().size(), 13);
+        QCOMPARE(compare->plots()->shownPlots().size(), int(compareMetrics().size()) + 1);
         const QSize least = w.minimumSizeHint().expandedTo(w.minimumSize());
         QVERIFY2(least.width() <= 1024 && least.height() <= 768,
                  qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));

@@ -173,3 +173,39 @@ TEST(Percentiles, ProbeRowsAreExactPercentilesOfTheCausalLogits) {
     }
     EXPECT_EQ(stats[0].logitP99Raw, sortedReference(layer, 99));
 }
+
+// The attention sink and the massive activation (gated attention's two measures), on a
+// hand-made softmax: head 0 puts 1/2 of each row on position 0, head 1 attends uniformly
+// over the causal prefix (row t: 1/(t+1) on position 0).
+TEST(SinkProbes, FirstTokenShareAndMaxActivationMatchHandValues) {
+    const int64_t T = 4, H = 2;
+    AttentionCapture cap;
+    auto probs = torch::zeros({1, H, T, T});
+    for (int64_t t = 0; t < T; ++t) {
+        probs[0][0][t][0] = t == 0 ? 1.0 : 0.5;
+        if (t > 0) probs[0][0][t][t] = 0.5;
+        for (int64_t j = 0; j <= t; ++j) probs[0][1][t][j] = 1.0 / double(t + 1);
+    }
+    cap.probs = probs;
+    cap.raw = cap.capped = torch::zeros({1, H, T, T});
+    cap.q = cap.k = cap.qRaw = cap.kRaw = torch::ones({1, H, T, 2});
+    cap.hidden = torch::tensor({0.5f, -7.25f, 3.0f, 1.0f}).view({1, 2, 2});
+    ProbeSettings s;
+    s.bins = histogramBinsOf(ProbeConfig{});
+    std::vector<ProbeStats> stats;
+    std::vector<LogitHistogram> hists;
+    computeProbes(0, {cap}, s, stats, hists);
+    ASSERT_EQ(stats.size(), 3u);
+    // Rows 1..3 only (row 0 can attend nowhere else): head 0 = 1/2, head 1 = (1/2+1/3+1/4)/3.
+    const double uniform = (1.0 / 2 + 1.0 / 3 + 1.0 / 4) / 3;
+    EXPECT_NEAR(stats[1].firstTokenShare, 0.5, 1e-7);
+    EXPECT_NEAR(stats[2].firstTokenShare, uniform, 1e-7);
+    EXPECT_NEAR(stats[0].firstTokenShare, (0.5 + uniform) / 2, 1e-7);
+    EXPECT_EQ(stats[0].maxActivation, 7.25);          // the largest |value|, a negative one
+    EXPECT_TRUE(std::isnan(stats[1].maxActivation));  // a layer statistic only
+    EXPECT_TRUE(std::isnan(stats[2].maxActivation));
+    cap.hidden = torch::Tensor();  // not handed over (the Python package): NaN, not 0
+    stats.clear();
+    computeProbes(0, {cap}, s, stats, hists);
+    EXPECT_TRUE(std::isnan(stats[0].maxActivation));
+}

@@ -61,6 +61,13 @@ struct ProbeStats {
     double qRawNormP90 = 0, kRawNormP90 = 0;  // ... and straight out of the projections
     double entropy = 0;                       // mean attention entropy per query row (nats)
     double fracAtCap = 0;                     // share of raw logits with |logit| >= C
+    // The attention sink: the mean softmax weight on key position 0 over query rows 1..T-1
+    // (row 0 can attend nowhere else). The layer row is the mean over its heads.
+    double firstTokenShare = 0;
+    // The massive activations: the largest |value| of the layer's output (the residual stream
+    // after the block). A layer statistic: head rows and runs that do not hand over the hidden
+    // state (the Python package) hold NaN.
+    double maxActivation = 0;
 };
 
 // One probe statistic: its name in the store, JSON and CSV, what views and messages call it,
