@@ -89,6 +89,13 @@ template <>
 struct Choices<AttentionGate> {
     static constexpr std::array<const char*, 3> names{"none", "headwise", "elementwise"};
 };
+// optim.kind: AdamW on every parameter, or Muon (Moonlight's form) on the blocks' 2-D hidden
+// matrices and AdamW on the rest.
+enum class OptimKind { AdamW, Muon };
+template <>
+struct Choices<OptimKind> {
+    static constexpr std::array<const char*, 2> names{"adamw", "muon"};
+};
 // optim.skip_step: no policy, OLMo-core's mean + k sigma rule on the loss and the grad norm, or
 // a lower LR for a while after a forecast of an onset.
 enum class SkipStepPolicy { Off, Sigma, Forecast };
