@@ -135,6 +135,26 @@ void skipStepFields(FieldTable& t) {
         [](RunConfig& c) -> int64_t& { return c.optim.forecastLrSteps; }, 1, 1e7);
 }
 
+// optim.kind and Muon's parameters (issue 41).
+void muonFields(FieldTable& t) {
+    t.add("optim.kind", "Optimizer", "",
+          "adamw; muon = Muon (Moonlight's form, as Kimi K2 trains) on the blocks' 2-D hidden "
+          "matrices (attention and MLA projections, MHA's qkv as three matrices q, k, v, the "
+          "output gate, the MLP): Nesterov momentum, Newton-Schulz orthogonalisation, an update "
+          "scaled by 0.2 sqrt(max(rows, cols)) so that optim.lr and optim.weight_decay carry "
+          "over; AdamW keeps the embeddings, the LM head, the norms and gains. With "
+          "attention.qk_clip.tau set it is MuonClip. Fixed for the run",
+          [](RunConfig& c) -> OptimKind& { return c.optim.kind; });
+    t.add(
+        "optim.muon_momentum", "Muon momentum", "",
+        "muon: the momentum mu of M <- mu M + G (Nesterov: the update orthogonalises G + mu M)",
+        [](RunConfig& c) -> double& { return c.optim.muonMomentum; }, 0, 0.9999);
+    t.add(
+        "optim.muon_ns_steps", "Muon Newton-Schulz steps", "",
+        "muon: quintic Newton-Schulz iterations per update (5 in Muon, Moonlight and K2)",
+        [](RunConfig& c) -> int64_t& { return c.optim.muonNsSteps; }, 1, 20);
+}
+
 void optimizerFields(FieldTable& t) {
     t.group = "Optimizer & LR schedule";
     t.add(
@@ -167,6 +187,7 @@ void optimizerFields(FieldTable& t) {
           "documented CPU numbers); on = also on the CPU (fails where LibTorch lacks it, < 2.4); "
           "off = never. The two agree within fp32 rounding, not bit for bit",
           [](RunConfig& c) -> AutoSwitch& { return c.optim.fused; });
+    muonFields(t);
     t.add(
         "optim.grad_clip", "Gradient clip", "L2 norm",
         "clip the global gradient L2 norm to this; 0 = off",

@@ -2,21 +2,55 @@
 // every scalar that changes per step kept in device tensors.
 #include "device_optim.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 namespace qklab {
 
+torch::Tensor newtonSchulz5(const torch::Tensor& g, int64_t steps) {
+    constexpr double ca = 3.4445, cb = -4.7750, cc = 2.0315;
+    auto x = g.to(torch::kFloat32);
+    const bool tall = x.size(-2) > x.size(-1);  // iterate on the wide side: A is the smaller
+    if (tall) x = x.transpose(-2, -1);
+    x = x / (x.norm(2, {-2, -1}, /*keepdim=*/true) + 1e-7);
+    for (int64_t k = 0; k < steps; ++k) {
+        const auto a = torch::matmul(x, x.transpose(-2, -1));
+        const auto b = a * cb + torch::matmul(a, a) * cc;
+        x = x * ca + torch::matmul(b, x);
+    }
+    return tall ? x.transpose(-2, -1).contiguous() : x;
+}
+
+double muonScale(int64_t rows, int64_t cols) {
+    return 0.2 * std::sqrt(static_cast<double>(std::max(rows, cols)));
+}
+
 DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
-                         bool fused)
-    : m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_fused(fused) {
+                         bool fused, MuonSettings muon)
+    : m_muonSettings(muon), m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_fused(fused) {
     TORCH_CHECK(!fused || kHaveFusedAdamW, "fused AdamW needs LibTorch 2.4 or later");
-    for (auto& g : groups)
-        for (auto& p : g.params) {
+    for (auto& g : groups) {
+        TORCH_CHECK(g.rowBlocks.empty() || g.rowBlocks.size() == g.params.size(),
+                    "DeviceAdamW: rowBlocks has ", g.rowBlocks.size(), " entries for ",
+                    g.params.size(), " parameters");
+        for (size_t j = 0; j < g.params.size(); ++j) {
+            const auto& p = g.params[j];
+            const int64_t blocks = g.rowBlocks.empty() ? 1 : g.rowBlocks[j];
             m_params.push_back(p);
             m_weightDecay.push_back(g.weightDecay);
+            m_muon.push_back(g.muon);
+            m_rowBlocks.push_back(blocks);
+            m_muonScale.push_back(0);
+            if (!g.muon) continue;
+            TORCH_CHECK(p.dim() == 2 && blocks >= 1 && p.size(0) % blocks == 0,
+                        "Muon: parameter of shape ", p.sizes(), " is not a matrix of ", blocks,
+                        " equal row blocks");
+            m_muonScale.back() = muonScale(p.size(0) / blocks, p.size(1));
         }
+    }
     TORCH_CHECK(!m_params.empty(), "DeviceAdamW: no parameters");
     torch::NoGradGuard noGrad;
     const auto device = m_params.front().device();
@@ -71,24 +105,29 @@ void DeviceAdamW::step() {
     std::vector<bool> active(m_params.size());
     for (size_t i = 0; i < m_params.size(); ++i) active[i] = m_params[i].grad().defined();
     m_steps.add_(activeMask(active));
+    std::vector<torch::Tensor> squaredNorms;  // of each parameter's update, float64
     if (m_fused)
-        fusedStep(active);
+        fusedStep(active, squaredNorms);
     else
-        perParameterStep(active);
+        perParameterStep(active, squaredNorms);
+    muonStep(active, squaredNorms);
+    // clamp_min: the dot-product form can round below 0; a sum of norms is >= 0 already.
+    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
+                                        : torch::stack(squaredNorms).sum().clamp_min(0).sqrt();
 }
 
-void DeviceAdamW::fusedStep(const std::vector<bool>& active) {
+void DeviceAdamW::fusedStep(const std::vector<bool>& active,
+                            std::vector<torch::Tensor>& squaredNorms) {
 #ifdef QKLAB_HAVE_FUSED_ADAMW
     // One kernel call per weight-decay group over its parameters that have gradients. The
     // update norm is ||before - after||, from a copy taken into preallocated buffers (no
     // allocation per step, so a captured graph can replay it).
-    std::vector<torch::Tensor> squaredNorms;
     for (size_t begin = 0; begin < m_params.size();) {
         size_t end = begin;
         while (end < m_params.size() && m_weightDecay[end] == m_weightDecay[begin]) ++end;
         std::vector<torch::Tensor> params, grads, expAvg, expAvgSq, steps, before;
         for (size_t i = begin; i < end; ++i) {
-            if (!active[i]) continue;
+            if (!active[i] || m_muon[i]) continue;
             // The kernels walk parameter and gradient as flat arrays.
             TORCH_CHECK(m_params[i].is_contiguous(), "fused AdamW: parameter ", i,
                         " is not contiguous");
@@ -111,15 +150,15 @@ void DeviceAdamW::fusedStep(const std::vector<bool>& active) {
         }
         begin = end;
     }
-    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
-                                        : torch::stack(squaredNorms).sum().sqrt();
 #else
     (void)active;
+    (void)squaredNorms;
     TORCH_CHECK(false, "fused AdamW needs LibTorch 2.4 or later");
 #endif
 }
 
-void DeviceAdamW::perParameterStep(const std::vector<bool>& active) {
+void DeviceAdamW::perParameterStep(const std::vector<bool>& active,
+                                   std::vector<torch::Tensor>& squaredNorms) {
     // All bias corrections in a few vector ops, in float64 as LibTorch computes them on the
     // host, then cast to the parameters' dtype as its Scalar arguments are.
     const auto dtype = m_params.front().scalar_type();
@@ -129,9 +168,8 @@ void DeviceAdamW::perParameterStep(const std::vector<bool>& active) {
     auto sqrtBiasCorrection2 = biasCorrection2.sqrt().to(dtype);
     auto decayFactor = (1 - m_lr * m_decayRates).to(dtype);
 
-    std::vector<torch::Tensor> squaredNorms;  // of each parameter's update, float64
     for (size_t i = 0; i < m_params.size(); ++i) {
-        if (!active[i]) continue;
+        if (!active[i] || m_muon[i]) continue;
         auto& p = m_params[i];
         const auto& grad = p.grad();
         const auto ii = static_cast<int64_t>(i);
@@ -146,8 +184,34 @@ void DeviceAdamW::perParameterStep(const std::vector<bool>& active) {
         if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
         p.add_(adamStep);
     }
-    m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
-                                        : torch::stack(squaredNorms).sum().clamp_min(0).sqrt();
+}
+
+void DeviceAdamW::muonStep(const std::vector<bool>& active,
+                           std::vector<torch::Tensor>& squaredNorms) {
+    if (std::find(m_muon.begin(), m_muon.end(), true) == m_muon.end()) return;
+    const double mu = m_muonSettings.momentum;
+    const auto decayFactors = 1 - m_lr * m_decayRates;  // (P) float64
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        if (!active[i] || !m_muon[i]) continue;
+        auto& p = m_params[i];
+        const auto& grad = p.grad();
+        const auto dtype = p.scalar_type();
+        auto& momentum = m_expAvg[i];  // Muon's M, in AdamW's first-moment slot
+        momentum.mul_(mu).add_(grad);
+        const auto nesterov = grad.add(momentum, mu);
+        const int64_t blocks = m_rowBlocks[i];
+        auto update = newtonSchulz5(nesterov.reshape({blocks, p.size(0) / blocks, p.size(1)}),
+                                    m_muonSettings.nsSteps)
+                          .reshape(p.sizes())
+                          .to(dtype);
+        update.mul_((m_lr * -m_muonScale[i]).to(dtype));
+        const auto decayFactor = decayFactors[static_cast<int64_t>(i)].to(dtype);
+        const bool decays = m_weightDecay[i] != 0;
+        squaredNorms.push_back(
+            squaredUpdateNorm(p, update, decays ? decayFactor - 1 : torch::Tensor()));
+        if (decays) p.mul_(decayFactor);  // decoupled decay, then the update (Moonlight's order)
+        p.add_(update);
+    }
 }
 
 void DeviceAdamW::save(torch::serialize::OutputArchive& archive) const {

@@ -27,7 +27,29 @@ namespace qklab {
 struct AdamWGroup {
     std::vector<torch::Tensor> params;
     double weightDecay = 0;
+    // optim.kind = muon: this group's 2-D matrices step by Muon, not AdamW. rowBlocks: per
+    // parameter, into how many equal row blocks it is cut, each orthogonalised as a matrix of
+    // its own (MHA's fused qkv: 3, q, k and v); empty = 1 each.
+    bool muon = false;
+    std::vector<int64_t> rowBlocks = {};
 };
+
+// Muon's settings (optim.muon_momentum, optim.muon_ns_steps).
+struct MuonSettings {
+    double momentum = 0.95;
+    int64_t nsSteps = 5;
+};
+
+// Muon's orthogonalisation: `steps` quintic Newton-Schulz iterations X <- aX + (bA + cA^2)X,
+// A = XX^T, (a, b, c) = (3.4445, -4.7750, 2.0315), from X = G / (||G||_F + 1e-7), on the
+// transpose when G has more rows than columns. G: (rows, cols) or a batch (n, rows, cols),
+// each matrix on its own. In fp32 whatever G's dtype (the references run bf16 on GPUs; the
+// CPU numbers stay fp32). The singular values end near 1, not at it: in about [0.68, 1.13].
+torch::Tensor newtonSchulz5(const torch::Tensor& g, int64_t steps);
+// Moonlight's update RMS matching: Muon's update of an A x B matrix is scaled by
+// 0.2 sqrt(max(A, B)), so that its RMS is about AdamW's (0.2 to 0.4) and AdamW's LR and
+// weight decay carry over.
+double muonScale(int64_t rows, int64_t cols);
 
 // ATen's _fused_adamw_ with a tensor learning rate runs on the CPU from LibTorch 2.4 and on
 // CUDA from 2.2; Debian's 1.13 has neither.
@@ -41,7 +63,7 @@ constexpr bool kHaveFusedAdamW = false;
 class DeviceAdamW {
   public:
     DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
-                bool fused = false);
+                bool fused = false, MuonSettings muon = {});
     bool fused() const { return m_fused; }
 
     // The learning rate of the next step (a device tensor written in place: a captured graph
@@ -49,6 +71,10 @@ class DeviceAdamW {
     void setLr(double lr);
     // One AdamW step (decoupled weight decay, bias-corrected moments). As in LibTorch's AdamW
     // a parameter without a gradient is left alone: no decay, and its step count stays.
+    // Parameters of a muon group take Muon's step instead (Moonlight's form): M <- mu M + G,
+    // O = newtonSchulz5(G + mu M) per row block, W <- W(1 - lr wd) - lr muonScale O; their
+    // momentum M lives in the exp_avg slot (exp_avg_sq stays 0), so a checkpoint keeps one
+    // format. All on the device (no host reads): a captured CUDA graph replays it too.
     void step();
     // Global L2 norm of what the last step() added to the parameters, ||theta' - theta||
     // (weight decay and the Adam step together), as a 0-dim float64 device tensor: the
@@ -67,12 +93,18 @@ class DeviceAdamW {
 
   private:
     torch::Tensor activeMask(const std::vector<bool>& active);
-    void perParameterStep(const std::vector<bool>& active);
-    void fusedStep(const std::vector<bool>& active);
+    // Each appends the squared norm of every parameter's update it made.
+    void perParameterStep(const std::vector<bool>& active, std::vector<torch::Tensor>& squared);
+    void fusedStep(const std::vector<bool>& active, std::vector<torch::Tensor>& squared);
+    void muonStep(const std::vector<bool>& active, std::vector<torch::Tensor>& squared);
 
     std::vector<torch::Tensor> m_params, m_expAvg, m_expAvgSq;
     std::vector<torch::Tensor> m_before;  // fused: each parameter before the step (update norm)
     std::vector<double> m_weightDecay;
+    std::vector<bool> m_muon;          // per parameter: Muon's step, not AdamW's
+    std::vector<int64_t> m_rowBlocks;  // Muon: row blocks orthogonalised separately
+    std::vector<double> m_muonScale;   // Muon: 0.2 sqrt(max(A, B)) of one row block
+    MuonSettings m_muonSettings;
     double m_beta1, m_beta2, m_eps;
     bool m_fused;
     torch::Tensor m_lr;       // 0-dim float64

@@ -297,6 +297,28 @@ std::vector<torch::Tensor> TransformerImpl::undecayedParameters() {
     return out;
 }
 
+TransformerImpl::MuonSplit TransformerImpl::muonSplit() {
+    MuonSplit out;
+    for (auto& item : named_parameters()) {
+        const auto& name = item.key();
+        const auto& p = item.value();
+        if (p.dim() < 2 || name.find("gain") != std::string::npos) continue;  // AdamW, no decay
+        if (name.rfind("block", 0) != 0) {  // token and position embeddings, LM head
+            out.adamw.push_back(p);
+            continue;
+        }
+        out.names.push_back(name);
+        out.hidden.push_back(p);
+        // MHA's fused qkv weight (3C, C): its q, k and v row blocks are orthogonalised as
+        // three matrices, as if the projections were separate.
+        const std::string qkv = ".attn.qkv.weight";
+        const bool fusedQkv = name.size() > qkv.size() &&
+                              name.compare(name.size() - qkv.size(), qkv.size(), qkv) == 0;
+        out.rowBlocks.push_back(fusedQkv ? 3 : 1);
+    }
+    return out;
+}
+
 int64_t TransformerImpl::parameterCount() {
     int64_t n = 0;
     for (auto& p : parameters()) n += p.numel();

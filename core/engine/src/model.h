@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <string>
 #include <vector>
 
 #include "attention.h"
@@ -79,6 +80,17 @@ class TransformerImpl : public torch::nn::Module {
     std::vector<torch::Tensor> decayedParameters();    // matrices and embeddings
     std::vector<torch::Tensor> undecayedParameters();  // norm weights and QK gains
     std::vector<torch::Tensor> qkGains();
+    // optim.kind = muon: the decayed parameters split between Muon and AdamW.
+    struct MuonSplit {
+        // Every 2-D weight inside the blocks (attention projections, MLA's, the output gate's,
+        // the MLP's), in parameter order, with their names and how many equal row blocks each
+        // is orthogonalised as: MHA's fused qkv (3C, C) is three matrices, q, k and v.
+        std::vector<std::string> names;
+        std::vector<torch::Tensor> hidden;
+        std::vector<int64_t> rowBlocks;
+        std::vector<torch::Tensor> adamw;  // the rest of decayedParameters(): embeddings, head
+    };
+    MuonSplit muonSplit();
     int64_t parameterCount();
     int64_t nLayers() const { return static_cast<int64_t>(m_blocks.size()); }
     int64_t maxSeqLen() const { return m_maxT; }

@@ -101,11 +101,18 @@ struct Trainer::Impl {
     MapMoments mapMoments{0, 0};                   // set from the config in the constructor
     std::optional<SkipStepDetector> skipDetector;  // optim.skip_step = sigma
 
-    // The two parameter groups (decay on matrices only) in a fixed order: checkpoints store
-    // the optimizer state in this order.
+    // The parameter groups (decay on matrices only) in a fixed order: checkpoints store the
+    // optimizer state in this order. optim.kind = muon splits the decayed group in two: the
+    // blocks' hidden matrices (Muon) first, then the embeddings and the LM head (AdamW).
     std::vector<AdamWGroup> parameterGroups() {
-        return {{model->decayedParameters(), config.optim.weightDecay},
-                {model->undecayedParameters(), 0.0}};
+        const double wd = config.optim.weightDecay;
+        if (config.optim.kind == OptimKind::Muon) {
+            auto split = model->muonSplit();
+            return {{split.hidden, wd, /*muon=*/true, split.rowBlocks},
+                    {split.adamw, wd},
+                    {model->undecayedParameters(), 0.0}};
+        }
+        return {{model->decayedParameters(), wd}, {model->undecayedParameters(), 0.0}};
     }
     void buildOptimizer();
     void buildGraphs();

@@ -1,5 +1,6 @@
 // trainer_setup.cpp — what a run builds once before its first step: the AdamW (fused or
-// per-parameter) and, for run.cuda_graphs, the graph stepper.
+// per-parameter, with Muon on the hidden matrices for optim.kind = muon) and, for run.cuda_graphs,
+// the graph stepper.
 #include <torch/version.h>
 
 #include <string>
@@ -23,8 +24,10 @@ void Trainer::Impl::buildOptimizer() {
     const bool fused =
         kHaveFusedAdamW && (config.optim.fused == AutoSwitch::On ||
                             (config.optim.fused == AutoSwitch::Auto && device.is_cuda()));
-    optimizer = std::make_unique<DeviceAdamW>(parameterGroups(), config.optim.betas[0],
-                                              config.optim.betas[1], config.optim.eps, fused);
+    // optim.kind = muon: the fused kernel (if on) steps the AdamW groups, Muon its own.
+    optimizer = std::make_unique<DeviceAdamW>(
+        parameterGroups(), config.optim.betas[0], config.optim.betas[1], config.optim.eps, fused,
+        MuonSettings{config.optim.muonMomentum, config.optim.muonNsSteps});
 }
 
 // run.cuda_graphs: a GraphStepper on CUDA with deferred readback where the plugin loads (or

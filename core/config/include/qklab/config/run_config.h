@@ -28,6 +28,12 @@ struct OptimConfig {
     double gradClip = 1.0;                // global L2-norm clip; 0 = off
     double zLoss = 0.0;                   // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
     AutoSwitch fused = AutoSwitch::Auto;  // ATen's fused AdamW kernel; auto = on cuda
+    // Muon (Jordan et al. 2024; Moonlight, Liu et al. 2025) on the hidden matrices: Nesterov
+    // momentum, then muonNsSteps Newton-Schulz iterations; optim.lr and weight decay carry over
+    // through Moonlight's 0.2 sqrt(max(A, B)) update RMS matching.
+    OptimKind kind = OptimKind::AdamW;
+    double muonMomentum = 0.95;
+    int64_t muonNsSteps = 5;
     // Skip-step policies (issue 40): sigma skips a step's update when its loss or grad norm is
     // above mean + skipSigma x std of the previous skipWindow steps (OLMo-core: 128, 6);
     // forecast multiplies the LR by forecastLrFactor for forecastLrSteps steps after a

@@ -96,6 +96,13 @@ template <>
 struct Choices<SigmaReparamScope> {
     static constexpr std::array<const char*, 3> names{"none", "attention", "all"};
 };
+// optim.kind: AdamW on every parameter, or Muon (Moonlight's form) on the blocks' 2-D hidden
+// matrices and AdamW on the rest.
+enum class OptimKind { AdamW, Muon };
+template <>
+struct Choices<OptimKind> {
+    static constexpr std::array<const char*, 2> names{"adamw", "muon"};
+};
 // optim.skip_step: no policy, OLMo-core's mean + k sigma rule on the loss and the grad norm, or
 // a lower LR for a while after a forecast of an onset.
 enum class SkipStepPolicy { Off, Sigma, Forecast };
