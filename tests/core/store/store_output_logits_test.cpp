@@ -157,3 +157,41 @@ TEST_F(StoreTest, SchemaTenRunsReadAsQklabsOwnAndAWriterMigrates) {
     EXPECT_EQ(header.substr(header.rfind(',') + 1), "tokens_seen") << header;
     EXPECT_EQ(csv.substr(csv.rfind(',') + 1), "1024\n") << csv;
 }
+
+// Schema 14 added the sink probes (first_token_share, max_activation): a schema-13 file's probe
+// rows read them as NaN, and a writer migrates it and stores them.
+TEST_F(StoreTest, SchemaThirteenProbesReadTheSinkColumnsAsNanAndAWriterMigrates) {
+    ProbeStats p;
+    p.step = 0;
+    p.entropy = 2.5;
+    p.firstTokenShare = 0.25;
+    p.maxActivation = 40;
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addProbe(p);
+        w.finish(RunStatus::Finished);
+    }
+    rawExec(QKLAB_UNDO_SCHEMA_14 "PRAGMA user_version = 13; PRAGMA wal_checkpoint(TRUNCATE)",
+            m_path);
+    {
+        RunStore reader(m_path, StoreAccess::ReadOnly);
+        const auto ps = reader.probeStats(1);
+        ASSERT_EQ(ps.size(), 1u);
+        EXPECT_DOUBLE_EQ(ps[0].entropy, 2.5);
+        EXPECT_TRUE(std::isnan(ps[0].firstTokenShare));
+        EXPECT_TRUE(std::isnan(ps[0].maxActivation));
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), 13);  // the reader did not migrate it
+    {
+        RunWriter w(m_path, 1, 1);
+        p.step = 1;
+        w.addProbe(p);
+        w.finish(RunStatus::Finished);
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), kLatestSchema);
+    const auto ps = RunStore(m_path, StoreAccess::ReadOnly).probeStats(1);
+    ASSERT_EQ(ps.size(), 2u);
+    EXPECT_TRUE(std::isnan(ps[0].firstTokenShare));  // the migrated row has NULL
+    EXPECT_DOUBLE_EQ(ps[1].firstTokenShare, 0.25);
+    EXPECT_DOUBLE_EQ(ps[1].maxActivation, 40.0);
+}
