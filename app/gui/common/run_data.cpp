@@ -98,6 +98,13 @@ QString keySettings(const RunConfig& c, bool external, const std::set<std::strin
     }
     if (c.attention.qkClip.tau > 0)
         parts << QStringLiteral("qk_clip tau=%1").arg(formatNumber(c.attention.qkClip.tau));
+    if (c.attention.gate != AttentionGate::None)
+        parts << QStringLiteral("gate %1").arg(QString::fromUtf8(nameOf(c.attention.gate)));
+    if (c.attention.sigmaReparam != SigmaReparamScope::None)
+        parts << QStringLiteral("sigma_reparam %1")
+                     .arg(QString::fromUtf8(nameOf(c.attention.sigmaReparam)));
+    if (c.optim.kind != OptimKind::AdamW)
+        parts << QString::fromUtf8(nameOf(c.optim.kind));  // "muon"
     if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
     if (c.optim.skipStep != SkipStepPolicy::Off)
         parts << QStringLiteral("skip_step %1").arg(QString::fromUtf8(nameOf(c.optim.skipStep)));

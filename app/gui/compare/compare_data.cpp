@@ -166,12 +166,6 @@ const std::vector<CompareMetricInfo>& compareMetrics() {
         // Output-logit divergence (Wortsman et al.): log Z drifting from 0 without z-loss.
         {CompareMetric::LogZMean, "logz_mean", QObject::tr("Mean log Z (output logits)"),
          "logz_mean", false, false},
-        // Gated attention's two measures (Qiu et al. 2025): the attention sink and the
-        // massive activations of the residual stream.
-        {CompareMetric::FirstTokenShare, "first_token_share",
-         QObject::tr("First-token attention share (the sink)"), "first_token_share", false, false},
-        {CompareMetric::MaxActivation, "max_activation",
-         QObject::tr("Max activation |h| (residual stream)"), "max_activation", true, false},
     };
     return metrics;
 }

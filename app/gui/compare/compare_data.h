@@ -76,9 +76,7 @@ enum class CompareMetric {
     Lr,
     Alpha,
     SoftcapC,
-    LogZMean,
-    FirstTokenShare,
-    MaxActivation
+    LogZMean
 };
 
 struct CompareMetricInfo {

@@ -22,7 +22,7 @@ namespace {
 
 const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
 constexpr int kOverlayColumns = 4;
-// Fourteen metrics (and a custom scalar): three rows of five rather than a fourth row, so that
+// Twelve metrics and a custom scalar: three rows of five rather than a fourth row, so that
 // the plots keep their height above the tables at 1280x720.
 constexpr int kMaxOverlayColumns = 5;
 
