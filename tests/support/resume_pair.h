@@ -3,6 +3,8 @@
 // must train exactly as one that never stopped).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -56,6 +58,16 @@ inline ResumePair trainedWholeAndResumed(const RunConfig& c, int64_t stopAfter) 
     out.resumedEvents = store.events(stoppedId);
     std::filesystem::remove_all(dir);
     return out;
+}
+
+// The stopped run stopped, the resumed one finished, and both trained `steps` steps with the
+// same loss at every step.
+inline void expectResumedEqualsWhole(const ResumePair& r, size_t steps) {
+    EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
+    EXPECT_EQ(r.resumedStatus, RunStatus::Finished);
+    ASSERT_EQ(r.full.size(), steps);
+    ASSERT_EQ(r.resumed.size(), steps);
+    for (size_t i = 0; i < steps; ++i) EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
 }
 
 }  // namespace qklab::testsupport

@@ -5,6 +5,7 @@
 // Muon run that trains, resumes bit for bit, and clips with QK-Clip (MuonClip).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -164,14 +165,9 @@ TEST(Muon, AStoppedAndResumedRunEqualsAnUninterruptedOne) {
     RunConfig c = testsupport::tinyRunConfig(16);
     c.optim.kind = OptimKind::Muon;
     const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 7);
-    EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
-    EXPECT_EQ(r.resumedStatus, RunStatus::Finished);
-    ASSERT_EQ(r.full.size(), 16u);
-    ASSERT_EQ(r.resumed.size(), 16u);
-    for (size_t i = 0; i < r.full.size(); ++i) {
-        EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
+    testsupport::expectResumedEqualsWhole(r, 16);
+    for (size_t i = 0; i < std::min(r.full.size(), r.resumed.size()); ++i)
         EXPECT_EQ(r.full[i].updateNorm, r.resumed[i].updateNorm) << "step " << i;
-    }
 }
 
 // MuonClip: QK-Clip after each Muon step. A tau this small needs clipping within a few steps.

@@ -86,10 +86,5 @@ TEST(OutputGate, AGatedRunResumesToTheSameLosses) {
     RunConfig c = testsupport::tinyRunConfig(16);
     c.attention.gate = AttentionGate::Elementwise;
     const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 7);
-    EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
-    EXPECT_EQ(r.resumedStatus, RunStatus::Finished);
-    ASSERT_EQ(r.full.size(), 16u);
-    ASSERT_EQ(r.resumed.size(), 16u);
-    for (size_t i = 0; i < r.full.size(); ++i)
-        EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
+    testsupport::expectResumedEqualsWhole(r, 16);
 }

@@ -172,12 +172,7 @@ TEST(SigmaReparam, AReparameterisedRunResumesToTheSameLosses) {
     RunConfig c = testsupport::tinyRunConfig(16);
     c.attention.sigmaReparam = SigmaReparamScope::All;
     const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 7);
-    EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
-    EXPECT_EQ(r.resumedStatus, RunStatus::Finished);
-    ASSERT_EQ(r.full.size(), 16u);
-    ASSERT_EQ(r.resumed.size(), 16u);
-    for (size_t i = 0; i < r.full.size(); ++i)
-        EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
+    testsupport::expectResumedEqualsWhole(r, 16);
 }
 
 // u and v are drawn after every other weight: the weights both runs have are the same.
