@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -58,6 +59,16 @@ inline ResumePair trainedWholeAndResumed(const RunConfig& c, int64_t stopAfter) 
     out.resumedEvents = store.events(stoppedId);
     std::filesystem::remove_all(dir);
     return out;
+}
+
+// Trains `t` to the end: it must finish, with a finite loss at its last step.
+inline void expectTrainsToAFiniteLoss(Trainer& t, const std::string& what) {
+    struct Last : TrainingObserver {
+        double loss = NAN;
+        void onStep(const StepMetrics& m) override { loss = m.loss; }
+    } last;
+    EXPECT_EQ(t.run(last).status, RunStatus::Finished) << what;
+    EXPECT_TRUE(std::isfinite(last.loss)) << what;
 }
 
 // The stopped run stopped, the resumed one finished, and both trained `steps` steps with the

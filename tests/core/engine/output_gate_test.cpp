@@ -73,12 +73,7 @@ TEST(OutputGate, GatedMhaAndMlaTrainWithTheGateCounted) {
         c.attention.gate = AttentionGate::Elementwise;
         Trainer t(c);
         EXPECT_EQ(t.parameterCount(), plain + 32 * 32) << nameOf(kind);
-        struct Last : TrainingObserver {
-            double loss = NAN;
-            void onStep(const StepMetrics& m) override { loss = m.loss; }
-        } last;
-        EXPECT_EQ(t.run(last).status, RunStatus::Finished);
-        EXPECT_TRUE(std::isfinite(last.loss)) << nameOf(kind);
+        testsupport::expectTrainsToAFiniteLoss(t, nameOf(kind));
     }
 }
 

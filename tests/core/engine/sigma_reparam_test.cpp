@@ -158,12 +158,7 @@ TEST(SigmaReparam, ParametersPerScopeAndTinyRunsTrain) {
         EXPECT_EQ(gammas, kind == AttentionKind::Mha ? 4 : 8);  // W_qkv's three in one tensor
         Trainer t(c);
         EXPECT_EQ(t.parameterCount(), plain + attention + 2) << nameOf(kind);
-        struct Last : TrainingObserver {
-            double loss = NAN;
-            void onStep(const StepMetrics& m) override { loss = m.loss; }
-        } last;
-        EXPECT_EQ(t.run(last).status, RunStatus::Finished);
-        EXPECT_TRUE(std::isfinite(last.loss)) << nameOf(kind);
+        testsupport::expectTrainsToAFiniteLoss(t, nameOf(kind));
     }
 }
 
