@@ -153,8 +153,8 @@ const std::vector<CompareMetricInfo>& compareMetrics() {
          "logit_max_capped", true, false},
         {CompareMetric::P99Logit, "p99_logit_raw", QObject::tr("p99 logit, raw"), "logit_p99_raw",
          true, false},
-        {CompareMetric::QNorm, "q_norm_p90", QObject::tr("q norm p90 (raw projection)"),
-         "q_raw_norm_p90", true, false},
+        {CompareMetric::QNorm, "q_norm_p90", QObject::tr("q norm p90 (raw)"), "q_raw_norm_p90",
+         true, false},
         {CompareMetric::Entropy, "entropy", QObject::tr("Attention entropy (nats)"), "entropy",
          false, true},
         {CompareMetric::GradNorm, "grad_norm", QObject::tr("Gradient norm"), "grad_norm", true,
@@ -164,8 +164,14 @@ const std::vector<CompareMetricInfo>& compareMetrics() {
         {CompareMetric::SoftcapC, "softcap_c", QObject::tr("Softcap C (0 = off)"), "softcap_c",
          false, false},
         // Output-logit divergence (Wortsman et al.): log Z drifting from 0 without z-loss.
-        {CompareMetric::LogZMean, "logz_mean", QObject::tr("Mean log Z (output logits)"),
-         "logz_mean", false, false},
+        {CompareMetric::LogZMean, "logz_mean", QObject::tr("Mean log Z (LM head)"), "logz_mean",
+         false, false},
+        // Gated attention's two numbers (Qiu et al.): the attention sink and the residual
+        // stream's largest value, both highest in the worst layer.
+        {CompareMetric::FirstTokenShare, "first_token_share", QObject::tr("First-token share"),
+         "first_token_share", false, false},
+        {CompareMetric::MaxActivation, "max_activation", QObject::tr("Largest activation"),
+         "max_activation", true, false},
     };
     return metrics;
 }

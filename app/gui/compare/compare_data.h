@@ -76,7 +76,9 @@ enum class CompareMetric {
     Lr,
     Alpha,
     SoftcapC,
-    LogZMean
+    LogZMean,
+    FirstTokenShare,
+    MaxActivation
 };
 
 struct CompareMetricInfo {

@@ -22,7 +22,7 @@ namespace {
 
 const char* const kRunIndex = "runIndex";  // which run a graph draws (readout, step labels)
 constexpr int kOverlayColumns = 4;
-// Twelve metrics and a custom scalar: three rows of five rather than a fourth row, so that
+// Fourteen metrics and a custom scalar: three rows of five rather than a fourth row, so that
 // the plots keep their height above the tables at 1280x720.
 constexpr int kMaxOverlayColumns = 5;
 
@@ -88,7 +88,9 @@ QCustomPlot* ComparePlots::makePlot(const QString& title, bool logScale,
                                     QList<QCustomPlot*>* group) {
     auto* plot = new QCustomPlot(this);
     stylePlot(plot, QString(), /*legend=*/false);
-    plot->setMinimumSize(160, 75);  // three rows of plots above the tables fit 1280x720
+    // Three rows of plots above the tables fit 1280x720; five columns of them (the fourteen
+    // metrics, and a custom scalar) fit 1024 px beside the run list (160 made it 1133 px).
+    plot->setMinimumSize(136, 75);
     plot->plotLayout()->insertRow(0);
     QFont f = font();
     f.setBold(true);
@@ -186,7 +188,7 @@ QList<QCustomPlot*> ComparePlots::shownPlots() const {
     return shown;
 }
 
-// Columns of the overlay now: all twelve four to a row (five with the custom scalar); a
+// Columns of the overlay now: twelve or fewer four to a row, more five to a row; a
 // lesson's few two to a row (one alone takes the width), a last odd one spanning the row.
 int ComparePlots::overlayColumns() const {
     const int n = int(shownPlots().size());
@@ -401,11 +403,17 @@ Series ComparePlots::curveOf(const CompareMetricInfo* info, size_t r) const {
 // line at 0 read as an anneal that had ended); every other title is the metric's.
 QString ComparePlots::titleOf(const CompareMetricInfo& info) const {
     if (info.metric != CompareMetric::Alpha || !m_comparison) return info.title;
-    QStringList none;
+    QStringList none, ids;
     for (const CompareRun& run : m_comparison->runs)
-        if (withoutQkNorm(run)) none << run.label();
+        if (withoutQkNorm(run)) {
+            none << run.label();
+            ids << QString::number(run.snap.runId);
+        }
     if (none.isEmpty()) return info.title;
-    return tr("%1\nno QK-norm (not drawn): %2").arg(info.title, none.join(QStringLiteral(", ")));
+    // One run by its label; more by their ids, as the legend numbers them, on one short line:
+    // four labels took four lines at 1280x720 and the plot's title row holds two.
+    if (none.size() == 1) return tr("%1\nno QK-norm (not drawn): %2").arg(info.title, none[0]);
+    return tr("%1\nno QK-norm: %2").arg(info.title, ids.join(QStringLiteral(", ")));
 }
 
 void ComparePlots::drawMetric(QCustomPlot* plot, const CompareMetricInfo* info) {

@@ -57,7 +57,7 @@ class ComparePlots : public QWidget {
     // The plots a lesson step names (record columns, as compareMetricFor() maps them). In
     // presenter mode only those are laid out, two to a row, as in the live view: twelve plots
     // of 60 px stacked their ticks into one block on a projector. Outside presenter mode, or
-    // with none that maps, all twelve are.
+    // with none that maps, all are.
     void setLessonMetrics(const QStringList& metrics);
     // Lays the overlay out again (presenter mode on entering and leaving).
     void relayoutPlots();

@@ -85,6 +85,9 @@ RunChange eventChange(const RunConfig& config, const Event& e, int64_t spikeStep
             c.boundBefore = clipBound(before);
             c.boundAfter = clipBound(at);
             c.effect = boundChange(c.boundBefore, c.boundAfter, false);
+            // Kimi K2's name for the pair: the clip is what keeps Muon's logits bounded.
+            if (config.optim.kind == OptimKind::Muon)
+                c.text += c.boundAfter < kOff ? " (with Muon: MuonClip)" : " (Muon, unclipped)";
             break;
         case EventKind::SkipStep:  // no update: nothing that could cause a spike
             c.effect = ChangeEffect::Neutral;

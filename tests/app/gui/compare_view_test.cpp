@@ -49,7 +49,8 @@ class CompareViewTest : public QObject {
     std::vector<int64_t> m_ids;
 
     // 30 steps; loss = base - step/100 (step 20 NaN when `diverge`), probes every 5 on two
-    // layers: layer 0 max = step, layer 1 max = 2 x step; entropy 3 - layer.
+    // layers: layer 0 max = step, layer 1 max = 2 x step; entropy 3 - layer; first-token
+    // share 0.1 (layer + 1) + step/1000; largest activation 50 + step (layer 0), 7 + step (1).
     // Histograms (layer 0, every probe): bin step % bins holds 100 + step, the others 1, all
     // times `histScale`; run c counts into 16 symlog bins instead of 32 linear ones.
     int64_t writeRun(const std::string& name, int64_t seed, double lr, double base, bool diverge,
@@ -95,6 +96,8 @@ class CompareViewTest : public QObject {
                 p.logitMaxRaw = (layer + 1.0) * s;
                 p.logitMaxCapped = p.logitMaxRaw;
                 p.entropy = 3.0 - layer;
+                p.firstTokenShare = 0.1 * (layer + 1) + s / 1000.0;
+                p.maxActivation = (layer == 0 ? 50.0 : 7.0) + s;
                 w.addProbe(p);
             }
         }
@@ -178,6 +181,12 @@ class CompareViewTest : public QObject {
         QCOMPARE(seriesOf(c.runs[0], CompareMetric::MaxLogit, 0).values[2], 10.0);
         QCOMPARE(seriesOf(c.runs[0], CompareMetric::Entropy, -1).values[0], 2.0);  // lowest
         QVERIFY(seriesOf(c.runs[0], CompareMetric::MaxLogit, 5).steps.isEmpty());
+        // Gated attention's two: the highest layer is the worst (layer 1's sink, layer 0's
+        // activation), and a chosen layer is its own.
+        QCOMPARE(seriesOf(c.runs[0], CompareMetric::FirstTokenShare, -1).values[2], 0.21);
+        QCOMPARE(seriesOf(c.runs[0], CompareMetric::FirstTokenShare, 0).values[2], 0.11);
+        QCOMPARE(seriesOf(c.runs[0], CompareMetric::MaxActivation, -1).values[2], 60.0);
+        QCOMPARE(seriesOf(c.runs[0], CompareMetric::MaxActivation, 1).values[2], 17.0);
         const Series loss = seriesOf(c.runs[2], CompareMetric::TrainLoss, -1);
         QVERIFY(std::isnan(loss.values[20]));  // a diverged step is a gap
         QCOMPARE(loss.values[21], 6.0 - 0.21);

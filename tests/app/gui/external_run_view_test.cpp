@@ -309,7 +309,7 @@ class ExternalRunViewTest : public QObject {
         QCustomPlot* plot = plots->customScalarPlot();
         QVERIFY(plots->shownPlots().contains(plot));
         QCOMPARE(plots->shownPlots().size(), int(compareMetrics().size()) + 1);
-        QCOMPARE(plots->gridColumns(), 5);  // three rows, as the twelve alone
+        QCOMPARE(plots->gridColumns(), 5);  // three full rows of five
         // The points each run draws: run index -> (step, value).
         const auto drawn = [plot] {
             std::map<qulonglong, std::vector<std::pair<double, double>>> out;
@@ -352,7 +352,7 @@ class ExternalRunViewTest : public QObject {
         QVERIFY(plots->scalarChoice()->isHidden());
         QVERIFY(!plots->shownPlots().contains(plot));
         QCOMPARE(plots->shownPlots().size(), int(compareMetrics().size()));
-        QCOMPARE(plots->gridColumns(), 4);
+        QCOMPARE(plots->gridColumns(), 5);  // fourteen: still three rows
         QVERIFY(plot->isHidden());
     }
 

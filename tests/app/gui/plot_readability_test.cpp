@@ -182,7 +182,7 @@ class PlotReadabilityTest : public QObject {
         QCOMPARE(summary->rowCount(), int(summaryColumns().size()));
         QCOMPARE(summary->verticalHeaderItem(1)->text(), QStringLiteral("steps"));
         QCOMPARE(summary->item(1, 0)->text(), QStringLiteral("60"));
-        // Leaving presenter mode: all twelve plots and the everyday table again.
+        // Leaving presenter mode: all the plots and the everyday table again.
         w.part<PresenterMode>()->setActive(false);
         QCOMPARE(plots->shownPlots().size(), int(compareMetrics().size()));
         QCOMPARE(summary->rowCount(), 2);
@@ -230,6 +230,20 @@ class PlotReadabilityTest : public QObject {
             if (loss->graph(i)->dataCount() > 0)
                 drawn << loss->graph(i)->property("runIndex").toULongLong();
         QCOMPARE(drawn, (QSet<qulonglong>{0, 1}));
+        // Three such runs are named by their ids: their labels took more lines than the title
+        // row holds.
+        Comparison three;
+        for (int64_t id : {3, 5, 8}) {
+            CompareRun r;
+            r.snap.runId = r.snap.info.id = id;
+            r.snap.info.name = "lesson-fuses-a-long-name";
+            r.snap.config = test::tinyConfig(10);
+            three.runs.push_back(std::move(r));
+        }
+        panel.setComparison(std::move(three));
+        QCOMPARE(titleOf(panel.plots()->plotOf(CompareMetric::Alpha))
+                     .replace(QLatin1Char('\n'), QLatin1Char(' ')),
+                 QStringLiteral("QK-norm alpha no QK-norm: 3, 5, 8"));
     }
 
     // Item 3, small: a short heat map keeps its y tick labels apart, and names its threshold

@@ -71,6 +71,25 @@ TEST(SpikeCauses, EachEventKindHasTheEffectItsDirectionImplies) {
               ChangeEffect::Neutral);
 }
 
+// Issue 41: QK-Clip switched on in a Muon run is Kimi K2's MuonClip, and the change says so;
+// switched off, the text says the run goes on with Muon unclipped (AdamW runs say neither).
+TEST(SpikeCauses, QkClipInAMuonRunIsNamedMuonClip) {
+    RunConfig on = withEvents({{{"step", 95}, {"kind", "qk_clip"}, {"tau", 100}}});
+    on.optim.kind = OptimKind::Muon;
+    const RunChange clip = changesBefore(on, 100).at(0);
+    EXPECT_EQ(clip.text, "step 95, QK-Clip: qk_clip off\u2192tau=100 (with Muon: MuonClip)");
+    EXPECT_EQ(clip.effect, ChangeEffect::FuseTightened);
+    RunConfig off = withEvents({{{"step", 95}, {"kind", "qk_clip"}, {"tau", 0}}});
+    off.optim.kind = OptimKind::Muon;
+    off.attention.qkClip.tau = 100;
+    const RunChange unclipped = changesBefore(off, 100).at(0);
+    EXPECT_EQ(unclipped.text, "step 95, QK-Clip: qk_clip tau=100\u2192off (Muon, unclipped)");
+    EXPECT_EQ(unclipped.effect, ChangeEffect::FuseWeakened);
+    EXPECT_EQ(adviceFor(unclipped).tier, 3);
+    on.optim.kind = OptimKind::AdamW;
+    EXPECT_EQ(changesBefore(on, 100).at(0).text, "step 95, QK-Clip: qk_clip off\u2192tau=100");
+}
+
 // anneal_windows.json at 8 %: window round(0.92 x 200) = 184 .. 199, linear, so alpha at step
 // 189 is 1 - 5/15 = 0.667 and at 179 (the window's first step) still 1.
 TEST(SpikeCauses, AnAnnealLoweringAlphaIsNamedWithItsNumbers) {
