@@ -188,6 +188,15 @@ void optimizerFields(FieldTable& t) {
           "off = never. The two agree within fp32 rounding, not bit for bit",
           [](RunConfig& c) -> AutoSwitch& { return c.optim.fused; });
     muonFields(t);
+    t.add("optim.quack", "QuacK (Q/K learning rates)", "",
+          "QuacK (Anson & Aitchison 2025): each head's query rows step with the LR times "
+          "rho / frob(W_K,h), its key rows with rho / frob(W_Q,h) (frob: the Frobenius norm of "
+          "the head's rows; rho: the norm that slice has at init, model.init_std sqrt(rows x "
+          "cols)), recomputed on the device every step, so that a step's change of the logits "
+          "no longer grows with the weights. MLA: W_UQ's "
+          "content rows against W_UK, its RoPE rows against the shared W_KR. With AdamW or "
+          "Muon; refused with attention.sigma_reparam. Fixed for the run",
+          [](RunConfig& c) -> bool& { return c.optim.quack; });
     t.add(
         "optim.grad_clip", "Gradient clip", "L2 norm",
         "clip the global gradient L2 norm to this; 0 = off",

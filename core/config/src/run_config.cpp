@@ -307,6 +307,13 @@ std::string mlaRefusal(QkNormVariant v) {
 void checkSigmaReparam(const RunConfig& c, ProblemList& p) {
     const SigmaReparamScope scope = c.attention.sigmaReparam;
     if (scope == SigmaReparamScope::None) return;
+    // QuacK's multipliers read ||W_Q|| and ||W_K|| as the logits use them; under sigmaReparam
+    // the logits use gamma / sigma(W) * W, whose norm the stored W no longer is (and whose
+    // size sigmaReparam already fixes), so the rule has nothing left to control.
+    p.need(!c.optim.quack, "optim.quack", "true",
+           std::string("cannot be combined with attention.sigma_reparam = ") + nameOf(scope) +
+               ": the logits use gamma / sigma(W) * W, whose scale sigmaReparam already "
+               "controls, not the stored W whose norms QuacK reads; set one of them off");
     const std::string why =
         std::string("QK-Clip cannot be combined with attention.sigma_reparam = ") + nameOf(scope) +
         ": the clip rescales rows of W_q and W_k, which gamma / sigma(W) * W "

@@ -19,6 +19,7 @@
 #include "qklab/config/run_config.h"
 #include "qklab/config/schedules.h"
 #include "qklab/store/records.h"
+#include "quack.h"
 
 namespace qklab {
 
@@ -81,6 +82,8 @@ class AttentionImpl : public torch::nn::Module {
     virtual void clipHead(int64_t head, double factor) = 0;
     // The learnable QK scales (q, k, whole q, whole k gains and l2 scale), frozen in an anneal.
     virtual std::vector<torch::Tensor> qkGains() = 0;
+    // optim.quack: the query/key weight slices whose LRs depend on each other (engine/quack.h).
+    virtual std::vector<QuackPair> quackPairs(double initStd) = 0;
 };
 TORCH_MODULE(Attention);
 

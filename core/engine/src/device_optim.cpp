@@ -3,9 +3,11 @@
 #include "device_optim.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qklab {
@@ -29,7 +31,7 @@ double muonScale(int64_t rows, int64_t cols) {
 }
 
 DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
-                         bool fused, MuonSettings muon)
+                         bool fused, MuonSettings muon, std::vector<QuackPair> quack)
     : m_muonSettings(muon), m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_fused(fused) {
     TORCH_CHECK(!fused || kHaveFusedAdamW, "fused AdamW needs LibTorch 2.4 or later");
     for (auto& g : groups) {
@@ -67,6 +69,45 @@ DeviceAdamW::DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double be
         m_lrFloat = torch::zeros({}, f64.dtype(torch::kFloat32));
         for (auto& p : m_params) m_before.push_back(torch::empty_like(p));
     }
+    attachQuack(std::move(quack));
+}
+
+void DeviceAdamW::attachQuack(std::vector<QuackPair> pairs) {
+    m_rowScale.assign(m_params.size(), torch::Tensor());
+    auto indexOf = [this](const HeadRows& s) {
+        size_t i = 0;
+        while (i < m_params.size() && !m_params[i].is_same(s.weight)) ++i;
+        TORCH_CHECK(i < m_params.size(),
+                    "QuacK: a query or key weight is not among the optimizer's parameters");
+        return i;
+    };
+    for (const auto& pair : pairs) {
+        TORCH_CHECK(pair.key.heads == pair.query.heads || pair.key.heads == 1,
+                    "QuacK: ", pair.key.heads, " key heads for ", pair.query.heads, " query heads");
+        std::array<size_t, 2> sides{};
+        for (int side = 0; side < 2; ++side) {
+            const HeadRows* s = side == 0 ? &pair.query : &pair.key;
+            const size_t i = sides[side] = indexOf(*s);
+            TORCH_CHECK(m_params[i].dim() == 2 && s->offset + s->rows <= s->stride &&
+                            s->base + s->heads * s->stride <= m_params[i].size(0),
+                        "QuacK: head rows outside a parameter of shape ", m_params[i].sizes());
+            if (!m_rowScale[i].defined())
+                m_rowScale[i] = torch::ones({m_params[i].size(0), 1}, m_lr.options());
+        }
+        m_quackIndex.push_back(sides);
+    }
+    m_quack = std::move(pairs);
+}
+
+void DeviceAdamW::updateQuackScales() {
+    // Every multiplier from the weights before any of this step's updates: a pair's query and
+    // key may sit in one tensor (MHA's qkv) or in two stepped one after the other.
+    std::vector<QuackScales> scales;
+    for (const auto& pair : m_quack) scales.push_back(quackScales(pair));
+    for (size_t j = 0; j < m_quack.size(); ++j) {
+        writeRowScales(m_rowScale[m_quackIndex[j][0]], m_quack[j].query, scales[j].query);
+        writeRowScales(m_rowScale[m_quackIndex[j][1]], m_quack[j].key, scales[j].key);
+    }
 }
 
 void DeviceAdamW::setLr(double lr) {
@@ -82,6 +123,11 @@ namespace {
 // dtype (Sterbenz), so this is the decay actually applied.
 torch::Tensor squaredUpdateNorm(const torch::Tensor& p, const torch::Tensor& adamStep,
                                 const torch::Tensor& decay) {
+    if (decay.defined() && decay.dim() > 0) {  // QuacK: a decay per row, (rows, 1)
+        const auto diff = adamStep.to(torch::kFloat64) +
+                          p.detach().to(torch::kFloat64) * decay.to(torch::kFloat64);
+        return diff.square().sum();
+    }
     const auto u = adamStep.reshape({-1}), theta = p.detach().reshape({-1});
     auto squared = torch::dot(u, u).to(torch::kFloat64);
     if (!decay.defined()) return squared;
@@ -106,10 +152,9 @@ void DeviceAdamW::step() {
     for (size_t i = 0; i < m_params.size(); ++i) active[i] = m_params[i].grad().defined();
     m_steps.add_(activeMask(active));
     std::vector<torch::Tensor> squaredNorms;  // of each parameter's update, float64
-    if (m_fused)
-        fusedStep(active, squaredNorms);
-    else
-        perParameterStep(active, squaredNorms);
+    if (!m_quack.empty()) updateQuackScales();
+    if (m_fused) fusedStep(active, squaredNorms);
+    perParameterStep(active, squaredNorms);  // fused: only QuacK's parameters
     muonStep(active, squaredNorms);
     // clamp_min: the dot-product form can round below 0; a sum of norms is >= 0 already.
     m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())
@@ -127,7 +172,7 @@ void DeviceAdamW::fusedStep(const std::vector<bool>& active,
         while (end < m_params.size() && m_weightDecay[end] == m_weightDecay[begin]) ++end;
         std::vector<torch::Tensor> params, grads, expAvg, expAvgSq, steps, before;
         for (size_t i = begin; i < end; ++i) {
-            if (!active[i] || m_muon[i]) continue;
+            if (!active[i] || m_muon[i] || m_rowScale[i].defined()) continue;
             // The kernels walk parameter and gradient as flat arrays.
             TORCH_CHECK(m_params[i].is_contiguous(), "fused AdamW: parameter ", i,
                         " is not contiguous");
@@ -161,27 +206,36 @@ void DeviceAdamW::perParameterStep(const std::vector<bool>& active,
                                    std::vector<torch::Tensor>& squaredNorms) {
     // All bias corrections in a few vector ops, in float64 as LibTorch computes them on the
     // host, then cast to the parameters' dtype as its Scalar arguments are.
+    // Fused, the kernel has stepped all but QuacK's parameters, and the step counts are
+    // float32: read as float64 (a no-op otherwise, so the unfused numbers are unchanged).
     const auto dtype = m_params.front().scalar_type();
-    auto biasCorrection1 = 1 - torch::pow(m_beta1, m_steps);
-    auto biasCorrection2 = 1 - torch::pow(m_beta2, m_steps);
+    const auto steps = m_steps.to(torch::kFloat64);
+    auto biasCorrection1 = 1 - torch::pow(m_beta1, steps);
+    auto biasCorrection2 = 1 - torch::pow(m_beta2, steps);
     auto negStepSize = (-(m_lr / biasCorrection1)).to(dtype);
     auto sqrtBiasCorrection2 = biasCorrection2.sqrt().to(dtype);
     auto decayFactor = (1 - m_lr * m_decayRates).to(dtype);
 
     for (size_t i = 0; i < m_params.size(); ++i) {
-        if (!active[i] || m_muon[i]) continue;
+        if (!active[i] || m_muon[i] || (m_fused && !m_rowScale[i].defined())) continue;
         auto& p = m_params[i];
         const auto& grad = p.grad();
         const auto ii = static_cast<int64_t>(i);
+        auto negStep = negStepSize[ii], decay = decayFactor[ii];
+        if (m_rowScale[i].defined()) {  // QuacK: the LR row by row, lr' = lr x multiplier
+            const auto rowLr = m_lr * m_rowScale[i];
+            negStep = (-(rowLr / biasCorrection1[ii])).to(dtype);
+            decay = (1 - rowLr * m_decayRates[ii]).to(dtype);
+        }
         m_expAvg[i].mul_(m_beta1).add_(grad, 1 - m_beta1);
         m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1 - m_beta2);
         auto denom = (m_expAvgSq[i].sqrt() / sqrtBiasCorrection2[ii]).add_(m_eps);
         // (-step_size * m) / denom: addcdiv's operation order.
-        auto adamStep = m_expAvg[i].mul(negStepSize[ii]).div_(denom);
-        squaredNorms.push_back(squaredUpdateNorm(
-            p, adamStep, m_weightDecay[i] != 0 ? decayFactor[ii] - 1 : torch::Tensor()));
+        auto adamStep = m_expAvg[i].mul(negStep).div_(denom);
+        squaredNorms.push_back(
+            squaredUpdateNorm(p, adamStep, m_weightDecay[i] != 0 ? decay - 1 : torch::Tensor()));
         // Decay, then the Adam step: LibTorch's order (the moments do not read p).
-        if (m_weightDecay[i] != 0) p.mul_(decayFactor[ii]);
+        if (m_weightDecay[i] != 0) p.mul_(decay);
         p.add_(adamStep);
     }
 }
@@ -204,8 +258,12 @@ void DeviceAdamW::muonStep(const std::vector<bool>& active,
                                     m_muonSettings.nsSteps)
                           .reshape(p.sizes())
                           .to(dtype);
-        update.mul_((m_lr * -m_muonScale[i]).to(dtype));
-        const auto decayFactor = decayFactors[static_cast<int64_t>(i)].to(dtype);
+        // QuacK: the LR row by row (lr' = lr x multiplier), decay included.
+        const auto lr = m_rowScale[i].defined() ? m_lr * m_rowScale[i] : m_lr;
+        update.mul_((lr * -m_muonScale[i]).to(dtype));
+        const auto decayFactor = m_rowScale[i].defined()
+                                     ? (1 - lr * m_decayRates[static_cast<int64_t>(i)]).to(dtype)
+                                     : decayFactors[static_cast<int64_t>(i)].to(dtype);
         const bool decays = m_weightDecay[i] != 0;
         squaredNorms.push_back(
             squaredUpdateNorm(p, update, decays ? decayFactor - 1 : torch::Tensor()));

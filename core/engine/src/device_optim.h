@@ -19,8 +19,11 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <array>
 #include <map>
 #include <vector>
+
+#include "quack.h"
 
 namespace qklab {
 
@@ -62,8 +65,12 @@ constexpr bool kHaveFusedAdamW = false;
 
 class DeviceAdamW {
   public:
+    // quack (optim.quack): query/key slices of these parameters whose rows step with per-head
+    // LR multipliers computed from the current weights before every step (engine/quack.h).
+    // Those parameters always take the per-parameter (or Muon) path, the fused kernel having
+    // one LR per call; the multipliers are device tensors, so a captured graph replays them.
     DeviceAdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps,
-                bool fused = false, MuonSettings muon = {});
+                bool fused = false, MuonSettings muon = {}, std::vector<QuackPair> quack = {});
     bool fused() const { return m_fused; }
 
     // The learning rate of the next step (a device tensor written in place: a captured graph
@@ -80,6 +87,11 @@ class DeviceAdamW {
     // (weight decay and the Adam step together), as a 0-dim float64 device tensor: the
     // observable that leads a loss spike when the update, not the gradient, blows up.
     const torch::Tensor& lastUpdateNorm() const { return m_updateNorm; }
+    // optim.quack: the (rows, 1) float64 LR multipliers parameter i stepped with last (ones
+    // where no pair reaches; undefined for a parameter QuacK leaves alone). For the tests.
+    const torch::Tensor& quackRowScale(size_t paramIndex) const {
+        return m_rowScale.at(paramIndex);
+    }
 
     void save(torch::serialize::OutputArchive& archive) const;
     void load(torch::serialize::InputArchive& archive);
@@ -97,6 +109,8 @@ class DeviceAdamW {
     void perParameterStep(const std::vector<bool>& active, std::vector<torch::Tensor>& squared);
     void fusedStep(const std::vector<bool>& active, std::vector<torch::Tensor>& squared);
     void muonStep(const std::vector<bool>& active, std::vector<torch::Tensor>& squared);
+    void attachQuack(std::vector<QuackPair> pairs);
+    void updateQuackScales();  // every pair's multipliers from the weights before this step
 
     std::vector<torch::Tensor> m_params, m_expAvg, m_expAvgSq;
     std::vector<torch::Tensor> m_before;  // fused: each parameter before the step (update norm)
@@ -105,6 +119,9 @@ class DeviceAdamW {
     std::vector<int64_t> m_rowBlocks;  // Muon: row blocks orthogonalised separately
     std::vector<double> m_muonScale;   // Muon: 0.2 sqrt(max(A, B)) of one row block
     MuonSettings m_muonSettings;
+    std::vector<QuackPair> m_quack;
+    std::vector<std::array<size_t, 2>> m_quackIndex;  // per pair: its query's, its key's param
+    std::vector<torch::Tensor> m_rowScale;  // per parameter: QuacK's (rows, 1), or undefined
     double m_beta1, m_beta2, m_eps;
     bool m_fused;
     torch::Tensor m_lr;       // 0-dim float64

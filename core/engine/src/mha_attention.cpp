@@ -112,6 +112,13 @@ torch::Tensor CausalSelfAttentionImpl::maxLogitPerHead(const torch::Tensor& x,
     return maxCausalLogitPerHead(raw);
 }
 
+std::vector<QuackPair> CausalSelfAttentionImpl::quackPairs(double initStd) {
+    // W_qkv rows: [q heads | k heads | v heads], as clipHead reads them.
+    const int64_t H = m_nHeads, D = m_dHead;
+    const auto& w = m_qkv->weight;
+    return {quackPair({w, 0, 0, H, D, D}, {w, H * D, 0, H, D, D}, initStd)};
+}
+
 void CausalSelfAttentionImpl::clipHead(int64_t head, double factor) {
     // W_qkv rows: [q heads | k heads | v heads], each head d_head rows.
     const int64_t C = m_nHeads * m_dHead;

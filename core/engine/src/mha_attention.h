@@ -27,6 +27,8 @@ class CausalSelfAttentionImpl : public AttentionImpl {
     // W_qkv rows of the head's query and key scale by factor each (refused with sigmaReparam).
     void clipHead(int64_t head, double factor) override;
     std::vector<torch::Tensor> qkGains() override;
+    // Head h's q rows of W_qkv against its k rows.
+    std::vector<QuackPair> quackPairs(double initStd) override;
 
   private:
     struct Projection {

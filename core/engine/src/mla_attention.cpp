@@ -262,6 +262,17 @@ void LatentAttentionImpl::clipHead(int64_t head, double factor) {
     m_kUp->weight.narrow(0, head * m_dHead, m_dHead).mul_(factor);
 }
 
+std::vector<QuackPair> LatentAttentionImpl::quackPairs(double initStd) {
+    const int64_t H = m_nHeads, D = m_dHead, R = m_dRope;
+    const auto& wq = (m_qUp ? m_qUp : m_q)->weight;  // rows per head: [content dh | rope dr]
+    std::vector<QuackPair> out{
+        quackPair({wq, 0, 0, H, D, D + R}, {m_kUp->weight, 0, 0, H, D, D}, initStd)};
+    if (R > 0)
+        out.push_back(
+            quackPair({wq, 0, D, H, R, D + R}, {m_kRope->weight, 0, 0, 1, R, R}, initStd));
+    return out;
+}
+
 // ---- decode --------------------------------------------------------------------------------
 
 int64_t LatentAttentionImpl::keyScalarGroups(const RunConfig& c, const AttentionSwitches& sw) {

@@ -46,6 +46,8 @@ class LatentAttentionImpl : public AttentionImpl {
     // sigmaReparam (see run_config.cpp).
     void clipHead(int64_t head, double factor) override;
     std::vector<torch::Tensor> qkGains() override;
+    // W_UQ's content rows against W_UK per head; W_UQ's RoPE rows against the shared W_KR.
+    std::vector<QuackPair> quackPairs(double initStd) override;
     // Distinct key inverse-RMS scalars per token the absorbed cache keeps (G): n_heads for the
     // per-head variants, 1 for whole_rms, 0 without QK-norm on the keys.
     static int64_t keyScalarGroups(const RunConfig& c, const AttentionSwitches& sw);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace qklab {
 
@@ -278,6 +279,13 @@ std::vector<torch::Tensor> TransformerImpl::qkGains() {
     std::vector<torch::Tensor> out;
     for (auto& b : m_blocks)
         for (auto& g : b->attn->qkGains()) out.push_back(g);
+    return out;
+}
+
+std::vector<QuackPair> TransformerImpl::quackPairs(double initStd) {
+    std::vector<QuackPair> out;
+    for (auto& b : m_blocks)
+        for (auto& p : b->attn->quackPairs(initStd)) out.push_back(std::move(p));
     return out;
 }
 

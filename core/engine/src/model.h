@@ -80,6 +80,8 @@ class TransformerImpl : public torch::nn::Module {
     std::vector<torch::Tensor> decayedParameters();    // matrices and embeddings
     std::vector<torch::Tensor> undecayedParameters();  // norm weights and QK gains
     std::vector<torch::Tensor> qkGains();
+    // optim.quack: every block's query/key pairs (engine/quack.h), in block order.
+    std::vector<QuackPair> quackPairs(double initStd);
     // optim.kind = muon: the decayed parameters split between Muon and AdamW.
     struct MuonSplit {
         // Every 2-D weight inside the blocks (attention projections, MLA's, the output gate's,

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "trainer_impl.h"
 
@@ -25,9 +26,12 @@ void Trainer::Impl::buildOptimizer() {
         kHaveFusedAdamW && (config.optim.fused == AutoSwitch::On ||
                             (config.optim.fused == AutoSwitch::Auto && device.is_cuda()));
     // optim.kind = muon: the fused kernel (if on) steps the AdamW groups, Muon its own.
+    // optim.quack: the query/key weights take the per-parameter path (or Muon's) with their
+    // per-row LR multipliers; the kernel steps the rest.
     optimizer = std::make_unique<DeviceAdamW>(
         parameterGroups(), config.optim.betas[0], config.optim.betas[1], config.optim.eps, fused,
-        MuonSettings{config.optim.muonMomentum, config.optim.muonNsSteps});
+        MuonSettings{config.optim.muonMomentum, config.optim.muonNsSteps},
+        config.optim.quack ? model->quackPairs(config.model.initStd) : std::vector<QuackPair>{});
 }
 
 // run.cuda_graphs: a GraphStepper on CUDA with deferred readback where the plugin loads (or

@@ -34,6 +34,10 @@ struct OptimConfig {
     OptimKind kind = OptimKind::AdamW;
     double muonMomentum = 0.95;
     int64_t muonNsSteps = 5;
+    // QuacK (Anson & Aitchison, arXiv 2511.21377): per-head LR multipliers on the query and
+    // key weights, the query's inversely proportional to its key's norm and vice versa
+    // (engine/quack.h says which norm, which constant and what they are under MLA).
+    bool quack = false;
     // Skip-step policies (issue 40): sigma skips a step's update when its loss or grad norm is
     // above mean + skipSigma x std of the previous skipWindow steps (OLMo-core: 128, 6);
     // forecast multiplies the LR by forecastLrFactor for forecastLrSteps steps after a
