@@ -105,6 +105,7 @@ QString keySettings(const RunConfig& c, bool external, const std::set<std::strin
                      .arg(QString::fromUtf8(nameOf(c.attention.sigmaReparam)));
     if (c.optim.kind != OptimKind::AdamW)
         parts << QString::fromUtf8(nameOf(c.optim.kind));  // "muon"
+    if (c.optim.quack) parts << QStringLiteral("quack");
     if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
     if (c.optim.skipStep != SkipStepPolicy::Off)
         parts << QStringLiteral("skip_step %1").arg(QString::fromUtf8(nameOf(c.optim.skipStep)));
