@@ -120,7 +120,7 @@ inline RunConfig eventfulConfig(int64_t steps) {
 }
 
 // Two runs reported exactly the same: the same calls in the same order, every step's loss,
-// norms, validation loss and output-logit statistics, and every probe's max logit.
+// norms, validation loss and output-logit statistics (||mu|| too), and every probe's max logit.
 inline void expectSameReport(const LossRecorder& a, const LossRecorder& b) {
     EXPECT_EQ(a.order, b.order);
     ASSERT_EQ(a.steps.size(), b.steps.size());
@@ -133,6 +133,7 @@ inline void expectSameReport(const LossRecorder& a, const LossRecorder& b) {
         EXPECT_EQ(a.steps[i].outLogitMax, b.steps[i].outLogitMax) << i;
         EXPECT_EQ(a.steps[i].zLossTerm, b.steps[i].zLossTerm) << i;
         EXPECT_EQ(a.steps[i].updateNorm, b.steps[i].updateNorm) << i;
+        EXPECT_EQ(a.steps[i].muNorm, b.steps[i].muNorm) << i;
     }
     ASSERT_EQ(a.probes.size(), b.probes.size());
     for (size_t i = 0; i < a.probes.size(); ++i)

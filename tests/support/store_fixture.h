@@ -15,10 +15,13 @@
 #include "qklab/store/run_writer.h"
 #include "qklab/util/error.h"
 
+// Turns a file back into what a schema-14 build wrote (prefix of every older downgrade).
+#define QKLAB_UNDO_SCHEMA_15 "ALTER TABLE step_metrics DROP COLUMN mu_norm; "
 // Turns a file back into what a schema-13 build wrote (prefix of every older downgrade).
-#define QKLAB_UNDO_SCHEMA_14                                                          \
-    "ALTER TABLE probe_stats DROP COLUMN first_token_share; ALTER TABLE probe_stats " \
-    "DROP COLUMN max_activation; "
+#define QKLAB_UNDO_SCHEMA_14                                                                      \
+    QKLAB_UNDO_SCHEMA_15                                                                          \
+    "ALTER TABLE probe_stats DROP COLUMN first_token_share; ALTER TABLE probe_stats DROP COLUMN " \
+    "max_activation; "
 // Turns a file back into what a schema-12 build wrote (prefix of every older downgrade).
 #define QKLAB_UNDO_SCHEMA_13 QKLAB_UNDO_SCHEMA_14 "DROP TABLE forecasts; "
 // Turns a file back into what a schema-11 build wrote (prefix of every older downgrade).
@@ -47,12 +50,13 @@ namespace qklab::testsupport {
 
 namespace fs = std::filesystem;
 
-constexpr int kLatestSchema = 14;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
+constexpr int kLatestSchema = 15;  // 4: histograms.nan, 5: logit_alarms, 6: map bytes,
                                    // 7: comparisons, 8: sweeps and run UUIDs, 9: qk_clips,
                                    // 10: output-logit statistics and update norm,
                                    // 11: external runs (source, user_config, custom_scalars),
                                    // 12: change reports, 13: forecasts,
-                                   // 14: the sink probes (first_token_share, max_activation)
+                                   // 14: the sink probes (first_token_share, max_activation),
+                                   // 15: step_metrics.mu_norm (output embedding centring)
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

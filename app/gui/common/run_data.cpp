@@ -106,6 +106,8 @@ QString keySettings(const RunConfig& c, bool external, const std::set<std::strin
     if (c.optim.kind != OptimKind::AdamW)
         parts << QString::fromUtf8(nameOf(c.optim.kind));  // "muon"
     if (c.optim.quack) parts << QStringLiteral("quack");
+    if (c.optim.outputCentring != OutputCentring::None)
+        parts << QString::fromUtf8(nameOf(c.optim.outputCentring));  // "mu_centring"
     if (c.optim.zLoss > 0) parts << QStringLiteral("z_loss %1").arg(formatNumber(c.optim.zLoss));
     if (c.optim.skipStep != SkipStepPolicy::Off)
         parts << QStringLiteral("skip_step %1").arg(QString::fromUtf8(nameOf(c.optim.skipStep)));

@@ -155,6 +155,26 @@ void muonFields(FieldTable& t) {
         [](RunConfig& c) -> int64_t& { return c.optim.muonNsSteps; }, 1, 20);
 }
 
+// The output-logit fuses: z-loss and output embedding centring (issue 41).
+void outputLogitFields(FieldTable& t) {
+    t.add(
+        "optim.z_loss", "z-loss", "",
+        "z-loss coefficient: adds z * mean(log(Z)^2), the step metric z_loss_term (Wortsman et "
+        "al. 1e-4); 0 = off",
+        [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
+    t.add("optim.output_centring", "Output centring", "",
+          "output embedding centring (Stollenwerk et al. 2026) against output-logit divergence: "
+          "mu, the mean row of the LM head (the token embedding when tied), sets the mean "
+          "output logit mu . h; mu_centring subtracts mu from every row after each update, "
+          "mu_loss adds optim.mu_loss x ||mu||^2 to the loss; the step metric mu_norm is ||mu||",
+          [](RunConfig& c) -> OutputCentring& { return c.optim.outputCentring; });
+    t.add(
+        "optim.mu_loss", "mu-loss", "",
+        "mu_loss: the coefficient of ||mu||^2 (0.1 in the authors' runs; read only with "
+        "optim.output_centring = mu_loss)",
+        [](RunConfig& c) -> double& { return c.optim.muLoss; }, 0, 100);
+}
+
 void optimizerFields(FieldTable& t) {
     t.group = "Optimizer & LR schedule";
     t.add(
@@ -201,11 +221,7 @@ void optimizerFields(FieldTable& t) {
         "optim.grad_clip", "Gradient clip", "L2 norm",
         "clip the global gradient L2 norm to this; 0 = off",
         [](RunConfig& c) -> double& { return c.optim.gradClip; }, 0, 100);
-    t.add(
-        "optim.z_loss", "z-loss", "",
-        "z-loss coefficient: adds z * mean(log(Z)^2), the step metric z_loss_term (Wortsman et "
-        "al. 1e-4); 0 = off",
-        [](RunConfig& c) -> double& { return c.optim.zLoss; }, 0, 1);
+    outputLogitFields(t);
     skipStepFields(t);
     t.add(
         "schedule.steps", "Training steps", "", "optimizer steps in the run",

@@ -163,6 +163,9 @@ void checkOptimizer(const RunConfig& c, ProblemList& p) {
     p.need(o.eps > 0, "optim.eps", o.eps, "must be > 0");
     p.need(o.gradClip >= 0, "optim.grad_clip", o.gradClip, "must be >= 0 (0 = off)");
     p.need(o.zLoss >= 0, "optim.z_loss", o.zLoss, "must be >= 0");
+    p.need(o.muLoss >= 0 && o.muLoss <= 100, "optim.mu_loss", o.muLoss, "must be in [0, 100]");
+    p.need(o.outputCentring != OutputCentring::MuLoss || o.muLoss > 0, "optim.mu_loss", o.muLoss,
+           "must be > 0 with optim.output_centring = mu_loss");
     p.need(o.muonMomentum >= 0 && o.muonMomentum < 1, "optim.muon_momentum", o.muonMomentum,
            "must be in [0, 1)");
     p.need(o.muonNsSteps >= 1 && o.muonNsSteps <= 20, "optim.muon_ns_steps", fmt(o.muonNsSteps),

@@ -1,6 +1,6 @@
 // model.cpp — the transformer: embeddings, pre-RMSNorm blocks of attention (engine/attention.h)
-// and a GELU MLP, final norm, LM head, cross-entropy with optional z-loss and output softcap;
-// incremental decoding and QK-Clip, layer by layer.
+// and a GELU MLP, final norm, LM head, cross-entropy with optional z-loss, mu-loss and output
+// softcap; output embedding centring; incremental decoding and QK-Clip, layer by layer.
 #include "model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -106,7 +106,8 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
       m_nHeads(c.model.nHeads),
       m_maxT(c.maxSeqLen()),
       m_outputSoftcap(c.model.outputSoftcap),
-      m_zLoss(c.optim.zLoss) {
+      m_zLoss(c.optim.zLoss),
+      m_muLoss(c.optim.outputCentring == OutputCentring::MuLoss ? c.optim.muLoss : 0.0) {
     const int64_t C = m_dModel, V = 256;
     const int64_t D = c.attention.kind == AttentionKind::Mla ? c.attention.mla.dRope : c.dHead();
     m_tokens = register_module("tokens", torch::nn::Embedding(V, C));
@@ -210,14 +211,33 @@ ForwardResult TransformerImpl::forward(const torch::Tensor& tokens, const torch:
         const auto at = target.unsqueeze(1);
         logZ = (flat.detach().gather(1, at) - logProbs.detach().gather(1, at)).squeeze(1);
     }
-    r.outputLogitStats = outputLogitStats(flat, logZ);
+    // mu, the output embedding's mean row, sets the mean output logit mu . h (Stollenwerk et
+    // al. 2026). Elementwise, so autocast leaves it in the weight's fp32; measured every step,
+    // and with gradient only for the mu-loss (which adds after the other terms, so a run
+    // without it keeps its loss bit for bit).
+    const auto mu = outputEmbedding().mean(0);
+    const auto muSquared = (mu * mu).sum();
+    if (m_muLoss > 0) r.loss = r.loss + m_muLoss * muSquared;
+    r.outputLogitStats = outputLogitStats(flat, logZ, muSquared);
     return r;
 }
 
-torch::Tensor outputLogitStats(const torch::Tensor& logits, const torch::Tensor& logZ) {
+torch::Tensor outputLogitStats(const torch::Tensor& logits, const torch::Tensor& logZ,
+                               const torch::Tensor& muSquared) {
     torch::NoGradGuard noGrad;
     const auto z = logZ.detach();
-    return torch::stack({z.mean(), z.max(), logits.detach().max(), z.pow(2).mean()});
+    return torch::stack({z.mean(), z.max(), logits.detach().max(), z.pow(2).mean(),
+                         muSquared.detach().to(torch::kFloat32).sqrt()});
+}
+
+torch::Tensor TransformerImpl::outputEmbedding() {
+    return m_head ? m_head->weight : m_tokens->weight;
+}
+
+void TransformerImpl::centreOutputEmbedding() {
+    torch::NoGradGuard noGrad;
+    auto e = outputEmbedding();
+    e.sub_(e.mean(0, /*keepdim=*/true));
 }
 
 DecodeState TransformerImpl::newDecodeState(DecodeCache mode, int64_t batch, int64_t capacity,

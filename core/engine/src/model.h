@@ -45,18 +45,28 @@ class BlockImpl : public torch::nn::Module {
 TORCH_MODULE(Block);
 
 struct ForwardResult {
-    torch::Tensor loss;    // scalar: cross-entropy (+ z-loss)
+    torch::Tensor loss;    // scalar: cross-entropy (+ z-loss, + mu-loss)
     torch::Tensor ceLoss;  // scalar: cross-entropy alone
-    // (4) fp32, detached: mean and max of log Z over the tokens, the max output logit and
-    // mean(log Z^2) (the z-loss term before its coefficient), in OutputLogitStat's order.
+    // (5) fp32, detached: mean and max of log Z over the tokens, the max output logit,
+    // mean(log Z^2) (the z-loss term before its coefficient) and ||mu||, the norm of the output
+    // embedding's mean row, in OutputLogitStat's order.
     torch::Tensor outputLogitStats;
 };
 
 // The entries of ForwardResult::outputLogitStats.
-enum OutputLogitStat : int64_t { kLogZMean, kLogZMax, kOutLogitMax, kZLossTerm, kOutputLogitStats };
+enum OutputLogitStat : int64_t {
+    kLogZMean,
+    kLogZMax,
+    kOutLogitMax,
+    kZLossTerm,
+    kMuNorm,
+    kOutputLogitStats
+};
 
-// The statistics of ForwardResult::outputLogitStats from `logits` (N, V) and their log Z (N).
-torch::Tensor outputLogitStats(const torch::Tensor& logits, const torch::Tensor& logZ);
+// The statistics of ForwardResult::outputLogitStats from `logits` (N, V), their log Z (N) and
+// ||mu||^2 (a scalar).
+torch::Tensor outputLogitStats(const torch::Tensor& logits, const torch::Tensor& logZ,
+                               const torch::Tensor& muSquared);
 
 class TransformerImpl : public torch::nn::Module {
   public:
@@ -94,6 +104,11 @@ class TransformerImpl : public torch::nn::Module {
     };
     MuonSplit muonSplit();
     int64_t parameterCount();
+    // The output embedding, (V, C): the LM head's weight, or the token embedding when tied.
+    torch::Tensor outputEmbedding();
+    // optim.output_centring = mu_centring (Stollenwerk et al. 2026): e_i <- e_i - mu, mu the
+    // mean row, in place and without gradient (after each update; a device op, no readback).
+    void centreOutputEmbedding();
     int64_t nLayers() const { return static_cast<int64_t>(m_blocks.size()); }
     int64_t maxSeqLen() const { return m_maxT; }
     Block& block(int64_t i) { return m_blocks.at(static_cast<size_t>(i)); }
@@ -104,6 +119,7 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor head(const torch::Tensor& x);
     int64_t m_dModel, m_nHeads, m_maxT;
     double m_outputSoftcap, m_zLoss;
+    double m_muLoss;  // the mu-loss coefficient; 0 unless optim.output_centring = mu_loss
     torch::nn::Embedding m_tokens{nullptr}, m_positions{nullptr};
     std::vector<Block> m_blocks;
     torch::Tensor m_finalNorm;

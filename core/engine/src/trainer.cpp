@@ -330,6 +330,7 @@ bool Trainer::Impl::readBack(LoopState& st, TrainingObserver& observer, RunOutco
         m.logZMax = v.outputLogits[kLogZMax];
         m.outLogitMax = v.outputLogits[kOutLogitMax];
         m.zLossTerm = v.outputLogits[kZLossTerm];
+        m.muNorm = v.outputLogits[kMuNorm];
         m.updateNorm = v.updateNorm;
         m.tokensPerSec = deferredReadback ? tokens / trainSeconds
                                           : static_cast<double>(config.data.batchSize * m.seqLen) /
@@ -444,8 +445,16 @@ bool Trainer::Impl::readBeforeUpdate(PendingStep& p) {
 void Trainer::Impl::update(const StepPlan& plan, PendingStep& p) {
     if (plan.freezeGains)
         for (auto& g : gains) g.mutable_grad() = torch::Tensor();
-    optimizer->step();
+    stepOptimizer();
     p.updateNorm = optimizer->lastUpdateNorm();
+}
+
+// The update and what follows it on the device in the same step, eager or inside the CUDA
+// graph: optim.output_centring = mu_centring takes the output embedding's mean row out after
+// every update, as its authors do (update_norm stays the optimizer's own).
+void Trainer::Impl::stepOptimizer() {
+    optimizer->step();
+    if (config.optim.outputCentring == OutputCentring::MuCentring) model->centreOutputEmbedding();
 }
 
 // The step's end (stepEnd: the plan and the clock): read back, checkpoint, flush.

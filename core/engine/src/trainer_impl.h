@@ -138,6 +138,7 @@ struct Trainer::Impl {
     std::vector<AttentionMap> mapsBeforeEvents(const StepPlan& plan, const Batch& batch);
     bool readBeforeUpdate(PendingStep& p);
     void update(const StepPlan& plan, PendingStep& p);
+    void stepOptimizer();  // optimizer->step() and the output centring after it
     bool finishStep(const StepPlan& plan, LoopState& st, TrainingObserver& observer,
                     RunOutcome& outcome);
     bool readBack(LoopState& st, TrainingObserver& observer, RunOutcome& outcome);

@@ -112,7 +112,7 @@ std::optional<PendingStep> Trainer::Impl::graphStep(const StepPlan& plan, const 
         auto gradNorm = clipGradNorm(params, clipTo);
         if (freezeGains)
             for (auto& g : gains) g.mutable_grad() = torch::Tensor();
-        optimizer->step();
+        stepOptimizer();
         return StepTensors{result.loss.detach(), gradNorm, result.outputLogitStats,
                            optimizer->lastUpdateNorm()};
     };

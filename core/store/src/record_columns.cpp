@@ -249,6 +249,9 @@ const RecordTable<StepMetrics>& stepMetricTable() {
             column("out_logit_max", "max output logit", &M::outLogitMax, outputLogits),
             column("z_loss_term", "z-loss term", &M::zLossTerm, outputLogits),
             column("update_norm", "update norm", &M::updateNorm, outputLogits),
+            // Output embedding centring: mu-loss adds optim.mu_loss x mu_norm^2.
+            column("mu_norm", "output embedding mean norm", &M::muNorm,
+                   schemaVersionOf(SchemaFeature::OutputMean)),
         })};
     return table;
 }

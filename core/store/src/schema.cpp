@@ -231,6 +231,11 @@ CREATE TABLE forecasts(
 ALTER TABLE probe_stats ADD COLUMN first_token_share REAL;
 ALTER TABLE probe_stats ADD COLUMN max_activation REAL;
 )sql",
+    // 15: output embedding centring (Stollenwerk et al. 2026): ||mu||, the norm of the output
+    // embedding's mean row, per step (NULL in older rows).
+    R"sql(
+ALTER TABLE step_metrics ADD COLUMN mu_norm REAL;
+)sql",
 #ifdef QKLAB_EXTRA_COLUMNS
     kExtraColumnsMigration,  // the test build's (record_columns.cpp)
 #endif

@@ -31,6 +31,7 @@ enum class SchemaFeature {
     ChangeReports,  // the change_reports table
     Forecasts,      // the forecasts table
     SinkProbes,     // probe_stats.first_token_share and .max_activation
+    OutputMean,     // step_metrics.mu_norm
 };
 
 struct SchemaFeatureVersion {
@@ -45,6 +46,7 @@ inline constexpr SchemaFeatureVersion kSchemaFeatures[] = {
     {SchemaFeature::QkClips, 9},       {SchemaFeature::OutputLogits, 10},
     {SchemaFeature::ExternalRuns, 11}, {SchemaFeature::ChangeReports, 12},
     {SchemaFeature::Forecasts, 13},    {SchemaFeature::SinkProbes, 14},
+    {SchemaFeature::OutputMean, 15},
 };
 
 constexpr int schemaVersionOf(SchemaFeature feature) {

@@ -11,41 +11,17 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 
-#include "engine/src/step_graph.h"
 #include "qklab/config/events.h"
 #include "qklab/engine/trainer.h"
 #include "support/optim_fixture.h"
+#include "support/stand_in_graph.h"
 
 using namespace qklab;
 using namespace qklab::testing_support;
 
 namespace {
-
-struct GraphCounts {
-    int captures = 0, replays = 0;
-    bool failCapture = false;
-};
-
-class StandInGraph final : public StepGraph {
-  public:
-    explicit StandInGraph(std::shared_ptr<GraphCounts> counts) : m_counts(std::move(counts)) {}
-    void capture(const std::function<void()>& body) override {
-        if (m_counts->failCapture) throw std::runtime_error("stand-in capture refused");
-        m_body = body;  // recorded, not run: a capture launches nothing
-        ++m_counts->captures;
-    }
-    void replay() override {
-        m_body();
-        ++m_counts->replays;
-    }
-
-  private:
-    std::shared_ptr<GraphCounts> m_counts;
-    std::function<void()> m_body;
-};
 
 RunConfig graphConfig(int64_t steps) {
     RunConfig c = eventfulConfig(steps);

@@ -55,8 +55,10 @@ TEST(OutputLogitStats, MatchHandComputedValuesOnFixedLogits) {
                                        std::log(5.0), 0.0, 0.0, 0.0},
                                       torch::kFloat32)
                             .reshape({3, 4});
-    const auto stats = statsOf(outputLogitStats(logits, torch::logsumexp(logits, -1)));
+    const auto stats =
+        statsOf(outputLogitStats(logits, torch::logsumexp(logits, -1), torch::tensor(2.25)));
     ASSERT_EQ(stats.size(), static_cast<size_t>(kOutputLogitStats));
+    EXPECT_DOUBLE_EQ(stats[kMuNorm], 1.5);  // ||mu|| from ||mu||^2
     const double z1 = 2 * ln2, z2 = 2 + 2 * ln2, z3 = 3 * ln2;
     EXPECT_NEAR(stats[kLogZMean], (z1 + z2 + z3) / 3, 1e-6);
     EXPECT_NEAR(stats[kLogZMax], z2, 1e-6);
@@ -158,6 +160,7 @@ TEST(UpdateNorm, AndOutputLogitStatisticsReachEveryStepOfARun) {
             EXPECT_LE(m.outLogitMax, m.logZMax) << m.step;              // log Z >= the row's max
             EXPECT_GE(m.zLossTerm, m.logZMean * m.logZMean) << m.step;  // Jensen
             EXPECT_TRUE(std::isfinite(m.updateNorm) && m.updateNorm > 0) << m.step;
+            EXPECT_TRUE(std::isfinite(m.muNorm) && m.muNorm > 0) << m.step;
         }
     }
 }

@@ -1,6 +1,7 @@
 // store_output_logits_test.cpp — the output-logit statistics and the update norm (schema 10)
-// round-trip through the store and every export; a schema-9 file reads them as NaN ("nan" in
-// JSON and CSV) and a writer migrates it, keeping its rows.
+// and the output embedding's mean norm (schema 15) round-trip through the store and every
+// export; a schema-9 (schema-14) file reads them as NaN ("nan" in JSON and CSV) and a writer
+// migrates it, keeping its rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +24,7 @@ StepMetrics stepWithOutputLogits(int64_t s) {
     m.outLogitMax = 12.5 + s;
     m.zLossTerm = 31.0 + s;
     m.updateNorm = 0.125 * (s + 1);
+    m.muNorm = 0.75 + s;
     return m;
 }
 
@@ -65,6 +67,7 @@ TEST_F(StoreTest, OutputLogitStatisticsRoundTripAndAreExported) {
     EXPECT_DOUBLE_EQ(ms[1].outLogitMax, 13.5);
     EXPECT_DOUBLE_EQ(ms[1].zLossTerm, 32.0);
     EXPECT_DOUBLE_EQ(ms[1].updateNorm, 0.25);
+    EXPECT_DOUBLE_EQ(ms[1].muNorm, 1.75);
     const auto json = runExportJson(store, 1);
     EXPECT_DOUBLE_EQ(json["steps"][0]["logz_mean"].get<double>(), 5.5);
     EXPECT_DOUBLE_EQ(json["steps"][0]["logz_max"].get<double>(), 9.25);
@@ -75,6 +78,39 @@ TEST_F(StoreTest, OutputLogitStatisticsRoundTripAndAreExported) {
     EXPECT_EQ(cellOf(csv, "logz_mean"), "5.5");
     EXPECT_EQ(cellOf(csv, "out_logit_max"), "12.5");
     EXPECT_EQ(cellOf(csv, "update_norm"), "0.125");
+    EXPECT_DOUBLE_EQ(json["steps"][0]["mu_norm"].get<double>(), 0.75);
+    EXPECT_EQ(cellOf(csv, "mu_norm"), "0.75");
+}
+
+// Schema 15 added mu_norm (output embedding centring): a schema-14 file's steps read it as NaN,
+// and a writer migrates it and stores it.
+TEST_F(StoreTest, SchemaFourteenStepsReadMuNormAsNanAndAWriterMigrates) {
+    {
+        RunWriter w(m_path, NewRun{});
+        w.addStep(stepWithOutputLogits(0));
+        w.finish(RunStatus::Finished);
+    }
+    rawExec(QKLAB_UNDO_SCHEMA_15 "PRAGMA user_version = 14; PRAGMA wal_checkpoint(TRUNCATE)",
+            m_path);
+    {
+        RunStore reader(m_path, StoreAccess::ReadOnly);
+        const auto ms = reader.stepMetrics(1);
+        ASSERT_EQ(ms.size(), 1u);
+        EXPECT_DOUBLE_EQ(ms[0].logZMean, 5.5);
+        EXPECT_TRUE(std::isnan(ms[0].muNorm));
+        EXPECT_EQ(cellOf(runExportCsv(reader, 1), "mu_norm"), "nan");
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), 14);  // the reader did not migrate it
+    {
+        RunWriter w(m_path, 1, 1);
+        w.addStep(stepWithOutputLogits(1));
+        w.finish(RunStatus::Finished);
+    }
+    EXPECT_EQ(rawInt("PRAGMA user_version"), kLatestSchema);
+    const auto ms = RunStore(m_path, StoreAccess::ReadOnly).stepMetrics(1);
+    ASSERT_EQ(ms.size(), 2u);
+    EXPECT_TRUE(std::isnan(ms[0].muNorm));  // the migrated row has NULL
+    EXPECT_DOUBLE_EQ(ms[1].muNorm, 1.75);
 }
 
 TEST_F(StoreTest, SchemaNineStepsReadTheNewColumnsAsNanAndAWriterMigrates) {

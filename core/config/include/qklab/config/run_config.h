@@ -25,8 +25,12 @@ struct OptimConfig {
     double weightDecay = 0.1;  // decoupled (AdamW) decay, matrices only
     std::vector<double> betas{0.9, 0.95};
     double eps = 1e-8;
-    double gradClip = 1.0;                // global L2-norm clip; 0 = off
-    double zLoss = 0.0;                   // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
+    double gradClip = 1.0;  // global L2-norm clip; 0 = off
+    double zLoss = 0.0;     // coefficient of log(Z)^2 (Wortsman et al.: 1e-4)
+    // Output embedding centring (Stollenwerk et al. 2026): mu = the mean row of the LM head's
+    // weight (the token embedding when tied), which sets the mean output logit mu . h.
+    OutputCentring outputCentring = OutputCentring::None;
+    double muLoss = 0.1;  // mu_loss: coefficient of ||mu||^2 (the authors' runs: 0.1)
     AutoSwitch fused = AutoSwitch::Auto;  // ATen's fused AdamW kernel; auto = on cuda
     // Muon (Jordan et al. 2024; Moonlight, Liu et al. 2025) on the hidden matrices: Nesterov
     // momentum, then muonNsSteps Newton-Schulz iterations; optim.lr and weight decay carry over

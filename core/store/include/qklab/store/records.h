@@ -46,6 +46,10 @@ struct StepMetrics {
     double outLogitMax = 0;            // the largest output logit
     double zLossTerm = 0;              // mean(log Z^2), before the z-loss coefficient
     double updateNorm = 0;             // global L2 norm of the optimizer's parameter update
+    // ||mu||, mu the mean row of the output embedding (the LM head's weight, or the token
+    // embedding when tied), before this step's update: the mean output logit is mu . h
+    // (Stollenwerk et al. 2026; optim.output_centring). NaN: an older file.
+    double muNorm = 0;
 };
 
 // Attention statistics of one layer and head at one probed step. head = -1 is the whole layer.

@@ -110,6 +110,14 @@ template <>
 struct Choices<SkipStepPolicy> {
     static constexpr std::array<const char*, 3> names{"off", "sigma", "forecast"};
 };
+// optim.output_centring (Stollenwerk et al. 2026, output embedding centring): none, mu_centring
+// (the LM head's rows lose their mean mu after every update) or mu_loss (the loss adds
+// optim.mu_loss x ||mu||^2).
+enum class OutputCentring { None, MuCentring, MuLoss };
+template <>
+struct Choices<OutputCentring> {
+    static constexpr std::array<const char*, 3> names{"none", "mu_centring", "mu_loss"};
+};
 template <>
 struct Choices<AutoSwitch> {
     static constexpr std::array<const char*, 3> names{"auto", "on", "off"};
