@@ -190,7 +190,7 @@ std::optional<CompareMetric> compareMetricFor(const QString& m) {
     if (m.startsWith(QLatin1String("logit_")) || m == QLatin1String("frac_at_cap"))
         return CompareMetric::MaxLogit;
     if (m == QLatin1String("logz_max") || m == QLatin1String("out_logit_max") ||
-        m == QLatin1String("z_loss_term"))
+        m == QLatin1String("z_loss_term") || m == QLatin1String("mu_norm"))
         return CompareMetric::LogZMean;
     if (m == QLatin1String("update_norm")) return CompareMetric::GradNorm;
     return std::nullopt;

@@ -294,13 +294,17 @@ void LivePlotsPanel::buildProbePlots() {
 // penalise, recorded whether z-loss is on or off. The LM head's max logit is named so: beside
 // the attention plots' "max logit" lines a bare "max logit" read as theirs.
 void LivePlotsPanel::buildOutputLogitPlot() {
-    m_outLogits = makePlot(tr("Output logits (LM head): log Z mean, max; max logit; "
+    m_outLogits = makePlot(tr("Output logits (LM head): log Z mean, max; max logit; ‖μ‖; "
                               "mean (log Z)² (right)"),
                            tr("log Z, logit"), tr("Output logits (LM head)"));
+    // ‖μ‖, the mean LM-head row (output-embedding centring, arXiv 2601.02031): its drift sets
+    // the mean output logit μ·h; empty before schema 15.
     const std::pair<const char*, QString> lanes[] = {{"logz_mean", tr("log Z mean")},
                                                      {"logz_max", tr("log Z max")},
-                                                     {"out_logit_max", tr("LM-head max logit")}};
-    const QColor colors[] = {QColor(31, 119, 180), QColor(174, 199, 232), QColor(214, 39, 40)};
+                                                     {"out_logit_max", tr("LM-head max logit")},
+                                                     {"mu_norm", tr("‖μ‖ mean LM-head row")}};
+    const QColor colors[] = {QColor(31, 119, 180), QColor(174, 199, 232), QColor(214, 39, 40),
+                             QColor(44, 160, 44)};
     for (size_t i = 0; i < std::size(lanes); ++i) {
         QCPGraph* g = stepGraph(m_outLogits, lanes[i].first);
         g->setName(lanes[i].second);
@@ -633,7 +637,8 @@ QString LivePlotsPanel::forecastText() const {
 QCustomPlot* LivePlotsPanel::plotForMetric(const QString& metric) const {
     for (const auto& [column, graph] : m_stepGraphs)
         if (metric == QLatin1String(column->name)) return graph->parentPlot();
-    if (metric == QLatin1String("entropy")) return m_entropy;
+    if (metric == QLatin1String("entropy") || metric == QLatin1String("first_token_share"))
+        return m_entropy;  // the share is drawn on its right axis
     if (metric.startsWith(QLatin1String("q_")) || metric.startsWith(QLatin1String("k_")))
         return m_norms;
     return m_logits;  // logit_* and frac_at_cap (the logits' story), and anything unknown

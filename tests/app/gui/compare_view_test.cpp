@@ -187,6 +187,11 @@ class CompareViewTest : public QObject {
         QCOMPARE(seriesOf(c.runs[0], CompareMetric::FirstTokenShare, 0).values[2], 0.11);
         QCOMPARE(seriesOf(c.runs[0], CompareMetric::MaxActivation, -1).values[2], 60.0);
         QCOMPARE(seriesOf(c.runs[0], CompareMetric::MaxActivation, 1).values[2], 17.0);
+        // A lesson naming them shows their plots; ||mu|| tells the LM head's story.
+        QCOMPARE(compareMetricFor(QStringLiteral("first_token_share")),
+                 std::optional(CompareMetric::FirstTokenShare));
+        QCOMPARE(compareMetricFor(QStringLiteral("mu_norm")),
+                 std::optional(CompareMetric::LogZMean));
         const Series loss = seriesOf(c.runs[2], CompareMetric::TrainLoss, -1);
         QVERIFY(std::isnan(loss.values[20]));  // a diverged step is a gap
         QCOMPARE(loss.values[21], 6.0 - 0.21);

@@ -195,6 +195,7 @@ class PanelsTest : public QObject {
             m.softcapC = 0;
             m.seqLen = 32;
             m.logZMean = 5.5 - s * 0.05;  // drifts below 0, as without z-loss
+            m.muNorm = 0.5 + s * 0.01;    // the mean LM-head row drifts too
             m.logZMax = m.logZMean + 2;
             m.outLogitMax = 3.0;
             m.zLossTerm = m.logZMean * m.logZMean;
@@ -413,7 +414,13 @@ class PanelsTest : public QObject {
                  panel.plotForMetric(QStringLiteral("grad_norm")));
         QCOMPARE(outLogits->graph(0)->dataCount(), 200);
         QCOMPARE(outLogits->graph(0)->data()->at(199)->value, 5.5 - 199 * 0.05);
-        QCOMPARE(outLogits->graph(3)->valueAxis(), outLogits->yAxis2);  // mean log Z^2
+        QCOMPARE(panel.plotForMetric(QStringLiteral("mu_norm")), outLogits);
+        QCOMPARE(outLogits->graph(3)->data()->at(199)->value, 0.5 + 199 * 0.01);  // ||mu||
+        QCOMPARE(outLogits->graph(4)->valueAxis(), outLogits->yAxis2);            // mean log Z^2
+        // The first-token share is drawn on the entropy plot's right axis: a lesson naming it
+        // shows that plot.
+        QCOMPARE(panel.plotForMetric(QStringLiteral("first_token_share")),
+                 panel.plotForMetric(QStringLiteral("entropy")));
         // One user event: a marker line and label on every plot; thresholds on the logit plot.
         for (QCustomPlot* p : panel.plots()) QVERIFY(p->itemCount() >= 2);
         QVERIFY(panel.logitPlot()->itemCount() >= 4);  // two lines; their names in the legend
