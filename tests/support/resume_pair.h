@@ -72,13 +72,17 @@ inline void expectTrainsToAFiniteLoss(Trainer& t, const std::string& what) {
 }
 
 // The stopped run stopped, the resumed one finished, and both trained `steps` steps with the
-// same loss at every step.
+// same loss and the same update norm at every step (the update norm reads the optimiser's
+// state, which a checkpoint that lost any of it would change before the loss does).
 inline void expectResumedEqualsWhole(const ResumePair& r, size_t steps) {
     EXPECT_EQ(r.stoppedStatus, RunStatus::Stopped);
     EXPECT_EQ(r.resumedStatus, RunStatus::Finished);
     ASSERT_EQ(r.full.size(), steps);
     ASSERT_EQ(r.resumed.size(), steps);
-    for (size_t i = 0; i < steps; ++i) EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
+    for (size_t i = 0; i < steps; ++i) {
+        EXPECT_EQ(r.full[i].loss, r.resumed[i].loss) << "step " << i;
+        EXPECT_EQ(r.full[i].updateNorm, r.resumed[i].updateNorm) << "step " << i;
+    }
 }
 
 }  // namespace qklab::testsupport

@@ -75,7 +75,7 @@ class ExternalRunViewTest : public QObject {
             m.loss = 5.0 - 0.1 * double(s);
             m.lr = 0.03;
             m.gradNorm = m.alpha = m.softcapC = m.tokensPerSec = nan;
-            m.logZMean = m.logZMax = m.outLogitMax = m.zLossTerm = m.updateNorm = nan;
+            m.logZMean = m.logZMax = m.outLogitMax = m.zLossTerm = m.updateNorm = m.muNorm = nan;
             w.addStep(m);
             w.addCustomScalar({s, "tokens_seen", tokensAt(s)});
             w.addCustomScalar({s, "train/acc", s == 5 ? nan : accuracyAt(s)});

@@ -166,8 +166,6 @@ TEST(Muon, AStoppedAndResumedRunEqualsAnUninterruptedOne) {
     c.optim.kind = OptimKind::Muon;
     const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 7);
     testsupport::expectResumedEqualsWhole(r, 16);
-    for (size_t i = 0; i < std::min(r.full.size(), r.resumed.size()); ++i)
-        EXPECT_EQ(r.full[i].updateNorm, r.resumed[i].updateNorm) << "step " << i;
 }
 
 // MuonClip: QK-Clip after each Muon step. A tau this small needs clipping within a few steps.

