@@ -154,7 +154,9 @@ void DeviceAdamW::step() {
     std::vector<torch::Tensor> squaredNorms;  // of each parameter's update, float64
     if (!m_quack.empty()) updateQuackScales();
     if (m_fused) fusedStep(active, squaredNorms);
-    perParameterStep(active, squaredNorms);  // fused: only QuacK's parameters
+    // Fused, the kernel stepped all but QuacK's parameters: without QuacK nothing is left, and
+    // the bias corrections perParameterStep computes first would be device work for nothing.
+    if (!m_fused || !m_quack.empty()) perParameterStep(active, squaredNorms);
     muonStep(active, squaredNorms);
     // clamp_min: the dot-product form can round below 0; a sum of norms is >= 0 already.
     m_updateNorm = squaredNorms.empty() ? torch::zeros({}, m_lr.options())

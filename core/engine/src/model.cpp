@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 namespace qklab {
@@ -214,9 +215,15 @@ ForwardResult TransformerImpl::forward(const torch::Tensor& tokens, const torch:
     // mu, the output embedding's mean row, sets the mean output logit mu . h (Stollenwerk et
     // al. 2026). Elementwise, so autocast leaves it in the weight's fp32; measured every step,
     // and with gradient only for the mu-loss (which adds after the other terms, so a run
-    // without it keeps its loss bit for bit).
-    const auto mu = outputEmbedding().mean(0);
-    const auto muSquared = (mu * mu).sum();
+    // without it keeps its loss bit for bit). Without it no autograd node is built for a
+    // statistic nothing differentiates.
+    torch::Tensor muSquared;
+    {
+        std::optional<torch::NoGradGuard> measuredOnly;
+        if (m_muLoss <= 0) measuredOnly.emplace();
+        const auto mu = outputEmbedding().mean(0);
+        muSquared = (mu * mu).sum();
+    }
     if (m_muLoss > 0) r.loss = r.loss + m_muLoss * muSquared;
     r.outputLogitStats = outputLogitStats(flat, logZ, muSquared);
     return r;
