@@ -86,6 +86,8 @@ int trainSession(RunSession& session, const std::string& dbPath) {
     std::cerr << "run " << session.runId() << " in " << dbPath << ": "
               << session.trainer().parameterCount() << " parameters, "
               << session.trainer().deviceDescription() << "\n";
+    if (const auto tokens = session.trainer().tokenizerDescription(); !tokens.empty())
+        std::cerr << "tokens: " << tokens << "\n";
     ProgressBar bar(session.trainer().startStep(), cfg.schedule.steps, isatty(STDERR_FILENO));
     CliObserver observer(bar);
     g_activeTrainer = &session.trainer();

@@ -53,7 +53,7 @@ struct LayerError {
 };
 
 // bf16-vs-fp32 error of every layer's raw logits over `batches` validation batches.
-std::vector<LayerError> measure(Transformer& model, const RunConfig& c, ByteDataLoader& data,
+std::vector<LayerError> measure(Transformer& model, const RunConfig& c, TokenDataLoader& data,
                                 const AttentionSwitches& sw, int64_t batches,
                                 const torch::Device& device) {
     torch::NoGradGuard noGrad;
@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
     c.probes.every = 0;
     const torch::Device device = c.run.device == DeviceKind::Cuda ? torch::Device(torch::kCUDA, 0)
                                                                   : torch::Device(torch::kCPU);
-    ByteDataLoader data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(), 99);
+    TokenDataLoader data(loadCorpus(c.data.source), Tokenizer(), c.data.valFraction, c.maxSeqLen(),
+                         99);
     for (int64_t seed : seeds) {
         c.run.seed = seed;
         Transformer model = trainFp32(c, device);

@@ -56,13 +56,14 @@ inline double maxRelativeDifference(const torch::Tensor& a, const torch::Tensor&
 struct Twins {
     RunConfig config;
     Transformer a{nullptr}, b{nullptr};
-    std::unique_ptr<ByteDataLoader> data;
+    std::unique_ptr<TokenDataLoader> data;
     explicit Twins(const RunConfig& c) : config(c) {
         torch::manual_seed(11);
         a = Transformer(c);
         torch::manual_seed(11);
         b = Transformer(c);
-        data = std::make_unique<ByteDataLoader>(loadCorpus("builtin"), 0.1, c.model.seqLen, 5);
+        data = std::make_unique<TokenDataLoader>(loadCorpus("builtin"), Tokenizer(), 0.1,
+                                                 c.model.seqLen, 5);
     }
     std::vector<AdamWGroup> groups(Transformer& m) {
         return {{m->decayedParameters(), config.optim.weightDecay},

@@ -411,6 +411,15 @@ void dataFields(FieldTable& t) {
         "data.val_fraction", "Validation share", "of text",
         "tail of the corpus held out for validation",
         [](RunConfig& c) -> double& { return c.data.valFraction; }, 0.01, 0.5);
+    t.add("data.tokenizer", "Tokenizer", "",
+          "bytes (every byte a token, vocabulary 256) or bpe (a byte-level BPE trained on the "
+          "training split when the run starts; its merges go into checkpoints)",
+          [](RunConfig& c) -> TokenizerKind& { return c.data.tokenizer; });
+    t.add(
+        "data.vocab_size", "BPE vocabulary", "tokens",
+        "bpe: the vocabulary, 256 bytes + the merges learnt (read only with data.tokenizer = "
+        "bpe; a text with fewer distinct pairs leaves the last ids unused)",
+        [](RunConfig& c) -> int64_t& { return c.data.vocabSize; }, 257, 65536);
     t.add(
         "eval.every", "Validate every", "steps",
         "validation loss every N steps (0 = only at the end)",

@@ -26,8 +26,7 @@
 namespace qklab {
 namespace {
 
-constexpr double kFp32 = 4;     // bytes of a float: weights, gradients, AdamW state, activations
-constexpr double kVocab = 256;  // byte-level tokens
+constexpr double kFp32 = 4;  // bytes of a float: weights, gradients, AdamW state, activations
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double positive(int64_t v) {
@@ -36,7 +35,7 @@ double positive(int64_t v) {
 
 // The sizes of a run as doubles: products of absurd values must not overflow int64.
 struct Shape {
-    double B = 0, T = 0, C = 0, L = 0, H = 0, D = 0, r = 0;
+    double B = 0, T = 0, C = 0, L = 0, H = 0, D = 0, r = 0, V = 0;
 };
 
 Shape shapeOf(const RunConfig& c) {
@@ -48,6 +47,7 @@ Shape shapeOf(const RunConfig& c) {
     s.H = positive(c.model.nHeads);
     s.D = s.H > 0 ? std::floor(s.C / s.H) : 0;
     s.r = positive(c.model.mlpRatio);
+    s.V = positive(c.vocabSize());  // 256 bytes, or data.vocab_size with a BPE
     return s;
 }
 
@@ -69,11 +69,11 @@ double parameterCount(const RunConfig& c, const Shape& s) {
         const double queries = ql > 0 ? s.C * ql + ql + ql * qOut : s.C * qOut;
         attention = 3 * s.C * dc + dc + s.C * dr + queries + s.C * s.C + gains;
     }
-    const double mlp = 2 * s.r * s.C * s.C;  // fc (C x rC) and out (rC x C)
-    const double norms = 2 * s.C;            // norm1, norm2
-    double n = kVocab * s.C + s.L * (attention + mlp + norms) + s.C;  // + the final norm
-    if (!c.model.rope) n += s.T * s.C;                                // learned positions
-    if (!c.model.tieEmbeddings) n += kVocab * s.C;                    // the LM head
+    const double mlp = 2 * s.r * s.C * s.C;                        // fc (C x rC) and out (rC x C)
+    const double norms = 2 * s.C;                                  // norm1, norm2
+    double n = s.V * s.C + s.L * (attention + mlp + norms) + s.C;  // + the final norm
+    if (!c.model.rope) n += s.T * s.C;                             // learned positions
+    if (!c.model.tieEmbeddings) n += s.V * s.C;                    // the LM head
     return n;
 }
 
@@ -108,11 +108,11 @@ double attentionBytes(const RunConfig& c, const Shape& s) {
     return s.B * s.H * s.T * s.T * kFp32 * (s.L * keptPerLayer + transient);
 }
 
-// (B, T, 256) fp32: the logits, log_softmax's output kept for backward and the gradients of
+// (B, T, V) fp32: the logits, log_softmax's output kept for backward and the gradients of
 // both (4); the output softcap keeps its tanh (1 more), z-loss its logsumexp input (1 more).
 double logitBytes(const RunConfig& c, const Shape& s) {
     const double copies = 4 + (c.model.outputSoftcap > 0 ? 1 : 0) + (c.optim.zLoss > 0 ? 1 : 0);
-    return s.B * s.T * kVocab * kFp32 * copies;
+    return s.B * s.T * s.V * kFp32 * copies;
 }
 
 // Batch-independent tables: the (T, T) causal mask (fp32, built by full() then triu(): 2);

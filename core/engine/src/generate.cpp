@@ -1,5 +1,6 @@
-// generate.cpp — text from a checkpoint: prefill the prompt, then one byte at a time through
-// the KV cache (or without one, recomputing the whole context), greedy or sampled.
+// generate.cpp — text from a checkpoint: prefill the prompt, then one token at a time through
+// the KV cache (or without one, recomputing the whole context), greedy or sampled. A BPE run's
+// tokenizer comes from the checkpoint's merges, so no corpus is read.
 #include "qklab/engine/generate.h"
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "data_loader.h"
 #include "mla_attention.h"
 #include "model.h"
 #include "qklab/config/resources.h"
@@ -32,9 +34,9 @@ DecodeCache resolve(const RunConfig& c, DecodeCache requested) {
     return requested;
 }
 
-// Pick the next byte: argmax at temperature 0, else a draw from softmax(logits / T) made on the
+// Pick the next token: argmax at temperature 0, else a draw from softmax(logits / T) made on the
 // host with a seeded engine, so that the same seed gives the same text on every machine.
-int64_t pickByte(const torch::Tensor& logits, double temperature, std::mt19937_64& rng) {
+int64_t pickToken(const torch::Tensor& logits, double temperature, std::mt19937_64& rng) {
     auto l = logits.to(torch::kFloat64).contiguous().cpu();
     const double* v = l.data_ptr<double>();
     const int64_t n = l.numel();
@@ -51,8 +53,33 @@ int64_t pickByte(const torch::Tensor& logits, double temperature, std::mt19937_6
     return best;
 }
 
-torch::Tensor tokensOf(const std::vector<int64_t>& bytes) {
-    return torch::tensor(bytes, torch::kInt64).view({1, -1});
+torch::Tensor tokensOf(const std::vector<int64_t>& ids) {
+    return torch::tensor(ids, torch::kInt64).view({1, -1});
+}
+
+// The checkpoint's weights and step, and the tokenizer its run trained with.
+Tokenizer loadInto(Transformer& model, const RunConfig& config, const std::string& path,
+                   int64_t& checkpointStep) {
+    Tokenizer tokenizer;
+    try {
+        torch::serialize::InputArchive archive;
+        archive.load_from(path, torch::kCPU);
+        model->load(archive);
+        torch::Tensor next;
+        archive.read("next_step", next);
+        checkpointStep = next.item<int64_t>();
+        if (config.data.tokenizer == TokenizerKind::Bpe) {
+            torch::Tensor merges;
+            if (!archive.try_read("bpe_merges", merges))
+                throw Error(ErrorCode::BadCheckpoint,
+                            "checkpoint " + path + " has no BPE merges (data.tokenizer = bpe)");
+            tokenizer = tokenizerFromMerges(merges, "checkpoint " + path);
+        }
+    } catch (const c10::Error& e) {
+        throw Error(ErrorCode::BadCheckpoint,
+                    "checkpoint " + path + " cannot be loaded: " + e.what_without_backtrace());
+    }
+    return tokenizer;
 }
 
 }  // namespace
@@ -97,26 +124,15 @@ GenerateResult generateFromCheckpoint(const RunConfig& config, const std::string
         torch::set_num_threads(static_cast<int>(cappedThreads(options.threads)));
     Transformer model(config);
     GenerateResult result;
-    try {
-        torch::serialize::InputArchive archive;
-        archive.load_from(checkpointPath, torch::kCPU);
-        model->load(archive);
-        torch::Tensor next;
-        archive.read("next_step", next);
-        result.checkpointStep = next.item<int64_t>();
-    } catch (const c10::Error& e) {
-        throw Error(
-            ErrorCode::BadCheckpoint,
-            "checkpoint " + checkpointPath + " cannot be loaded: " + e.what_without_backtrace());
-    }
+    const Tokenizer tokenizer = loadInto(model, config, checkpointPath, result.checkpointStep);
     model->eval();
     const int64_t step = std::max<int64_t>(0, result.checkpointStep - 1);
     result.cache = cacheLayout(config, options.cache, step);
     auto sw = attentionSwitches(config, settingsAt(config, step));
     const int64_t window = model->maxSeqLen(), keep = std::max<int64_t>(1, window / 2);
 
-    std::vector<int64_t> context(options.prompt.begin(), options.prompt.end());
-    for (auto& b : context) b &= 0xff;  // bytes, whatever char's signedness
+    const auto promptIds = tokenizer.encode(options.prompt);
+    std::vector<int64_t> context(promptIds.begin(), promptIds.end());
     if (context.empty()) context.push_back('\n');
     if (static_cast<int64_t>(context.size()) > window)
         context.erase(context.begin(), context.end() - keep);
@@ -131,26 +147,30 @@ GenerateResult generateFromCheckpoint(const RunConfig& config, const std::string
     auto last = refill();
     std::mt19937_64 rng(options.seed);
     const auto t0 = std::chrono::steady_clock::now();
-    auto produced = [&]() { return static_cast<int64_t>(result.text.size()); };
-    while (produced() < options.tokens) {
-        const int64_t byte = pickByte(last, options.temperature, rng);
-        const std::string piece(1, static_cast<char>(byte));
+    int64_t tokens = 0;
+    while (tokens < options.tokens) {
+        const int64_t id = pickToken(last, options.temperature, rng);
+        // A BPE model's unused ids (a text with fewer pairs than data.vocab_size) decode to
+        // nothing; training pushes their logits far down, so they are all but never drawn.
+        const std::string piece =
+            id < tokenizer.idCount() ? tokenizer.piece(static_cast<int32_t>(id)) : std::string();
         result.text += piece;
-        if ((onText && !onText(piece)) || produced() == options.tokens) break;
-        context.push_back(byte);
+        ++tokens;
+        if ((onText && !onText(piece)) || tokens == options.tokens) break;
+        context.push_back(id);
         if (static_cast<int64_t>(context.size()) > window) {
             // Outgrown the trained context: keep the last half and rebuild the cache from it.
             context.erase(context.begin(), context.end() - keep);
             last = refill();
         } else if (cached) {
-            last = model->decode(tokensOf({byte}), state, sw)[0][-1];
+            last = model->decode(tokensOf({id}), state, sw)[0][-1];
         } else {
             last = refill();
         }
     }
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    result.msPerToken = ms / static_cast<double>(std::max<int64_t>(1, produced()));
+    result.msPerToken = ms / static_cast<double>(std::max<int64_t>(1, tokens));
     return result;
 }
 

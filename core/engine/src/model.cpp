@@ -109,7 +109,7 @@ TransformerImpl::TransformerImpl(const RunConfig& c)
       m_outputSoftcap(c.model.outputSoftcap),
       m_zLoss(c.optim.zLoss),
       m_muLoss(c.optim.outputCentring == OutputCentring::MuLoss ? c.optim.muLoss : 0.0) {
-    const int64_t C = m_dModel, V = 256;
+    const int64_t C = m_dModel, V = c.vocabSize();
     const int64_t D = c.attention.kind == AttentionKind::Mla ? c.attention.mla.dRope : c.dHead();
     m_tokens = register_module("tokens", torch::nn::Embedding(V, C));
     if (!c.model.rope) m_positions = register_module("positions", torch::nn::Embedding(m_maxT, C));

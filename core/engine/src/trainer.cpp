@@ -133,6 +133,7 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     archive.write("next_step", torch::tensor(nextStep));
     archive.write("sampler_state", stringTensor(data->rngState()));
     archive.write("config_json", stringTensor(configToJson(config).dump()));
+    if (!data->tokenizer().isBytes()) archive.write("bpe_merges", mergesTensor(data->tokenizer()));
     if (config.optim.skipStep != SkipStepPolicy::Off)
         archive.write("policy_state", stringTensor(policyState()));
     writeArchiveAtomically(archive, path, nextStep);
@@ -140,6 +141,21 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     lastCheckpointTime = Clock::now();
     observer.onCheckpoint(CheckpointInfo{nextStep, path, {}});
     observer.onFlushPoint();  // commit the row now: the store then drops older checkpoints
+}
+
+// A BPE is trained on the corpus when the run starts: a checkpoint resumed against a changed
+// text would go on with other token ids under the same embedding rows.
+void Trainer::Impl::checkSameTokenizer(torch::serialize::InputArchive& archive,
+                                       const std::string& path) const {
+    if (data->tokenizer().isBytes()) return;
+    torch::Tensor merges;
+    if (!archive.try_read("bpe_merges", merges))
+        throw Error(ErrorCode::BadCheckpoint, "checkpoint " + path + " has no BPE merges");
+    if (tokenizerFromMerges(merges, "checkpoint " + path).merges() != data->tokenizer().merges())
+        throw Error(ErrorCode::BadCheckpoint,
+                    "checkpoint " + path +
+                        " was trained with other BPE merges than data.source gives now (has the "
+                        "text changed?)");
 }
 
 void Trainer::Impl::loadCheckpoint(const std::string& path) {
@@ -161,6 +177,7 @@ void Trainer::Impl::loadCheckpoint(const std::string& path) {
         archive.read("sampler_state", sampler);
         startStep = next.item<int64_t>();
         data->setRngState(tensorString(sampler));
+        checkSameTokenizer(archive, path);
         torch::Tensor policy;  // absent before issue 40, and in a run without a policy
         if (archive.try_read("policy_state", policy))
             restorePolicyState(tensorString(policy), "checkpoint " + path);
@@ -379,9 +396,10 @@ Trainer::Trainer(const RunConfig& config, TrainerOptions options)
                          (config.run.readback == Readback::Auto && d.device.is_cuda());
     // Capped at the core count: a million threads used to hang in thread creation.
     torch::set_num_threads(static_cast<int>(cappedThreads(config.run.threads)));
-    d.data = std::make_unique<ByteDataLoader>(loadCorpus(config.data.source),
-                                              config.data.valFraction, config.maxSeqLen(),
-                                              static_cast<uint64_t>(config.run.seed));
+    const std::string corpus = loadCorpus(config.data.source);
+    d.data = std::make_unique<TokenDataLoader>(corpus, tokenizerFor(config.data, corpus),
+                                               config.data.valFraction, config.maxSeqLen(),
+                                               static_cast<uint64_t>(config.run.seed));
     // No torch::manual_seed: nothing in a run draws from LibTorch's global generator (shared
     // with the app's other threads). The model seeds its own from run.seed, the data loader
     // its own above.
@@ -604,6 +622,20 @@ std::string Trainer::deviceDescription() const {
     return s + ", " + nameOf(d.config.run.dtype) +
            (d.optimizer->fused() ? ", fused AdamW" : ", per-parameter AdamW") +
            (d.graphs ? ", CUDA graphs" : "");
+}
+
+std::string Trainer::tokenizerDescription() const {
+    const auto& d = *m_impl;
+    const Tokenizer& t = d.data->tokenizer();
+    if (d.config.data.tokenizer == TokenizerKind::Bytes) return {};
+    const int64_t asked = d.config.data.vocabSize;
+    std::string s = "BPE of " + std::to_string(t.merges().size()) + " merges";
+    if (t.idCount() < asked)
+        s += " (the text has no more pairs: ids " + std::to_string(t.idCount()) + "-" +
+             std::to_string(asked - 1) + " of data.vocab_size " + std::to_string(asked) +
+             " are never used)";
+    return s + ", " + std::to_string(d.data->trainTokens()) + " training and " +
+           std::to_string(d.data->valTokens()) + " validation tokens";
 }
 
 }  // namespace qklab

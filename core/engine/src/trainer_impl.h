@@ -85,7 +85,7 @@ struct Trainer::Impl {
     std::unique_ptr<DeviceAdamW> optimizer;
     std::unique_ptr<GraphStepper> graphs;  // run.cuda_graphs; null = every step eager
     bool graphFailureReported = false;
-    std::unique_ptr<ByteDataLoader> data;
+    std::unique_ptr<TokenDataLoader> data;
     int64_t startStep = 0;
     int64_t paramCount = 0;
     std::vector<torch::Tensor> params, gains;
@@ -125,6 +125,7 @@ struct Trainer::Impl {
 
     void saveCheckpoint(int64_t nextStep, TrainingObserver& observer);
     void loadCheckpoint(const std::string& path);
+    void checkSameTokenizer(torch::serialize::InputArchive& archive, const std::string& path) const;
     double validationLoss(const StepPlan& plan);
     std::vector<Event> takeInterventions(int64_t step);
     bool waitWhilePaused();

@@ -235,14 +235,14 @@ namespace {
 // The loop the trainer ran before DeviceAdamW: LibTorch's AdamW, clip_grad_norm_, .item().
 struct ReferenceLoop {
     RunConfig c;
-    ByteDataLoader data;
+    TokenDataLoader data;
     Transformer model{nullptr};
     std::unique_ptr<torch::optim::AdamW> opt;
     std::vector<torch::Tensor> params;
 
     explicit ReferenceLoop(const RunConfig& config)
         : c(config),
-          data(loadCorpus(c.data.source), c.data.valFraction, c.maxSeqLen(),
+          data(loadCorpus(c.data.source), Tokenizer(), c.data.valFraction, c.maxSeqLen(),
                static_cast<uint64_t>(c.run.seed)) {
         // As the trainer does, in its order: BLAS rounding depends on the thread count.
         torch::set_num_threads(static_cast<int>(c.run.threads));

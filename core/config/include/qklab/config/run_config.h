@@ -139,6 +139,8 @@ struct DataConfig {
     std::string source = "builtin";  // "builtin" or a path to a UTF-8/byte text file
     int64_t batchSize = 16;
     double valFraction = 0.1;  // tail of the corpus held out for validation
+    TokenizerKind tokenizer = TokenizerKind::Bytes;
+    int64_t vocabSize = 4096;  // with tokenizer = bpe: the model's vocabulary, 256 bytes + merges
 };
 
 struct EvalConfig {
@@ -189,6 +191,10 @@ struct RunConfig {
     std::vector<Event> events;
 
     int64_t dHead() const { return model.dModel / model.nHeads; }
+    // Rows of the token embedding and the LM head: 256 bytes, or data.vocab_size with a BPE.
+    int64_t vocabSize() const {
+        return data.tokenizer == TokenizerKind::Bytes ? 256 : data.vocabSize;
+    }
     // Width of the vectors a logit is the dot product of: d_head, plus d_rope under MLA.
     int64_t dQk() const;
     double logitScale() const;  // attention.scale or 1/sqrt(dQk())

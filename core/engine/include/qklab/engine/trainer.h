@@ -90,6 +90,9 @@ class Trainer {
     int64_t startStep() const;    // > 0 when resumed from a checkpoint
     int64_t currentStep() const;  // the step being trained or about to be (thread-safe)
     std::string deviceDescription() const;
+    // "" for bytes; with a BPE, its merges (a text with fewer distinct pairs than
+    // data.vocab_size asks for leaves ids unused) and the tokens of each split.
+    std::string tokenizerDescription() const;
     // True when this run steps through CUDA graphs where it can (run.cuda_graphs on CUDA with
     // deferred readback, or a test's stand-in graph).
     bool cudaGraphs() const;

@@ -118,6 +118,13 @@ template <>
 struct Choices<OutputCentring> {
     static constexpr std::array<const char*, 3> names{"none", "mu_centring", "mu_loss"};
 };
+// data.tokenizer: every byte a token (vocab 256), or a byte-level BPE of data.vocab_size ids
+// trained on the corpus (qklab/config/tokenizer.h).
+enum class TokenizerKind { Bytes, Bpe };
+template <>
+struct Choices<TokenizerKind> {
+    static constexpr std::array<const char*, 2> names{"bytes", "bpe"};
+};
 template <>
 struct Choices<AutoSwitch> {
     static constexpr std::array<const char*, 3> names{"auto", "on", "off"};
