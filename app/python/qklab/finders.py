@@ -17,7 +17,12 @@ Three sources are recognised:
 * Anything else through ``attention_fn``, a callable ``(model, batch) -> [layer, ...]``, one
   :class:`AttentionLayer` (or a dict with its fields, or a ``(q, k, scale, softcap)`` tuple) per
   layer. An AttentionLayer can also hand over the raw q and k and declare the QK-norm, as the
-  built-in finders do for Qwen3 and OLMo 2.
+  built-in finders do for Qwen3 and OLMo 2, and the block's output for max_activation.
+
+The built-in finders also keep each block's output (the residual stream after the layer, for
+the max_activation probe) with a forward hook on the block: the attention module's nearest
+ancestor held in an ``nn.ModuleList`` (HF's decoder layers, nanoGPT's ``Block``). Where there is
+none, the probe stores NaN.
 
 A capture never changes the model: it runs in ``eval()`` under ``torch.no_grad()`` on the
 original (uncompiled, unwrapped) module, and restores train/eval flags, hooks and the attention
@@ -64,6 +69,9 @@ class AttentionLayer:
     the spike diagnosis watches grow. Both or neither; without them the raw norms are q's and
     k's, which is right only for a model without QK-norm.
 
+    hidden: the output of the layer's whole block (B, T, C), the residual stream after it, for
+    the ``max_activation`` probe (its largest |value|); None stores that probe as NaN.
+
     qk_norm: the model's QK-norm, one of :data:`QK_NORM_KINDS` ("rms", "rms_affine", ...), or
     "none"; None (not said) lets qklab infer it as for the built-in finders: "rms" when q_raw's
     lengths differ from q's, else "none". A QK-norm other than "none" needs q_raw and k_raw. It
@@ -81,6 +89,7 @@ class AttentionLayer:
     q_raw: Optional[torch.Tensor] = None
     k_raw: Optional[torch.Tensor] = None
     qk_norm: Optional[str] = None
+    hidden: Optional[torch.Tensor] = None
 
 
 AttentionFn = Callable[[nn.Module, torch.Tensor], Sequence[Any]]
@@ -113,6 +122,9 @@ class LayerCapture(NamedTuple):
     k_raw: torch.Tensor
     scale: float
     softcap: float | None
+    # The output of the layer's block (B, T, C), the residual stream after it, for the
+    # max_activation probe; None where the block could not be found (stored as NaN).
+    hidden: torch.Tensor | None = None
 
 
 class AttentionFinder:
@@ -131,6 +143,9 @@ class AttentionFinder:
     # the attention is not MLA.
     mla: tuple[int, int, int] | None = None
     qk_norm: Optional[str]  # declared by attention_fn (after a capture), else None: inferred
+    # Each attention layer's block, whose output the max_activation probe reads (None: not
+    # found, the probe stores NaN; for "custom", attention_fn hands the output over itself).
+    blocks: list[nn.Module] | None = None
 
     def __init__(self, model: nn.Module, kind: str, n_layers: int, n_heads: int) -> None:
         self.model = model
@@ -272,6 +287,57 @@ def _instance_attr(obj: Any, name: str, value: Any) -> Iterator[None]:
             del obj.__dict__[name]
 
 
+def _blocks_of(model: nn.Module, attention: list[nn.Module]) -> list[nn.Module] | None:
+    """Each attention module's block, the layer whose output is the residual stream after it:
+    its nearest ancestor held in an ``nn.ModuleList`` (HF's ``model.layers`` and
+    ``transformer.h``, nanoGPT's ``transformer.h``). None when one has no such ancestor or two
+    share one: max_activation is then stored as NaN rather than read off the wrong module."""
+    parents: dict[nn.Module, nn.Module] = {}
+    for parent in model.modules():
+        for child in parent.children():
+            parents.setdefault(child, parent)
+    blocks = []
+    for module in attention:
+        block = module
+        while block in parents and not isinstance(parents[block], nn.ModuleList):
+            block = parents[block]
+        if block not in parents or block is module:
+            return None
+        blocks.append(block)
+    return blocks if len(set(map(id, blocks))) == len(blocks) else None
+
+
+def _hidden_of(output: Any) -> torch.Tensor | None:
+    """A block's output as (B, T, C): the tensor itself (transformers 5, nanoGPT) or the first
+    item of the tuple transformers 4 returns; None for anything else."""
+    if isinstance(output, (tuple, list)) and output:
+        output = output[0]
+    if isinstance(output, torch.Tensor) and output.dim() == 3 and output.is_floating_point():
+        return output.detach()
+    return None
+
+
+def _record_block_outputs(stack: ExitStack, blocks: list[nn.Module] | None
+                          ) -> dict[nn.Module, list[torch.Tensor | None]]:
+    """Forward hooks that keep every block output of the probe forward, in call order."""
+    seen: dict[nn.Module, list[torch.Tensor | None]] = {b: [] for b in blocks or []}
+
+    def hook(block: nn.Module, _args: tuple, output: Any) -> None:
+        seen[block].append(_hidden_of(output))
+
+    for block in seen:
+        stack.callback(block.register_forward_hook(hook).remove)
+    return seen
+
+
+def _with_hidden(capture: LayerCapture, hidden: torch.Tensor | None) -> LayerCapture:
+    """The capture with its block's output, kept only when it has the capture's (B, T)."""
+    q = capture.q
+    if hidden is None or tuple(hidden.shape[:2]) != (q.shape[0], q.shape[2]):
+        return capture
+    return capture._replace(hidden=hidden)
+
+
 # --------------------------------------------------------------------------------------------
 # Hugging Face transformers
 
@@ -372,6 +438,7 @@ class _HFFinder(AttentionFinder):
         self.mla = _mla_of(config)
         self.qk_norm = _hf_qk_norm(modules[0])
         self.attention_modules = modules
+        self.blocks = _blocks_of(model, modules)
         # No KV cache for a probe: it would only cost memory. User wrappers may not take it.
         params = inspect.signature(model.forward).parameters
         self._extra = {"use_cache": False} if "use_cache" in params else {}
@@ -399,7 +466,8 @@ class _HFFinder(AttentionFinder):
             _record_raw_inputs(stack, module, raw)
             if getattr(module, "reorder_and_upcast_attn", False):
                 stack.enter_context(_gpt2_upcast_recorder(module, record))
-        return lambda: self._assemble(calls, raw)
+        hidden = _record_block_outputs(stack, self.blocks)
+        return lambda: self._assemble(calls, raw, hidden)
 
     def _modeling_modules(self) -> list[Any]:
         """The Python modules (modeling_llama, ...) that define the attention classes."""
@@ -417,22 +485,26 @@ class _HFFinder(AttentionFinder):
         return list(routes.values())
 
     def _assemble(self, calls: dict[nn.Module, list[_Call]],
-                  raw: dict[tuple[nn.Module, str], list[torch.Tensor]]) -> list[LayerCapture]:
+                  raw: dict[tuple[nn.Module, str], list[torch.Tensor]],
+                  hidden: dict[nn.Module, list[torch.Tensor | None]]) -> list[LayerCapture]:
         out: list[LayerCapture] = []
         for index, module in enumerate(self.attention_modules):
             if not calls[module]:
                 raise RuntimeError(
                     f"attention layer {index} ({type(module).__name__}) did not call its attention "
                     "function during the probe forward; pass attention_fn to find_attention")
+            block = self.blocks[index] if self.blocks else None
             for n, call in enumerate(calls[module]):
-                out.append(_hf_capture(call, _nth(raw, module, "q", n), _nth(raw, module, "k", n)))
+                capture = _hf_capture(call, _nth(raw, module, "q", n), _nth(raw, module, "k", n))
+                out.append(_with_hidden(capture, _nth(hidden, block, None, n)))
         return out
 
 
-def _nth(raw: dict[tuple[nn.Module, str], list[torch.Tensor]], module: nn.Module, which: str,
+def _nth(seen: Mapping[Any, list], module: nn.Module | None, which: str | None,
          n: int) -> torch.Tensor | None:
-    seen = raw.get((module, which), [])
-    return seen[n] if n < len(seen) else None
+    """The n-th tensor recorded for (module, which), or for module alone when which is None."""
+    calls = seen.get(module if which is None else (module, which), [])
+    return calls[n] if n < len(calls) else None
 
 
 def _hf_capture(call: _Call, q_in: torch.Tensor | None, k_in: torch.Tensor | None) -> LayerCapture:
@@ -541,6 +613,7 @@ class _NanoGPTFinder(AttentionFinder):
     def __init__(self, model: nn.Module, modules: list[nn.Module]) -> None:
         super().__init__(model, "nanogpt", len(modules), int(modules[0].n_head))
         self.attention_modules = modules
+        self.blocks = _blocks_of(model, modules)
 
     def _install(self, stack: ExitStack) -> Callable[[], list[LayerCapture]]:
         seen: dict[nn.Module, list[LayerCapture]] = {m: [] for m in self.attention_modules}
@@ -553,15 +626,18 @@ class _NanoGPTFinder(AttentionFinder):
 
         for module in self.attention_modules:
             stack.callback(module.register_forward_pre_hook(hook, with_kwargs=True).remove)
-        return lambda: _in_module_order(self.attention_modules, seen)
+        hidden = _record_block_outputs(stack, self.blocks)
+        return lambda: _in_module_order(self.attention_modules, seen, self.blocks, hidden)
 
 
-def _in_module_order(modules: list[nn.Module],
-                     seen: dict[nn.Module, list[LayerCapture]]) -> list[LayerCapture]:
+def _in_module_order(modules: list[nn.Module], seen: dict[nn.Module, list[LayerCapture]],
+                     blocks: list[nn.Module] | None,
+                     hidden: dict[nn.Module, list[torch.Tensor | None]]) -> list[LayerCapture]:
     missing = [i for i, m in enumerate(modules) if not seen[m]]
     if missing:
         raise RuntimeError(f"attention layers {missing} did not run during the probe forward")
-    return [c for m in modules for c in seen[m]]
+    return [_with_hidden(c, _nth(hidden, blocks[i] if blocks else None, None, n))
+            for i, m in enumerate(modules) for n, c in enumerate(seen[m])]
 
 
 # --------------------------------------------------------------------------------------------
@@ -666,4 +742,18 @@ def _custom_capture(index: int, layer: AttentionLayer) -> LayerCapture:
     q_raw, k_raw = _custom_raw(where, q, k, layer)
     heads = q.shape[1]
     return LayerCapture(q, _repeat_heads(k, heads), q_raw, _repeat_heads(k_raw, heads),
-                        float(scale), None if softcap is None else float(softcap))
+                        float(scale), None if softcap is None else float(softcap),
+                        _custom_hidden(where, q, layer.hidden))
+
+
+def _custom_hidden(where: str, q: torch.Tensor, hidden: Any) -> torch.Tensor | None:
+    """The block output attention_fn handed over, checked against q's batch and length."""
+    if hidden is None:
+        return None
+    if not (isinstance(hidden, torch.Tensor) and hidden.dim() == 3
+            and hidden.is_floating_point()):
+        raise ValueError(f"{where}: hidden must be None or the block's floating (B, T, C) output")
+    if (hidden.shape[0], hidden.shape[1]) != (q.shape[0], q.shape[2]):
+        raise ValueError(f"{where}: hidden {tuple(hidden.shape)} needs the (B, T) of q "
+                         f"{tuple(q.shape)}")
+    return hidden.detach()

@@ -392,7 +392,8 @@ class Run:
     def _probe(self, step: int) -> None:
         assert self._finder is not None and self._probe_batch is not None
         captures = self._finder.capture(self._probe_batch)
-        layers = [(c.q, c.k, c.q_raw, c.k_raw, float(c.scale), c.softcap) for c in captures]
+        layers = [(c.q, c.k, c.q_raw, c.k_raw, float(c.scale), c.softcap, c.hidden)
+                  for c in captures]
         self._announce(self._core.probe(step, layers))
         self._last_probe = step
 

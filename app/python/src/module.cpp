@@ -56,27 +56,33 @@ py::dict reportDict(const MonitorReport& r) {
     return d;
 }
 
-// One layer from Python: (q, k, q_raw, k_raw, scale, softcap or None).
+// One layer from Python: (q, k, q_raw, k_raw, scale, softcap or None, hidden or None).
 struct LayerArgs {
     torch::Tensor q, k, qRaw, kRaw;
     double scale = 1, softcap = 0;
+    torch::Tensor hidden;  // undefined: the block's output was not found (max_activation NaN)
 };
 
 py::dict probe(ExternalRun& run, int64_t step, const std::vector<py::tuple>& layers) {
     std::vector<LayerArgs> held;
     held.reserve(layers.size());
     for (const py::tuple& t : layers) {
-        if (t.size() != 6)
+        if (t.size() != 7)
             throw Error(ErrorCode::InvalidRequest,
-                        "probe: each layer is (q, k, q_raw, k_raw, scale, softcap)");
-        LayerArgs a{t[0].cast<torch::Tensor>(), t[1].cast<torch::Tensor>(),
-                    t[2].cast<torch::Tensor>(), t[3].cast<torch::Tensor>(),
-                    t[4].cast<double>(),        t[5].is_none() ? 0.0 : t[5].cast<double>()};
+                        "probe: each layer is (q, k, q_raw, k_raw, scale, softcap, hidden)");
+        LayerArgs a{t[0].cast<torch::Tensor>(),
+                    t[1].cast<torch::Tensor>(),
+                    t[2].cast<torch::Tensor>(),
+                    t[3].cast<torch::Tensor>(),
+                    t[4].cast<double>(),
+                    t[5].is_none() ? 0.0 : t[5].cast<double>(),
+                    t[6].is_none() ? torch::Tensor() : t[6].cast<torch::Tensor>()};
         held.push_back(std::move(a));
     }
     std::vector<ExternalLayer> view;
     for (const LayerArgs& a : held)
-        view.push_back({&a.q, &a.k, &a.qRaw, &a.kRaw, a.scale, a.softcap});
+        view.push_back({&a.q, &a.k, &a.qRaw, &a.kRaw, a.scale, a.softcap,
+                        a.hidden.defined() ? &a.hidden : nullptr});
     MonitorReport r;
     {
         py::gil_scoped_release noGil;  // the reductions run without holding Python up

@@ -29,6 +29,10 @@ void checkLayer(const ExternalLayer& l, size_t index) {
             throw Error(ErrorCode::InvalidRequest,
                         where + ": q, k, q_raw and k_raw need the same (B, H, T)");
     }
+    if (l.hidden && (l.hidden->dim() != 3 || !l.hidden->is_floating_point() ||
+                     l.hidden->size(0) != l.q->size(0) || l.hidden->size(1) != l.q->size(2)))
+        throw Error(ErrorCode::InvalidRequest,
+                    where + ": hidden must be the block's floating (B, T, C) output");
     if (l.k->size(3) != l.q->size(3))
         throw Error(ErrorCode::InvalidRequest, where + ": q and k need the same head width D");
     if (!(l.scale > 0) || !(l.softcap >= 0) || l.softcap == std::numeric_limits<double>::infinity())
@@ -48,6 +52,8 @@ AttentionCapture captureOf(const ExternalLayer& l) {
     cap.capped = l.softcap > 0 ? torch::tanh(cap.raw / l.softcap) * l.softcap : cap.raw;
     auto future = torch::ones({T, T}, cap.raw.options().dtype(torch::kBool)).triu(1);
     cap.probs = torch::softmax(cap.capped.masked_fill(future, -INFINITY), -1);
+    // probes.cpp reduces it in fp32 beside the logits' statistics, so on their device.
+    if (l.hidden) cap.hidden = l.hidden->detach().to(cap.q.device());
     return cap;
 }
 

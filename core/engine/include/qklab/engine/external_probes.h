@@ -28,6 +28,9 @@ struct ExternalLayer {
     const at::Tensor* kRaw = nullptr;
     double scale = 1.0;
     double softcap = 0;  // tanh cap C (C tanh(x / C)); 0 = none
+    // (B, T, C) the output of the layer's block (the residual stream after it), for
+    // max_activation; null: not found, the probe stores NaN.
+    const at::Tensor* hidden = nullptr;
 };
 
 struct ExternalProbes {

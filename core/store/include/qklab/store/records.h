@@ -69,8 +69,8 @@ struct ProbeStats {
     // (row 0 can attend nowhere else). The layer row is the mean over its heads.
     double firstTokenShare = 0;
     // The massive activations: the largest |value| of the layer's output (the residual stream
-    // after the block). A layer statistic: head rows and runs that do not hand over the hidden
-    // state (the Python package) hold NaN.
+    // after the block). A layer statistic: head rows hold NaN, and so do layers whose block
+    // output was not handed over (the Python package, where it finds no block).
     double maxActivation = 0;
 };
 
