@@ -103,6 +103,14 @@ struct BpeTrainer {
 
 std::vector<std::string_view> splitWords(std::string_view text) {
     std::vector<std::string_view> out;
+    // A run longer than kMaxWordBytes is cut into pieces of that size: a text without spaces
+    // (Chinese, a minified file, a hostile one) would otherwise be one word, and BPE's cost
+    // grows with the square of a word's length.
+    auto emit = [&](size_t start, size_t length) {
+        for (; length > kMaxWordBytes; start += kMaxWordBytes, length -= kMaxWordBytes)
+            out.push_back(text.substr(start, kMaxWordBytes));
+        out.push_back(text.substr(start, length));
+    };
     const size_t n = text.size();
     size_t i = 0;
     while (i < n) {
@@ -110,18 +118,18 @@ std::vector<std::string_view> splitWords(std::string_view text) {
             size_t j = i;
             while (j < n && classOf(text[j]) == ByteClass::Space) ++j;
             if (j == n || text[j - 1] != ' ') {
-                out.push_back(text.substr(i, j - i));
+                emit(i, j - i);
                 i = j;
                 continue;
             }
-            if (j - 1 > i) out.push_back(text.substr(i, j - 1 - i));
+            if (j - 1 > i) emit(i, j - 1 - i);
             i = j - 1;  // the last space leads the next word
         }
         const size_t start = i;
         if (text[i] == ' ') ++i;
         const ByteClass kind = classOf(text[i]);
         while (i < n && classOf(text[i]) == kind) ++i;
-        out.push_back(text.substr(start, i - start));
+        emit(start, i - start);
     }
     return out;
 }

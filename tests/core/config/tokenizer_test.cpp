@@ -40,6 +40,20 @@ TEST(Tokenizer, SplitsWordsAsGpt2DoesInBytes) {
     EXPECT_EQ(joined, text);  // the words are the text, cut
 }
 
+// A text without spaces (Chinese, a minified file, a hostile one) is cut into words of at most
+// 64 bytes, so that BPE's cost, quadratic in a word's length, stays bounded; nothing is lost.
+TEST(Tokenizer, CutsRunsLongerThanAWord) {
+    const std::string run(1000, 'x');
+    const auto words = wordsOf(" " + run + std::string(130, '\n'));
+    ASSERT_EQ(words.size(), 16u + 3u);  // " " + 1000 x: 1001 bytes = 15 x 64 + 41; 130 = 64+64+2
+    EXPECT_EQ(words[0], " " + std::string(63, 'x'));
+    EXPECT_EQ(words[15].size(), 41u);
+    EXPECT_EQ(words[16], std::string(64, '\n'));
+    EXPECT_EQ(words[18], "\n\n");
+    const auto t = Tokenizer::trainBpe(run, 300);
+    EXPECT_EQ(t.decode(t.encode(run)), run);
+}
+
 // "ab ab ab abc" has the words "ab", " ab" (twice) and " abc". Pairs: (a,b) 4, (' ',a) 3,
 // (b,c) 1. Merge 0 joins a b -> 256; then (' ',256) 3, (256,c) 1: merge 1 joins ' ' 256 ->
 // 257; then (257,c) 1: merge 2 -> 258. No pair is left, so a vocabulary of 300 gets 3 merges.

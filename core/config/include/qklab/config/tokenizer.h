@@ -30,6 +30,8 @@ struct DataConfig;
 // of a 1 GiB corpus would add seconds to every run's start for a few more rare merges).
 constexpr int64_t kMaxBpeTrainingBytes = 16ll << 20;
 constexpr int64_t kMaxVocabSize = 65536;
+// The longest word BPE merges within (splitWords cuts longer runs).
+constexpr size_t kMaxWordBytes = 64;
 
 class Tokenizer {
   public:
@@ -65,6 +67,7 @@ std::string mergesProblem(const std::vector<Tokenizer::Merge>& merges);
 // The words BPE merges within: an optional leading space and a run of letters (or of bytes
 // >= 0x80, so UTF-8 letters stay together), of digits or of other marks; whitespace runs
 // between them give their last space to the next word (GPT-2's pre-tokenisation, in bytes).
+// A run longer than kMaxWordBytes becomes several words of at most that many bytes.
 std::vector<std::string_view> splitWords(std::string_view text);
 
 // The bytes of the corpus that train the model (the rest is the validation split).
