@@ -619,8 +619,10 @@ std::string Trainer::deviceDescription() const {
     std::string s = d.device.is_cuda()
                         ? "cuda:0"
                         : "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
-    return s + ", " + nameOf(d.config.run.dtype) +
-           (d.optimizer->fused() ? ", fused AdamW" : ", per-parameter AdamW") +
+    // A Muon run steps its hidden matrices by Muon and the rest by AdamW (engine/trainer_impl.h).
+    const bool muon = d.config.optim.kind == OptimKind::Muon;
+    return s + ", " + nameOf(d.config.run.dtype) + (muon ? ", Muon + " : ", ") +
+           (d.optimizer->fused() ? "fused AdamW" : "per-parameter AdamW") +
            (d.graphs ? ", CUDA graphs" : "");
 }
 

@@ -152,7 +152,13 @@ TEST(Muon, ATinyRunTrainsWithFallingLossPerParameterAndFused) {
             std::vector<double> loss;
             void onStep(const StepMetrics& m) override { loss.push_back(m.loss); }
         } losses;
-        EXPECT_EQ(Trainer(c).run(losses).status, RunStatus::Finished);
+        Trainer trainer(c);
+        // The run's description (stored with it, printed by the CLI) names both optimizers.
+        EXPECT_NE(trainer.deviceDescription().find(fused ? ", Muon + fused AdamW"
+                                                         : ", Muon + per-parameter AdamW"),
+                  std::string::npos)
+            << trainer.deviceDescription();
+        EXPECT_EQ(trainer.run(losses).status, RunStatus::Finished);
         ASSERT_EQ(losses.loss.size(), 30u);
         for (const double l : losses.loss) {
             EXPECT_TRUE(std::isfinite(l)) << "fused " << fused;
