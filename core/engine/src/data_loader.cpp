@@ -93,6 +93,7 @@ torch::Tensor mergesTensor(const Tokenizer& tokenizer) {
     std::vector<int32_t> flat;
     for (const auto& [a, b] : tokenizer.merges()) flat.insert(flat.end(), {a, b});
     const auto m = static_cast<int64_t>(tokenizer.merges().size());
+    if (m == 0) return torch::zeros({0, 2}, torch::kInt32);  // a text with no pair to join
     return torch::tensor(flat, torch::kInt32).view({m, 2});
 }
 

@@ -133,7 +133,10 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
     archive.write("next_step", torch::tensor(nextStep));
     archive.write("sampler_state", stringTensor(data->rngState()));
     archive.write("config_json", stringTensor(configToJson(config).dump()));
-    if (!data->tokenizer().isBytes()) archive.write("bpe_merges", mergesTensor(data->tokenizer()));
+    // By the config's kind, not by the merges: a text with no pair to join has none, and its
+    // checkpoints must still say that they belong to a BPE run (generation looks for this).
+    if (config.data.tokenizer == TokenizerKind::Bpe)
+        archive.write("bpe_merges", mergesTensor(data->tokenizer()));
     if (config.optim.skipStep != SkipStepPolicy::Off)
         archive.write("policy_state", stringTensor(policyState()));
     writeArchiveAtomically(archive, path, nextStep);
@@ -147,7 +150,7 @@ void Trainer::Impl::saveCheckpoint(int64_t nextStep, TrainingObserver& observer)
 // text would go on with other token ids under the same embedding rows.
 void Trainer::Impl::checkSameTokenizer(torch::serialize::InputArchive& archive,
                                        const std::string& path) const {
-    if (data->tokenizer().isBytes()) return;
+    if (config.data.tokenizer == TokenizerKind::Bytes) return;
     torch::Tensor merges;
     if (!archive.try_read("bpe_merges", merges))
         throw Error(ErrorCode::BadCheckpoint, "checkpoint " + path + " has no BPE merges");

@@ -149,6 +149,26 @@ TEST(TokenizerRun, RefusesToResumeOnAChangedText) {
     std::filesystem::remove_all(dir);
 }
 
+// A text whose words are all one byte long ("a.a.a."): BPE merges within words, so it has no
+// pair to join and learns no merge. The run is still a BPE run: its checkpoint says so (with
+// no merges), generation from it decodes, and it resumes.
+TEST(TokenizerRun, ATextWithNoPairToJoinStillCheckpointsAsBpe) {
+    const auto dir = testsupport::scratchDir("bpe-no-pairs");
+    RunConfig c = bpeConfig(2);
+    c.data.source = (dir / "text.txt").string();
+    std::string text;
+    for (int i = 0; i < 4000; ++i) text += "a.";
+    writeText(c.data.source, text);
+    EXPECT_TRUE(tokenizerFor(c.data, text).merges().empty());
+    const std::string path = trainedCheckpoint(c, dir / "ckpt");
+    GenerateOptions options;
+    options.tokens = 5;
+    EXPECT_EQ(generateFromCheckpoint(c, path, options).text.size(), 5u);  // five bytes
+    Trainer resumed(c, resumingFrom(path));
+    EXPECT_EQ(resumed.startStep(), 2);
+    std::filesystem::remove_all(dir);
+}
+
 TEST(TokenizerRun, ResumesBitForBit) {
     testsupport::expectResumedEqualsWhole(testsupport::trainedWholeAndResumed(bpeConfig(16), 7),
                                           16);
